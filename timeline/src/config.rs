@@ -1,0 +1,622 @@
+//! `hoodie.properties`: the typed table configuration.
+//!
+//! The Java properties text is parsed once, here, into [`TableConfig`]. Every
+//! key this library relies on is validated on load; a missing key, an
+//! unsupported version or a malformed value is an error naming the key.
+//! Keys we do not interpret are kept verbatim and written back unchanged.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::error::{Error, Result};
+
+/// Strategy id Hudi uses for event-time ordering.
+pub const EVENT_TIME_STRATEGY_ID: &str = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5";
+/// Strategy id Hudi uses for commit-time ordering.
+pub const COMMIT_TIME_STRATEGY_ID: &str = "ce9acb64-bde0-424c-9b91-f6ebba25356d";
+/// Strategy id Hudi uses for custom mergers.
+pub const CUSTOM_STRATEGY_ID: &str = "1897ef5f-18bc-4557-939c-9d6a8afd1519";
+/// Strategy id Hudi uses for payload-class merging.
+pub const PAYLOAD_STRATEGY_ID: &str = "00000000-0000-0000-0000-000000000000";
+
+const DEFAULT_PAYLOAD: &str = "org.apache.hudi.common.model.DefaultHoodieRecordPayload";
+const OVERWRITE_PAYLOAD: &str = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload";
+
+/// Table versions this build reads.
+pub const SUPPORTED_VERSIONS: &str = "6, 8";
+
+/// Copy-on-write or merge-on-read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableType {
+    /// Base files only.
+    CopyOnWrite,
+    /// Base files plus log files.
+    MergeOnRead,
+}
+
+impl TableType {
+    fn name(self) -> &'static str {
+        match self {
+            TableType::CopyOnWrite => "COPY_ON_WRITE",
+            TableType::MergeOnRead => "MERGE_ON_READ",
+        }
+    }
+}
+
+/// How two versions of one record key are merged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MergeMode {
+    /// The larger ordering-field value wins; ties go to the later write.
+    #[default]
+    EventTime,
+    /// The later write wins.
+    CommitTime,
+    /// A custom merger named by the strategy id.
+    Custom,
+}
+
+impl MergeMode {
+    /// The `hoodie.record.merge.mode` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            MergeMode::EventTime => "EVENT_TIME_ORDERING",
+            MergeMode::CommitTime => "COMMIT_TIME_ORDERING",
+            MergeMode::Custom => "CUSTOM",
+        }
+    }
+
+    /// Hudi's strategy id for the built-in modes.
+    pub fn strategy_id(self) -> &'static str {
+        match self {
+            MergeMode::EventTime => EVENT_TIME_STRATEGY_ID,
+            MergeMode::CommitTime => COMMIT_TIME_STRATEGY_ID,
+            MergeMode::Custom => CUSTOM_STRATEGY_ID,
+        }
+    }
+
+    fn payload_class(self) -> &'static str {
+        match self {
+            MergeMode::CommitTime => OVERWRITE_PAYLOAD,
+            _ => DEFAULT_PAYLOAD,
+        }
+    }
+}
+
+impl fmt::Display for MergeMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which hash maps a record key to a bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BucketHash {
+    /// `murmur3_x86_32(utf8(key), seed 0) mod N`.
+    #[default]
+    Murmur3,
+    /// Hudi's Java rule: `(List.of(key).hashCode() & i32::MAX) % N`.
+    HudiJava,
+}
+
+impl BucketHash {
+    /// The config value.
+    pub fn name(self) -> &'static str {
+        match self {
+            BucketHash::Murmur3 => "murmur3",
+            BucketHash::HudiJava => "hudi-java",
+        }
+    }
+
+    /// Parses a config value.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "murmur3" => Some(BucketHash::Murmur3),
+            "hudi-java" => Some(BucketHash::HudiJava),
+            _ => None,
+        }
+    }
+}
+
+/// Bucket-index settings stored in the table so every writer agrees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BucketSpec {
+    /// Number of buckets (file groups) per partition.
+    pub num_buckets: u32,
+    /// Key-to-bucket hash.
+    pub hash: BucketHash,
+}
+
+/// Keys of `hoodie.properties` this library reads or writes.
+pub mod keys {
+    #![allow(missing_docs)]
+    pub const NAME: &str = "hoodie.table.name";
+    pub const DATABASE: &str = "hoodie.database.name";
+    pub const TYPE: &str = "hoodie.table.type";
+    pub const VERSION: &str = "hoodie.table.version";
+    pub const INITIAL_VERSION: &str = "hoodie.table.initial.version";
+    pub const TIMELINE_LAYOUT: &str = "hoodie.timeline.layout.version";
+    pub const TIMELINE_PATH: &str = "hoodie.timeline.path";
+    pub const HISTORY_PATH: &str = "hoodie.timeline.history.path";
+    pub const RECORD_KEY: &str = "hoodie.table.recordkey.fields";
+    pub const PRECOMBINE: &str = "hoodie.table.precombine.field";
+    pub const ORDERING: &str = "hoodie.table.ordering.fields";
+    pub const PARTITION: &str = "hoodie.table.partition.fields";
+    pub const KEYGEN_TYPE: &str = "hoodie.table.keygenerator.type";
+    pub const KEYGEN_CLASS: &str = "hoodie.table.keygenerator.class";
+    pub const BASE_FORMAT: &str = "hoodie.table.base.file.format";
+    pub const LOG_FORMAT: &str = "hoodie.table.log.file.format";
+    pub const MERGE_MODE: &str = "hoodie.record.merge.mode";
+    pub const MERGE_STRATEGY: &str = "hoodie.record.merge.strategy.id";
+    pub const PAYLOAD_CLASS: &str = "hoodie.compaction.payload.class";
+    pub const POPULATE_META: &str = "hoodie.populate.meta.fields";
+    pub const HIVE_STYLE: &str = "hoodie.datasource.write.hive_style_partitioning";
+    pub const URL_ENCODE: &str = "hoodie.datasource.write.partitionpath.urlencode";
+    pub const DROP_PARTITION_COLUMNS: &str = "hoodie.datasource.write.drop.partition.columns";
+    pub const TIMEZONE: &str = "hoodie.table.timeline.timezone";
+    pub const CREATE_SCHEMA: &str = "hoodie.table.create.schema";
+    pub const CHECKSUM: &str = "hoodie.table.checksum";
+    pub const NUM_BUCKETS: &str = "hoodie.bucket.index.num.buckets";
+    pub const BUCKET_HASH: &str = "tributary.bucket.hash";
+}
+
+/// The typed contents of `.hoodie/hoodie.properties`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableConfig {
+    /// `hoodie.table.name`.
+    pub name: String,
+    /// `hoodie.database.name`, if set.
+    pub database: Option<String>,
+    /// `hoodie.table.type`.
+    pub table_type: TableType,
+    /// `hoodie.table.version` (6 or 8).
+    pub version: u32,
+    /// `hoodie.timeline.layout.version` (1 for v6, 2 for v8).
+    pub timeline_layout: u32,
+    /// `hoodie.timeline.path`, relative to `.hoodie/` (v8).
+    pub timeline_path: String,
+    /// `hoodie.table.recordkey.fields`.
+    pub record_key_fields: Vec<String>,
+    /// The ordering (event-time, precombine) field, if any.
+    pub ordering_field: Option<String>,
+    /// `hoodie.table.partition.fields`; empty when unpartitioned.
+    pub partition_fields: Vec<String>,
+    /// `hoodie.datasource.write.hive_style_partitioning`.
+    pub hive_style_partitioning: bool,
+    /// `hoodie.populate.meta.fields`.
+    pub populate_meta_fields: bool,
+    /// `hoodie.record.merge.mode` (inferred from the payload class for v6).
+    pub merge_mode: MergeMode,
+    /// `hoodie.record.merge.strategy.id`.
+    pub merge_strategy_id: String,
+    /// Bucket index settings, when the table was made by Tributary.
+    pub bucket: Option<BucketSpec>,
+    /// `hoodie.table.create.schema` (Avro JSON without meta fields), if set.
+    pub create_schema: Option<String>,
+    /// Every other key, kept verbatim.
+    pub other: BTreeMap<String, String>,
+}
+
+/// What a new table needs; everything else takes Hudi's v8 defaults.
+#[derive(Debug, Clone)]
+pub struct NewTableConfig {
+    /// Table name (letters, digits, `_`).
+    pub name: String,
+    /// Optional database name.
+    pub database: Option<String>,
+    /// Record key field.
+    pub record_key: String,
+    /// Ordering (event-time) field.
+    pub ordering_field: String,
+    /// Optional partition field.
+    pub partition_field: Option<String>,
+    /// Whether partition folders are named `field=value`.
+    pub hive_style_partitioning: bool,
+    /// Merge mode.
+    pub merge_mode: MergeMode,
+    /// Buckets.
+    pub bucket: BucketSpec,
+    /// The table's Avro schema JSON, without meta fields.
+    pub schema_json: String,
+}
+
+/// CRC32 checksum Hudi stores under `hoodie.table.checksum`.
+pub fn table_checksum(database: Option<&str>, name: &str) -> u32 {
+    crc32fast::hash(format!("{}.{}", database.unwrap_or(""), name).as_bytes())
+}
+
+struct Props<'a> {
+    path: &'a str,
+    map: BTreeMap<String, String>,
+}
+
+impl Props<'_> {
+    fn take(&mut self, key: &str) -> Option<String> {
+        self.map.remove(key)
+    }
+
+    fn required(&mut self, key: &str) -> Result<String> {
+        self.take(key).ok_or_else(|| Error::MissingConfig {
+            path: self.path.to_string(),
+            key: key.to_string(),
+        })
+    }
+
+    fn bad(&self, key: &str, reason: impl Into<String>) -> Error {
+        Error::InvalidConfig {
+            path: self.path.to_string(),
+            key: key.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    fn bool(&mut self, key: &str, default: bool) -> Result<bool> {
+        match self.take(key).as_deref() {
+            None => Ok(default),
+            Some("true") => Ok(true),
+            Some("false") => Ok(false),
+            Some(v) => Err(self.bad(key, format!("expected true or false, got `{v}`"))),
+        }
+    }
+
+    fn list(&mut self, key: &str) -> Vec<String> {
+        self.take(key)
+            .map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl TableConfig {
+    /// Parses and validates `hoodie.properties` text. `path` names the file in errors.
+    pub fn parse(text: &str, path: &str) -> Result<Self> {
+        let map: std::collections::HashMap<String, String> =
+            java_properties::read(text.as_bytes()).map_err(|e| Error::InvalidConfig {
+                path: path.to_string(),
+                key: format!("line {}", e.line_number().unwrap_or(0)),
+                reason: e.to_string(),
+            })?;
+        let mut p = Props {
+            path,
+            map: map.into_iter().collect(),
+        };
+
+        let version_text = p.required(keys::VERSION)?;
+        let version: u32 = match version_text.trim().parse() {
+            Ok(v @ (6 | 8)) => v,
+            _ => {
+                return Err(Error::UnsupportedVersion {
+                    path: path.to_string(),
+                    version: version_text,
+                    supported: SUPPORTED_VERSIONS,
+                });
+            }
+        };
+        let name = p.required(keys::NAME)?;
+        if name.trim().is_empty() {
+            return Err(p.bad(keys::NAME, "empty table name"));
+        }
+        let database = p.take(keys::DATABASE).filter(|d| !d.is_empty());
+        let table_type = match p.take(keys::TYPE).as_deref() {
+            None | Some("COPY_ON_WRITE") => TableType::CopyOnWrite,
+            Some("MERGE_ON_READ") => TableType::MergeOnRead,
+            Some(v) => return Err(p.bad(keys::TYPE, format!("expected COPY_ON_WRITE or MERGE_ON_READ, got `{v}`"))),
+        };
+        let default_layout = if version >= 8 { 2 } else { 1 };
+        let timeline_layout = match p.take(keys::TIMELINE_LAYOUT) {
+            None => default_layout,
+            Some(v) => match v.trim().parse::<u32>() {
+                Ok(l @ (1 | 2)) if (l == 2) == (version >= 8) => l,
+                _ => return Err(p.bad(keys::TIMELINE_LAYOUT, format!("`{v}` does not match table version {version}"))),
+            },
+        };
+        let timeline_path = p.take(keys::TIMELINE_PATH).unwrap_or_else(|| "timeline".into());
+        if timeline_path.is_empty() || timeline_path.contains("..") {
+            return Err(p.bad(keys::TIMELINE_PATH, format!("`{timeline_path}` is not a folder name")));
+        }
+        let record_key_fields = p.list(keys::RECORD_KEY);
+        let ordering_field = match (p.take(keys::ORDERING), p.take(keys::PRECOMBINE)) {
+            (Some(o), _) if !o.is_empty() => Some(o),
+            (_, Some(o)) if !o.is_empty() => Some(o),
+            _ => None,
+        };
+        if ordering_field.as_deref().is_some_and(|o| o.contains(',')) {
+            return Err(p.bad(keys::PRECOMBINE, "only one ordering field is supported"));
+        }
+        let partition_fields = p.list(keys::PARTITION);
+        let hive_style_partitioning = p.bool(keys::HIVE_STYLE, false)?;
+        let populate_meta_fields = p.bool(keys::POPULATE_META, true)?;
+        let payload = p.map.get(keys::PAYLOAD_CLASS).cloned();
+        let (merge_mode, merge_strategy_id) = match version {
+            8.. => {
+                let mode_text = p.required(keys::MERGE_MODE)?;
+                let mode = match mode_text.as_str() {
+                    "EVENT_TIME_ORDERING" => MergeMode::EventTime,
+                    "COMMIT_TIME_ORDERING" => MergeMode::CommitTime,
+                    "CUSTOM" => MergeMode::Custom,
+                    v => {
+                        return Err(p.bad(
+                            keys::MERGE_MODE,
+                            format!("expected EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING or CUSTOM, got `{v}`"),
+                        ));
+                    }
+                };
+                let strategy = p.take(keys::MERGE_STRATEGY).unwrap_or_else(|| mode.strategy_id().into());
+                if mode != MergeMode::Custom && strategy != mode.strategy_id() {
+                    return Err(p.bad(
+                        keys::MERGE_STRATEGY,
+                        format!("`{strategy}` does not match merge mode {mode}"),
+                    ));
+                }
+                (mode, strategy)
+            }
+            _ => {
+                let mode = match payload.as_deref() {
+                    Some(OVERWRITE_PAYLOAD) => MergeMode::CommitTime,
+                    _ if ordering_field.is_none() => MergeMode::CommitTime,
+                    _ => MergeMode::EventTime,
+                };
+                (mode, mode.strategy_id().to_string())
+            }
+        };
+        if merge_mode == MergeMode::EventTime && ordering_field.is_none() && version >= 8 {
+            return Err(Error::MissingConfig {
+                path: path.to_string(),
+                key: keys::PRECOMBINE.into(),
+            });
+        }
+        let bucket = match p.take(keys::NUM_BUCKETS) {
+            None => None,
+            Some(n) => {
+                let num_buckets = match n.trim().parse::<u32>() {
+                    Ok(v) if v > 0 => v,
+                    _ => return Err(p.bad(keys::NUM_BUCKETS, format!("expected a positive integer, got `{n}`"))),
+                };
+                let hash = match p.take(keys::BUCKET_HASH) {
+                    None => BucketHash::Murmur3,
+                    Some(h) => BucketHash::parse(&h)
+                        .ok_or_else(|| p.bad(keys::BUCKET_HASH, format!("expected murmur3 or hudi-java, got `{h}`")))?,
+                };
+                Some(BucketSpec { num_buckets, hash })
+            }
+        };
+        if let Some(tz) = p.map.get(keys::TIMEZONE)
+            && tz != "UTC"
+            && tz != "LOCAL"
+        {
+            return Err(p.bad(keys::TIMEZONE, format!("expected UTC or LOCAL, got `{tz}`")));
+        }
+        if let Some(sum) = p.map.get(keys::CHECKSUM) {
+            let expected = table_checksum(database.as_deref(), &name);
+            match sum.trim().parse::<u64>() {
+                Ok(v) if v == u64::from(expected) => {}
+                _ => {
+                    return Err(p.bad(
+                        keys::CHECKSUM,
+                        format!("`{sum}` does not match table `{name}` (expected {expected})"),
+                    ));
+                }
+            }
+        }
+        let unknown: Vec<&String> = p.map.keys().filter(|k| k.starts_with("tributary.")).collect();
+        if let Some(k) = unknown.first() {
+            return Err(p.bad(k, "unknown tributary key (written by a newer version?)"));
+        }
+        let create_schema = p.take(keys::CREATE_SCHEMA).filter(|s| !s.is_empty());
+        Ok(Self {
+            name,
+            database,
+            table_type,
+            version,
+            timeline_layout,
+            timeline_path,
+            record_key_fields,
+            ordering_field,
+            partition_fields,
+            hive_style_partitioning,
+            populate_meta_fields,
+            merge_mode,
+            merge_strategy_id,
+            bucket,
+            create_schema,
+            other: p.map,
+        })
+    }
+
+    /// The configuration of a new version-8 Merge-on-Read table.
+    pub fn new_table(new: &NewTableConfig) -> Self {
+        let mut other = BTreeMap::new();
+        let mut put = |k: &str, v: &str| {
+            other.insert(k.to_string(), v.to_string());
+        };
+        put(keys::INITIAL_VERSION, "8");
+        put(keys::HISTORY_PATH, "history");
+        put(
+            keys::KEYGEN_TYPE,
+            if new.partition_field.is_some() { "SIMPLE" } else { "NON_PARTITION" },
+        );
+        put(keys::BASE_FORMAT, "PARQUET");
+        put(keys::LOG_FORMAT, "HOODIE_LOG");
+        put(keys::PAYLOAD_CLASS, new.merge_mode.payload_class());
+        put(keys::URL_ENCODE, "false");
+        put(keys::DROP_PARTITION_COLUMNS, "false");
+        put(keys::TIMEZONE, "UTC");
+        put(
+            keys::CHECKSUM,
+            &table_checksum(new.database.as_deref(), &new.name).to_string(),
+        );
+        Self {
+            name: new.name.clone(),
+            database: new.database.clone(),
+            table_type: TableType::MergeOnRead,
+            version: 8,
+            timeline_layout: 2,
+            timeline_path: "timeline".into(),
+            record_key_fields: vec![new.record_key.clone()],
+            ordering_field: Some(new.ordering_field.clone()),
+            partition_fields: new.partition_field.iter().cloned().collect(),
+            hive_style_partitioning: new.hive_style_partitioning,
+            populate_meta_fields: true,
+            merge_mode: new.merge_mode,
+            merge_strategy_id: new.merge_mode.strategy_id().into(),
+            bucket: Some(new.bucket),
+            create_schema: Some(new.schema_json.clone()),
+            other,
+        }
+    }
+
+    /// All properties as key/value pairs, as they are written to disk.
+    pub fn to_properties(&self) -> BTreeMap<String, String> {
+        let mut m = self.other.clone();
+        let mut put = |k: &str, v: String| {
+            m.insert(k.to_string(), v);
+        };
+        put(keys::NAME, self.name.clone());
+        if let Some(db) = &self.database {
+            put(keys::DATABASE, db.clone());
+        }
+        put(keys::TYPE, self.table_type.name().into());
+        put(keys::VERSION, self.version.to_string());
+        put(keys::TIMELINE_LAYOUT, self.timeline_layout.to_string());
+        put(keys::TIMELINE_PATH, self.timeline_path.clone());
+        if !self.record_key_fields.is_empty() {
+            put(keys::RECORD_KEY, self.record_key_fields.join(","));
+        }
+        if let Some(o) = &self.ordering_field {
+            put(keys::PRECOMBINE, o.clone());
+        }
+        if !self.partition_fields.is_empty() {
+            put(keys::PARTITION, self.partition_fields.join(","));
+        }
+        put(keys::HIVE_STYLE, self.hive_style_partitioning.to_string());
+        put(keys::POPULATE_META, self.populate_meta_fields.to_string());
+        if self.version >= 8 {
+            put(keys::MERGE_MODE, self.merge_mode.name().into());
+            put(keys::MERGE_STRATEGY, self.merge_strategy_id.clone());
+        }
+        if let Some(b) = &self.bucket {
+            put(keys::NUM_BUCKETS, b.num_buckets.to_string());
+            put(keys::BUCKET_HASH, b.hash.name().into());
+        }
+        if let Some(s) = &self.create_schema {
+            put(keys::CREATE_SCHEMA, s.clone());
+        }
+        m
+    }
+
+    /// The Java properties text of this configuration. `comment` becomes the
+    /// header line (Java writes `Updated at <time>` there).
+    pub fn to_properties_text(&self, comment: &str) -> Result<String> {
+        let mut out = Vec::new();
+        {
+            let mut w = java_properties::PropertiesWriter::new(&mut out);
+            let werr = |e: java_properties::PropertiesError| Error::InvalidInput {
+                what: "hoodie.properties".into(),
+                reason: e.to_string(),
+            };
+            w.write_comment(comment).map_err(werr)?;
+            for (k, v) in self.to_properties() {
+                w.write(&k, &v).map_err(werr)?;
+            }
+            w.finish().map_err(werr)?;
+        }
+        String::from_utf8(out).map_err(|e| Error::InvalidInput {
+            what: "hoodie.properties".into(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// The single record key field, as the bucket index and writers need it.
+    pub fn record_key_field(&self) -> Option<&str> {
+        match self.record_key_fields.as_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> NewTableConfig {
+        NewTableConfig {
+            name: "trips".into(),
+            database: None,
+            record_key: "uuid".into(),
+            ordering_field: "ts".into(),
+            partition_field: Some("city".into()),
+            hive_style_partitioning: true,
+            merge_mode: MergeMode::EventTime,
+            bucket: BucketSpec {
+                num_buckets: 4,
+                hash: BucketHash::Murmur3,
+            },
+            schema_json: r#"{"type":"record","name":"r","fields":[{"name":"a:b","type":"string"}]}"#.into(),
+        }
+    }
+
+    #[test]
+    fn round_trips_through_text() {
+        let cfg = TableConfig::new_table(&sample());
+        let text = cfg.to_properties_text("Updated by tributary").unwrap();
+        assert!(text.contains("hoodie.table.version=8"));
+        assert!(text.contains("hoodie.table.checksum="));
+        let back = TableConfig::parse(&text, "hoodie.properties").unwrap();
+        assert_eq!(back, cfg);
+    }
+
+    #[test]
+    fn checksum_matches_hudi() {
+        assert_eq!(table_checksum(Some("default"), "v8_trips_8i3u1d"), 1_197_752_875);
+    }
+
+    fn with(text: &str, key: &str, value: Option<&str>) -> String {
+        let mut lines: Vec<String> = text
+            .lines()
+            .filter(|l| !l.starts_with(&format!("{key}=")))
+            .map(String::from)
+            .collect();
+        if let Some(v) = value {
+            lines.push(format!("{key}={v}"));
+        }
+        lines.join("\n")
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let text = TableConfig::new_table(&sample()).to_properties_text("x").unwrap();
+        let cases = [
+            (keys::VERSION, Some("7"), "unsupported table version 7"),
+            (keys::VERSION, None, "missing required key `hoodie.table.version`"),
+            (keys::NAME, None, "`hoodie.table.name`"),
+            (keys::MERGE_MODE, Some("FASTEST"), "`hoodie.record.merge.mode`"),
+            (keys::MERGE_STRATEGY, Some("abc"), "`hoodie.record.merge.strategy.id`"),
+            (keys::NUM_BUCKETS, Some("0"), "`hoodie.bucket.index.num.buckets`"),
+            (keys::NUM_BUCKETS, Some("four"), "`hoodie.bucket.index.num.buckets`"),
+            (keys::BUCKET_HASH, Some("md5"), "`tributary.bucket.hash`"),
+            (keys::CHECKSUM, Some("12"), "`hoodie.table.checksum`"),
+            (keys::HIVE_STYLE, Some("yes"), "hive_style_partitioning"),
+            (keys::TIMELINE_LAYOUT, Some("1"), "`hoodie.timeline.layout.version`"),
+            ("tributary.frobnicate", Some("1"), "`tributary.frobnicate`"),
+        ];
+        for (key, value, expect) in cases {
+            let err = TableConfig::parse(&with(&text, key, value), "t/.hoodie/hoodie.properties")
+                .expect_err(key)
+                .to_string();
+            assert!(err.contains(expect), "{key}: {err}");
+            assert!(err.contains("t/.hoodie/hoodie.properties"), "{err}");
+        }
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        for text in ["", "\u{0}\u{1}\u{2}", "hoodie.table.version", "=\n=\n\\"] {
+            assert!(TableConfig::parse(text, "p").is_err());
+        }
+    }
+}

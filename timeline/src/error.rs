@@ -1,0 +1,159 @@
+//! The timeline crate's one error type.
+
+use std::time::Duration;
+
+/// Result alias used throughout the timeline crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while reading or writing table metadata.
+///
+/// Variants say what the caller can do: fix the input ([`Error::InvalidConfig`],
+/// [`Error::InvalidName`], [`Error::InvalidInput`]), retry later
+/// ([`Error::LockTimeout`], [`Error::Store`]), or treat the table as damaged
+/// ([`Error::Corrupt`]). Messages name the path, key or instant involved.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A required `hoodie.properties` key is absent.
+    #[error("{path}: missing required key `{key}`")]
+    MissingConfig {
+        /// The properties file.
+        path: String,
+        /// The missing key.
+        key: String,
+    },
+    /// A `hoodie.properties` key holds a value we cannot accept.
+    #[error("{path}: bad value for `{key}`: {reason}")]
+    InvalidConfig {
+        /// The properties file.
+        path: String,
+        /// The offending key.
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A table version this build cannot read or write.
+    #[error("{path}: unsupported table version {version} (key `hoodie.table.version`); supported: {supported}")]
+    UnsupportedVersion {
+        /// The properties file.
+        path: String,
+        /// The version found.
+        version: String,
+        /// Versions this build supports.
+        supported: &'static str,
+    },
+    /// A file or instant name does not follow the Hudi naming rules.
+    #[error("invalid {kind} `{name}`: {reason}")]
+    InvalidName {
+        /// What was being parsed ("instant time", "log file name", ...).
+        kind: &'static str,
+        /// The text that failed to parse.
+        name: String,
+        /// Why it failed.
+        reason: String,
+    },
+    /// Caller-supplied input (schema, field names, options) is invalid.
+    #[error("{what}: {reason}")]
+    InvalidInput {
+        /// The input involved, e.g. a schema file or an option name.
+        what: String,
+        /// Why it is invalid.
+        reason: String,
+    },
+    /// A file that must be created fresh already exists.
+    #[error("{path} already exists")]
+    AlreadyExists {
+        /// The existing object.
+        path: String,
+    },
+    /// Metadata on storage is damaged or contradicts itself.
+    #[error("{path}: corrupt: {reason}")]
+    Corrupt {
+        /// The damaged object.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The table lock could not be taken in time.
+    #[error("timed out after {waited:?} waiting for the table lock {lock}")]
+    LockTimeout {
+        /// Which lock.
+        lock: String,
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// A lease lock expired and was taken by another owner while we held it.
+    #[error("lost the table lock {lock}: {reason}")]
+    LockLost {
+        /// Which lock.
+        lock: String,
+        /// What happened.
+        reason: String,
+    },
+    /// An object-store call failed.
+    #[error("{op} {path}: {source}")]
+    Store {
+        /// The operation ("get", "put", "list", ...).
+        op: &'static str,
+        /// The object or prefix.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: object_store::Error,
+    },
+    /// A local OS call failed (only the local file lock and durable store use these).
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// The operation.
+        op: &'static str,
+        /// The local path.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Avro metadata could not be encoded or decoded.
+    #[error("{path}: avro: {reason}")]
+    Avro {
+        /// The object involved.
+        path: String,
+        /// The Avro library's message.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// Wraps an object-store error, naming the operation and path.
+    pub fn store(op: &'static str, path: impl ToString, source: object_store::Error) -> Self {
+        match source {
+            object_store::Error::AlreadyExists { .. } => Error::AlreadyExists {
+                path: path.to_string(),
+            },
+            source => Error::Store {
+                op,
+                path: path.to_string(),
+                source,
+            },
+        }
+    }
+
+    /// Wraps a local IO error, naming the operation and path.
+    pub fn io(op: &'static str, path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
+        Error::Io {
+            op,
+            path: path.as_ref().display().to_string(),
+            source,
+        }
+    }
+
+    /// True when the error reports an object that was not found.
+    pub fn is_not_found(&self) -> bool {
+        matches!(
+            self,
+            Error::Store {
+                source: object_store::Error::NotFound { .. },
+                ..
+            }
+        )
+    }
+}

@@ -1,0 +1,209 @@
+//! Base and log file names (§4 of the format notes).
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use crate::error::{Error, Result};
+use crate::instant::InstantTime;
+
+/// A write token `{taskPartitionId}-{stageId}-{taskAttemptId}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WriteToken(String);
+
+impl WriteToken {
+    /// Builds a token from its three numbers.
+    pub fn new(task: u64, stage: u64, attempt: u64) -> Self {
+        Self(format!("{task}-{stage}-{attempt}"))
+    }
+
+    /// Parses `d+-d+-d+`.
+    pub fn parse(s: &str) -> Result<Self> {
+        let parts: Vec<&str> = s.split('-').collect();
+        if parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
+            Ok(Self(s.to_string()))
+        } else {
+            Err(Error::InvalidName {
+                kind: "write token",
+                name: s.to_string(),
+                reason: "expected three dash-separated numbers".into(),
+            })
+        }
+    }
+
+    /// The token text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for WriteToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn check_file_id(file_id: &str, name: &str, kind: &'static str) -> Result<()> {
+    if file_id.is_empty() || file_id.contains('_') || file_id.contains('/') {
+        return Err(Error::InvalidName {
+            kind,
+            name: name.to_string(),
+            reason: format!("bad file id `{file_id}` (must be non-empty, without `_` or `/`)"),
+        });
+    }
+    Ok(())
+}
+
+/// `{fileId}_{writeToken}_{instantTime}.{ext}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BaseFileName {
+    /// File group id.
+    pub file_id: String,
+    /// Write token.
+    pub write_token: WriteToken,
+    /// Commit (or compaction) instant that wrote it.
+    pub instant: InstantTime,
+    /// Extension without the dot (`parquet`).
+    pub extension: String,
+}
+
+impl BaseFileName {
+    /// Parses a base file name.
+    pub fn parse(name: &str) -> Result<Self> {
+        let bad = |reason: &str| Error::InvalidName {
+            kind: "base file name",
+            name: name.to_string(),
+            reason: reason.to_string(),
+        };
+        let (stem, extension) = name.rsplit_once('.').ok_or_else(|| bad("no extension"))?;
+        if extension.is_empty() || !extension.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(bad("bad extension"));
+        }
+        let mut parts = stem.splitn(2, '_');
+        let file_id = parts.next().unwrap_or_default();
+        let rest = parts.next().ok_or_else(|| bad("expected fileId_token_instant"))?;
+        let (token, instant) = rest.rsplit_once('_').ok_or_else(|| bad("expected fileId_token_instant"))?;
+        check_file_id(file_id, name, "base file name")?;
+        Ok(Self {
+            file_id: file_id.to_string(),
+            write_token: WriteToken::parse(token)?,
+            instant: InstantTime::parse(instant)?,
+            extension: extension.to_string(),
+        })
+    }
+}
+
+impl fmt::Display for BaseFileName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}_{}_{}.{}", self.file_id, self.write_token, self.instant, self.extension)
+    }
+}
+
+/// `.{fileId}_{deltaCommitTime}.log.{version}_{writeToken}[.cdc]`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LogFileName {
+    /// File group id.
+    pub file_id: String,
+    /// Delta-commit instant that wrote it (v8); the base instant in v6.
+    pub instant: InstantTime,
+    /// Version, from 1.
+    pub version: u32,
+    /// Write token, if present.
+    pub write_token: Option<WriteToken>,
+    /// Suffix such as `.cdc`, if any.
+    pub suffix: String,
+}
+
+impl LogFileName {
+    /// Parses a log file name.
+    pub fn parse(name: &str) -> Result<Self> {
+        let bad = |reason: &str| Error::InvalidName {
+            kind: "log file name",
+            name: name.to_string(),
+            reason: reason.to_string(),
+        };
+        let body = name.strip_prefix('.').ok_or_else(|| bad("log file names start with `.`"))?;
+        let (head, tail) = body.split_once(".log.").ok_or_else(|| bad("no `.log.` part"))?;
+        let (file_id, instant) = head.split_once('_').ok_or_else(|| bad("expected fileId_instant"))?;
+        check_file_id(file_id, name, "log file name")?;
+        let (tail, suffix) = match tail.split_once('.') {
+            Some((t, s)) => (t, format!(".{s}")),
+            None => (tail, String::new()),
+        };
+        let (version, token) = match tail.split_once('_') {
+            Some((v, t)) => (v, Some(WriteToken::parse(t)?)),
+            None => (tail, None),
+        };
+        let version = version
+            .parse::<u32>()
+            .map_err(|_| bad("log version is not a number"))?;
+        Ok(Self {
+            file_id: file_id.to_string(),
+            instant: InstantTime::parse(instant)?,
+            version,
+            write_token: token,
+            suffix,
+        })
+    }
+
+    /// Hudi's `LogFileComparator`: instant, then version, then write token, then suffix.
+    pub fn log_order(&self, other: &Self) -> Ordering {
+        self.instant
+            .cmp(&other.instant)
+            .then(self.version.cmp(&other.version))
+            .then_with(|| self.write_token.cmp(&other.write_token))
+            .then_with(|| self.suffix.cmp(&other.suffix))
+    }
+}
+
+impl fmt::Display for LogFileName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, ".{}_{}.log.{}", self.file_id, self.instant, self.version)?;
+        if let Some(t) = &self.write_token {
+            write!(f, "_{t}")?;
+        }
+        f.write_str(&self.suffix)
+    }
+}
+
+/// The file id of bucket `bucket` under non-blocking concurrency control.
+pub fn nbcc_file_id(bucket: u32) -> String {
+    format!("{bucket:08}-0000-0000-0000-000000000000-0")
+}
+
+/// The bucket number encoded in a bucket-index file id (its first 8 digits).
+pub fn bucket_of_file_id(file_id: &str) -> Option<u32> {
+    file_id.get(..8).filter(|p| p.bytes().all(|b| b.is_ascii_digit()))?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn parses_corpus_names() {
+        let b = BaseFileName::parse("6e1d5cc4-c487-487d-abbe-fe9b30b1c0cc-0_0-1112-3190_20251220210129235.parquet").unwrap();
+        assert_eq!(b.file_id, "6e1d5cc4-c487-487d-abbe-fe9b30b1c0cc-0");
+        assert_eq!(b.write_token.as_str(), "0-1112-3190");
+        assert_eq!(b.instant.as_str(), "20251220210129235");
+        let l = LogFileName::parse(".8aa68f7e-afd6-4c94-b86c-8a886552e08d-0_20251220210130911.log.1_0-1139-3316").unwrap();
+        assert_eq!(l.file_id, "8aa68f7e-afd6-4c94-b86c-8a886552e08d-0");
+        assert_eq!((l.version, l.write_token.unwrap().as_str()), (1, "0-1139-3316"));
+        for bad in [".hoodie_partition_metadata", "x.parquet", ".a_b.log.x_1-2-3", "a_b_c.parquet"] {
+            assert!(BaseFileName::parse(bad).is_err() || LogFileName::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(bucket_of_file_id(&nbcc_file_id(37)), Some(37));
+    }
+
+    proptest! {
+        #[test]
+        fn names_round_trip(bucket in 0u32..100_000, ms in 0i64..253_402_300_799_000, v in 1u32..1000,
+                            a in 0u64..10_000, b in 0u64..10_000, c in 0u64..10_000) {
+            let t = InstantTime::from_millis(ms).unwrap();
+            let base = BaseFileName { file_id: nbcc_file_id(bucket), write_token: WriteToken::new(a, b, c), instant: t.clone(), extension: "parquet".into() };
+            prop_assert_eq!(BaseFileName::parse(&base.to_string()).unwrap(), base);
+            let log = LogFileName { file_id: nbcc_file_id(bucket), instant: t, version: v, write_token: Some(WriteToken::new(a, b, c)), suffix: String::new() };
+            prop_assert_eq!(LogFileName::parse(&log.to_string()).unwrap(), log);
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! The file-system view: file groups and file slices by completion time.
+//!
+//! Rules (format notes §7):
+//! - base files open a slice at their own instant;
+//! - a pending compaction opens an empty slice at its instant;
+//! - each completed log, in log order, joins the slice with the largest key
+//!   that is ≤ its completion time, or opens one at its own instant;
+//! - files of instants that have not completed are invisible.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::TryStreamExt;
+use object_store::path::Path;
+
+use crate::config::TableConfig;
+use crate::error::{Error, Result};
+use crate::file_name::{BaseFileName, LogFileName};
+use crate::instant::InstantTime;
+use crate::store::TableLocation;
+use crate::timeline::Timeline;
+
+/// Name of the marker file that makes a folder a partition.
+pub const PARTITION_METADATA: &str = ".hoodie_partition_metadata";
+
+/// One data file found in a partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataFile {
+    /// Partition path relative to the table root (`""` when unpartitioned).
+    pub partition: String,
+    /// Bare file name.
+    pub name: String,
+    /// Full path in the store.
+    pub path: Path,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// A base (Parquet) file of a slice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseFile {
+    /// Parsed name.
+    pub name: BaseFileName,
+    /// The file.
+    pub file: DataFile,
+}
+
+/// A log file of a slice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogFile {
+    /// Parsed name.
+    pub name: LogFileName,
+    /// The file.
+    pub file: DataFile,
+    /// When the delta commit that wrote it completed.
+    pub completed: InstantTime,
+}
+
+/// A base file (or none) plus the logs that apply on top of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileSlice {
+    /// Partition path.
+    pub partition: String,
+    /// File group id.
+    pub file_id: String,
+    /// The slice key: base instant, compaction instant or first log's instant.
+    pub base_instant: InstantTime,
+    /// The base file, if any.
+    pub base: Option<BaseFile>,
+    /// Log files in log order.
+    pub logs: Vec<LogFile>,
+}
+
+impl FileSlice {
+    /// The base file's name, if any.
+    pub fn base_file_name(&self) -> Option<&str> {
+        self.base.as_ref().map(|b| b.file.name.as_str())
+    }
+
+    /// The log files' names, in log order.
+    pub fn log_file_names(&self) -> Vec<&str> {
+        self.logs.iter().map(|l| l.file.name.as_str()).collect()
+    }
+}
+
+/// All slices of one file group, keyed by base instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileGroup {
+    /// Partition path.
+    pub partition: String,
+    /// File group id.
+    pub file_id: String,
+    /// Slices by key.
+    pub slices: BTreeMap<InstantTime, FileSlice>,
+}
+
+impl FileGroup {
+    fn slice_at(&mut self, key: InstantTime) -> &mut FileSlice {
+        let (partition, file_id) = (self.partition.clone(), self.file_id.clone());
+        self.slices.entry(key.clone()).or_insert_with(|| FileSlice {
+            partition,
+            file_id,
+            base_instant: key,
+            base: None,
+            logs: Vec::new(),
+        })
+    }
+
+    /// The newest slice.
+    pub fn latest(&self) -> Option<&FileSlice> {
+        self.slices.values().next_back()
+    }
+
+    /// The newest slice as a reader sees it: while a compaction is pending,
+    /// its (base-less) slice is read together with the slice before it.
+    pub fn latest_merged(&self, pending_compactions: &BTreeSet<InstantTime>) -> Option<FileSlice> {
+        let mut it = self.slices.values().rev();
+        let latest = it.next()?;
+        if latest.base.is_none() && pending_compactions.contains(&latest.base_instant) {
+            if let Some(prev) = it.next() {
+                let mut merged = prev.clone();
+                merged.logs.extend(latest.logs.iter().cloned());
+                return Some(merged);
+            }
+        }
+        Some(latest.clone())
+    }
+}
+
+/// File groups of a table at one timeline.
+#[derive(Debug, Clone, Default)]
+pub struct FileSystemView {
+    groups: BTreeMap<(String, String), FileGroup>,
+    pending_compactions: BTreeSet<InstantTime>,
+    skipped: Vec<String>,
+}
+
+/// The file groups a pending compaction plan covers, as `(partition, file_id)`.
+pub type PlannedGroups = BTreeMap<InstantTime, BTreeSet<(String, String)>>;
+
+impl FileSystemView {
+    /// Groups `files` into slices by the rules above. `planned` gives, for
+    /// each pending compaction instant, the file groups its plan covers.
+    pub fn build(timeline: &Timeline, files: impl IntoIterator<Item = DataFile>, planned: &PlannedGroups) -> Self {
+        let mut bases = Vec::new();
+        let mut logs = Vec::new();
+        let mut skipped = Vec::new();
+        for f in files {
+            if f.name == PARTITION_METADATA {
+                continue;
+            }
+            if f.name.starts_with('.') && f.name.contains(".log.") {
+                match LogFileName::parse(&f.name) {
+                    Ok(n) => logs.push((n, f)),
+                    Err(e) => skipped.push(e.to_string()),
+                }
+            } else if f.name.ends_with(".parquet") {
+                match BaseFileName::parse(&f.name) {
+                    Ok(n) => bases.push((n, f)),
+                    Err(e) => skipped.push(e.to_string()),
+                }
+            }
+        }
+        let mut groups: BTreeMap<(String, String), FileGroup> = BTreeMap::new();
+        fn group<'a>(
+            groups: &'a mut BTreeMap<(String, String), FileGroup>,
+            partition: &str,
+            file_id: &str,
+        ) -> &'a mut FileGroup {
+            groups
+                .entry((partition.to_string(), file_id.to_string()))
+                .or_insert_with(|| FileGroup {
+                    partition: partition.to_string(),
+                    file_id: file_id.to_string(),
+                    slices: BTreeMap::new(),
+                })
+        }
+        for (name, file) in bases {
+            if !timeline.is_completed(&name.instant) {
+                continue;
+            }
+            let slice = group(&mut groups, &file.partition, &name.file_id).slice_at(name.instant.clone());
+            // Two committed base files at one instant would be a broken table;
+            // keep the first in name order so the result is deterministic.
+            if slice.base.as_ref().is_none_or(|b| b.file.name > file.name) {
+                slice.base = Some(BaseFile { name, file });
+            }
+        }
+        let pending_compactions: BTreeSet<InstantTime> =
+            timeline.pending_compactions().map(|i| i.requested.clone()).collect();
+        for (t, covered) in planned {
+            if pending_compactions.contains(t) {
+                for (partition, file_id) in covered {
+                    group(&mut groups, partition, file_id).slice_at(t.clone());
+                }
+            }
+        }
+        logs.sort_by(|a, b| a.0.log_order(&b.0).then_with(|| a.1.partition.cmp(&b.1.partition)));
+        for (name, file) in logs {
+            if !timeline.is_completed(&name.instant) {
+                continue;
+            }
+            let completed = timeline
+                .completion_time(&name.instant)
+                .cloned()
+                .unwrap_or_else(|| name.instant.clone());
+            let g = group(&mut groups, &file.partition, &name.file_id);
+            let key = g
+                .slices
+                .range(..=completed.clone())
+                .next_back()
+                .map(|(k, _)| k.clone())
+                .unwrap_or_else(|| name.instant.clone());
+            g.slice_at(key).logs.push(LogFile { name, file, completed });
+        }
+        Self {
+            groups,
+            pending_compactions,
+            skipped,
+        }
+    }
+
+    /// Lists the table and builds its view at `timeline`.
+    pub async fn load(loc: &TableLocation, config: &TableConfig, timeline: &Timeline) -> Result<Self> {
+        let files = list_data_files(loc).await?;
+        let mut planned = PlannedGroups::new();
+        for c in timeline.pending_compactions() {
+            let writer = crate::timeline::TimelineWriter::new(loc, config);
+            let path = writer.path_of(c, crate::instant::State::Requested)?;
+            let bytes = loc.get(&path).await?;
+            planned.insert(c.requested.clone(), crate::avro::plan_file_groups(&bytes, &path.to_string())?);
+        }
+        Ok(Self::build(timeline, files, &planned))
+    }
+
+    /// Every file group.
+    pub fn groups(&self) -> impl Iterator<Item = &FileGroup> {
+        self.groups.values()
+    }
+
+    /// The newest slice of every file group, as readers merge it.
+    pub fn latest_slices(&self) -> Vec<FileSlice> {
+        self.groups
+            .values()
+            .filter_map(|g| g.latest_merged(&self.pending_compactions))
+            .collect()
+    }
+
+    /// Names that looked like data files but did not parse.
+    pub fn skipped(&self) -> &[String] {
+        &self.skipped
+    }
+}
+
+/// Lists every file in every partition (folder holding `.hoodie_partition_metadata`).
+pub async fn list_data_files(loc: &TableLocation) -> Result<Vec<DataFile>> {
+    let meta = loc.meta_dir();
+    let all: Vec<object_store::ObjectMeta> = loc
+        .store
+        .list(Some(&loc.root))
+        .try_filter(|m| futures::future::ready(!m.location.prefix_matches(&meta)))
+        .try_collect()
+        .await
+        .map_err(|e| Error::store("list", &loc.root, e))?;
+    let mut by_dir: BTreeMap<String, Vec<DataFile>> = BTreeMap::new();
+    let mut partitions = BTreeSet::new();
+    for m in all {
+        let rel = loc.relative(&m.location);
+        let (partition, name) = match rel.rsplit_once('/') {
+            Some((p, n)) => (p.to_string(), n.to_string()),
+            None => (String::new(), rel.clone()),
+        };
+        if name == PARTITION_METADATA {
+            partitions.insert(partition.clone());
+        }
+        by_dir.entry(partition.clone()).or_default().push(DataFile {
+            partition,
+            name,
+            path: m.location,
+            size: m.size,
+        });
+    }
+    Ok(by_dir
+        .into_iter()
+        .filter(|(p, _)| partitions.contains(p))
+        .flat_map(|(_, files)| files)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(partition: &str, name: &str) -> DataFile {
+        DataFile {
+            partition: partition.into(),
+            name: name.into(),
+            path: Path::from(format!("{partition}/{name}")),
+            size: 1,
+        }
+    }
+
+    fn t(s: &str) -> InstantTime {
+        InstantTime::parse(s).unwrap()
+    }
+
+    /// The RFC-66 example: logs [t21,t40], [t30,t50], [t35,t90] with base t10
+    /// and a compaction at t60 give slices {t60: [l3]} and {t10: [l1, l2]}.
+    #[test]
+    fn rfc66_example() {
+        let ts = |n: u32| format!("20250101000000{n:03}");
+        let names: Vec<String> = vec![
+            format!("{}.commit.requested", ts(10)),
+            format!("{}_{}.commit", ts(10), ts(11)),
+            format!("{}.deltacommit.requested", ts(21)),
+            format!("{}_{}.deltacommit", ts(21), ts(40)),
+            format!("{}.deltacommit.requested", ts(30)),
+            format!("{}_{}.deltacommit", ts(30), ts(50)),
+            format!("{}.deltacommit.requested", ts(35)),
+            format!("{}_{}.deltacommit", ts(35), ts(90)),
+            format!("{}.compaction.requested", ts(60)),
+        ];
+        let tl = Timeline::from_layout2_names(names.iter().map(String::as_str));
+        let fid = "00000000-0000-0000-0000-000000000000-0";
+        let files = vec![
+            file("p", &format!("{fid}_0-1-1_{}.parquet", ts(10))),
+            file("p", &format!(".{fid}_{}.log.1_0-1-1", ts(21))),
+            file("p", &format!(".{fid}_{}.log.1_0-1-1", ts(30))),
+            file("p", &format!(".{fid}_{}.log.1_0-1-1", ts(35))),
+        ];
+        let mut planned = PlannedGroups::new();
+        planned.insert(t(&ts(60)), [("p".to_string(), fid.to_string())].into());
+        let view = FileSystemView::build(&tl, files, &planned);
+        let g = view.groups().next().unwrap();
+        let slices: Vec<(String, Vec<String>)> = g
+            .slices
+            .values()
+            .map(|s| (s.base_instant.to_string(), s.logs.iter().map(|l| l.name.instant.to_string()).collect()))
+            .collect();
+        assert_eq!(
+            slices,
+            vec![(ts(10), vec![ts(21), ts(30)]), (ts(60), vec![ts(35)])]
+        );
+        // While the compaction is pending, readers merge both slices.
+        let latest = &view.latest_slices()[0];
+        assert_eq!(latest.base_instant, t(&ts(10)));
+        assert_eq!(latest.logs.len(), 3);
+    }
+
+    #[test]
+    fn uncommitted_files_are_invisible_and_log_only_groups_work() {
+        let tl = Timeline::from_layout2_names([
+            "20250101000000001.deltacommit.requested",
+            "20250101000000001_20250101000000005.deltacommit",
+            "20250101000000002.deltacommit.requested",
+            "20250101000000002.deltacommit.inflight",
+        ]);
+        let fid = "00000003-0000-0000-0000-000000000000-0";
+        let files = vec![
+            file("", &format!(".{fid}_20250101000000001.log.1_0-1-1")),
+            file("", &format!(".{fid}_20250101000000002.log.1_0-1-1")),
+            file("", ".hoodie_partition_metadata"),
+        ];
+        let view = FileSystemView::build(&tl, files, &PlannedGroups::new());
+        let slices = view.latest_slices();
+        assert_eq!(slices.len(), 1);
+        assert_eq!(slices[0].base_instant, t("20250101000000001"));
+        assert_eq!(slices[0].log_file_names(), vec![format!(".{fid}_20250101000000001.log.1_0-1-1")]);
+    }
+}

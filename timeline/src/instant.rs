@@ -1,0 +1,361 @@
+//! Instant times, actions, states and the timeline file names of layout 2.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
+
+use crate::error::{Error, Result};
+
+/// A Hudi instant time: `yyyyMMddHHmmssSSS` (17 digits, UTC), or a legacy
+/// 14-digit `yyyyMMddHHmmss`. Instants are compared as strings, as Hudi does.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct InstantTime(String);
+
+impl InstantTime {
+    /// Formats epoch milliseconds (UTC) as a 17-digit instant time.
+    pub fn from_millis(millis: i64) -> Result<Self> {
+        let dt = DateTime::<Utc>::from_timestamp_millis(millis).ok_or_else(|| Error::InvalidName {
+            kind: "instant time",
+            name: millis.to_string(),
+            reason: "milliseconds out of range".into(),
+        })?;
+        let s = dt.format("%Y%m%d%H%M%S%3f").to_string();
+        if s.len() != 17 {
+            return Err(Error::InvalidName {
+                kind: "instant time",
+                name: s,
+                reason: "year outside 1000..=9999".into(),
+            });
+        }
+        Ok(Self(s))
+    }
+
+    /// Parses 17 (or legacy 14) ASCII digits.
+    pub fn parse(s: &str) -> Result<Self> {
+        let bad = |reason: &str| Error::InvalidName {
+            kind: "instant time",
+            name: s.to_string(),
+            reason: reason.to_string(),
+        };
+        if !(s.len() == 17 || s.len() == 14) {
+            return Err(bad("expected 17 digits (yyyyMMddHHmmssSSS) or legacy 14"));
+        }
+        if !s.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad("expected only digits"));
+        }
+        Ok(Self(s.to_string()))
+    }
+
+    /// Milliseconds since the epoch, reading the time as UTC. `None` for
+    /// pseudo-instants such as `00000000000000000` that are not real dates.
+    pub fn to_millis(&self) -> Option<i64> {
+        let (secs, millis) = if self.0.len() == 17 {
+            (&self.0[..14], self.0[14..].parse::<i64>().ok()?)
+        } else {
+            (&self.0[..], 0)
+        };
+        let naive = NaiveDateTime::parse_from_str(secs, "%Y%m%d%H%M%S").ok()?;
+        Some(Utc.from_utc_datetime(&naive).timestamp_millis() + millis)
+    }
+
+    /// The digits.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for InstantTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for InstantTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "InstantTime({})", self.0)
+    }
+}
+
+impl FromStr for InstantTime {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Self::parse(s)
+    }
+}
+
+/// The kind of operation an instant records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Action {
+    /// Log-file append (a Merge-on-Read write). Completes as `deltacommit`.
+    DeltaCommit,
+    /// Base-file write. Completes as `commit`.
+    Commit,
+    /// Compaction of log files into a new base file. Completes as `commit`.
+    Compaction,
+    /// Log compaction. Completes as `deltacommit`.
+    LogCompaction,
+    /// Rollback of a failed write.
+    Rollback,
+    /// Removal of old file slices.
+    Clean,
+    /// Replace commit (insert overwrite, clustering result).
+    ReplaceCommit,
+    /// Clustering. Completes as `replacecommit`.
+    Clustering,
+    /// Metadata-table index building.
+    Indexing,
+    /// Savepoint.
+    Savepoint,
+    /// Restore to a savepoint.
+    Restore,
+}
+
+impl Action {
+    const ALL: [Action; 11] = [
+        Action::DeltaCommit,
+        Action::Commit,
+        Action::Compaction,
+        Action::LogCompaction,
+        Action::Rollback,
+        Action::Clean,
+        Action::ReplaceCommit,
+        Action::Clustering,
+        Action::Indexing,
+        Action::Savepoint,
+        Action::Restore,
+    ];
+
+    /// The action's name in requested and inflight file names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::DeltaCommit => "deltacommit",
+            Action::Commit => "commit",
+            Action::Compaction => "compaction",
+            Action::LogCompaction => "logcompaction",
+            Action::Rollback => "rollback",
+            Action::Clean => "clean",
+            Action::ReplaceCommit => "replacecommit",
+            Action::Clustering => "clustering",
+            Action::Indexing => "indexing",
+            Action::Savepoint => "savepoint",
+            Action::Restore => "restore",
+        }
+    }
+
+    /// The action's name in its completed file name (`compaction` completes as `commit`).
+    pub fn completed_name(self) -> &'static str {
+        match self {
+            Action::Compaction => "commit",
+            Action::LogCompaction => "deltacommit",
+            Action::Clustering => "replacecommit",
+            other => other.name(),
+        }
+    }
+
+    /// Looks an action up by its requested/inflight name.
+    pub fn from_name(name: &str) -> Option<Action> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// True for actions that write data files readers must see (commits of any kind).
+    pub fn writes_data(self) -> bool {
+        matches!(
+            self,
+            Action::DeltaCommit
+                | Action::Commit
+                | Action::Compaction
+                | Action::LogCompaction
+                | Action::ReplaceCommit
+                | Action::Clustering
+        )
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where an instant is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum State {
+    /// Planned: `<t>.<action>.requested` exists.
+    Requested,
+    /// Running: `<t>.<action>.inflight` exists.
+    Inflight,
+    /// Done and visible: `<t>_<c>.<action>` exists.
+    Completed,
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            State::Requested => "REQUESTED",
+            State::Inflight => "INFLIGHT",
+            State::Completed => "COMPLETED",
+        })
+    }
+}
+
+/// One parsed file of the layout-2 timeline folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimelineFile {
+    /// Requested time.
+    pub requested: InstantTime,
+    /// Action as named in the file. For completed files this is the
+    /// completed name (`commit` for a compaction).
+    pub action_name: String,
+    /// State this file records.
+    pub state: State,
+    /// Completion time, for completed files.
+    pub completed: Option<InstantTime>,
+}
+
+impl TimelineFile {
+    /// Parses a layout-2 timeline file name.
+    pub fn parse(name: &str) -> Result<Self> {
+        let bad = |reason: &str| Error::InvalidName {
+            kind: "timeline file name",
+            name: name.to_string(),
+            reason: reason.to_string(),
+        };
+        let (stem, rest) = name.split_once('.').ok_or_else(|| bad("no action suffix"))?;
+        let (action_name, state) = match rest.rsplit_once('.') {
+            Some((a, "requested")) => (a, State::Requested),
+            Some((a, "inflight")) => (a, State::Inflight),
+            Some(_) => return Err(bad("unknown state suffix")),
+            None if rest == "inflight" => ("commit", State::Inflight),
+            None if rest == "requested" => return Err(bad("requested file without an action")),
+            None => (rest, State::Completed),
+        };
+        if action_name.is_empty() || !action_name.bytes().all(|b| b.is_ascii_lowercase()) {
+            return Err(bad("action must be lowercase letters"));
+        }
+        let (requested, completed) = match (state, stem.split_once('_')) {
+            (State::Completed, Some((t, c))) => (InstantTime::parse(t)?, Some(InstantTime::parse(c)?)),
+            (State::Completed, None) => return Err(bad("completed file without a completion time (layout 1 name?)")),
+            (_, Some(_)) => return Err(bad("only completed files carry a completion time")),
+            (_, None) => (InstantTime::parse(stem)?, None),
+        };
+        Ok(Self {
+            requested,
+            action_name: action_name.to_string(),
+            state,
+            completed,
+        })
+    }
+}
+
+/// One instant of the timeline, in its highest state.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Instant {
+    /// When it was requested; its identity.
+    pub requested: InstantTime,
+    /// What it does.
+    pub action: Action,
+    /// How far it got.
+    pub state: State,
+    /// When it completed (the `<c>` in `<t>_<c>.<action>`).
+    pub completed: Option<InstantTime>,
+}
+
+impl Instant {
+    /// A requested instant.
+    pub fn requested(requested: InstantTime, action: Action) -> Self {
+        Self {
+            requested,
+            action,
+            state: State::Requested,
+            completed: None,
+        }
+    }
+
+    /// True once the completed file exists.
+    pub fn is_completed(&self) -> bool {
+        self.state == State::Completed
+    }
+
+    /// The file name recording this instant in `state` (layout 2).
+    ///
+    /// For [`State::Completed`] the completion time must be set.
+    pub fn file_name(&self, state: State) -> Result<String> {
+        let t = &self.requested;
+        Ok(match state {
+            State::Requested => format!("{t}.{}.requested", self.action.name()),
+            State::Inflight if self.action == Action::Commit => format!("{t}.inflight"),
+            State::Inflight => format!("{t}.{}.inflight", self.action.name()),
+            State::Completed => {
+                let c = self.completed.as_ref().ok_or_else(|| Error::InvalidInput {
+                    what: format!("instant {t}"),
+                    reason: "completed file name needs a completion time".into(),
+                })?;
+                format!("{t}_{c}.{}", self.action.completed_name())
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn millis_round_trip() {
+        let t = InstantTime::from_millis(1_766_264_468_078).unwrap();
+        assert_eq!(t.as_str(), "20251220210108078");
+        assert_eq!(t.to_millis(), Some(1_766_264_468_078));
+        assert!(InstantTime::parse("2025122021010807").is_err());
+        assert!(InstantTime::parse("2025122021010807x").is_err());
+        assert_eq!(InstantTime::parse("00000000000000000").unwrap().to_millis(), None);
+    }
+
+    #[test]
+    fn parses_layout2_names() {
+        let f = TimelineFile::parse("20251220210129235_20251220210129883.commit").unwrap();
+        assert_eq!(f.state, State::Completed);
+        assert_eq!(f.completed.unwrap().as_str(), "20251220210129883");
+        let f = TimelineFile::parse("20250713010139392.inflight").unwrap();
+        assert_eq!((f.action_name.as_str(), f.state), ("commit", State::Inflight));
+        let f = TimelineFile::parse("20251220210117766.indexing.requested").unwrap();
+        assert_eq!((f.action_name.as_str(), f.state), ("indexing", State::Requested));
+        for bad in [
+            "history",
+            "20251220210108078.deltacommit.done",
+            "2025.deltacommit",
+            "20251220210108078.deltacommit",
+            ".DS_Store",
+            "20251220210108078_20251220210109593.deltacommit.inflight",
+        ] {
+            assert!(TimelineFile::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn file_names_round_trip(t in 0i64..253_402_300_799_000, dc in 0i64..10_000, a in 0usize..11, s in 0usize..3) {
+            let action = Action::ALL[a];
+            let state = [State::Requested, State::Inflight, State::Completed][s];
+            let inst = Instant {
+                requested: InstantTime::from_millis(t).unwrap(),
+                action,
+                state,
+                completed: Some(InstantTime::from_millis(t + dc).unwrap()),
+            };
+            let name = inst.file_name(state).unwrap();
+            let parsed = TimelineFile::parse(&name).unwrap();
+            prop_assert_eq!(&parsed.requested, &inst.requested);
+            prop_assert_eq!(parsed.state, state);
+            if state == State::Completed {
+                prop_assert_eq!(parsed.action_name.as_str(), action.completed_name());
+                prop_assert_eq!(parsed.completed.as_ref(), inst.completed.as_ref());
+            } else {
+                prop_assert_eq!(parsed.action_name.as_str(), action.name());
+            }
+            prop_assert_eq!(parsed.requested.to_millis(), Some(t));
+        }
+    }
+}

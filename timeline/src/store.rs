@@ -1,0 +1,243 @@
+//! Where a table lives: an object store plus a root path.
+//!
+//! [`TableLocation::local`] wraps the local file system in [`DurableLocalStore`],
+//! which fsyncs every file it writes and the folders above it before a put
+//! returns, so that "committed" means "on disk".
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions,
+    PutOptions, PutPayload, PutResult, UploadPart,
+};
+
+use crate::error::{Error, Result};
+
+/// The local file system, with every written file and its folders fsynced
+/// before the write is reported done.
+#[derive(Debug, Clone)]
+pub struct DurableLocalStore {
+    inner: Arc<LocalFileSystem>,
+}
+
+impl DurableLocalStore {
+    /// A store over the whole local file system.
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(LocalFileSystem::new()),
+        }
+    }
+
+    async fn sync(&self, location: &Path) -> object_store::Result<()> {
+        let file = self.inner.path_to_filesystem(location)?;
+        tokio::task::spawn_blocking(move || sync_file_and_parents(&file))
+            .await
+            .map_err(|e| object_store::Error::Generic {
+                store: "DurableLocalStore",
+                source: Box::new(e),
+            })?
+            .map_err(|e| object_store::Error::Generic {
+                store: "DurableLocalStore",
+                source: Box::new(e),
+            })
+    }
+}
+
+impl Default for DurableLocalStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// fsyncs `file`, then each folder from its parent up to the first one that
+/// already existed before this write could have created it (at most a few).
+fn sync_file_and_parents(file: &std::path::Path) -> std::io::Result<()> {
+    std::fs::File::open(file)?.sync_all()?;
+    // A new file needs its folder's entry on disk; new folders need theirs.
+    // We sync up to three levels, which covers partition folders and
+    // `.hoodie/.temp/<t>/<partition>` marker folders.
+    let mut dir = file.parent();
+    for _ in 0..3 {
+        let Some(d) = dir else { break };
+        std::fs::File::open(d)?.sync_all()?;
+        dir = d.parent();
+    }
+    Ok(())
+}
+
+impl fmt::Display for DurableLocalStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DurableLocalStore({})", self.inner)
+    }
+}
+
+struct DurableUpload {
+    inner: Box<dyn MultipartUpload>,
+    store: DurableLocalStore,
+    location: Path,
+}
+
+impl fmt::Debug for DurableUpload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DurableUpload({})", self.location)
+    }
+}
+
+#[async_trait]
+impl MultipartUpload for DurableUpload {
+    fn put_part(&mut self, data: PutPayload) -> UploadPart {
+        self.inner.put_part(data)
+    }
+    async fn complete(&mut self) -> object_store::Result<PutResult> {
+        let r = self.inner.complete().await?;
+        self.store.sync(&self.location).await?;
+        Ok(r)
+    }
+    async fn abort(&mut self) -> object_store::Result<()> {
+        self.inner.abort().await
+    }
+}
+
+#[async_trait]
+impl ObjectStore for DurableLocalStore {
+    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> object_store::Result<PutResult> {
+        let r = self.inner.put_opts(location, payload, opts).await?;
+        self.sync(location).await?;
+        Ok(r)
+    }
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        let inner = self.inner.put_multipart_opts(location, opts).await?;
+        Ok(Box::new(DurableUpload {
+            inner,
+            store: self.clone(),
+            location: location.clone(),
+        }))
+    }
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+    async fn get_ranges(&self, location: &Path, ranges: &[std::ops::Range<u64>]) -> object_store::Result<Vec<bytes::Bytes>> {
+        self.inner.get_ranges(location, ranges).await
+    }
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await?;
+        self.sync(to).await
+    }
+}
+
+/// A table's store and root path.
+#[derive(Clone)]
+pub struct TableLocation {
+    /// The store holding the table.
+    pub store: Arc<dyn ObjectStore>,
+    /// The table's base path inside the store.
+    pub root: Path,
+    /// The table's folder when it is on local disk.
+    pub local_root: Option<PathBuf>,
+}
+
+impl fmt::Debug for TableLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TableLocation({self})")
+    }
+}
+
+impl fmt::Display for TableLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.local_root {
+            Some(p) => write!(f, "{}", p.display()),
+            None => write!(f, "{}/{}", self.store, self.root),
+        }
+    }
+}
+
+impl TableLocation {
+    /// A table in an arbitrary store.
+    pub fn new(store: Arc<dyn ObjectStore>, root: Path) -> Self {
+        Self {
+            store,
+            root,
+            local_root: None,
+        }
+    }
+
+    /// A table in a local folder, written durably. The folder is created if
+    /// missing.
+    pub fn local(dir: impl Into<PathBuf>) -> Result<Self> {
+        let dir: PathBuf = dir.into();
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io("create table folder", &dir, e))?;
+        let dir = std::fs::canonicalize(&dir).map_err(|e| Error::io("resolve table folder", &dir, e))?;
+        let root = Path::from_absolute_path(&dir).map_err(|e| Error::InvalidInput {
+            what: dir.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        Ok(Self {
+            store: Arc::new(DurableLocalStore::new()),
+            root,
+            local_root: Some(dir),
+        })
+    }
+
+    /// `<root>/.hoodie`.
+    pub fn meta_dir(&self) -> Path {
+        self.root.clone().join(".hoodie")
+    }
+
+    /// `<root>/.hoodie/hoodie.properties`.
+    pub fn properties_path(&self) -> Path {
+        self.meta_dir().clone().join("hoodie.properties")
+    }
+
+    /// The path of `relative` (slash-separated) under the table root.
+    pub fn join(&self, relative: &str) -> Path {
+        relative
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .fold(self.root.clone(), |p, part| p.clone().join(part))
+    }
+
+    /// `path` relative to the table root, slash-separated.
+    pub fn relative(&self, path: &Path) -> String {
+        path.prefix_match(&self.root)
+            .map(|parts| parts.map(|p| p.as_ref().to_string()).collect::<Vec<_>>().join("/"))
+            .unwrap_or_else(|| path.to_string())
+    }
+
+    /// Reads a whole object.
+    pub async fn get(&self, path: &Path) -> Result<bytes::Bytes> {
+        use object_store::ObjectStoreExt;
+        let got = self.store.get(path).await.map_err(|e| Error::store("get", path, e))?;
+        got.bytes().await.map_err(|e| Error::store("get", path, e))
+    }
+
+    /// Creates an object that must not exist yet.
+    pub async fn create(&self, path: &Path, bytes: impl Into<PutPayload>) -> Result<()> {
+        self.store
+            .put_opts(path, bytes.into(), object_store::PutMode::Create.into())
+            .await
+            .map(|_| ())
+            .map_err(|e| Error::store("create", path, e))
+    }
+}

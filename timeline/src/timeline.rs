@@ -1,0 +1,337 @@
+//! Loading and writing the active timeline.
+//!
+//! Layout 2 (table version 8) keeps `.hoodie/timeline/` with one immutable
+//! file per state transition; an instant's state is its highest file. Layout
+//! 1 (version 6) keeps `<t>.<action>[.state]` files in `.hoodie/`, without
+//! completion times. Stray files are skipped with a warning, never a panic.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use object_store::path::Path;
+
+use crate::config::TableConfig;
+use crate::error::{Error, Result};
+use crate::instant::{Action, Instant, InstantTime, State, TimelineFile};
+use crate::store::TableLocation;
+
+/// The instants of a table, sorted by requested time.
+#[derive(Debug, Clone, Default)]
+pub struct Timeline {
+    instants: Vec<Instant>,
+    warnings: Vec<String>,
+    layout: u32,
+}
+
+impl Timeline {
+    /// Lists the table's timeline folder and parses it.
+    pub async fn load(loc: &TableLocation, config: &TableConfig) -> Result<Self> {
+        let dir = timeline_dir(loc, config);
+        let listing = loc
+            .store
+            .list_with_delimiter(Some(&dir))
+            .await
+            .map_err(|e| Error::store("list", &dir, e))?;
+        let names: Vec<String> = listing
+            .objects
+            .iter()
+            .filter_map(|m| m.location.filename().map(String::from))
+            .collect();
+        Ok(if config.timeline_layout >= 2 {
+            Self::from_layout2_names(names.iter().map(String::as_str))
+        } else {
+            Self::from_layout1_names(names.iter().map(String::as_str))
+        })
+    }
+
+    /// Builds a layout-2 timeline from the file names of its folder.
+    pub fn from_layout2_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut warnings = Vec::new();
+        let mut by_time: BTreeMap<InstantTime, Vec<TimelineFile>> = BTreeMap::new();
+        for name in names {
+            match TimelineFile::parse(name) {
+                Ok(f) => by_time.entry(f.requested.clone()).or_default().push(f),
+                Err(e) => warnings.push(format!("skipping timeline file: {e}")),
+            }
+        }
+        let instants = by_time
+            .into_iter()
+            .filter_map(|(t, files)| match assemble(&t, &files) {
+                Ok(i) => Some(i),
+                Err(w) => {
+                    warnings.push(w);
+                    None
+                }
+            })
+            .collect();
+        Self::finish(instants, warnings, 2)
+    }
+
+    /// Builds a layout-1 (table version 6) timeline from the file names in `.hoodie/`.
+    pub fn from_layout1_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut warnings = Vec::new();
+        let mut instants: BTreeMap<InstantTime, Instant> = BTreeMap::new();
+        for name in names {
+            if !name.starts_with(|c: char| c.is_ascii_digit()) {
+                continue;
+            }
+            let Some((t, rest)) = name.split_once('.') else {
+                warnings.push(format!("skipping timeline file `{name}`: no action"));
+                continue;
+            };
+            let Ok(t) = InstantTime::parse(t) else {
+                warnings.push(format!("skipping timeline file `{name}`: bad instant time"));
+                continue;
+            };
+            let (action, state) = match rest.rsplit_once('.') {
+                Some((a, "requested")) => (a, State::Requested),
+                Some((a, "inflight")) => (a, State::Inflight),
+                None if rest == "inflight" => ("commit", State::Inflight),
+                None => (rest, State::Completed),
+                Some(_) => {
+                    warnings.push(format!("skipping timeline file `{name}`: unknown state"));
+                    continue;
+                }
+            };
+            let Some(action) = Action::from_name(action) else {
+                warnings.push(format!("skipping timeline file `{name}`: unknown action `{action}`"));
+                continue;
+            };
+            let e = instants.entry(t.clone()).or_insert_with(|| Instant::requested(t, action));
+            if state >= e.state {
+                e.state = state;
+                if action != Action::Commit || e.action != Action::Compaction {
+                    e.action = action;
+                }
+            }
+        }
+        Self::finish(instants.into_values().collect(), warnings, 1)
+    }
+
+    fn finish(instants: Vec<Instant>, warnings: Vec<String>, layout: u32) -> Self {
+        for w in &warnings {
+            tracing::warn!("{w}");
+        }
+        Self {
+            instants,
+            warnings,
+            layout,
+        }
+    }
+
+    /// Every instant, by requested time.
+    pub fn instants(&self) -> &[Instant] {
+        &self.instants
+    }
+
+    /// Files that were skipped, with the reason.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The instant requested at `t`.
+    pub fn get(&self, t: &InstantTime) -> Option<&Instant> {
+        self.instants
+            .binary_search_by(|i| i.requested.cmp(t))
+            .ok()
+            .map(|i| &self.instants[i])
+    }
+
+    /// Completed instants, by requested time.
+    pub fn completed(&self) -> impl Iterator<Item = &Instant> {
+        self.instants.iter().filter(|i| i.is_completed())
+    }
+
+    /// Requested or inflight instants, by requested time.
+    pub fn pending(&self) -> impl Iterator<Item = &Instant> {
+        self.instants.iter().filter(|i| !i.is_completed())
+    }
+
+    /// The completed instant that became visible last (largest completion
+    /// time; for layout 1, largest requested time).
+    pub fn latest_completed(&self) -> Option<&Instant> {
+        self.completed().max_by(|a, b| {
+            self.completion_or_requested(a)
+                .cmp(self.completion_or_requested(b))
+                .then(a.requested.cmp(&b.requested))
+        })
+    }
+
+    /// The completion time of the instant requested at `t`, if it completed.
+    /// Layout-1 instants have none; their requested time stands in.
+    pub fn completion_time(&self, t: &InstantTime) -> Option<&InstantTime> {
+        let i = self.get(t).filter(|i| i.is_completed())?;
+        Some(self.completion_or_requested(i))
+    }
+
+    fn completion_or_requested<'a>(&self, i: &'a Instant) -> &'a InstantTime {
+        i.completed.as_ref().unwrap_or(&i.requested)
+    }
+
+    /// Whether files written by instant `t` are committed. As in Hudi, an
+    /// instant older than the first instant of the active write timeline is
+    /// taken as archived, hence completed.
+    pub fn is_completed(&self, t: &InstantTime) -> bool {
+        match self.get(t) {
+            Some(i) => i.is_completed(),
+            None => self
+                .instants
+                .iter()
+                .find(|i| i.action.writes_data())
+                .is_some_and(|first| t < &first.requested),
+        }
+    }
+
+    /// Compactions that are requested or inflight.
+    pub fn pending_compactions(&self) -> impl Iterator<Item = &Instant> {
+        self.pending().filter(|i| i.action == Action::Compaction)
+    }
+
+    /// The timeline layout (1 or 2) this was read from.
+    pub fn layout(&self) -> u32 {
+        self.layout
+    }
+}
+
+fn assemble(t: &InstantTime, files: &[TimelineFile]) -> std::result::Result<Instant, String> {
+    let pending: BTreeSet<&str> = files
+        .iter()
+        .filter(|f| f.state != State::Completed)
+        .map(|f| f.action_name.as_str())
+        .collect();
+    let completed: Vec<&TimelineFile> = files.iter().filter(|f| f.state == State::Completed).collect();
+    let action = match pending.iter().next() {
+        Some(name) if pending.len() == 1 => {
+            Action::from_name(name).ok_or_else(|| format!("skipping instant {t}: unknown action `{name}`"))?
+        }
+        Some(_) => {
+            // `<t>.inflight` names a commit; a compaction also has `<t>.compaction.*`.
+            let named: Vec<&&str> = pending.iter().filter(|n| **n != "commit").collect();
+            match named.as_slice() {
+                [one] => Action::from_name(one).ok_or_else(|| format!("skipping instant {t}: unknown action `{one}`"))?,
+                _ => return Err(format!("skipping instant {t}: conflicting actions {pending:?}")),
+            }
+        }
+        None => {
+            let name = &completed[0].action_name;
+            Action::from_name(name).ok_or_else(|| format!("skipping instant {t}: unknown action `{name}`"))?
+        }
+    };
+    let state = files.iter().map(|f| f.state).max().unwrap_or(State::Requested);
+    let completed_at = match completed.as_slice() {
+        [] => None,
+        [one] if one.action_name == action.completed_name() => one.completed.clone(),
+        [one] => {
+            return Err(format!(
+                "skipping instant {t}: completed as `{}` but requested as `{}`",
+                one.action_name,
+                action.name()
+            ));
+        }
+        _ => return Err(format!("skipping instant {t}: more than one completed file")),
+    };
+    Ok(Instant {
+        requested: t.clone(),
+        action,
+        state,
+        completed: completed_at,
+    })
+}
+
+/// The folder holding the timeline: `.hoodie/timeline` (layout 2) or `.hoodie` (layout 1).
+pub fn timeline_dir(loc: &TableLocation, config: &TableConfig) -> Path {
+    if config.timeline_layout >= 2 {
+        loc.meta_dir().clone().join(config.timeline_path.as_str())
+    } else {
+        loc.meta_dir()
+    }
+}
+
+/// Creates timeline files. Each file is created once (create-if-absent);
+/// nothing is renamed or rewritten.
+#[derive(Debug, Clone)]
+pub struct TimelineWriter {
+    loc: TableLocation,
+    dir: Path,
+}
+
+impl TimelineWriter {
+    /// A writer for a layout-2 table.
+    pub fn new(loc: &TableLocation, config: &TableConfig) -> Self {
+        Self {
+            loc: loc.clone(),
+            dir: timeline_dir(loc, config),
+        }
+    }
+
+    /// Creates the file recording `instant` in `state` with `content`.
+    pub async fn create(&self, instant: &Instant, state: State, content: Vec<u8>) -> Result<Path> {
+        let path = self.dir.clone().join(instant.file_name(state)?);
+        self.loc.create(&path, content).await?;
+        Ok(path)
+    }
+
+    /// The path of the file recording `instant` in `state`.
+    pub fn path_of(&self, instant: &Instant, state: State) -> Result<Path> {
+        Ok(self.dir.clone().join(instant.file_name(state)?))
+    }
+
+    /// Reads the content of the file recording `instant` in `state`.
+    pub async fn read(&self, instant: &Instant, state: State) -> Result<bytes::Bytes> {
+        self.loc.get(&self.path_of(instant, state)?).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn assembles_states_and_compactions() {
+        let tl = Timeline::from_layout2_names([
+            "20251220210108078.deltacommit.requested",
+            "20251220210108078.deltacommit.inflight",
+            "20251220210108078_20251220210109593.deltacommit",
+            "20251220210129235.compaction.requested",
+            "20251220210129235.compaction.inflight",
+            "20251220210129235_20251220210129883.commit",
+            "20251220210130911.deltacommit.requested",
+            "20251220210130911.deltacommit.inflight",
+            "20250713010139392.commit.requested",
+            "20250713010139392.inflight",
+            "20250713010139392_20250713010140981.commit",
+            "garbage.txt",
+            ".DS_Store",
+        ]);
+        let got: Vec<(String, Action, State, Option<String>)> = tl
+            .instants()
+            .iter()
+            .map(|i| (i.requested.to_string(), i.action, i.state, i.completed.as_ref().map(|c| c.to_string())))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("20250713010139392".into(), Action::Commit, State::Completed, Some("20250713010140981".into())),
+                ("20251220210108078".into(), Action::DeltaCommit, State::Completed, Some("20251220210109593".into())),
+                ("20251220210129235".into(), Action::Compaction, State::Completed, Some("20251220210129883".into())),
+                ("20251220210130911".into(), Action::DeltaCommit, State::Inflight, None),
+            ]
+        );
+        assert_eq!(tl.warnings().len(), 2);
+        assert_eq!(tl.pending().count(), 1);
+        assert_eq!(tl.latest_completed().unwrap().requested.as_str(), "20251220210129235");
+        assert!(tl.is_completed(&InstantTime::parse("20200101000000000").unwrap()), "archived");
+        assert!(!tl.is_completed(&InstantTime::parse("20251220210130911").unwrap()));
+        assert!(!tl.is_completed(&InstantTime::parse("20251220210130912").unwrap()));
+    }
+
+    #[test]
+    fn contradictions_are_skipped_with_a_warning() {
+        let tl = Timeline::from_layout2_names([
+            "20251220210108078.deltacommit.requested",
+            "20251220210108078_20251220210109593.commit",
+            "20251220210108079.frobnicate.requested",
+        ]);
+        assert!(tl.instants().is_empty());
+        assert_eq!(tl.warnings().len(), 2, "{:?}", tl.warnings());
+    }
+}
