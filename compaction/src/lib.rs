@@ -1,1 +1,1 @@
-//! placeholder
+//! Tributary compaction: merge, plan, execute and clean.

@@ -8,16 +8,10 @@ use crate::error::{Error, Result};
 
 /// The single record of an Avro object container file.
 pub fn read_single_record(bytes: &[u8], path: &str) -> Result<Value> {
-    let err = |reason: String| Error::Avro {
-        path: path.to_string(),
-        reason,
-    };
+    let err = |reason: String| Error::Avro { path: path.to_string(), reason };
     let reader = apache_avro::Reader::new(bytes).map_err(|e| err(e.to_string()))?;
     let mut records = reader;
-    let first = records
-        .next()
-        .ok_or_else(|| err("no record in container".into()))?
-        .map_err(|e| err(e.to_string()))?;
+    let first = records.next().ok_or_else(|| err("no record in container".into()))?.map_err(|e| err(e.to_string()))?;
     Ok(first)
 }
 

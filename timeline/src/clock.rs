@@ -58,9 +58,7 @@ pub struct ManualClock {
 impl ManualClock {
     /// A clock standing at `millis`.
     pub fn new(millis: i64) -> Self {
-        Self {
-            now: AtomicI64::new(millis),
-        }
+        Self { now: AtomicI64::new(millis) }
     }
 
     /// Moves the clock to `millis` (backwards too).

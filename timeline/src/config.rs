@@ -235,18 +235,11 @@ impl Props<'_> {
     }
 
     fn required(&mut self, key: &str) -> Result<String> {
-        self.take(key).ok_or_else(|| Error::MissingConfig {
-            path: self.path.to_string(),
-            key: key.to_string(),
-        })
+        self.take(key).ok_or_else(|| Error::MissingConfig { path: self.path.to_string(), key: key.to_string() })
     }
 
     fn bad(&self, key: &str, reason: impl Into<String>) -> Error {
-        Error::InvalidConfig {
-            path: self.path.to_string(),
-            key: key.to_string(),
-            reason: reason.into(),
-        }
+        Error::InvalidConfig { path: self.path.to_string(), key: key.to_string(), reason: reason.into() }
     }
 
     fn bool(&mut self, key: &str, default: bool) -> Result<bool> {
@@ -260,13 +253,7 @@ impl Props<'_> {
 
     fn list(&mut self, key: &str) -> Vec<String> {
         self.take(key)
-            .map(|v| {
-                v.split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(String::from)
-                    .collect()
-            })
+            .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect())
             .unwrap_or_default()
     }
 }
@@ -280,10 +267,7 @@ impl TableConfig {
                 key: format!("line {}", e.line_number().unwrap_or(0)),
                 reason: e.to_string(),
             })?;
-        let mut p = Props {
-            path,
-            map: map.into_iter().collect(),
-        };
+        let mut p = Props { path, map: map.into_iter().collect() };
 
         let version_text = p.required(keys::VERSION)?;
         let version: u32 = match version_text.trim().parse() {
@@ -304,14 +288,18 @@ impl TableConfig {
         let table_type = match p.take(keys::TYPE).as_deref() {
             None | Some("COPY_ON_WRITE") => TableType::CopyOnWrite,
             Some("MERGE_ON_READ") => TableType::MergeOnRead,
-            Some(v) => return Err(p.bad(keys::TYPE, format!("expected COPY_ON_WRITE or MERGE_ON_READ, got `{v}`"))),
+            Some(v) => {
+                return Err(p.bad(keys::TYPE, format!("expected COPY_ON_WRITE or MERGE_ON_READ, got `{v}`")));
+            }
         };
         let default_layout = if version >= 8 { 2 } else { 1 };
         let timeline_layout = match p.take(keys::TIMELINE_LAYOUT) {
             None => default_layout,
             Some(v) => match v.trim().parse::<u32>() {
                 Ok(l @ (1 | 2)) if (l == 2) == (version >= 8) => l,
-                _ => return Err(p.bad(keys::TIMELINE_LAYOUT, format!("`{v}` does not match table version {version}"))),
+                _ => {
+                    return Err(p.bad(keys::TIMELINE_LAYOUT, format!("`{v}` does not match table version {version}")));
+                }
             },
         };
         let timeline_path = p.take(keys::TIMELINE_PATH).unwrap_or_else(|| "timeline".into());
@@ -347,10 +335,7 @@ impl TableConfig {
                 };
                 let strategy = p.take(keys::MERGE_STRATEGY).unwrap_or_else(|| mode.strategy_id().into());
                 if mode != MergeMode::Custom && strategy != mode.strategy_id() {
-                    return Err(p.bad(
-                        keys::MERGE_STRATEGY,
-                        format!("`{strategy}` does not match merge mode {mode}"),
-                    ));
+                    return Err(p.bad(keys::MERGE_STRATEGY, format!("`{strategy}` does not match merge mode {mode}")));
                 }
                 (mode, strategy)
             }
@@ -364,17 +349,16 @@ impl TableConfig {
             }
         };
         if merge_mode == MergeMode::EventTime && ordering_field.is_none() && version >= 8 {
-            return Err(Error::MissingConfig {
-                path: path.to_string(),
-                key: keys::PRECOMBINE.into(),
-            });
+            return Err(Error::MissingConfig { path: path.to_string(), key: keys::PRECOMBINE.into() });
         }
         let bucket = match p.take(keys::NUM_BUCKETS) {
             None => None,
             Some(n) => {
                 let num_buckets = match n.trim().parse::<u32>() {
                     Ok(v) if v > 0 => v,
-                    _ => return Err(p.bad(keys::NUM_BUCKETS, format!("expected a positive integer, got `{n}`"))),
+                    _ => {
+                        return Err(p.bad(keys::NUM_BUCKETS, format!("expected a positive integer, got `{n}`")));
+                    }
                 };
                 let hash = match p.take(keys::BUCKET_HASH) {
                     None => BucketHash::Murmur3,
@@ -395,10 +379,9 @@ impl TableConfig {
             match sum.trim().parse::<u64>() {
                 Ok(v) if v == u64::from(expected) => {}
                 _ => {
-                    return Err(p.bad(
-                        keys::CHECKSUM,
-                        format!("`{sum}` does not match table `{name}` (expected {expected})"),
-                    ));
+                    return Err(
+                        p.bad(keys::CHECKSUM, format!("`{sum}` does not match table `{name}` (expected {expected})"))
+                    );
                 }
             }
         }
@@ -435,20 +418,14 @@ impl TableConfig {
         };
         put(keys::INITIAL_VERSION, "8");
         put(keys::HISTORY_PATH, "history");
-        put(
-            keys::KEYGEN_TYPE,
-            if new.partition_field.is_some() { "SIMPLE" } else { "NON_PARTITION" },
-        );
+        put(keys::KEYGEN_TYPE, if new.partition_field.is_some() { "SIMPLE" } else { "NON_PARTITION" });
         put(keys::BASE_FORMAT, "PARQUET");
         put(keys::LOG_FORMAT, "HOODIE_LOG");
         put(keys::PAYLOAD_CLASS, new.merge_mode.payload_class());
         put(keys::URL_ENCODE, "false");
         put(keys::DROP_PARTITION_COLUMNS, "false");
         put(keys::TIMEZONE, "UTC");
-        put(
-            keys::CHECKSUM,
-            &table_checksum(new.database.as_deref(), &new.name).to_string(),
-        );
+        put(keys::CHECKSUM, &table_checksum(new.database.as_deref(), &new.name).to_string());
         Self {
             name: new.name.clone(),
             database: new.database.clone(),
@@ -524,10 +501,8 @@ impl TableConfig {
             }
             w.finish().map_err(werr)?;
         }
-        String::from_utf8(out).map_err(|e| Error::InvalidInput {
-            what: "hoodie.properties".into(),
-            reason: e.to_string(),
-        })
+        String::from_utf8(out)
+            .map_err(|e| Error::InvalidInput { what: "hoodie.properties".into(), reason: e.to_string() })
     }
 
     /// The single record key field, as the bucket index and writers need it.
@@ -552,10 +527,7 @@ mod tests {
             partition_field: Some("city".into()),
             hive_style_partitioning: true,
             merge_mode: MergeMode::EventTime,
-            bucket: BucketSpec {
-                num_buckets: 4,
-                hash: BucketHash::Murmur3,
-            },
+            bucket: BucketSpec { num_buckets: 4, hash: BucketHash::Murmur3 },
             schema_json: r#"{"type":"record","name":"r","fields":[{"name":"a:b","type":"string"}]}"#.into(),
         }
     }
@@ -576,11 +548,8 @@ mod tests {
     }
 
     fn with(text: &str, key: &str, value: Option<&str>) -> String {
-        let mut lines: Vec<String> = text
-            .lines()
-            .filter(|l| !l.starts_with(&format!("{key}=")))
-            .map(String::from)
-            .collect();
+        let mut lines: Vec<String> =
+            text.lines().filter(|l| !l.starts_with(&format!("{key}="))).map(String::from).collect();
         if let Some(v) = value {
             lines.push(format!("{key}={v}"));
         }
@@ -605,9 +574,8 @@ mod tests {
             ("tributary.frobnicate", Some("1"), "`tributary.frobnicate`"),
         ];
         for (key, value, expect) in cases {
-            let err = TableConfig::parse(&with(&text, key, value), "t/.hoodie/hoodie.properties")
-                .expect_err(key)
-                .to_string();
+            let err =
+                TableConfig::parse(&with(&text, key, value), "t/.hoodie/hoodie.properties").expect_err(key).to_string();
             assert!(err.contains(expect), "{key}: {err}");
             assert!(err.contains("t/.hoodie/hoodie.properties"), "{err}");
         }

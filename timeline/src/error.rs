@@ -126,34 +126,18 @@ impl Error {
     /// Wraps an object-store error, naming the operation and path.
     pub fn store(op: &'static str, path: impl ToString, source: object_store::Error) -> Self {
         match source {
-            object_store::Error::AlreadyExists { .. } => Error::AlreadyExists {
-                path: path.to_string(),
-            },
-            source => Error::Store {
-                op,
-                path: path.to_string(),
-                source,
-            },
+            object_store::Error::AlreadyExists { .. } => Error::AlreadyExists { path: path.to_string() },
+            source => Error::Store { op, path: path.to_string(), source },
         }
     }
 
     /// Wraps a local IO error, naming the operation and path.
     pub fn io(op: &'static str, path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
-        Error::Io {
-            op,
-            path: path.as_ref().display().to_string(),
-            source,
-        }
+        Error::Io { op, path: path.as_ref().display().to_string(), source }
     }
 
     /// True when the error reports an object that was not found.
     pub fn is_not_found(&self) -> bool {
-        matches!(
-            self,
-            Error::Store {
-                source: object_store::Error::NotFound { .. },
-                ..
-            }
-        )
+        matches!(self, Error::Store { source: object_store::Error::NotFound { .. }, .. })
     }
 }

@@ -133,9 +133,7 @@ impl LogFileName {
             Some((v, t)) => (v, Some(WriteToken::parse(t)?)),
             None => (tail, None),
         };
-        let version = version
-            .parse::<u32>()
-            .map_err(|_| bad("log version is not a number"))?;
+        let version = version.parse::<u32>().map_err(|_| bad("log version is not a number"))?;
         Ok(Self {
             file_id: file_id.to_string(),
             instant: InstantTime::parse(instant)?,
@@ -182,11 +180,13 @@ mod tests {
 
     #[test]
     fn parses_corpus_names() {
-        let b = BaseFileName::parse("6e1d5cc4-c487-487d-abbe-fe9b30b1c0cc-0_0-1112-3190_20251220210129235.parquet").unwrap();
+        let b = BaseFileName::parse("6e1d5cc4-c487-487d-abbe-fe9b30b1c0cc-0_0-1112-3190_20251220210129235.parquet")
+            .unwrap();
         assert_eq!(b.file_id, "6e1d5cc4-c487-487d-abbe-fe9b30b1c0cc-0");
         assert_eq!(b.write_token.as_str(), "0-1112-3190");
         assert_eq!(b.instant.as_str(), "20251220210129235");
-        let l = LogFileName::parse(".8aa68f7e-afd6-4c94-b86c-8a886552e08d-0_20251220210130911.log.1_0-1139-3316").unwrap();
+        let l =
+            LogFileName::parse(".8aa68f7e-afd6-4c94-b86c-8a886552e08d-0_20251220210130911.log.1_0-1139-3316").unwrap();
         assert_eq!(l.file_id, "8aa68f7e-afd6-4c94-b86c-8a886552e08d-0");
         assert_eq!((l.version, l.write_token.unwrap().as_str()), (1, "0-1139-3316"));
         for bad in [".hoodie_partition_metadata", "x.parquet", ".a_b.log.x_1-2-3", "a_b_c.parquet"] {

@@ -115,12 +115,13 @@ impl FileGroup {
     pub fn latest_merged(&self, pending_compactions: &BTreeSet<InstantTime>) -> Option<FileSlice> {
         let mut it = self.slices.values().rev();
         let latest = it.next()?;
-        if latest.base.is_none() && pending_compactions.contains(&latest.base_instant) {
-            if let Some(prev) = it.next() {
-                let mut merged = prev.clone();
-                merged.logs.extend(latest.logs.iter().cloned());
-                return Some(merged);
-            }
+        if latest.base.is_none()
+            && pending_compactions.contains(&latest.base_instant)
+            && let Some(prev) = it.next()
+        {
+            let mut merged = prev.clone();
+            merged.logs.extend(latest.logs.iter().cloned());
+            return Some(merged);
         }
         Some(latest.clone())
     }
@@ -166,13 +167,11 @@ impl FileSystemView {
             partition: &str,
             file_id: &str,
         ) -> &'a mut FileGroup {
-            groups
-                .entry((partition.to_string(), file_id.to_string()))
-                .or_insert_with(|| FileGroup {
-                    partition: partition.to_string(),
-                    file_id: file_id.to_string(),
-                    slices: BTreeMap::new(),
-                })
+            groups.entry((partition.to_string(), file_id.to_string())).or_insert_with(|| FileGroup {
+                partition: partition.to_string(),
+                file_id: file_id.to_string(),
+                slices: BTreeMap::new(),
+            })
         }
         for (name, file) in bases {
             if !timeline.is_completed(&name.instant) {
@@ -199,10 +198,7 @@ impl FileSystemView {
             if !timeline.is_completed(&name.instant) {
                 continue;
             }
-            let completed = timeline
-                .completion_time(&name.instant)
-                .cloned()
-                .unwrap_or_else(|| name.instant.clone());
+            let completed = timeline.completion_time(&name.instant).cloned().unwrap_or_else(|| name.instant.clone());
             let g = group(&mut groups, &file.partition, &name.file_id);
             let key = g
                 .slices
@@ -212,11 +208,7 @@ impl FileSystemView {
                 .unwrap_or_else(|| name.instant.clone());
             g.slice_at(key).logs.push(LogFile { name, file, completed });
         }
-        Self {
-            groups,
-            pending_compactions,
-            skipped,
-        }
+        Self { groups, pending_compactions, skipped }
     }
 
     /// Lists the table and builds its view at `timeline`.
@@ -227,7 +219,7 @@ impl FileSystemView {
             let writer = crate::timeline::TimelineWriter::new(loc, config);
             let path = writer.path_of(c, crate::instant::State::Requested)?;
             let bytes = loc.get(&path).await?;
-            planned.insert(c.requested.clone(), crate::avro::plan_file_groups(&bytes, &path.to_string())?);
+            planned.insert(c.requested.clone(), crate::avro::plan_file_groups(&bytes, path.as_ref())?);
         }
         Ok(Self::build(timeline, files, &planned))
     }
@@ -239,10 +231,7 @@ impl FileSystemView {
 
     /// The newest slice of every file group, as readers merge it.
     pub fn latest_slices(&self) -> Vec<FileSlice> {
-        self.groups
-            .values()
-            .filter_map(|g| g.latest_merged(&self.pending_compactions))
-            .collect()
+        self.groups.values().filter_map(|g| g.latest_merged(&self.pending_compactions)).collect()
     }
 
     /// Names that looked like data files but did not parse.
@@ -272,18 +261,9 @@ pub async fn list_data_files(loc: &TableLocation) -> Result<Vec<DataFile>> {
         if name == PARTITION_METADATA {
             partitions.insert(partition.clone());
         }
-        by_dir.entry(partition.clone()).or_default().push(DataFile {
-            partition,
-            name,
-            path: m.location,
-            size: m.size,
-        });
+        by_dir.entry(partition.clone()).or_default().push(DataFile { partition, name, path: m.location, size: m.size });
     }
-    Ok(by_dir
-        .into_iter()
-        .filter(|(p, _)| partitions.contains(p))
-        .flat_map(|(_, files)| files)
-        .collect())
+    Ok(by_dir.into_iter().filter(|(p, _)| partitions.contains(p)).flat_map(|(_, files)| files).collect())
 }
 
 #[cfg(test)]
@@ -336,10 +316,7 @@ mod tests {
             .values()
             .map(|s| (s.base_instant.to_string(), s.logs.iter().map(|l| l.name.instant.to_string()).collect()))
             .collect();
-        assert_eq!(
-            slices,
-            vec![(ts(10), vec![ts(21), ts(30)]), (ts(60), vec![ts(35)])]
-        );
+        assert_eq!(slices, vec![(ts(10), vec![ts(21), ts(30)]), (ts(60), vec![ts(35)])]);
         // While the compaction is pending, readers merge both slices.
         let latest = &view.latest_slices()[0];
         assert_eq!(latest.base_instant, t(&ts(10)));

@@ -33,11 +33,8 @@ impl InstantTime {
 
     /// Parses 17 (or legacy 14) ASCII digits.
     pub fn parse(s: &str) -> Result<Self> {
-        let bad = |reason: &str| Error::InvalidName {
-            kind: "instant time",
-            name: s.to_string(),
-            reason: reason.to_string(),
-        };
+        let bad =
+            |reason: &str| Error::InvalidName { kind: "instant time", name: s.to_string(), reason: reason.to_string() };
         if !(s.len() == 17 || s.len() == 14) {
             return Err(bad("expected 17 digits (yyyyMMddHHmmssSSS) or legacy 14"));
         }
@@ -50,11 +47,8 @@ impl InstantTime {
     /// Milliseconds since the epoch, reading the time as UTC. `None` for
     /// pseudo-instants such as `00000000000000000` that are not real dates.
     pub fn to_millis(&self) -> Option<i64> {
-        let (secs, millis) = if self.0.len() == 17 {
-            (&self.0[..14], self.0[14..].parse::<i64>().ok()?)
-        } else {
-            (&self.0[..], 0)
-        };
+        let (secs, millis) =
+            if self.0.len() == 17 { (&self.0[..14], self.0[14..].parse::<i64>().ok()?) } else { (&self.0[..], 0) };
         let naive = NaiveDateTime::parse_from_str(secs, "%Y%m%d%H%M%S").ok()?;
         Some(Utc.from_utc_datetime(&naive).timestamp_millis() + millis)
     }
@@ -236,16 +230,13 @@ impl TimelineFile {
         }
         let (requested, completed) = match (state, stem.split_once('_')) {
             (State::Completed, Some((t, c))) => (InstantTime::parse(t)?, Some(InstantTime::parse(c)?)),
-            (State::Completed, None) => return Err(bad("completed file without a completion time (layout 1 name?)")),
+            (State::Completed, None) => {
+                return Err(bad("completed file without a completion time (layout 1 name?)"));
+            }
             (_, Some(_)) => return Err(bad("only completed files carry a completion time")),
             (_, None) => (InstantTime::parse(stem)?, None),
         };
-        Ok(Self {
-            requested,
-            action_name: action_name.to_string(),
-            state,
-            completed,
-        })
+        Ok(Self { requested, action_name: action_name.to_string(), state, completed })
     }
 }
 
@@ -265,12 +256,7 @@ pub struct Instant {
 impl Instant {
     /// A requested instant.
     pub fn requested(requested: InstantTime, action: Action) -> Self {
-        Self {
-            requested,
-            action,
-            state: State::Requested,
-            completed: None,
-        }
+        Self { requested, action, state: State::Requested, completed: None }
     }
 
     /// True once the completed file exists.

@@ -67,9 +67,7 @@ struct InProcessGuard {
 #[async_trait]
 impl LockProvider for InProcessLock {
     async fn acquire(&self) -> Result<Box<dyn LockGuard>> {
-        Ok(Box::new(InProcessGuard {
-            guard: self.state.clone().lock_owned().await,
-        }))
+        Ok(Box::new(InProcessGuard { guard: self.state.clone().lock_owned().await }))
     }
 
     fn describe(&self) -> String {
@@ -109,10 +107,7 @@ impl FileLock {
 
     /// A lock on the given lock file.
     pub fn at(path: PathBuf) -> Self {
-        Self {
-            path,
-            local: Arc::new(Mutex::new(())),
-        }
+        Self { path, local: Arc::new(Mutex::new(())) }
     }
 }
 
@@ -142,20 +137,13 @@ impl LockProvider for FileLock {
                 .map_err(|e| Error::io("open lock file", &path, e))?;
             file.lock().map_err(|e| Error::io("lock", &path, e))?;
             let mut text = String::new();
-            file.read_to_string(&mut text)
-                .map_err(|e| Error::io("read lock file", &path, e))?;
+            file.read_to_string(&mut text).map_err(|e| Error::io("read lock file", &path, e))?;
             let last = text.trim().parse::<i64>().ok();
             Ok((file, last))
         })
         .await
         .map_err(|e| Error::io("lock", &self.path, std::io::Error::other(e)))??;
-        Ok(Box::new(FileGuard {
-            file,
-            path: self.path.clone(),
-            last,
-            dirty: false,
-            _local: local,
-        }))
+        Ok(Box::new(FileGuard { file, path: self.path.clone(), last, dirty: false, _local: local }))
     }
 
     fn describe(&self) -> String {
@@ -173,13 +161,7 @@ impl LockGuard for FileGuard {
         self.dirty = true;
     }
     async fn release(self: Box<Self>) -> Result<()> {
-        let FileGuard {
-            mut file,
-            path,
-            last,
-            dirty,
-            _local,
-        } = *self;
+        let FileGuard { mut file, path, last, dirty, _local } = *self;
         tokio::task::spawn_blocking(move || -> Result<()> {
             if let (true, Some(t)) = (dirty, last) {
                 let text = format!("{t:020}\n");
@@ -272,10 +254,7 @@ impl LeaseLock {
             Err(object_store::Error::NotFound { .. }) => (PutMode::Create, None),
             Err(e) => return Err(Error::store("get", &self.path, e)),
             Ok(got) => {
-                let version = UpdateVersion {
-                    e_tag: got.meta.e_tag.clone(),
-                    version: got.meta.version.clone(),
-                };
+                let version = UpdateVersion { e_tag: got.meta.e_tag.clone(), version: got.meta.version.clone() };
                 let bytes = got.bytes().await.map_err(|e| Error::store("get", &self.path, e))?;
                 let doc: LeaseDoc = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
                     path: self.path.to_string(),
@@ -292,11 +271,7 @@ impl LeaseLock {
         };
         let doc = mine(last);
         match self.put(&doc, mode).await {
-            Ok(version) => Ok(Some(LeaseGuard {
-                lock: self.clone(),
-                doc,
-                version,
-            })),
+            Ok(version) => Ok(Some(LeaseGuard { lock: self.clone(), doc, version })),
             Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => Ok(None),
             Err(e) => Err(Error::store("put", &self.path, e)),
         }
@@ -304,21 +279,9 @@ impl LeaseLock {
 
     async fn put(&self, doc: &LeaseDoc, mode: PutMode) -> std::result::Result<UpdateVersion, object_store::Error> {
         let body = serde_json::to_vec(doc).unwrap_or_default();
-        let res = self
-            .store
-            .put_opts(
-                &self.path,
-                PutPayload::from(body),
-                PutOptions {
-                    mode,
-                    ..Default::default()
-                },
-            )
-            .await?;
-        Ok(UpdateVersion {
-            e_tag: res.e_tag,
-            version: res.version,
-        })
+        let res =
+            self.store.put_opts(&self.path, PutPayload::from(body), PutOptions { mode, ..Default::default() }).await?;
+        Ok(UpdateVersion { e_tag: res.e_tag, version: res.version })
     }
 }
 
@@ -338,10 +301,7 @@ impl LockProvider for LeaseLock {
                 return Ok(Box::new(g));
             }
             if started.elapsed() >= self.settings.acquire_timeout {
-                return Err(Error::LockTimeout {
-                    lock: self.describe(),
-                    waited: started.elapsed(),
-                });
+                return Err(Error::LockTimeout { lock: self.describe(), waited: started.elapsed() });
             }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(self.settings.max_backoff);
@@ -372,10 +332,9 @@ impl LockGuard for LeaseGuard {
         doc.released = true;
         match lock.put(&doc, PutMode::Update(version)).await {
             Ok(_) => Ok(()),
-            Err(object_store::Error::Precondition { .. }) => Err(Error::LockLost {
-                lock: lock.describe(),
-                reason: "lease document changed while held".into(),
-            }),
+            Err(object_store::Error::Precondition { .. }) => {
+                Err(Error::LockLost { lock: lock.describe(), reason: "lease document changed while held".into() })
+            }
             Err(e) => Err(Error::store("put", &lock.path, e)),
         }
     }
@@ -434,11 +393,7 @@ mod tests {
     #[async_trait]
     impl LockProvider for Alternate {
         async fn acquire(&self) -> Result<Box<dyn LockGuard>> {
-            if self.2.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
-                self.0.acquire().await
-            } else {
-                self.1.acquire().await
-            }
+            if self.2.fetch_add(1, Ordering::SeqCst) % 2 == 0 { self.0.acquire().await } else { self.1.acquire().await }
         }
         fn describe(&self) -> String {
             "alternate".into()
@@ -448,13 +403,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn lease_lock_is_exclusive() {
         let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-        let lock = LeaseLock::for_table(
-            store,
-            &Path::from("t"),
-            "owner-1",
-            Arc::new(SystemClock),
-            LeaseSettings::default(),
-        );
+        let lock =
+            LeaseLock::for_table(store, &Path::from("t"), "owner-1", Arc::new(SystemClock), LeaseSettings::default());
         exclusive(Arc::new(lock)).await;
     }
 
@@ -483,10 +433,7 @@ mod tests {
     async fn expired_holder_learns_it_lost_the_lock() {
         let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
         let clock = Arc::new(ManualClock::new(0));
-        let settings = LeaseSettings {
-            lease: Duration::from_secs(1),
-            ..Default::default()
-        };
+        let settings = LeaseSettings { lease: Duration::from_secs(1), ..Default::default() };
         let a = LeaseLock::for_table(store.clone(), &Path::from("t"), "a", clock.clone(), settings.clone());
         let b = LeaseLock::for_table(store, &Path::from("t"), "b", clock.clone(), settings);
         let ga = a.acquire().await.unwrap();

@@ -29,23 +29,15 @@ pub struct DurableLocalStore {
 impl DurableLocalStore {
     /// A store over the whole local file system.
     pub fn new() -> Self {
-        Self {
-            inner: Arc::new(LocalFileSystem::new()),
-        }
+        Self { inner: Arc::new(LocalFileSystem::new()) }
     }
 
     async fn sync(&self, location: &Path) -> object_store::Result<()> {
         let file = self.inner.path_to_filesystem(location)?;
         tokio::task::spawn_blocking(move || sync_file_and_parents(&file))
             .await
-            .map_err(|e| object_store::Error::Generic {
-                store: "DurableLocalStore",
-                source: Box::new(e),
-            })?
-            .map_err(|e| object_store::Error::Generic {
-                store: "DurableLocalStore",
-                source: Box::new(e),
-            })
+            .map_err(|e| object_store::Error::Generic { store: "DurableLocalStore", source: Box::new(e) })?
+            .map_err(|e| object_store::Error::Generic { store: "DurableLocalStore", source: Box::new(e) })
     }
 }
 
@@ -106,7 +98,12 @@ impl MultipartUpload for DurableUpload {
 
 #[async_trait]
 impl ObjectStore for DurableLocalStore {
-    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> object_store::Result<PutResult> {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
         let r = self.inner.put_opts(location, payload, opts).await?;
         self.sync(location).await?;
         Ok(r)
@@ -117,16 +114,16 @@ impl ObjectStore for DurableLocalStore {
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
         let inner = self.inner.put_multipart_opts(location, opts).await?;
-        Ok(Box::new(DurableUpload {
-            inner,
-            store: self.clone(),
-            location: location.clone(),
-        }))
+        Ok(Box::new(DurableUpload { inner, store: self.clone(), location: location.clone() }))
     }
     async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
         self.inner.get_opts(location, options).await
     }
-    async fn get_ranges(&self, location: &Path, ranges: &[std::ops::Range<u64>]) -> object_store::Result<Vec<bytes::Bytes>> {
+    async fn get_ranges(
+        &self,
+        location: &Path,
+        ranges: &[std::ops::Range<u64>],
+    ) -> object_store::Result<Vec<bytes::Bytes>> {
         self.inner.get_ranges(location, ranges).await
     }
     fn delete_stream(
@@ -176,28 +173,17 @@ impl fmt::Display for TableLocation {
 impl TableLocation {
     /// A table in an arbitrary store.
     pub fn new(store: Arc<dyn ObjectStore>, root: Path) -> Self {
-        Self {
-            store,
-            root,
-            local_root: None,
-        }
+        Self { store, root, local_root: None }
     }
 
-    /// A table in a local folder, written durably. The folder is created if
-    /// missing.
+    /// A table in a local folder, written durably. Folders are created as
+    /// files are written.
     pub fn local(dir: impl Into<PathBuf>) -> Result<Self> {
         let dir: PathBuf = dir.into();
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io("create table folder", &dir, e))?;
-        let dir = std::fs::canonicalize(&dir).map_err(|e| Error::io("resolve table folder", &dir, e))?;
-        let root = Path::from_absolute_path(&dir).map_err(|e| Error::InvalidInput {
-            what: dir.display().to_string(),
-            reason: e.to_string(),
-        })?;
-        Ok(Self {
-            store: Arc::new(DurableLocalStore::new()),
-            root,
-            local_root: Some(dir),
-        })
+        let dir = std::path::absolute(&dir).map_err(|e| Error::io("resolve table folder", &dir, e))?;
+        let root = Path::from_absolute_path(&dir)
+            .map_err(|e| Error::InvalidInput { what: dir.display().to_string(), reason: e.to_string() })?;
+        Ok(Self { store: Arc::new(DurableLocalStore::new()), root, local_root: Some(dir) })
     }
 
     /// `<root>/.hoodie`.
@@ -212,10 +198,7 @@ impl TableLocation {
 
     /// The path of `relative` (slash-separated) under the table root.
     pub fn join(&self, relative: &str) -> Path {
-        relative
-            .split('/')
-            .filter(|s| !s.is_empty())
-            .fold(self.root.clone(), |p, part| p.clone().join(part))
+        relative.split('/').filter(|s| !s.is_empty()).fold(self.root.clone(), |p, part| p.clone().join(part))
     }
 
     /// `path` relative to the table root, slash-separated.

@@ -26,16 +26,9 @@ impl Timeline {
     /// Lists the table's timeline folder and parses it.
     pub async fn load(loc: &TableLocation, config: &TableConfig) -> Result<Self> {
         let dir = timeline_dir(loc, config);
-        let listing = loc
-            .store
-            .list_with_delimiter(Some(&dir))
-            .await
-            .map_err(|e| Error::store("list", &dir, e))?;
-        let names: Vec<String> = listing
-            .objects
-            .iter()
-            .filter_map(|m| m.location.filename().map(String::from))
-            .collect();
+        let listing = loc.store.list_with_delimiter(Some(&dir)).await.map_err(|e| Error::store("list", &dir, e))?;
+        let names: Vec<String> =
+            listing.objects.iter().filter_map(|m| m.location.filename().map(String::from)).collect();
         Ok(if config.timeline_layout >= 2 {
             Self::from_layout2_names(names.iter().map(String::as_str))
         } else {
@@ -111,11 +104,7 @@ impl Timeline {
         for w in &warnings {
             tracing::warn!("{w}");
         }
-        Self {
-            instants,
-            warnings,
-            layout,
-        }
+        Self { instants, warnings, layout }
     }
 
     /// Every instant, by requested time.
@@ -130,10 +119,7 @@ impl Timeline {
 
     /// The instant requested at `t`.
     pub fn get(&self, t: &InstantTime) -> Option<&Instant> {
-        self.instants
-            .binary_search_by(|i| i.requested.cmp(t))
-            .ok()
-            .map(|i| &self.instants[i])
+        self.instants.binary_search_by(|i| i.requested.cmp(t)).ok().map(|i| &self.instants[i])
     }
 
     /// Completed instants, by requested time.
@@ -150,9 +136,7 @@ impl Timeline {
     /// time; for layout 1, largest requested time).
     pub fn latest_completed(&self) -> Option<&Instant> {
         self.completed().max_by(|a, b| {
-            self.completion_or_requested(a)
-                .cmp(self.completion_or_requested(b))
-                .then(a.requested.cmp(&b.requested))
+            self.completion_or_requested(a).cmp(self.completion_or_requested(b)).then(a.requested.cmp(&b.requested))
         })
     }
 
@@ -173,11 +157,7 @@ impl Timeline {
     pub fn is_completed(&self, t: &InstantTime) -> bool {
         match self.get(t) {
             Some(i) => i.is_completed(),
-            None => self
-                .instants
-                .iter()
-                .find(|i| i.action.writes_data())
-                .is_some_and(|first| t < &first.requested),
+            None => self.instants.iter().find(|i| i.action.writes_data()).is_some_and(|first| t < &first.requested),
         }
     }
 
@@ -193,11 +173,8 @@ impl Timeline {
 }
 
 fn assemble(t: &InstantTime, files: &[TimelineFile]) -> std::result::Result<Instant, String> {
-    let pending: BTreeSet<&str> = files
-        .iter()
-        .filter(|f| f.state != State::Completed)
-        .map(|f| f.action_name.as_str())
-        .collect();
+    let pending: BTreeSet<&str> =
+        files.iter().filter(|f| f.state != State::Completed).map(|f| f.action_name.as_str()).collect();
     let completed: Vec<&TimelineFile> = files.iter().filter(|f| f.state == State::Completed).collect();
     let action = match pending.iter().next() {
         Some(name) if pending.len() == 1 => {
@@ -207,8 +184,12 @@ fn assemble(t: &InstantTime, files: &[TimelineFile]) -> std::result::Result<Inst
             // `<t>.inflight` names a commit; a compaction also has `<t>.compaction.*`.
             let named: Vec<&&str> = pending.iter().filter(|n| **n != "commit").collect();
             match named.as_slice() {
-                [one] => Action::from_name(one).ok_or_else(|| format!("skipping instant {t}: unknown action `{one}`"))?,
-                _ => return Err(format!("skipping instant {t}: conflicting actions {pending:?}")),
+                [one] => {
+                    Action::from_name(one).ok_or_else(|| format!("skipping instant {t}: unknown action `{one}`"))?
+                }
+                _ => {
+                    return Err(format!("skipping instant {t}: conflicting actions {pending:?}"));
+                }
             }
         }
         None => {
@@ -227,14 +208,11 @@ fn assemble(t: &InstantTime, files: &[TimelineFile]) -> std::result::Result<Inst
                 action.name()
             ));
         }
-        _ => return Err(format!("skipping instant {t}: more than one completed file")),
+        _ => {
+            return Err(format!("skipping instant {t}: more than one completed file"));
+        }
     };
-    Ok(Instant {
-        requested: t.clone(),
-        action,
-        state,
-        completed: completed_at,
-    })
+    Ok(Instant { requested: t.clone(), action, state, completed: completed_at })
 }
 
 /// The folder holding the timeline: `.hoodie/timeline` (layout 2) or `.hoodie` (layout 1).
@@ -257,10 +235,7 @@ pub struct TimelineWriter {
 impl TimelineWriter {
     /// A writer for a layout-2 table.
     pub fn new(loc: &TableLocation, config: &TableConfig) -> Self {
-        Self {
-            loc: loc.clone(),
-            dir: timeline_dir(loc, config),
-        }
+        Self { loc: loc.clone(), dir: timeline_dir(loc, config) }
     }
 
     /// Creates the file recording `instant` in `state` with `content`.

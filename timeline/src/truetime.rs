@@ -63,13 +63,7 @@ pub struct TimeGenerator {
 impl TimeGenerator {
     /// A generator reading `clock` and serialising on `lock`.
     pub fn new(mode: TimeMode, max_skew: Duration, clock: Arc<dyn Clock>, lock: Arc<dyn LockProvider>) -> Self {
-        Self {
-            mode,
-            max_skew,
-            clock,
-            lock,
-            behind_reports: Arc::new(AtomicU64::new(0)),
-        }
+        Self { mode, max_skew, clock, lock, behind_reports: Arc::new(AtomicU64::new(0)) }
     }
 
     /// The mode.

@@ -1,1 +1,1 @@
-//! placeholder
+//! Tributary writer: bucket routing, the Hudi log format and the write client.

@@ -1,0 +1,33 @@
+//! The root crate's error type.
+
+/// Result alias of the root crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors of the table API, readers and CLI.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Table metadata could not be read or written.
+    #[error(transparent)]
+    Timeline(#[from] tributary_timeline::Error),
+    /// There is no table at the path.
+    #[error("{path}: not a Hudi table (no .hoodie/hoodie.properties)")]
+    NotATable {
+        /// The path given.
+        path: String,
+    },
+    /// A table already exists where one was to be created.
+    #[error("{path}: a table already exists here")]
+    TableExists {
+        /// The path given.
+        path: String,
+    },
+    /// Caller input (schema, options) is invalid.
+    #[error("{what}: {reason}")]
+    InvalidInput {
+        /// The input: a file, option or field.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+}

@@ -1,0 +1,95 @@
+//! Damaged metadata gives clear errors or warnings, never a panic.
+
+use crate::support::*;
+
+fn new_table(dir: &std::path::Path) -> std::path::PathBuf {
+    let schema = trips_schema(dir);
+    let table = dir.join("t");
+    tributary_ok(&[
+        "init",
+        table.to_str().unwrap(),
+        "--schema",
+        schema.to_str().unwrap(),
+        "--record-key",
+        "uuid",
+        "--ordering-field",
+        "ts",
+    ]);
+    table
+}
+
+fn edit_properties(table: &std::path::Path, f: impl FnOnce(String) -> String) {
+    let p = table.join(".hoodie/hoodie.properties");
+    let text = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(&p, f(text)).unwrap();
+}
+
+#[test]
+fn damaged_properties_name_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = new_table(dir.path());
+    let t = table.to_str().unwrap();
+    let original = std::fs::read_to_string(table.join(".hoodie/hoodie.properties")).unwrap();
+    type Edit = Box<dyn Fn(String) -> String>;
+    let cases: Vec<(Edit, &str)> = vec![
+        (
+            Box::new(|s: String| s.replace("hoodie.table.version=8", "hoodie.table.version=5")),
+            "unsupported table version 5",
+        ),
+        (
+            Box::new(|s: String| s.replace("hoodie.table.version=8", "hoodie.table.version=eight")),
+            "hoodie.table.version",
+        ),
+        (
+            Box::new(|s: String| {
+                s.lines().filter(|l| !l.starts_with("hoodie.record.merge.mode")).collect::<Vec<_>>().join("\n")
+            }),
+            "missing required key `hoodie.record.merge.mode`",
+        ),
+        (Box::new(|s: String| s.replace("num.buckets=16", "num.buckets=-3")), "hoodie.bucket.index.num.buckets"),
+        (Box::new(|s: String| s.replace("hoodie.table.name=t", "hoodie.table.name=u")), "hoodie.table.checksum"),
+        (Box::new(|_| "\u{0}\u{1}garbage\\".to_string()), "hoodie.properties"),
+        (Box::new(|_| String::new()), "missing required key `hoodie.table.version`"),
+    ];
+    for (edit, expect) in cases {
+        std::fs::write(table.join(".hoodie/hoodie.properties"), &original).unwrap();
+        edit_properties(&table, edit);
+        let err = tributary_err(&["timeline", t]);
+        assert!(err.contains(expect), "expected `{expect}` in: {err}");
+        assert!(err.contains("hoodie.properties"), "names the file: {err}");
+    }
+    let err = tributary_err(&["timeline", dir.path().join("nothing").to_str().unwrap()]);
+    assert!(err.contains("not a Hudi table"), "{err}");
+}
+
+#[test]
+fn stray_timeline_files_are_skipped_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = new_table(dir.path());
+    let tl = table.join(".hoodie/timeline");
+    std::fs::create_dir_all(tl.join("history")).unwrap();
+    for (name, content) in [
+        ("20251220210108078.deltacommit.requested", ""),
+        ("20251220210108078.deltacommit.inflight", ""),
+        ("20251220210108078_20251220210109593.deltacommit", "x"),
+        ("20251220210110000.deltacommit.requested", ""),
+        (".DS_Store", "junk"),
+        ("README.txt", "junk"),
+        ("2025.deltacommit", ""),
+        ("20251220210108079.frobnicate.requested", ""),
+    ] {
+        std::fs::write(tl.join(name), content).unwrap();
+    }
+    let out = tributary(&["timeline", table.to_str().unwrap()]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(lines[0].starts_with("20251220210108078  deltacommit"), "{stdout}");
+    assert!(lines[0].contains("COMPLETED") && lines[0].ends_with("20251220210109593"), "{stdout}");
+    assert!(lines[1].contains("REQUESTED") && lines[1].ends_with('-'), "{stdout}");
+    for stray in ["README.txt", "2025.deltacommit", "frobnicate"] {
+        assert!(stderr.contains(stray), "warning names {stray}: {stderr}");
+    }
+}
