@@ -5,24 +5,8 @@ use crate::support::*;
 #[test]
 fn official_reader_opens_a_new_table() {
     let dir = tempfile::tempdir().unwrap();
-    let schema = trips_schema(dir.path());
     for (name, extra) in [("part", &["--partition-field", "city"][..]), ("unpart", &[][..])] {
-        let table = dir.path().join(name);
-        let mut args = vec![
-            "init",
-            table.to_str().unwrap(),
-            "--schema",
-            schema.to_str().unwrap(),
-            "--record-key",
-            "uuid",
-            "--ordering-field",
-            "ts",
-            "--buckets",
-            "4",
-        ];
-        args.extend_from_slice(extra);
-        let out = tributary_ok(&args);
-        assert!(out.contains("version 8"), "{out}");
+        let table = init_trips(dir.path(), name, &[&["--buckets", "4"][..], extra].concat());
         let props = std::fs::read_to_string(table.join(".hoodie/hoodie.properties")).unwrap();
         for line in [
             "hoodie.table.version=8",
@@ -59,22 +43,7 @@ fn official_reader_opens_a_new_table() {
 #[test]
 fn commit_time_tables_record_their_strategy() {
     let dir = tempfile::tempdir().unwrap();
-    let schema = trips_schema(dir.path());
-    let table = dir.path().join("ct");
-    tributary_ok(&[
-        "init",
-        table.to_str().unwrap(),
-        "--schema",
-        schema.to_str().unwrap(),
-        "--record-key",
-        "uuid",
-        "--ordering-field",
-        "ts",
-        "--merge-mode",
-        "commit-time",
-        "--bucket-hash",
-        "hudi-java",
-    ]);
+    let table = init_trips(dir.path(), "ct", &["--merge-mode", "commit-time", "--bucket-hash", "hudi-java"]);
     let props = std::fs::read_to_string(table.join(".hoodie/hoodie.properties")).unwrap();
     assert!(props.contains("hoodie.record.merge.mode=COMMIT_TIME_ORDERING"));
     assert!(props.contains("hoodie.record.merge.strategy.id=ce9acb64-bde0-424c-9b91-f6ebba25356d"));

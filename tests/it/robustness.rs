@@ -3,19 +3,7 @@
 use crate::support::*;
 
 fn new_table(dir: &std::path::Path) -> std::path::PathBuf {
-    let schema = trips_schema(dir);
-    let table = dir.join("t");
-    tributary_ok(&[
-        "init",
-        table.to_str().unwrap(),
-        "--schema",
-        schema.to_str().unwrap(),
-        "--record-key",
-        "uuid",
-        "--ordering-field",
-        "ts",
-    ]);
-    table
+    init_trips(dir, "t", &[])
 }
 
 fn edit_properties(table: &std::path::Path, f: impl FnOnce(String) -> String) {

@@ -109,3 +109,24 @@ pub fn trips_schema(dir: &Path) -> PathBuf {
     .unwrap();
     p
 }
+
+/// `tributary init dir/<name>` of a trips table keyed by `uuid`, ordered by
+/// `ts`, with `extra` options; returns the table path.
+pub fn init_trips(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let schema = trips_schema(dir);
+    let table = dir.join(name);
+    let mut args = vec![
+        "init",
+        table.to_str().unwrap(),
+        "--schema",
+        schema.to_str().unwrap(),
+        "--record-key",
+        "uuid",
+        "--ordering-field",
+        "ts",
+    ];
+    args.extend_from_slice(extra);
+    let out = tributary_ok(&args);
+    assert!(out.contains("version 8"), "{out}");
+    table
+}

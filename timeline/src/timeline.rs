@@ -310,3 +310,74 @@ mod tests {
         assert_eq!(tl.warnings().len(), 2, "{:?}", tl.warnings());
     }
 }
+
+#[cfg(test)]
+mod write_tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use object_store::memory::InMemory;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::config::{BucketHash, BucketSpec, MergeMode, NewTableConfig};
+    use crate::lock::InProcessLock;
+    use crate::partition::ensure_partition;
+    use crate::truetime::{TimeGenerator, TimeMode};
+
+    fn config() -> TableConfig {
+        TableConfig::new_table(&NewTableConfig {
+            name: "t".into(),
+            database: None,
+            record_key: "id".into(),
+            ordering_field: "ts".into(),
+            partition_field: None,
+            hive_style_partitioning: true,
+            merge_mode: MergeMode::EventTime,
+            bucket: BucketSpec { num_buckets: 2, hash: BucketHash::Murmur3 },
+            schema_json: "{}".into(),
+        })
+    }
+
+    #[tokio::test]
+    async fn writes_each_state_once_and_reads_it_back() {
+        let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("tables/t"));
+        let cfg = config();
+        let writer = TimelineWriter::new(&loc, &cfg);
+        let generator = TimeGenerator::new(
+            TimeMode::HybridLogical,
+            Duration::from_millis(200),
+            Arc::new(ManualClock::new(1_766_264_468_078)),
+            Arc::new(InProcessLock::new()),
+        );
+        let t = generator.new_instant().await.unwrap();
+        let mut instant = Instant::requested(t.clone(), Action::DeltaCommit);
+        writer.create(&instant, State::Requested, Vec::new()).await.unwrap();
+        writer.create(&instant, State::Inflight, Vec::new()).await.unwrap();
+        let again = writer.create(&instant, State::Inflight, Vec::new()).await;
+        assert!(matches!(again, Err(Error::AlreadyExists { .. })), "{again:?}");
+        // Completion time and visibility in one lock hold.
+        let done = generator
+            .with_time(|c| {
+                instant.completed = Some(c);
+                let (w, i) = (writer.clone(), instant.clone());
+                async move { w.create(&i, State::Completed, b"meta".to_vec()).await.map(|_| i) }
+            })
+            .await
+            .unwrap();
+        assert!(done.completed.as_ref().unwrap() > &t);
+        assert_eq!(&writer.read(&done, State::Completed).await.unwrap()[..], b"meta");
+
+        let tl = Timeline::load(&loc, &cfg).await.unwrap();
+        assert_eq!(tl.instants().len(), 1);
+        assert_eq!(tl.instants()[0].state, State::Completed);
+        assert_eq!(tl.completion_time(&t), done.completed.as_ref());
+        assert_eq!(tl.latest_completed().unwrap().requested, t);
+
+        ensure_partition(&loc, "city=paris", &t).await.unwrap();
+        ensure_partition(&loc, "city=paris", &t).await.unwrap();
+        let meta = loc.get(&loc.join("city=paris/.hoodie_partition_metadata")).await.unwrap();
+        let text = String::from_utf8(meta.to_vec()).unwrap();
+        assert!(text.contains(&format!("commitTime={t}")) && text.contains("partitionDepth=1"), "{text}");
+    }
+}
