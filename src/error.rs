@@ -10,6 +10,12 @@ pub enum Error {
     /// Table metadata could not be read or written.
     #[error(transparent)]
     Timeline(#[from] tributary_timeline::Error),
+    /// Writing failed.
+    #[error(transparent)]
+    Writer(#[from] tributary_writer::Error),
+    /// Merging or compaction failed.
+    #[error(transparent)]
+    Compaction(#[from] tributary_compaction::Error),
     /// There is no table at the path.
     #[error("{path}: not a Hudi table (no .hoodie/hoodie.properties)")]
     NotATable {

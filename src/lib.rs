@@ -27,8 +27,10 @@
 //! ```
 
 pub mod error;
+pub mod read;
 pub mod table;
 
 pub use error::{Error, Result};
+pub use read::{Query, ReadOptions};
 pub use table::{CreateOptions, Table, TimeSettings};
 pub use tributary_timeline as timeline;

@@ -231,6 +231,20 @@ impl Table {
         }
     }
 
+    /// A write client for this table with the table's default lock and the system clock.
+    pub fn write_client(
+        &self,
+        time: &TimeSettings,
+        settings: tributary_writer::WriteSettings,
+    ) -> Result<tributary_writer::WriteClient> {
+        Ok(tributary_writer::WriteClient::new(
+            self.loc.clone(),
+            self.config.clone(),
+            self.time_generator(time),
+            settings,
+        )?)
+    }
+
     /// A TrueTime generator on this table's default lock and the system clock.
     pub fn time_generator(&self, settings: &TimeSettings) -> TimeGenerator {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);

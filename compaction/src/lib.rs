@@ -1,1 +1,8 @@
-//! Tributary compaction: merge, plan, execute and clean.
+//! Tributary compaction: the record merge shared with the snapshot reader.
+//! Planning, execution and cleaning build on it.
+
+pub mod error;
+pub mod merge;
+
+pub use error::{Error, Result};
+pub use merge::{Version, merge};

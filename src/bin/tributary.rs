@@ -3,9 +3,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
 use clap::{Parser, Subcommand, ValueEnum};
-use tributary::{CreateOptions, Table};
-use tributary_timeline::{BucketHash, MergeMode};
+use tributary::{CreateOptions, Query, ReadOptions, Table, TimeSettings};
+use tributary_timeline::{BucketHash, InstantTime, MergeMode, TimeMode};
+use tributary_writer::WriteSettings;
 
 #[derive(Parser)]
 #[command(
@@ -76,6 +80,214 @@ enum Command {
         /// Table folder.
         table: PathBuf,
     },
+    /// Upsert JSON-lines records (one object per line) into a table.
+    Write {
+        /// Table folder.
+        table: PathBuf,
+        /// Input file; `-` or absent reads standard input.
+        #[arg(long)]
+        input: Option<PathBuf>,
+        /// Writer tasks.
+        #[arg(long, default_value_t = 2)]
+        tasks: usize,
+        /// Commit after this many records (default: one commit for the whole input).
+        #[arg(long)]
+        commit_every: Option<usize>,
+        /// Writer id, under which checkpoints are kept.
+        #[arg(long, default_value = "cli")]
+        writer_id: String,
+        /// How instants are generated.
+        #[arg(long, value_enum, default_value = "wait-for-skew")]
+        time_mode: TimeModeArg,
+        /// Maximum clock skew between writers, in milliseconds.
+        #[arg(long, default_value_t = 200)]
+        max_clock_skew_ms: u64,
+    },
+    /// Read a table and print its rows, ordered by partition then record key.
+    Read {
+        /// Table folder.
+        table: PathBuf,
+        /// Query type.
+        #[arg(long, value_enum, default_value = "snapshot")]
+        query: QueryArg,
+        /// Time travel: the table as of this instant.
+        #[arg(long)]
+        as_of: Option<String>,
+        /// Incremental: exclusive start (completion time).
+        #[arg(long)]
+        begin: Option<String>,
+        /// Incremental: inclusive end (completion time); default the latest.
+        #[arg(long)]
+        end: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "jsonl")]
+        format: FormatArg,
+        /// Include the `_hoodie_*` meta columns.
+        #[arg(long)]
+        meta: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TimeModeArg {
+    /// Hudi's algorithm: hold the lock for the clock skew.
+    WaitForSkew,
+    /// max(clock, last + 1 ms) from the time stored in the lock.
+    HybridLogical,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum QueryArg {
+    /// Latest merged rows.
+    Snapshot,
+    /// Base files only.
+    ReadOptimized,
+    /// Rows whose commit completed in (begin, end].
+    Incremental,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    /// One JSON object per line.
+    Jsonl,
+    /// CSV with a header.
+    Csv,
+    /// An aligned text table.
+    Table,
+}
+
+fn instant_arg(s: &str, what: &str) -> anyhow::Result<InstantTime> {
+    InstantTime::parse(s).map_err(|e| anyhow::anyhow!("{what}: {e}"))
+}
+
+async fn write(
+    table: PathBuf,
+    input: Option<PathBuf>,
+    settings: WriteSettings,
+    commit_every: Option<usize>,
+    time: TimeSettings,
+) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let t = Table::open_local(&table).await?;
+    let client = t.write_client(&time, settings)?;
+    let (reader, source): (Box<dyn BufRead>, String) = match &input {
+        None => (Box::new(std::io::BufReader::new(std::io::stdin())), "stdin".into()),
+        Some(p) if p.as_os_str() == "-" => (Box::new(std::io::BufReader::new(std::io::stdin())), "stdin".into()),
+        Some(p) => {
+            let f = std::fs::File::open(p).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", p.display()))?;
+            (Box::new(std::io::BufReader::with_capacity(1 << 20, f)), p.display().to_string())
+        }
+    };
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {pos} records ({per_sec}) {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    let limit = commit_every.unwrap_or(usize::MAX).max(1);
+    let mut commit = client.start_commit().await?;
+    let mut in_commit = 0usize;
+    let (mut instants, mut records, mut files, mut bytes) = (0u64, 0u64, 0u64, 0u64);
+    let mut chunk: Vec<serde_json::Value> = Vec::with_capacity(4096);
+    let mut chunk_first = 1usize;
+    let mut lines = reader.lines().enumerate().peekable();
+    loop {
+        let next = lines.next();
+        let at_end = next.is_none();
+        if let Some((i, line)) = next {
+            let line = line.map_err(|e| anyhow::anyhow!("{source} line {}: cannot read: {e}", i + 1))?;
+            if chunk.is_empty() {
+                chunk_first = i + 1;
+            }
+            if !line.trim().is_empty() {
+                match serde_json::from_str(&line) {
+                    Ok(v) => chunk.push(v),
+                    Err(e) => {
+                        commit.abort().await?;
+                        anyhow::bail!(
+                            "{source} line {}: malformed JSON: {e}; nothing of this commit was written",
+                            i + 1
+                        );
+                    }
+                }
+            } else {
+                chunk.push(serde_json::Value::Null);
+            }
+        }
+        let full = chunk.len() >= 4096 || in_commit + chunk.len() >= limit;
+        if (full || at_end) && !chunk.is_empty() {
+            let first = chunk_first;
+            let values: Vec<(usize, serde_json::Value)> =
+                chunk.drain(..).enumerate().filter(|(_, v)| !v.is_null()).map(|(k, v)| (first + k, v)).collect();
+            for run in contiguous_runs(&values) {
+                let vals: Vec<serde_json::Value> = run.iter().map(|(_, v)| v.clone()).collect();
+                if let Err(e) = commit.write_json(&vals, &source, run[0].0).await {
+                    commit.abort().await?;
+                    anyhow::bail!("{e}; nothing of this commit was written");
+                }
+            }
+            in_commit += values.len();
+            bar.inc(values.len() as u64);
+        }
+        if (in_commit >= limit && lines.peek().is_some()) || at_end {
+            let s = commit.commit().await?;
+            instants += 1;
+            records += s.records();
+            files += s.files.len() as u64;
+            bytes += s.bytes();
+            bar.set_message(format!("committed {}", s.instant));
+            if at_end {
+                break;
+            }
+            commit = client.start_commit().await?;
+            in_commit = 0;
+        }
+    }
+    bar.finish_and_clear();
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "wrote {records} records in {instants} instants: {files} files, {bytes} bytes, {secs:.2} s ({:.0} records/s)",
+        records as f64 / secs.max(1e-9)
+    );
+    Ok(())
+}
+
+/// Splits numbered values into runs of consecutive numbers, so error
+/// messages can name the right line.
+fn contiguous_runs(values: &[(usize, serde_json::Value)]) -> Vec<&[(usize, serde_json::Value)]> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for i in 1..=values.len() {
+        if i == values.len() || values[i].0 != values[i - 1].0 + 1 {
+            if start < i {
+                runs.push(&values[start..i]);
+            }
+            start = i;
+        }
+    }
+    runs
+}
+
+async fn read(table: PathBuf, options: ReadOptions, format: FormatArg) -> anyhow::Result<()> {
+    let t = Table::open_local(&table).await?;
+    let batch = t.read(&options).await?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match format {
+        FormatArg::Jsonl => {
+            let mut w = arrow::json::LineDelimitedWriter::new(&mut out);
+            w.write(&batch)?;
+            w.finish()?;
+        }
+        FormatArg::Csv => {
+            let mut w = arrow::csv::Writer::new(&mut out);
+            w.write(&batch)?;
+        }
+        FormatArg::Table => {
+            writeln!(out, "{}", arrow::util::pretty::pretty_format_batches(&[batch])?)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -136,6 +348,30 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     i.completed.as_ref().map_or("-".to_string(), |c| c.to_string())
                 );
             }
+        }
+        Command::Write { table, input, tasks, commit_every, writer_id, time_mode, max_clock_skew_ms } => {
+            let settings = WriteSettings { tasks, writer_id, ..Default::default() };
+            let time = TimeSettings {
+                mode: match time_mode {
+                    TimeModeArg::WaitForSkew => TimeMode::WaitForSkew,
+                    TimeModeArg::HybridLogical => TimeMode::HybridLogical,
+                },
+                max_clock_skew: Duration::from_millis(max_clock_skew_ms),
+            };
+            write(table, input, settings, commit_every, time).await?;
+        }
+        Command::Read { table, query, as_of, begin, end, format, meta } => {
+            let as_of = as_of.map(|t| instant_arg(&t, "--as-of")).transpose()?;
+            let query = match query {
+                QueryArg::Snapshot => Query::Snapshot,
+                QueryArg::ReadOptimized => Query::ReadOptimized,
+                QueryArg::Incremental => {
+                    let begin = instant_arg(begin.as_deref().unwrap_or("00000000000000000"), "--begin")?;
+                    let end = instant_arg(end.as_deref().unwrap_or("99999999999999999"), "--end")?;
+                    Query::Incremental { begin, end }
+                }
+            };
+            read(table, ReadOptions { query, as_of, with_meta: meta }, format).await?;
         }
     }
     Ok(())

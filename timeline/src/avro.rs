@@ -59,3 +59,212 @@ pub fn plan_file_groups(bytes: &[u8], path: &str) -> Result<BTreeSet<(String, St
         })
         .collect()
 }
+
+/// Parses an Avro schema held in this crate (a bundled `.avsc`), naming it in errors.
+pub fn parse_schema(json: &str, name: &str) -> Result<apache_avro::Schema> {
+    apache_avro::Schema::parse_str(json).map_err(|e| Error::Avro { path: name.to_string(), reason: e.to_string() })
+}
+
+/// Encodes `record` as an Avro object container file holding exactly that one
+/// record, laid out as Java Hudi lays out timeline files: the metadata map
+/// holds only `avro.schema` (no `avro.codec` key, i.e. codec null), whose
+/// value is `schema_json` byte for byte, then one block.
+///
+/// `schema` must be `schema_json` parsed; it encodes and validates the record
+/// (apache-avro's own [`apache_avro::Writer`] would re-serialize the schema
+/// and drop Java's `avro.java.string` properties). The 16-byte sync marker is
+/// derived from the encoded record rather than drawn at random (map entries
+/// are still encoded in `HashMap` order, so files with multi-entry maps are
+/// not byte-stable). `path` names the target in errors.
+pub fn write_single_record(
+    schema: &apache_avro::Schema,
+    schema_json: &str,
+    record: Value,
+    path: &str,
+) -> Result<Vec<u8>> {
+    let datum = apache_avro::to_avro_datum(schema, record)
+        .map_err(|e| Error::Avro { path: path.to_string(), reason: e.to_string() })?;
+    let marker = sync_marker(&datum);
+    let mut out = Vec::with_capacity(datum.len() + schema_json.len() + 64);
+    out.extend_from_slice(b"Obj\x01");
+    put_long(&mut out, 1); // one metadata entry
+    put_bytes(&mut out, b"avro.schema");
+    put_bytes(&mut out, schema_json.as_bytes());
+    put_long(&mut out, 0); // end of the metadata map
+    out.extend_from_slice(&marker);
+    put_long(&mut out, 1); // one object in the block
+    put_bytes(&mut out, &datum);
+    out.extend_from_slice(&marker);
+    Ok(out)
+}
+
+/// A sync marker derived from the block's content (four CRC32s with different seeds).
+fn sync_marker(datum: &[u8]) -> [u8; 16] {
+    let mut marker = [0u8; 16];
+    for (seed, chunk) in (0x4855_4449u32..).zip(marker.chunks_exact_mut(4)) {
+        let mut h = crc32fast::Hasher::new_with_initial(seed);
+        h.update(datum);
+        chunk.copy_from_slice(&h.finalize().to_le_bytes());
+    }
+    marker
+}
+
+/// Appends an Avro `long` (zig-zag varint).
+fn put_long(out: &mut Vec<u8>, n: i64) {
+    let mut z = ((n << 1) ^ (n >> 63)) as u64;
+    while z >= 0x80 {
+        out.push((z as u8 & 0x7f) | 0x80);
+        z >>= 7;
+    }
+    out.push(z as u8);
+}
+
+/// Appends Avro `bytes`/`string`: the length as a long, then the bytes.
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    // A slice's length always fits an i64.
+    put_long(out, i64::try_from(bytes.len()).unwrap_or(i64::MAX));
+    out.extend_from_slice(bytes);
+}
+
+/// A short name for the kind of an Avro value, for error messages.
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Boolean(_) => "boolean",
+        Value::Int(_) => "int",
+        Value::Long(_) => "long",
+        Value::Float(_) => "float",
+        Value::Double(_) => "double",
+        Value::Bytes(_) => "bytes",
+        Value::String(_) => "string",
+        Value::Fixed(..) => "fixed",
+        Value::Enum(..) => "enum",
+        Value::Union(..) => "union",
+        Value::Array(_) => "array",
+        Value::Map(_) => "map",
+        Value::Record(_) => "record",
+        _ => "logical value",
+    }
+}
+
+/// Looks up field `name` of record `v` and converts it with `conv`.
+///
+/// A missing field or a null yields `Ok(None)`; a value of the wrong type is
+/// [`Error::Corrupt`] naming `path`, the field and the types involved.
+fn typed<'a, T>(
+    v: &'a Value,
+    name: &str,
+    path: &str,
+    expected: &str,
+    conv: impl FnOnce(&'a Value) -> Option<T>,
+) -> Result<Option<T>> {
+    match field(v, name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => conv(value).map(Some).ok_or_else(|| Error::Corrupt {
+            path: path.to_string(),
+            reason: format!("field `{name}`: expected {expected}, found {}", kind(value)),
+        }),
+    }
+}
+
+/// A `long` field (an `int` is widened); `None` when missing or null.
+pub fn opt_long(v: &Value, name: &str, path: &str) -> Result<Option<i64>> {
+    typed(v, name, path, "long", |x| match x {
+        Value::Long(n) => Some(*n),
+        Value::Int(n) => Some(i64::from(*n)),
+        _ => None,
+    })
+}
+
+/// An `int` field (a `long` is accepted when it fits); `None` when missing or null.
+pub fn opt_int(v: &Value, name: &str, path: &str) -> Result<Option<i32>> {
+    typed(v, name, path, "int", |x| match x {
+        Value::Int(n) => Some(*n),
+        Value::Long(n) => i32::try_from(*n).ok(),
+        _ => None,
+    })
+}
+
+/// A `boolean` field; `None` when missing or null.
+pub fn opt_bool(v: &Value, name: &str, path: &str) -> Result<Option<bool>> {
+    typed(v, name, path, "boolean", |x| match x {
+        Value::Boolean(b) => Some(*b),
+        _ => None,
+    })
+}
+
+/// A `string` field; `None` when missing or null.
+pub fn opt_string(v: &Value, name: &str, path: &str) -> Result<Option<String>> {
+    typed(v, name, path, "string", |x| match x {
+        Value::String(s) => Some(s.clone()),
+        _ => None,
+    })
+}
+
+/// A record field (unions stripped); `None` when missing or null.
+pub fn opt_record<'a>(v: &'a Value, name: &str, path: &str) -> Result<Option<&'a Value>> {
+    typed(v, name, path, "record", |x| matches!(x, Value::Record(_)).then_some(x))
+}
+
+/// An array field's items (unions not yet stripped); `None` when missing or null.
+pub fn opt_array<'a>(v: &'a Value, name: &str, path: &str) -> Result<Option<&'a [Value]>> {
+    typed(v, name, path, "array", |x| match x {
+        Value::Array(items) => Some(items.as_slice()),
+        _ => None,
+    })
+}
+
+/// A map field's entries (values' unions not yet stripped); `None` when missing or null.
+pub fn opt_map<'a>(
+    v: &'a Value,
+    name: &str,
+    path: &str,
+) -> Result<Option<&'a std::collections::HashMap<String, Value>>> {
+    typed(v, name, path, "map", |x| match x {
+        Value::Map(entries) => Some(entries),
+        _ => None,
+    })
+}
+
+/// An array-of-strings field; empty when missing or null.
+pub fn string_list(v: &Value, name: &str, path: &str) -> Result<Vec<String>> {
+    opt_string_list(v, name, path).map(Option::unwrap_or_default)
+}
+
+/// An array-of-strings field; `None` when missing or null.
+pub fn opt_string_list(v: &Value, name: &str, path: &str) -> Result<Option<Vec<String>>> {
+    let Some(items) = opt_array(v, name, path)? else { return Ok(None) };
+    items
+        .iter()
+        .map(|item| match plain(item) {
+            Value::String(s) => Ok(s.clone()),
+            other => Err(Error::Corrupt {
+                path: path.to_string(),
+                reason: format!("field `{name}`: expected array of string, found an item of type {}", kind(other)),
+            }),
+        })
+        .collect::<Result<_>>()
+        .map(Some)
+}
+
+/// A map field converted entry by entry with `conv` (expecting `expected`
+/// values); `None` when missing or null.
+pub fn opt_map_of<T>(
+    v: &Value,
+    name: &str,
+    path: &str,
+    expected: &str,
+    conv: impl Fn(&Value) -> Option<T>,
+) -> Result<Option<std::collections::BTreeMap<String, T>>> {
+    let Some(entries) = opt_map(v, name, path)? else { return Ok(None) };
+    entries
+        .iter()
+        .map(|(k, value)| {
+            conv(plain(value)).map(|t| (k.clone(), t)).ok_or_else(|| Error::Corrupt {
+                path: path.to_string(),
+                reason: format!("field `{name}`, key `{k}`: expected {expected}, found {}", kind(plain(value))),
+            })
+        })
+        .collect::<Result<_>>()
+        .map(Some)
+}

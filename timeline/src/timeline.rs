@@ -107,6 +107,16 @@ impl Timeline {
         Self { instants, warnings, layout }
     }
 
+    /// The timeline restricted to the instants `keep` accepts; the others
+    /// are treated as if they never happened (their files are invisible).
+    pub fn filtered(&self, keep: impl Fn(&Instant) -> bool) -> Timeline {
+        Timeline {
+            instants: self.instants.iter().filter(|i| keep(i)).cloned().collect(),
+            warnings: self.warnings.clone(),
+            layout: self.layout,
+        }
+    }
+
     /// Every instant, by requested time.
     pub fn instants(&self) -> &[Instant] {
         &self.instants

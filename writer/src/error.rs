@@ -20,6 +20,18 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// One input record is invalid; nothing of its commit becomes visible.
+    #[error("{input} line {record}{}: {reason}", field.as_ref().map(|f| format!(": field `{f}`")).unwrap_or_default())]
+    BadRecord {
+        /// The input (file name, `stdin`, `batch`, `rows`).
+        input: String,
+        /// 1-based record number (line number for JSON lines).
+        record: usize,
+        /// The field involved, if any.
+        field: Option<String>,
+        /// What is wrong.
+        reason: String,
+    },
     /// Caller input is invalid.
     #[error("{what}: {reason}")]
     InvalidInput {

@@ -1,0 +1,231 @@
+//! Readers: snapshot, read-optimized, incremental and time travel, returning
+//! Arrow record batches.
+
+use std::collections::BTreeMap;
+
+use arrow::array::{ArrayRef, RecordBatch, new_null_array};
+use arrow::compute::SortColumn;
+use arrow::datatypes::SchemaRef;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use tributary_compaction::{Version, merge};
+use tributary_timeline::fs_view::{FileSlice, PlannedGroups, list_data_files};
+use tributary_timeline::metadata::CommitMetadata;
+use tributary_timeline::{Action, FileSystemView, InstantTime, State, TableLocation, Timeline, TimelineWriter};
+use tributary_writer::codec::{decode_data_block, decode_delete_content};
+use tributary_writer::log_block::{BlockType, HeaderKey, LogBlock};
+use tributary_writer::schema::{META_FIELDS, PARTITION_PATH, RECORD_KEY, TableSchema};
+
+use crate::error::{Error, Result};
+use crate::table::Table;
+
+/// Which rows a read returns.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Query {
+    /// Latest file slices, base plus logs merged.
+    #[default]
+    Snapshot,
+    /// Base files only.
+    ReadOptimized,
+    /// Records whose commit completed in `(begin, end]`.
+    Incremental {
+        /// Exclusive lower bound (completion time).
+        begin: InstantTime,
+        /// Inclusive upper bound (completion time).
+        end: InstantTime,
+    },
+}
+
+/// Options of [`Table::read`].
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// The query.
+    pub query: Query,
+    /// Time travel: see the table as of this instant (instants requested at
+    /// or before it that have completed).
+    pub as_of: Option<InstantTime>,
+    /// Keep the five `_hoodie_*` meta columns.
+    pub with_meta: bool,
+}
+
+fn arrow_err(what: &str) -> impl Fn(arrow::error::ArrowError) -> Error + '_ {
+    move |e| Error::InvalidInput { what: what.to_string(), reason: e.to_string() }
+}
+
+impl Table {
+    /// The table schema: the latest commit's `extraMetadata.schema`, else the create schema.
+    pub async fn schema(&self, timeline: &Timeline) -> Result<TableSchema> {
+        let cfg = self.config();
+        let key = cfg.record_key_field().ok_or_else(|| Error::InvalidInput {
+            what: "hoodie.table.recordkey.fields".into(),
+            reason: format!("expected one record key field, found {:?}", cfg.record_key_fields),
+        })?;
+        let partition = cfg.partition_fields.first().map(String::as_str);
+        let writer = TimelineWriter::new(self.location(), cfg);
+        let mut done: Vec<_> = timeline.completed().filter(|i| i.action.writes_data()).collect();
+        done.sort_by(|a, b| b.completed.cmp(&a.completed));
+        for i in done.into_iter().take(1) {
+            let bytes = writer.read(i, State::Completed).await?;
+            if let Ok(meta) = CommitMetadata::from_avro_container(&bytes, &i.requested.to_string())
+                && let Some(json) = meta.schema_json()
+                && !json.is_empty()
+            {
+                return Ok(TableSchema::new(json, key, cfg.ordering_field.as_deref(), partition)?);
+            }
+        }
+        let json = cfg.create_schema.as_deref().ok_or_else(|| Error::InvalidInput {
+            what: self.location().to_string(),
+            reason: "no schema: no commit carries one and hoodie.table.create.schema is not set".into(),
+        })?;
+        Ok(TableSchema::new(json, key, cfg.ordering_field.as_deref(), partition)?)
+    }
+
+    /// Reads the table. Rows come ordered by partition, then record key.
+    pub async fn read(&self, options: &ReadOptions) -> Result<RecordBatch> {
+        let full = self.timeline().await?;
+        let mut timeline = match &options.as_of {
+            Some(t) => full.filtered(|i| &i.requested <= t),
+            None => full.clone(),
+        };
+        if let Query::Incremental { end, .. } = &options.query {
+            timeline = timeline.filtered(|i| i.completed.as_ref().is_none_or(|c| c <= end));
+        }
+        let schema = self.schema(&full).await?;
+        let files = list_data_files(self.location()).await?;
+        let mut planned = PlannedGroups::new();
+        let writer = TimelineWriter::new(self.location(), self.config());
+        for c in timeline.pending_compactions() {
+            let bytes = writer.read(c, State::Requested).await?;
+            planned
+                .insert(c.requested.clone(), tributary_timeline::avro::plan_file_groups(&bytes, c.requested.as_str())?);
+        }
+        let view = FileSystemView::build(&timeline, files, &planned);
+        let mut parts = Vec::new();
+        for slice in view.latest_slices() {
+            let versions = read_slice(self.location(), &schema, &slice, options.query == Query::ReadOptimized).await?;
+            if let Some(b) = merge(&schema, self.config().merge_mode, &versions)? {
+                parts.push(b);
+            }
+        }
+        let all = arrow::compute::concat_batches(schema.arrow_with_meta(), &parts).map_err(arrow_err("read"))?;
+        let all = match &options.query {
+            Query::Incremental { begin, end } => filter_completed_in(&all, &full, begin, end)?,
+            _ => all,
+        };
+        let sorted = sort_by_partition_and_key(&all)?;
+        if options.with_meta {
+            Ok(sorted)
+        } else {
+            let keep: Vec<usize> = (META_FIELDS.len()..sorted.num_columns()).collect();
+            sorted.project(&keep).map_err(arrow_err("read"))
+        }
+    }
+}
+
+/// The versions of one slice in write order: base rows, then each log's blocks.
+pub async fn read_slice(
+    loc: &TableLocation,
+    schema: &TableSchema,
+    slice: &FileSlice,
+    base_only: bool,
+) -> Result<Vec<Version>> {
+    let mut out = Vec::new();
+    if let Some(base) = &slice.base {
+        let bytes = loc.get(&base.file.path).await?;
+        for b in read_parquet(bytes, schema.arrow_with_meta(), base.file.path.as_ref())? {
+            out.push(Version::Rows(b));
+        }
+    }
+    if base_only {
+        return Ok(out);
+    }
+    for log in &slice.logs {
+        let path = log.file.path.to_string();
+        let bytes = loc.get(&log.file.path).await?;
+        for block in LogBlock::decode_all(&bytes, &path).map_err(tributary_compaction::Error::from)? {
+            match block.block_type {
+                BlockType::AvroData => {
+                    let writer_json = block.header(HeaderKey::Schema).unwrap_or(schema.log_json());
+                    let b = decode_data_block(&block.content, writer_json, schema.log_json(), &path)
+                        .map_err(tributary_compaction::Error::from)?;
+                    out.push(Version::Rows(b));
+                }
+                BlockType::Delete => {
+                    let d = decode_delete_content(&block.content, &path).map_err(tributary_compaction::Error::from)?;
+                    out.push(Version::Deletes(d));
+                }
+                BlockType::Command => {}
+                other => {
+                    return Err(Error::InvalidInput {
+                        what: path.clone(),
+                        reason: format!("{other:?} log blocks are not supported"),
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Reads a Parquet file, matching columns to `target` by name (casting
+/// types, filling absent nullable columns with nulls).
+pub fn read_parquet(bytes: bytes::Bytes, target: &SchemaRef, path: &str) -> Result<Vec<RecordBatch>> {
+    let err = |e: &dyn std::fmt::Display| Error::InvalidInput { what: path.to_string(), reason: e.to_string() };
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .map_err(|e| err(&e))?
+        .with_batch_size(8192)
+        .build()
+        .map_err(|e| err(&e))?;
+    let mut out = Vec::new();
+    for b in reader {
+        let b = b.map_err(|e| err(&e))?;
+        let columns: Vec<ArrayRef> = target
+            .fields()
+            .iter()
+            .map(|f| match b.column_by_name(f.name()) {
+                Some(c) if c.data_type() == f.data_type() => Ok(c.clone()),
+                Some(c) => {
+                    arrow::compute::cast(c, f.data_type()).map_err(|e| err(&format!("column {}: {e}", f.name())))
+                }
+                None => Ok(new_null_array(f.data_type(), b.num_rows())),
+            })
+            .collect::<Result<_>>()?;
+        out.push(RecordBatch::try_new(target.clone(), columns).map_err(|e| err(&e))?);
+    }
+    Ok(out)
+}
+
+fn filter_completed_in(
+    batch: &RecordBatch,
+    timeline: &Timeline,
+    begin: &InstantTime,
+    end: &InstantTime,
+) -> Result<RecordBatch> {
+    let completion: BTreeMap<&str, &InstantTime> = timeline
+        .completed()
+        .filter(|i| i.action != Action::Compaction)
+        .filter_map(|i| i.completed.as_ref().map(|c| (i.requested.as_str(), c)))
+        .collect();
+    let times = arrow::array::AsArray::as_string::<i32>(batch.column(0));
+    let mask: arrow::array::BooleanArray = times
+        .iter()
+        .map(|t| Some(t.and_then(|t| completion.get(t)).is_some_and(|c| *c > begin && *c <= end)))
+        .collect();
+    arrow::compute::filter_record_batch(batch, &mask).map_err(arrow_err("incremental read"))
+}
+
+fn sort_by_partition_and_key(batch: &RecordBatch) -> Result<RecordBatch> {
+    if batch.num_rows() == 0 {
+        return Ok(batch.clone());
+    }
+    let cols = [
+        SortColumn { values: batch.column(PARTITION_PATH).clone(), options: None },
+        SortColumn { values: batch.column(RECORD_KEY).clone(), options: None },
+    ];
+    let idx = arrow::compute::lexsort_to_indices(&cols, None).map_err(arrow_err("sort"))?;
+    arrow::compute::take_record_batch(batch, &idx).map_err(arrow_err("sort"))
+}
+
+/// A convenience for tests and tools: the number of rows of a read.
+pub fn row_count(batch: &RecordBatch) -> usize {
+    batch.num_rows()
+}

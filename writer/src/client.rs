@@ -1,0 +1,781 @@
+//! The write client: one per job or process.
+//!
+//! A commit moves through typed stages: [`WriteClient::start_commit`] takes a
+//! TrueTime instant and creates the requested and inflight files; rows sent
+//! with [`Commit::write`] are routed to bucket-owning writer tasks through
+//! bounded channels (a slow disk pushes back on the producer); each task
+//! buffers rows up to its share of the memory budget and flushes them as
+//! new log files, each announced by a marker first; [`Commit::commit`]
+//! flushes, gathers the write stats and creates the completed instant under
+//! the lock. [`Commit::abort`] deletes what was written.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::time::Duration;
+
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray, UInt32Array};
+use arrow::datatypes::DataType;
+use futures::TryStreamExt;
+use object_store::path::Path;
+use object_store::{ObjectStoreExt, PutMode, PutPayload};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tributary_timeline::fs_view::PARTITION_METADATA;
+use tributary_timeline::metadata::{CommitMetadata, WriteStat};
+use tributary_timeline::partition::ensure_partition;
+use tributary_timeline::{
+    Action, BaseFileName, Instant, InstantTime, LogFileName, State, TableConfig, TableLocation, TimeGenerator,
+    TimelineWriter, WriteToken, nbcc_file_id,
+};
+
+use crate::bucket::BucketIndex;
+use crate::codec::{DataBlockEncoder, DeleteRecord, OrderingValue, encode_delete_content};
+use crate::error::{Error, Result};
+use crate::input::{Rows, rows_from_batch, rows_from_json};
+use crate::log_block::{BlockType, HeaderKey, LogBlock};
+use crate::schema::TableSchema;
+
+/// Extra-metadata key prefix under which checkpoints are stored.
+pub const CHECKPOINT_PREFIX: &str = "tributary.checkpoint.";
+
+/// Settings of a [`WriteClient`].
+#[derive(Debug, Clone)]
+pub struct WriteSettings {
+    /// Writer tasks per commit; task `i` owns buckets `b` with `b % tasks == i`.
+    pub tasks: usize,
+    /// Memory budget for buffered rows across all tasks.
+    pub buffer_bytes: usize,
+    /// Messages each task's channel holds before the producer waits.
+    pub channel_depth: usize,
+    /// How often the heartbeat file is refreshed (Hudi: 60 s).
+    pub heartbeat_interval: Duration,
+    /// Name of this writer, under which checkpoints are kept.
+    pub writer_id: String,
+}
+
+impl Default for WriteSettings {
+    fn default() -> Self {
+        Self {
+            tasks: 2,
+            buffer_bytes: 128 << 20,
+            channel_depth: 4,
+            heartbeat_interval: Duration::from_secs(60),
+            writer_id: "default".into(),
+        }
+    }
+}
+
+/// One log file a commit wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileWrite {
+    /// Partition path.
+    pub partition: String,
+    /// File group id.
+    pub file_id: String,
+    /// Bare log file name.
+    pub name: String,
+    /// Log version.
+    pub version: u32,
+    /// Data records written.
+    pub records: u64,
+    /// Delete entries written.
+    pub deletes: u64,
+    /// Blocks written.
+    pub blocks: u64,
+    /// File size in bytes.
+    pub bytes: u64,
+}
+
+/// What a completed commit did.
+#[derive(Debug, Clone)]
+pub struct CommitSummary {
+    /// The commit's requested instant.
+    pub instant: InstantTime,
+    /// Its completion time.
+    pub completed: InstantTime,
+    /// Files written.
+    pub files: Vec<FileWrite>,
+}
+
+impl CommitSummary {
+    /// Data records plus deletes written.
+    pub fn records(&self) -> u64 {
+        self.files.iter().map(|f| f.records + f.deletes).sum()
+    }
+
+    /// Bytes written.
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.bytes).sum()
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    loc: TableLocation,
+    config: TableConfig,
+    schema: Arc<TableSchema>,
+    index: BucketIndex,
+    time: TimeGenerator,
+    timeline: TimelineWriter,
+    settings: WriteSettings,
+}
+
+/// Writes commits into one table.
+#[derive(Debug, Clone)]
+pub struct WriteClient {
+    shared: Arc<Shared>,
+}
+
+impl WriteClient {
+    /// A client for the table at `loc` with configuration `config`, taking
+    /// instants from `time`.
+    pub fn new(loc: TableLocation, config: TableConfig, time: TimeGenerator, settings: WriteSettings) -> Result<Self> {
+        let bucket = config.bucket.ok_or_else(|| Error::InvalidInput {
+            what: format!("table {}", config.name),
+            reason: "no bucket count in hoodie.properties (hoodie.bucket.index.num.buckets); create it with tributary"
+                .into(),
+        })?;
+        if settings.tasks == 0 {
+            return Err(Error::InvalidInput { what: "tasks".into(), reason: "must be at least 1".into() });
+        }
+        let schema = Arc::new(TableSchema::from_config(&config)?);
+        let timeline = TimelineWriter::new(&loc, &config);
+        Ok(Self {
+            shared: Arc::new(Shared { loc, config, schema, index: BucketIndex::new(bucket), time, timeline, settings }),
+        })
+    }
+
+    /// The table schema.
+    pub fn schema(&self) -> &Arc<TableSchema> {
+        &self.shared.schema
+    }
+
+    /// Starts a commit: takes an instant, creates the requested and inflight
+    /// files, starts the heartbeat and the writer tasks.
+    pub async fn start_commit(&self) -> Result<Commit> {
+        let s = &self.shared;
+        let timeline = s.timeline.clone();
+        let instant = s
+            .time
+            .with_time(|t| async move {
+                let i = Instant::requested(t.clone(), Action::DeltaCommit);
+                timeline.create(&i, State::Requested, Vec::new()).await?;
+                Ok(t)
+            })
+            .await?;
+        let pending = Instant::requested(instant.clone(), Action::DeltaCommit);
+        s.timeline.create(&pending, State::Inflight, Vec::new()).await?;
+        let heartbeat = Heartbeat::start(s.loc.clone(), &instant, s.settings.heartbeat_interval).await?;
+        let tasks = s.settings.tasks;
+        let budget = (s.settings.buffer_bytes / tasks).max(1 << 20);
+        let mut senders = Vec::with_capacity(tasks);
+        let mut handles = Vec::with_capacity(tasks);
+        for task in 0..tasks {
+            let (tx, rx) = mpsc::channel(s.settings.channel_depth.max(1));
+            let ctx = TaskContext::new(s.clone(), instant.clone(), task as u64, budget)?;
+            handles.push(tokio::spawn(ctx.run(rx)));
+            senders.push(tx);
+        }
+        Ok(Commit {
+            shared: s.clone(),
+            instant,
+            senders,
+            handles,
+            heartbeat: Some(heartbeat),
+            route: Vec::new(),
+            rows: 0,
+        })
+    }
+
+    /// The last checkpoint `writer_id` attached to a completed commit, if any.
+    pub async fn last_checkpoint(&self, writer_id: &str) -> Result<Option<String>> {
+        let s = &self.shared;
+        let timeline = tributary_timeline::Timeline::load(&s.loc, &s.config).await?;
+        let mut done: Vec<&Instant> = timeline.completed().filter(|i| i.action == Action::DeltaCommit).collect();
+        done.sort_by(|a, b| b.completed.cmp(&a.completed));
+        let key = format!("{CHECKPOINT_PREFIX}{writer_id}");
+        for i in done {
+            let path = s.timeline.path_of(i, State::Completed)?;
+            let bytes = s.loc.get(&path).await?;
+            let meta = CommitMetadata::from_avro_container(&bytes, path.as_ref())?;
+            if let Some(v) = meta.extra_metadata.get(&key) {
+                return Ok(Some(v.clone()));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The heartbeat of an inflight commit: `.hoodie/.heartbeat/<t>`, rewritten
+/// every interval so that recovery can tell a live writer from a dead one.
+#[derive(Debug)]
+struct Heartbeat {
+    path: Path,
+    loc: TableLocation,
+    task: JoinHandle<()>,
+}
+
+impl Heartbeat {
+    async fn start(loc: TableLocation, instant: &InstantTime, every: Duration) -> Result<Self> {
+        let path = loc.meta_dir().clone().join(".heartbeat").join(instant.as_str());
+        let beat = |loc: TableLocation, path: Path| async move {
+            loc.store
+                .put(&path, PutPayload::new())
+                .await
+                .map(|_| ())
+                .map_err(|e| tributary_timeline::Error::store("put", &path, e))
+        };
+        beat(loc.clone(), path.clone()).await?;
+        let (l, p) = (loc.clone(), path.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                if let Err(e) = beat(l.clone(), p.clone()).await {
+                    tracing::warn!("heartbeat {p}: {e}");
+                }
+            }
+        });
+        Ok(Self { path, loc, task })
+    }
+
+    async fn stop(self) -> Result<()> {
+        self.task.abort();
+        match self.loc.store.delete(&self.path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(tributary_timeline::Error::store("delete", &self.path, e).into()),
+        }
+    }
+}
+
+/// A piece of a write routed to one bucket.
+struct Piece {
+    rows: Arc<Rows>,
+    keys: Arc<StringArray>,
+    partition: Arc<str>,
+    bucket: u32,
+    indices: UInt32Array,
+}
+
+/// An open commit. Finish it with [`Commit::commit`] or [`Commit::abort`].
+#[derive(Debug)]
+pub struct Commit {
+    shared: Arc<Shared>,
+    instant: InstantTime,
+    senders: Vec<mpsc::Sender<Piece>>,
+    handles: Vec<JoinHandle<Result<Vec<FileWrite>>>>,
+    heartbeat: Option<Heartbeat>,
+    route: Vec<u32>,
+    rows: u64,
+}
+
+impl std::fmt::Debug for Piece {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Piece({}/{}: {} rows)", self.partition, self.bucket, self.indices.len())
+    }
+}
+
+fn as_strings(col: &ArrayRef, what: &str) -> Result<Arc<StringArray>> {
+    let c = match col.data_type() {
+        DataType::Utf8 => col.clone(),
+        _ => arrow::compute::cast(col, &DataType::Utf8).map_err(|e| Error::InvalidInput {
+            what: what.to_string(),
+            reason: format!("cannot render as text: {e}"),
+        })?,
+    };
+    Ok(Arc::new(c.as_string::<i32>().clone()))
+}
+
+impl Commit {
+    /// The commit's requested instant; log files are named by it.
+    pub fn instant(&self) -> &InstantTime {
+        &self.instant
+    }
+
+    /// Rows accepted so far.
+    pub fn rows_written(&self) -> u64 {
+        self.rows
+    }
+
+    /// Validates an Arrow batch and writes it.
+    pub async fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        let rows = rows_from_batch(&self.shared.schema, batch, "batch")?;
+        self.write(rows).await
+    }
+
+    /// Validates JSON records (the row API) and writes them. `source` and
+    /// `first_record` name records in errors.
+    pub async fn write_json(&mut self, records: &[serde_json::Value], source: &str, first_record: usize) -> Result<()> {
+        let rows = rows_from_json(&self.shared.schema, records, source, first_record)?;
+        self.write(rows).await
+    }
+
+    /// Routes validated rows to the writer tasks. Waits when their channels are full.
+    pub async fn write(&mut self, rows: Rows) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let s = self.shared.clone();
+        let schema = &s.schema;
+        let keys = as_strings(rows.batch.column(schema.key_index()), "record key")?;
+        let n = rows.len();
+        s.index.route(keys.iter().map(|k| k.unwrap_or_default()), &mut self.route);
+        // Partition of each row, interned.
+        let mut partitions: Vec<Arc<str>> = Vec::new();
+        let mut part_of_row: Vec<u32> = vec![0; n];
+        match schema.partition_index() {
+            None => partitions.push(Arc::from("")),
+            Some(p) => {
+                let values = as_strings(rows.batch.column(p), "partition field")?;
+                let field = schema.field_name(p);
+                let mut seen: HashMap<&str, u32> = HashMap::new();
+                for (r, slot) in part_of_row.iter_mut().enumerate() {
+                    let v = if values.is_null(r) { "__HIVE_DEFAULT_PARTITION__" } else { values.value(r) };
+                    *slot = *seen.entry(v).or_insert_with(|| {
+                        partitions.push(if s.config.hive_style_partitioning {
+                            Arc::from(format!("{field}={v}"))
+                        } else {
+                            Arc::from(v)
+                        });
+                        (partitions.len() - 1) as u32
+                    });
+                }
+            }
+        }
+        let mut groups: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
+        for (r, (&p, &b)) in part_of_row.iter().zip(&self.route).enumerate() {
+            groups.entry((p, b)).or_default().push(r as u32);
+        }
+        let rows = Arc::new(rows);
+        let mut groups: Vec<((u32, u32), Vec<u32>)> = groups.into_iter().collect();
+        groups.sort_unstable_by_key(|(k, _)| *k);
+        for ((p, bucket), idx) in groups {
+            let task = (bucket as usize) % self.senders.len();
+            let piece = Piece {
+                rows: rows.clone(),
+                keys: keys.clone(),
+                partition: partitions[p as usize].clone(),
+                bucket,
+                indices: UInt32Array::from(idx),
+            };
+            if self.senders[task].send(piece).await.is_err() {
+                // The task stopped: its error surfaces at commit.
+                return self.task_failure(task).await;
+            }
+        }
+        self.rows += n as u64;
+        Ok(())
+    }
+
+    async fn task_failure(&mut self, task: usize) -> Result<()> {
+        let handle = self.handles.remove(task);
+        self.senders.remove(task);
+        match handle.await {
+            Ok(Err(e)) => Err(e),
+            Ok(Ok(_)) => Err(Error::InvalidInput { what: "writer task".into(), reason: "stopped early".into() }),
+            Err(e) => Err(Error::InvalidInput { what: "writer task".into(), reason: e.to_string() }),
+        }
+    }
+
+    async fn finish_tasks(&mut self) -> Result<Vec<FileWrite>> {
+        self.senders.clear();
+        let mut files = Vec::new();
+        let mut first_err = None;
+        for h in self.handles.drain(..) {
+            match h.await {
+                Ok(Ok(f)) => files.extend(f),
+                Ok(Err(e)) => first_err = first_err.or(Some(e)),
+                Err(e) => {
+                    first_err =
+                        first_err.or(Some(Error::InvalidInput { what: "writer task".into(), reason: e.to_string() }))
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(files),
+        }
+    }
+
+    /// Completes the commit. Visible to readers once this returns.
+    pub async fn commit(self) -> Result<CommitSummary> {
+        self.commit_with_checkpoint(None).await
+    }
+
+    /// Completes the commit, recording `checkpoint` (for example a source
+    /// offset) under this client's writer id in the same atomic step.
+    pub async fn commit_with_checkpoint(mut self, checkpoint: Option<String>) -> Result<CommitSummary> {
+        let files = match self.finish_tasks().await {
+            Ok(f) => f,
+            Err(e) => {
+                self.cleanup().await;
+                return Err(e);
+            }
+        };
+        let s = self.shared.clone();
+        let mut meta = CommitMetadata { operation_type: "UPSERT".into(), compacted: false, ..Default::default() };
+        meta.extra_metadata.insert("schema".into(), s.schema.table_json());
+        if let Some(cp) = checkpoint {
+            meta.extra_metadata.insert(format!("{CHECKPOINT_PREFIX}{}", s.settings.writer_id), cp);
+        }
+        for f in &files {
+            meta.partition_to_write_stats.entry(f.partition.clone()).or_default().push(write_stat(f, &self.instant));
+        }
+        let content = meta.to_avro_container()?;
+        let mut done = Instant::requested(self.instant.clone(), Action::DeltaCommit);
+        let timeline = s.timeline.clone();
+        let completed = s
+            .time
+            .with_time(|c| async move {
+                done.completed = Some(c.clone());
+                done.state = State::Completed;
+                timeline.create(&done, State::Completed, content).await?;
+                Ok(c)
+            })
+            .await?;
+        self.cleanup_markers().await?;
+        if let Some(h) = self.heartbeat.take() {
+            h.stop().await?;
+        }
+        Ok(CommitSummary { instant: self.instant.clone(), completed, files })
+    }
+
+    /// Abandons the commit: stops the tasks and deletes every file they wrote
+    /// (found through the markers). Nothing of it is or becomes visible.
+    pub async fn abort(mut self) -> Result<()> {
+        let _ = self.finish_tasks().await;
+        self.cleanup().await;
+        Ok(())
+    }
+
+    async fn cleanup(&mut self) {
+        if let Err(e) = rollback_files(&self.shared.loc, &self.instant).await {
+            tracing::warn!(instant = %self.instant, "deleting files of an aborted commit: {e}");
+        }
+        if let Some(h) = self.heartbeat.take()
+            && let Err(e) = h.stop().await
+        {
+            tracing::warn!(instant = %self.instant, "stopping heartbeat: {e}");
+        }
+    }
+
+    async fn cleanup_markers(&self) -> Result<()> {
+        let dir = marker_dir(&self.shared.loc, &self.instant);
+        let markers: Vec<Path> = list_paths(&self.shared.loc, &dir).await?;
+        delete_all(&self.shared.loc, markers).await
+    }
+}
+
+fn marker_dir(loc: &TableLocation, instant: &InstantTime) -> Path {
+    loc.meta_dir().clone().join(".temp").join(instant.as_str())
+}
+
+async fn list_paths(loc: &TableLocation, dir: &Path) -> Result<Vec<Path>> {
+    loc.store
+        .list(Some(dir))
+        .map_ok(|m| m.location)
+        .try_collect()
+        .await
+        .map_err(|e| tributary_timeline::Error::store("list", dir, e).into())
+}
+
+async fn delete_all(loc: &TableLocation, paths: Vec<Path>) -> Result<()> {
+    for p in paths {
+        match loc.store.delete(&p).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(tributary_timeline::Error::store("delete", &p, e).into()),
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the data files an uncompleted instant wrote, as named by its
+/// markers, then the markers. Returns the data files deleted.
+pub async fn rollback_files(loc: &TableLocation, instant: &InstantTime) -> Result<Vec<Path>> {
+    let dir = marker_dir(loc, instant);
+    let markers = list_paths(loc, &dir).await?;
+    let mut data = Vec::new();
+    for m in &markers {
+        let rel = loc.relative(m);
+        let prefix = format!("{}/", loc.relative(&dir));
+        let Some(rest) = rel.strip_prefix(&prefix) else { continue };
+        let Some(file) = rest.rsplit_once(".marker.").map(|(f, _)| f) else { continue };
+        data.push(loc.join(file));
+    }
+    delete_all(loc, data.clone()).await?;
+    delete_all(loc, markers).await?;
+    Ok(data)
+}
+
+fn write_stat(f: &FileWrite, instant: &InstantTime) -> WriteStat {
+    let path = if f.partition.is_empty() { f.name.clone() } else { format!("{}/{}", f.partition, f.name) };
+    WriteStat {
+        file_id: f.file_id.clone(),
+        path,
+        prev_commit: instant.to_string(),
+        num_writes: (f.records + f.deletes) as i64,
+        num_deletes: f.deletes as i64,
+        num_inserts: f.records as i64,
+        total_write_bytes: f.bytes as i64,
+        partition_path: f.partition.clone(),
+        total_log_records: (f.records + f.deletes) as i64,
+        total_log_files: Some(1),
+        total_log_blocks: f.blocks as i64,
+        file_size_in_bytes: f.bytes as i64,
+        log_version: Some(f.version as i32),
+        log_offset: Some(0),
+        base_file: Some(String::new()),
+        log_files: Some(vec![f.name.clone()]),
+        ..Default::default()
+    }
+}
+
+/// Rows buffered for one bucket of one partition.
+#[derive(Default)]
+struct BucketBuf {
+    batches: Vec<RecordBatch>,
+    keys: Vec<ArrayRef>,
+    deletes: Vec<DeleteRecord>,
+    bytes: usize,
+}
+
+struct TaskContext {
+    shared: Arc<Shared>,
+    instant: InstantTime,
+    task: u64,
+    budget: usize,
+    encoder: DataBlockEncoder,
+    seqno: AtomicU64,
+    buffers: HashMap<(Arc<str>, u32), BucketBuf>,
+    buffered: usize,
+    file_ids: HashMap<Arc<str>, HashMap<u32, String>>,
+    versions: HashMap<(Arc<str>, u32), u32>,
+    written: Vec<FileWrite>,
+    out: Vec<u8>,
+}
+
+impl TaskContext {
+    fn new(shared: Arc<Shared>, instant: InstantTime, task: u64, budget: usize) -> Result<Self> {
+        let encoder = DataBlockEncoder::new(&shared.schema)?;
+        Ok(Self {
+            shared,
+            instant,
+            task,
+            budget,
+            encoder,
+            seqno: AtomicU64::new(1),
+            buffers: HashMap::new(),
+            buffered: 0,
+            file_ids: HashMap::new(),
+            versions: HashMap::new(),
+            written: Vec::new(),
+            out: Vec::new(),
+        })
+    }
+
+    async fn run(mut self, mut rx: mpsc::Receiver<Piece>) -> Result<Vec<FileWrite>> {
+        while let Some(piece) = rx.recv().await {
+            self.add(piece)?;
+            if self.buffered >= self.budget {
+                self.flush_all().await?;
+            }
+        }
+        self.flush_all().await?;
+        Ok(self.written)
+    }
+
+    fn add(&mut self, p: Piece) -> Result<()> {
+        let schema = &self.shared.schema;
+        let deleted = p.rows.deleted.as_ref();
+        let (keep, drop): (Vec<u32>, Vec<u32>) =
+            p.indices.values().iter().partition(|&&r| deleted.is_none_or(|d| !d.value(r as usize)));
+        let buf = self.buffers.entry((p.partition.clone(), p.bucket)).or_default();
+        if !drop.is_empty() {
+            let ord = schema.ordering_index().map(|i| p.rows.batch.column(i));
+            for r in drop {
+                let r = r as usize;
+                buf.deletes.push(DeleteRecord {
+                    key: p.keys.value(r).to_string(),
+                    partition: p.partition.to_string(),
+                    ordering: ord.map_or(OrderingValue::Null, |c| ordering_value(c, r)),
+                });
+                buf.bytes += 64;
+                self.buffered += 64;
+            }
+        }
+        if !keep.is_empty() {
+            let idx = UInt32Array::from(keep);
+            let arrow_err =
+                |e: arrow::error::ArrowError| Error::InvalidInput { what: "rows".into(), reason: e.to_string() };
+            let batch = arrow::compute::take_record_batch(&p.rows.batch, &idx).map_err(arrow_err)?;
+            let keys = arrow::compute::take(p.keys.as_ref(), &idx, None).map_err(arrow_err)?;
+            let size = batch.get_array_memory_size() + keys.get_array_memory_size();
+            buf.bytes += size;
+            self.buffered += size;
+            buf.batches.push(batch);
+            buf.keys.push(keys);
+        }
+        Ok(())
+    }
+
+    async fn flush_all(&mut self) -> Result<()> {
+        let mut keys: Vec<(Arc<str>, u32)> = self.buffers.keys().cloned().collect();
+        keys.sort();
+        for k in keys {
+            if let Some(buf) = self.buffers.remove(&k) {
+                self.flush(&k.0, k.1, buf).await?;
+            }
+        }
+        self.buffered = 0;
+        Ok(())
+    }
+
+    async fn file_id(&mut self, partition: &Arc<str>, bucket: u32) -> Result<String> {
+        if !self.file_ids.contains_key(partition) {
+            let loc = &self.shared.loc;
+            ensure_partition(loc, partition, &self.instant).await?;
+            let dir = loc.join(partition);
+            let listing = loc
+                .store
+                .list_with_delimiter(Some(&dir))
+                .await
+                .map_err(|e| tributary_timeline::Error::store("list", &dir, e))?;
+            let mut ids: HashMap<u32, String> = HashMap::new();
+            for m in listing.objects {
+                let Some(name) = m.location.filename() else { continue };
+                if name == PARTITION_METADATA {
+                    continue;
+                }
+                let id = LogFileName::parse(name)
+                    .map(|l| l.file_id)
+                    .or_else(|_| BaseFileName::parse(name).map(|b| b.file_id))
+                    .ok();
+                if let Some(id) = id
+                    && let Some(b) = tributary_timeline::file_name::bucket_of_file_id(&id)
+                {
+                    // Prefer the smallest id for a bucket so every writer picks the same one.
+                    let e = ids.entry(b).or_insert_with(|| id.clone());
+                    if id < *e {
+                        *e = id;
+                    }
+                }
+            }
+            self.file_ids.insert(partition.clone(), ids);
+        }
+        Ok(self.file_ids.get(partition).and_then(|m| m.get(&bucket)).cloned().unwrap_or_else(|| nbcc_file_id(bucket)))
+    }
+
+    async fn flush(&mut self, partition: &Arc<str>, bucket: u32, buf: BucketBuf) -> Result<()> {
+        if buf.batches.is_empty() && buf.deletes.is_empty() {
+            return Ok(());
+        }
+        let file_id = self.file_id(partition, bucket).await?;
+        let schema = self.shared.schema.clone();
+        let header = vec![
+            (HeaderKey::Schema, schema.log_json().to_string()),
+            (HeaderKey::InstantTime, self.instant.to_string()),
+        ];
+        self.out.clear();
+        let mut blocks = 0;
+        let mut records = 0u64;
+        if !buf.batches.is_empty() {
+            let mut with_meta = Vec::with_capacity(buf.batches.len());
+            for (batch, keys) in buf.batches.iter().zip(&buf.keys) {
+                records += batch.num_rows() as u64;
+                with_meta.push(self.meta_batch(batch, keys, partition, &file_id)?);
+            }
+            let mut content = Vec::new();
+            self.encoder.encode_content(&with_meta, &mut content)?;
+            LogBlock { block_type: BlockType::AvroData, header: header.clone(), content, footer: vec![] }
+                .encode_into(&mut self.out);
+            blocks += 1;
+        }
+        if !buf.deletes.is_empty() {
+            let mut content = Vec::new();
+            encode_delete_content(&buf.deletes, &mut content);
+            LogBlock { block_type: BlockType::Delete, header, content, footer: vec![] }.encode_into(&mut self.out);
+            blocks += 1;
+        }
+        let bytes = bytes::Bytes::copy_from_slice(&self.out);
+        let size = bytes.len() as u64;
+        let key = (partition.clone(), bucket);
+        let mut version = self.versions.get(&key).copied().unwrap_or(0) + 1;
+        let loc = self.shared.loc.clone();
+        loop {
+            let name = LogFileName {
+                file_id: file_id.clone(),
+                instant: self.instant.clone(),
+                version,
+                write_token: Some(WriteToken::new(self.task, 0, 0)),
+                suffix: String::new(),
+            }
+            .to_string();
+            let rel = if partition.is_empty() { name.clone() } else { format!("{partition}/{name}") };
+            let marker =
+                marker_dir(&loc, &self.instant).join(format!("{}{}.marker.APPEND", dir_prefix(partition), name));
+            match loc.create(&marker, Vec::new()).await {
+                Ok(()) | Err(tributary_timeline::Error::AlreadyExists { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+            let path = loc.join(&rel);
+            match loc.store.put_opts(&path, PutPayload::from(bytes.clone()), PutMode::Create.into()).await {
+                Ok(_) => {
+                    self.versions.insert(key, version);
+                    self.written.push(FileWrite {
+                        partition: partition.to_string(),
+                        file_id,
+                        name,
+                        version,
+                        records,
+                        deletes: buf.deletes.len() as u64,
+                        blocks,
+                        bytes: size,
+                    });
+                    return Ok(());
+                }
+                Err(object_store::Error::AlreadyExists { .. }) => version += 1,
+                Err(e) => return Err(tributary_timeline::Error::store("create", &path, e).into()),
+            }
+        }
+    }
+
+    fn meta_batch(&self, batch: &RecordBatch, keys: &ArrayRef, partition: &str, file_id: &str) -> Result<RecordBatch> {
+        let n = batch.num_rows();
+        let t = self.instant.as_str();
+        let first = self.seqno.fetch_add(n as u64, AtomicOrdering::Relaxed);
+        let constant = |v: &str| -> ArrayRef { Arc::new(StringArray::from_iter_values(std::iter::repeat_n(v, n))) };
+        let seq: ArrayRef =
+            Arc::new(StringArray::from_iter_values((0..n as u64).map(|i| format!("{t}_{}_{}", self.task, first + i))));
+        let mut columns = vec![constant(t), seq, keys.clone(), constant(partition), constant(file_id)];
+        columns.extend(batch.columns().iter().cloned());
+        RecordBatch::try_new(self.shared.schema.arrow_with_meta().clone(), columns)
+            .map_err(|e| Error::InvalidInput { what: "rows".into(), reason: e.to_string() })
+    }
+}
+
+fn dir_prefix(partition: &str) -> String {
+    if partition.is_empty() { String::new() } else { format!("{partition}/") }
+}
+
+/// The ordering value of row `r` of column `c`, as a delete record carries it.
+pub fn ordering_value(c: &ArrayRef, r: usize) -> OrderingValue {
+    use arrow::datatypes as t;
+    if c.is_null(r) {
+        return OrderingValue::Null;
+    }
+    match c.data_type() {
+        DataType::Int32 => OrderingValue::Int(c.as_primitive::<t::Int32Type>().value(r)),
+        DataType::Date32 => OrderingValue::Int(c.as_primitive::<t::Date32Type>().value(r)),
+        DataType::Int64 => OrderingValue::Long(c.as_primitive::<t::Int64Type>().value(r)),
+        DataType::Timestamp(t::TimeUnit::Millisecond, _) => {
+            OrderingValue::Long(c.as_primitive::<t::TimestampMillisecondType>().value(r))
+        }
+        DataType::Timestamp(t::TimeUnit::Microsecond, _) => {
+            OrderingValue::Long(c.as_primitive::<t::TimestampMicrosecondType>().value(r))
+        }
+        DataType::Float32 => OrderingValue::Float(c.as_primitive::<t::Float32Type>().value(r)),
+        DataType::Float64 => OrderingValue::Double(c.as_primitive::<t::Float64Type>().value(r)),
+        DataType::Utf8 => OrderingValue::String(c.as_string::<i32>().value(r).to_string()),
+        _ => OrderingValue::Null,
+    }
+}

@@ -1,0 +1,209 @@
+//! The table's Avro schema, its meta-field-prefixed log schema, and the
+//! matching Arrow schemas.
+
+use std::io::Cursor;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use serde_json::{Value, json};
+use tributary_timeline::TableConfig;
+
+use crate::error::{Error, Result};
+
+/// The five Hudi meta columns, in order.
+pub const META_FIELDS: [&str; 5] = [
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+];
+/// Index of `_hoodie_commit_time`.
+pub const COMMIT_TIME: usize = 0;
+/// Index of `_hoodie_commit_seqno`.
+pub const COMMIT_SEQNO: usize = 1;
+/// Index of `_hoodie_record_key`.
+pub const RECORD_KEY: usize = 2;
+/// Index of `_hoodie_partition_path`.
+pub const PARTITION_PATH: usize = 3;
+/// Index of `_hoodie_file_name`.
+pub const FILE_NAME: usize = 4;
+/// The column whose `true` marks a delete.
+pub const IS_DELETED: &str = "_hoodie_is_deleted";
+
+/// A table's schema in the forms the writer and readers need.
+#[derive(Debug, Clone)]
+pub struct TableSchema {
+    table_json: Value,
+    log_json: String,
+    arrow: SchemaRef,
+    arrow_with_meta: SchemaRef,
+    key: usize,
+    ordering: Option<usize>,
+    partition: Option<usize>,
+}
+
+/// The Arrow schema arrow-avro decodes an Avro schema JSON to. Derived from
+/// an empty in-memory object container file so it is exactly what the
+/// decoder produces.
+pub fn arrow_schema_of(avro_json: &str) -> Result<SchemaRef> {
+    let mut ocf = Vec::with_capacity(avro_json.len() + 64);
+    ocf.extend_from_slice(b"Obj\x01");
+    put_long(&mut ocf, 1);
+    put_bytes(&mut ocf, b"avro.schema");
+    put_bytes(&mut ocf, avro_json.as_bytes());
+    put_long(&mut ocf, 0);
+    ocf.extend_from_slice(&[0u8; 16]);
+    let reader = arrow_avro::reader::ReaderBuilder::new()
+        .build(Cursor::new(ocf))
+        .map_err(|e| Error::InvalidInput { what: "Avro schema".into(), reason: format!("cannot map to Arrow: {e}") })?;
+    Ok(strip_metadata(&reader.schema()))
+}
+
+/// The same schema without schema- or field-level metadata.
+pub fn strip_metadata(schema: &Schema) -> SchemaRef {
+    Arc::new(Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| Field::new(f.name(), f.data_type().clone(), f.is_nullable()))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// Appends an Avro long (zigzag varint).
+pub fn put_long(out: &mut Vec<u8>, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        out.push((z as u8) | 0x80);
+        z >>= 7;
+    }
+    out.push(z as u8);
+}
+
+/// Appends Avro bytes/string (length, then the bytes).
+pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_long(out, b.len() as i64);
+    out.extend_from_slice(b);
+}
+
+fn meta_field(name: &str) -> Value {
+    json!({"name": name, "type": ["null", "string"], "doc": "", "default": null})
+}
+
+impl TableSchema {
+    /// The schema of `config` (its create schema), validated against the
+    /// configured key, ordering and partition fields.
+    pub fn from_config(config: &TableConfig) -> Result<Self> {
+        let json = config.create_schema.as_deref().ok_or_else(|| Error::InvalidInput {
+            what: format!("table {}", config.name),
+            reason: "hoodie.table.create.schema is not set".into(),
+        })?;
+        Self::new(
+            json,
+            config.record_key_field().unwrap_or_default(),
+            config.ordering_field.as_deref(),
+            config.partition_fields.first().map(String::as_str),
+        )
+    }
+
+    /// Builds the schema forms from the table's Avro schema JSON (without meta fields).
+    pub fn new(avro_json: &str, key: &str, ordering: Option<&str>, partition: Option<&str>) -> Result<Self> {
+        let bad = |reason: String| Error::InvalidInput { what: "table schema".into(), reason };
+        let table_json: Value = serde_json::from_str(avro_json).map_err(|e| bad(format!("not JSON: {e}")))?;
+        apache_avro::Schema::parse_str(avro_json).map_err(|e| bad(format!("not a valid Avro schema: {e}")))?;
+        let fields = table_json
+            .get("fields")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("the top-level schema must be a record with fields".into()))?;
+        let mut log_json = table_json.clone();
+        let mut all: Vec<Value> = META_FIELDS.iter().map(|n| meta_field(n)).collect();
+        all.extend(fields.iter().cloned());
+        log_json["fields"] = Value::Array(all);
+        let log_json = log_json.to_string();
+        let arrow = arrow_schema_of(avro_json)?;
+        let arrow_with_meta = arrow_schema_of(&log_json)?;
+        let find = |name: &str, role: &str| {
+            arrow.index_of(name).map_err(|_| bad(format!("{role} field `{name}` is not in the schema")))
+        };
+        let key = find(key, "record key")?;
+        let ordering = ordering.map(|o| find(o, "ordering")).transpose()?;
+        let partition = partition.map(|p| find(p, "partition")).transpose()?;
+        Ok(Self { table_json, log_json, arrow, arrow_with_meta, key, ordering, partition })
+    }
+
+    /// The table's Avro schema JSON, without meta fields.
+    pub fn table_json(&self) -> String {
+        self.table_json.to_string()
+    }
+
+    /// The log blocks' SCHEMA header: the five meta fields, then the table's.
+    pub fn log_json(&self) -> &str {
+        &self.log_json
+    }
+
+    /// Arrow schema of the table's own columns.
+    pub fn arrow(&self) -> &SchemaRef {
+        &self.arrow
+    }
+
+    /// Arrow schema of meta columns plus table columns.
+    pub fn arrow_with_meta(&self) -> &SchemaRef {
+        &self.arrow_with_meta
+    }
+
+    /// Index (among table columns) of the record key.
+    pub fn key_index(&self) -> usize {
+        self.key
+    }
+
+    /// Index of the ordering field, if any.
+    pub fn ordering_index(&self) -> Option<usize> {
+        self.ordering
+    }
+
+    /// Index of the partition field, if any.
+    pub fn partition_index(&self) -> Option<usize> {
+        self.partition
+    }
+
+    /// Name of the table column at `i`.
+    pub fn field_name(&self, i: usize) -> &str {
+        self.arrow.field(i).name()
+    }
+
+    /// Arrow type of the table column at `i`.
+    pub fn data_type(&self, i: usize) -> &DataType {
+        self.arrow.field(i).data_type()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_avro_types_to_arrow() {
+        let s = TableSchema::new(
+            r#"{"type":"record","name":"r","fields":[
+                {"name":"id","type":"string"},{"name":"ts","type":"long"},
+                {"name":"d","type":{"type":"int","logicalType":"date"}},
+                {"name":"t","type":["null",{"type":"long","logicalType":"timestamp-micros"}],"default":null},
+                {"name":"m","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}},
+                {"name":"x","type":["null","double"],"default":null}]}"#,
+            "id",
+            Some("ts"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.arrow().fields().len(), 6);
+        assert_eq!(s.arrow_with_meta().fields().len(), 11);
+        assert_eq!(s.arrow_with_meta().field(0).name(), "_hoodie_commit_time");
+        assert_eq!(s.data_type(2), &DataType::Date32);
+        assert!(matches!(s.data_type(3), DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, _)));
+        assert_eq!(s.data_type(4), &DataType::Decimal128(10, 2));
+        assert!(!s.arrow().field(0).is_nullable());
+        assert!(s.arrow().field(5).is_nullable());
+        assert!(TableSchema::new(r#"{"type":"record","name":"r","fields":[]}"#, "id", None, None).is_err());
+    }
+}
