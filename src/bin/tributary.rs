@@ -184,62 +184,74 @@ async fn write(
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
     );
     let limit = commit_every.unwrap_or(usize::MAX).max(1);
-    let mut commit = client.start_commit().await?;
+    let schema = client.schema().clone();
+    let mut commit: Option<tributary_writer::Commit> = None;
     let mut in_commit = 0usize;
     let (mut instants, mut records, mut files, mut bytes) = (0u64, 0u64, 0u64, 0u64);
-    let mut chunk: Vec<serde_json::Value> = Vec::with_capacity(4096);
-    let mut chunk_first = 1usize;
+    let mut chunk: Vec<(usize, serde_json::Value)> = Vec::with_capacity(4096);
     let mut lines = reader.lines().enumerate().peekable();
     loop {
         let next = lines.next();
         let at_end = next.is_none();
         if let Some((i, line)) = next {
-            let line = line.map_err(|e| anyhow::anyhow!("{source} line {}: cannot read: {e}", i + 1))?;
-            if chunk.is_empty() {
-                chunk_first = i + 1;
-            }
-            if !line.trim().is_empty() {
-                match serde_json::from_str(&line) {
-                    Ok(v) => chunk.push(v),
-                    Err(e) => {
-                        commit.abort().await?;
-                        anyhow::bail!(
-                            "{source} line {}: malformed JSON: {e}; nothing of this commit was written",
-                            i + 1
-                        );
+            let failed = match line {
+                Err(e) => Some(format!("{source} line {}: cannot read: {e}", i + 1)),
+                Ok(l) if l.trim().is_empty() => None,
+                Ok(l) => match serde_json::from_str(&l) {
+                    Ok(v) => {
+                        chunk.push((i + 1, v));
+                        None
                     }
+                    Err(e) => Some(format!("{source} line {}: malformed JSON: {e}", i + 1)),
+                },
+            };
+            if let Some(msg) = failed {
+                if let Some(c) = commit.take() {
+                    c.abort().await?;
                 }
-            } else {
-                chunk.push(serde_json::Value::Null);
+                anyhow::bail!("{msg}; nothing of this commit was written");
             }
         }
         let full = chunk.len() >= 4096 || in_commit + chunk.len() >= limit;
         if (full || at_end) && !chunk.is_empty() {
-            let first = chunk_first;
-            let values: Vec<(usize, serde_json::Value)> =
-                chunk.drain(..).enumerate().filter(|(_, v)| !v.is_null()).map(|(k, v)| (first + k, v)).collect();
-            for run in contiguous_runs(&values) {
+            // Validate the whole chunk before anything of it is written.
+            let mut validated = Vec::new();
+            for run in contiguous_runs(&chunk) {
                 let vals: Vec<serde_json::Value> = run.iter().map(|(_, v)| v.clone()).collect();
-                if let Err(e) = commit.write_json(&vals, &source, run[0].0).await {
-                    commit.abort().await?;
-                    anyhow::bail!("{e}; nothing of this commit was written");
+                match tributary_writer::input::rows_from_json(&schema, &vals, &source, run[0].0) {
+                    Ok(rows) => validated.push(rows),
+                    Err(e) => {
+                        if let Some(c) = commit.take() {
+                            c.abort().await?;
+                        }
+                        anyhow::bail!("{e}; nothing of this commit was written");
+                    }
                 }
             }
-            in_commit += values.len();
-            bar.inc(values.len() as u64);
+            let c = match commit.as_mut() {
+                Some(c) => c,
+                None => commit.insert(client.start_commit().await?),
+            };
+            for rows in validated {
+                c.write(rows).await?;
+            }
+            in_commit += chunk.len();
+            bar.inc(chunk.len() as u64);
+            chunk.clear();
         }
-        if (in_commit >= limit && lines.peek().is_some()) || at_end {
-            let s = commit.commit().await?;
-            instants += 1;
-            records += s.records();
-            files += s.files.len() as u64;
-            bytes += s.bytes();
-            bar.set_message(format!("committed {}", s.instant));
+        if in_commit >= limit || at_end {
+            if let Some(c) = commit.take() {
+                let s = c.commit().await?;
+                instants += 1;
+                records += s.records();
+                files += s.files.len() as u64;
+                bytes += s.bytes();
+                bar.set_message(format!("committed {}", s.instant));
+            }
+            in_commit = 0;
             if at_end {
                 break;
             }
-            commit = client.start_commit().await?;
-            in_commit = 0;
         }
     }
     bar.finish_and_clear();

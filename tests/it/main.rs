@@ -7,3 +7,4 @@ mod init;
 mod instants;
 mod robustness;
 mod support;
+mod write;

@@ -393,7 +393,11 @@ mod tests {
     #[async_trait]
     impl LockProvider for Alternate {
         async fn acquire(&self) -> Result<Box<dyn LockGuard>> {
-            if self.2.fetch_add(1, Ordering::SeqCst) % 2 == 0 { self.0.acquire().await } else { self.1.acquire().await }
+            if self.2.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
+                self.0.acquire().await
+            } else {
+                self.1.acquire().await
+            }
         }
         fn describe(&self) -> String {
             "alternate".into()

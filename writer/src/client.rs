@@ -452,6 +452,17 @@ impl Commit {
         if let Err(e) = rollback_files(&self.shared.loc, &self.instant).await {
             tracing::warn!(instant = %self.instant, "deleting files of an aborted commit: {e}");
         }
+        // With its files gone, the pending instant itself is withdrawn.
+        let pending = Instant::requested(self.instant.clone(), Action::DeltaCommit);
+        for state in [State::Inflight, State::Requested] {
+            let deleted = match self.shared.timeline.path_of(&pending, state) {
+                Ok(p) => self.shared.loc.store.delete(&p).await.map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(e) = deleted {
+                tracing::warn!(instant = %self.instant, "withdrawing the aborted instant: {e}");
+            }
+        }
         if let Some(h) = self.heartbeat.take()
             && let Err(e) = h.stop().await
         {

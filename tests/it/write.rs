@@ -1,0 +1,269 @@
+//! `tributary write` against an independent model and the official Hudi reader.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// One trips record as written; `deleted` marks a delete.
+#[derive(Debug, Clone)]
+struct Event {
+    uuid: String,
+    ts: i64,
+    rider: String,
+    fare: f64,
+    city: String,
+    deleted: bool,
+}
+
+impl Event {
+    fn json(&self) -> Value {
+        let mut v =
+            json!({"uuid": self.uuid, "ts": self.ts, "rider": self.rider, "fare": self.fare, "city": self.city});
+        if self.deleted {
+            v["_hoodie_is_deleted"] = json!(true);
+        }
+        v
+    }
+}
+
+/// Events over `keys` keys with random (out-of-order) event times; a key
+/// keeps its city so it stays in one partition. With `unique_ts`, no two
+/// events share an event time, which makes the result independent of the
+/// order concurrent writers commit in.
+fn events(rng: &mut StdRng, n: usize, keys: usize, unique_ts: Option<&mut Vec<i64>>) -> Vec<Event> {
+    let cities = ["paris", "rome", "oslo"];
+    let mut pool = unique_ts;
+    (0..n)
+        .map(|_| {
+            let k = rng.random_range(0..keys);
+            let ts = match pool.as_deref_mut() {
+                Some(p) => p.pop().expect("enough event times"),
+                None => rng.random_range(1..500),
+            };
+            Event {
+                uuid: format!("key-{k:04}"),
+                ts,
+                rider: format!("rider-{}", rng.random_range(0..1000)),
+                fare: f64::from(rng.random_range(0..4000)) / 4.0,
+                city: cities[k % cities.len()].to_string(),
+                deleted: rng.random_bool(0.1),
+            }
+        })
+        .collect()
+}
+
+/// The model: per key, in write order, a version (or delete) replaces the
+/// current one when its event time is at least as large.
+fn model(batches: &[Vec<Event>]) -> BTreeMap<String, Event> {
+    let mut state: BTreeMap<String, Event> = BTreeMap::new();
+    for e in batches.iter().flatten() {
+        match state.get(&e.uuid) {
+            Some(cur) if e.ts < cur.ts => {}
+            _ => {
+                state.insert(e.uuid.clone(), e.clone());
+            }
+        }
+    }
+    state.retain(|_, e| !e.deleted);
+    state
+}
+
+/// Rows as comparable JSON objects of the table columns, sorted by key.
+fn normalize(rows: Vec<Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = rows
+        .into_iter()
+        .map(|r| {
+            json!({"uuid": r["uuid"], "ts": r["ts"], "rider": r["rider"], "fare": r["fare"].as_f64(), "city": r["city"]})
+        })
+        .collect();
+    out.sort_by(|a, b| a["uuid"].as_str().cmp(&b["uuid"].as_str()));
+    out
+}
+
+fn expected(model: &BTreeMap<String, Event>) -> Vec<Value> {
+    normalize(model.values().map(Event::json).collect())
+}
+
+fn ours(table: &Path) -> Vec<Value> {
+    let out = tributary_ok(&["read", table.to_str().unwrap(), "--format", "jsonl"]);
+    normalize(out.lines().map(|l| serde_json::from_str(l).unwrap()).collect())
+}
+
+fn official(table: &Path) -> Vec<Value> {
+    let out = python(
+        "import sys, json\n\
+         import pyarrow as pa\n\
+         from hudi import HudiTableBuilder\n\
+         t = HudiTableBuilder.from_base_uri(sys.argv[1]).build()\n\
+         b = t.read()\n\
+         rows = pa.Table.from_batches(b).to_pylist() if b else []\n\
+         print(json.dumps(rows))",
+        &[table.to_str().unwrap()],
+    );
+    normalize(serde_json::from_str(out.trim()).unwrap())
+}
+
+fn write_file(dir: &Path, name: &str, events: &[Event]) -> std::path::PathBuf {
+    let p = dir.join(name);
+    let text: String = events.iter().map(|e| format!("{}\n", e.json())).collect();
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn oracle_partitioned_and_unpartitioned() {
+    for (name, extra) in [("part", &["--partition-field", "city"][..]), ("flat", &[][..])] {
+        let dir = tempfile::tempdir().unwrap();
+        let table = init_trips(dir.path(), name, &[&["--buckets", "4"][..], extra].concat());
+        let mut rng = StdRng::seed_from_u64(7);
+        let mut written = Vec::new();
+        for c in 0..5 {
+            let batch = events(&mut rng, 150, 60, None);
+            let f = write_file(dir.path(), &format!("c{c}.jsonl"), &batch);
+            let out = tributary_ok(&["write", table.to_str().unwrap(), "--input", f.to_str().unwrap(), "--tasks", "3"]);
+            assert!(out.contains("in 1 instants"), "{out}");
+            written.push(batch);
+        }
+        let want = expected(&model(&written));
+        assert!(want.len() > 20, "the workload leaves rows");
+        assert_eq!(ours(&table), want, "{name}: tributary read vs model");
+        if have_official_reader() {
+            assert_eq!(official(&table), want, "{name}: official reader vs model");
+        }
+        let timeline = tributary_ok(&["timeline", table.to_str().unwrap()]);
+        assert_eq!(timeline.lines().filter(|l| l.contains("COMPLETED")).count(), 5, "{timeline}");
+    }
+}
+
+#[test]
+fn concurrent_processes_never_fail_and_converge() {
+    const PROCESSES: usize = 4;
+    const COMMITS: usize = 20;
+    const PER_COMMIT: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let table = init_trips(dir.path(), "t", &["--partition-field", "city", "--buckets", "8"]);
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut times: Vec<i64> = (1..=(PROCESSES * COMMITS * PER_COMMIT) as i64).collect();
+    for i in (1..times.len()).rev() {
+        times.swap(i, rng.random_range(0..=i));
+    }
+    let inputs: Vec<Vec<Event>> =
+        (0..PROCESSES).map(|_| events(&mut rng, COMMITS * PER_COMMIT, 150, Some(&mut times))).collect();
+    let children: Vec<_> = inputs
+        .iter()
+        .enumerate()
+        .map(|(p, evs)| {
+            let f = write_file(dir.path(), &format!("p{p}.jsonl"), evs);
+            std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
+                .args(["write", table.to_str().unwrap(), "--input", f.to_str().unwrap(), "--tasks", "4"])
+                .args(["--commit-every", &PER_COMMIT.to_string(), "--writer-id", &format!("p{p}")])
+                .args(["--time-mode", "hybrid-logical"])
+                .output()
+                .unwrap()
+        })
+        .collect();
+    for out in &children {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "writer failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains(&format!("in {COMMITS} instants")), "{stdout}");
+    }
+    let timeline = tributary_ok(&["timeline", table.to_str().unwrap()]);
+    let lines: Vec<&str> = timeline.lines().collect();
+    assert_eq!(lines.len(), PROCESSES * COMMITS, "one instant per commit, no retries: {timeline}");
+    assert!(lines.iter().all(|l| l.contains("COMPLETED")), "{timeline}");
+    let want = expected(&model(&inputs));
+    assert_eq!(ours(&table), want);
+    if have_official_reader() {
+        assert_eq!(official(&table), want);
+    }
+}
+
+#[test]
+fn killed_writer_leaves_exactly_the_committed_data() {
+    const PER_COMMIT: usize = 200;
+    let dir = tempfile::tempdir().unwrap();
+    let table = init_trips(dir.path(), "t", &["--partition-field", "city", "--buckets", "4"]);
+    let mut rng = StdRng::seed_from_u64(3);
+    let all = events(&mut rng, PER_COMMIT * 400, 500, None);
+    let f = write_file(dir.path(), "big.jsonl", &all);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
+        .args(["write", table.to_str().unwrap(), "--input", f.to_str().unwrap(), "--tasks", "2"])
+        .args(["--commit-every", &PER_COMMIT.to_string(), "--time-mode", "hybrid-logical"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let timeline_dir = table.join(".hoodie/timeline");
+    let completed = || {
+        std::fs::read_dir(&timeline_dir)
+            .map(|d| d.flatten().filter(|e| e.file_name().to_string_lossy().contains('_')).count())
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while completed() < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let done = completed();
+    assert!((3..400).contains(&done), "killed mid-stream after {done} commits");
+    let chunks: Vec<Vec<Event>> = all.chunks(PER_COMMIT).take(done).map(<[Event]>::to_vec).collect();
+    let want = expected(&model(&chunks));
+    assert_eq!(ours(&table), want, "exactly the {done} committed commits are visible");
+    if have_official_reader() {
+        assert_eq!(official(&table), want);
+    }
+}
+
+#[test]
+fn bad_input_names_line_and_field_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = init_trips(dir.path(), "t", &["--partition-field", "city"]);
+    let good = r#"{"uuid":"a","ts":1,"rider":"A","fare":1.5,"city":"paris"}"#;
+    let f = dir.path().join("good.jsonl");
+    std::fs::write(&f, format!("{good}\n")).unwrap();
+    tributary_ok(&["write", table.to_str().unwrap(), "--input", f.to_str().unwrap()]);
+    let listing = || {
+        let mut files = Vec::new();
+        let mut stack = vec![table.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                if e.path().is_dir() {
+                    stack.push(e.path());
+                } else if !e.path().to_string_lossy().contains(".hoodie/.aux") {
+                    files.push((e.path(), std::fs::read(e.path()).unwrap()));
+                }
+            }
+        }
+        files.sort();
+        files
+    };
+    let before = listing();
+    let cases = [
+        (r#"{"uuid":"b","ts":2,"rider":"B","fare":1.5,"city":"rome""#, "line 2: malformed JSON"),
+        (r#"{"ts":2,"rider":"B","fare":1.5,"city":"rome"}"#, "line 2: field `uuid`: missing record key"),
+        (r#"{"uuid":"b","rider":"B","fare":1.5,"city":"rome"}"#, "line 2: field `ts`: missing ordering value"),
+        (
+            r#"{"uuid":"b","ts":null,"rider":"B","fare":1.5,"city":"rome"}"#,
+            "line 2: field `ts`: missing ordering value",
+        ),
+        (r#"{"uuid":"b","ts":"late","rider":"B","fare":1.5,"city":"rome"}"#, "line 2: field `ts`: expected an integer"),
+        (r#"{"uuid":"b","ts":2,"rider":"B","fare":"cheap","city":"rome"}"#, "line 2: field `fare`: expected a number"),
+        (
+            r#"{"uuid":"b","ts":2,"rider":"B","fare":1.5,"city":"rome","color":"red"}"#,
+            "line 2: field `color`: unknown column",
+        ),
+    ];
+    for (bad, expect) in cases {
+        let f = dir.path().join("bad.jsonl");
+        std::fs::write(&f, format!("{}\n{bad}\n", good.replace("\"a\"", "\"z\""))).unwrap();
+        let err = tributary_err(&["write", table.to_str().unwrap(), "--input", f.to_str().unwrap()]);
+        assert!(err.contains(expect), "expected `{expect}` in: {err}");
+        assert!(err.contains("bad.jsonl"), "names the input: {err}");
+        assert!(listing() == before, "the table changed after: {bad}");
+    }
+}
