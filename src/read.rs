@@ -65,7 +65,10 @@ impl Table {
         done.sort_by(|a, b| b.completed.cmp(&a.completed));
         for i in done.into_iter().take(1) {
             let bytes = writer.read(i, State::Completed).await?;
-            if let Ok(meta) = CommitMetadata::from_avro_container(&bytes, &i.requested.to_string())
+            let meta = CommitMetadata::from_avro_container(&bytes, i.requested.as_str())
+                .ok()
+                .or_else(|| serde_json::from_slice::<CommitMetadata>(&bytes).ok());
+            if let Some(meta) = meta
                 && let Some(json) = meta.schema_json()
                 && !json.is_empty()
             {
@@ -101,7 +104,8 @@ impl Table {
         let view = FileSystemView::build(&timeline, files, &planned);
         let mut parts = Vec::new();
         for slice in view.latest_slices() {
-            let versions = read_slice(self.location(), &schema, &slice, options.query == Query::ReadOptimized).await?;
+            let versions =
+                read_slice(self.location(), &schema, &slice, &timeline, options.query == Query::ReadOptimized).await?;
             if let Some(b) = merge(&schema, self.config().merge_mode, &versions)? {
                 parts.push(b);
             }
@@ -126,6 +130,7 @@ pub async fn read_slice(
     loc: &TableLocation,
     schema: &TableSchema,
     slice: &FileSlice,
+    timeline: &Timeline,
     base_only: bool,
 ) -> Result<Vec<Version>> {
     let mut out = Vec::new();
@@ -142,6 +147,13 @@ pub async fn read_slice(
         let path = log.file.path.to_string();
         let bytes = loc.get(&log.file.path).await?;
         for block in LogBlock::decode_all(&bytes, &path).map_err(tributary_compaction::Error::from)? {
+            // v8 logs hold one instant; older logs may hold blocks of failed ones.
+            if let Some(t) = block.header(HeaderKey::InstantTime)
+                && let Ok(t) = InstantTime::parse(t)
+                && !timeline.is_completed(&t)
+            {
+                continue;
+            }
             match block.block_type {
                 BlockType::AvroData => {
                     let writer_json = block.header(HeaderKey::Schema).unwrap_or(schema.log_json());

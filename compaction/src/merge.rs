@@ -7,7 +7,8 @@
 //!   write wins (log over base, later log over earlier);
 //! - commit-time ordering: the later write wins;
 //! - a delete wins like a version with its ordering value, and a delete
-//!   without one (null, or Hudi's `int 0` sentinel) always wins.
+//!   without one (null, or Hudi's zero sentinel: Spark writes `int 0` or
+//!   `long 0` for deletes that carry no event time) always wins.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -27,6 +28,11 @@ pub enum Version {
     Rows(RecordBatch),
     /// Deleted keys.
     Deletes(Vec<DeleteRecord>),
+}
+
+/// Whether a delete carries no event time and so always wins.
+pub fn is_unconditional(v: &OrderingValue) -> bool {
+    matches!(v, OrderingValue::Null | OrderingValue::Int(0) | OrderingValue::Long(0))
 }
 
 /// A comparable ordering value.
@@ -148,7 +154,7 @@ pub fn merge(schema: &TableSchema, mode: MergeMode, versions: &[Version]) -> Res
             }
             Version::Deletes(ds) => {
                 for d in ds {
-                    let always = matches!(d.ordering, OrderingValue::Null | OrderingValue::Int(0));
+                    let always = is_unconditional(&d.ordering);
                     let order = Ord2::from_delete(&d.ordering);
                     match winners.get_mut(d.key.as_str()) {
                         Some(w) if !always && event_time && order.cmp(&w.order) == Ordering::Less => {}

@@ -2,9 +2,11 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod client;
 mod corpus;
 mod init;
 mod instants;
+mod read;
 mod robustness;
 mod support;
 mod write;

@@ -144,6 +144,11 @@ impl ObjectStore for DurableLocalStore {
     }
 }
 
+/// `base` extended by the slash-separated segments of `relative`.
+pub fn join_relative(base: &Path, relative: &str) -> Path {
+    relative.split('/').filter(|s| !s.is_empty()).fold(base.clone(), |p, part| p.join(part))
+}
+
 /// A table's store and root path.
 #[derive(Clone)]
 pub struct TableLocation {

@@ -240,12 +240,13 @@ pub fn timeline_dir(loc: &TableLocation, config: &TableConfig) -> Path {
 pub struct TimelineWriter {
     loc: TableLocation,
     dir: Path,
+    layout: u32,
 }
 
 impl TimelineWriter {
-    /// A writer for a layout-2 table.
+    /// A writer (and reader of instant files) for the table's timeline layout.
     pub fn new(loc: &TableLocation, config: &TableConfig) -> Self {
-        Self { loc: loc.clone(), dir: timeline_dir(loc, config) }
+        Self { loc: loc.clone(), dir: timeline_dir(loc, config), layout: config.timeline_layout }
     }
 
     /// Creates the file recording `instant` in `state` with `content`.
@@ -257,6 +258,10 @@ impl TimelineWriter {
 
     /// The path of the file recording `instant` in `state`.
     pub fn path_of(&self, instant: &Instant, state: State) -> Result<Path> {
+        if self.layout < 2 && state == State::Completed {
+            // Layout 1 names a completed instant `<t>.<action>`.
+            return Ok(self.dir.clone().join(format!("{}.{}", instant.requested, instant.action.completed_name())));
+        }
         Ok(self.dir.clone().join(instant.file_name(state)?))
     }
 

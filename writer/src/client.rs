@@ -168,12 +168,13 @@ impl WriteClient {
         s.timeline.create(&pending, State::Inflight, Vec::new()).await?;
         let heartbeat = Heartbeat::start(s.loc.clone(), &instant, s.settings.heartbeat_interval).await?;
         let tasks = s.settings.tasks;
-        let budget = (s.settings.buffer_bytes / tasks).max(1 << 20);
+        let budget = (s.settings.buffer_bytes / tasks).max(1);
         let mut senders = Vec::with_capacity(tasks);
         let mut handles = Vec::with_capacity(tasks);
+        let cancelled = Arc::new(std::sync::atomic::AtomicBool::new(false));
         for task in 0..tasks {
             let (tx, rx) = mpsc::channel(s.settings.channel_depth.max(1));
-            let ctx = TaskContext::new(s.clone(), instant.clone(), task as u64, budget)?;
+            let ctx = TaskContext::new(s.clone(), instant.clone(), task as u64, budget, cancelled.clone())?;
             handles.push(tokio::spawn(ctx.run(rx)));
             senders.push(tx);
         }
@@ -185,6 +186,7 @@ impl WriteClient {
             heartbeat: Some(heartbeat),
             route: Vec::new(),
             rows: 0,
+            cancelled,
         })
     }
 
@@ -267,6 +269,7 @@ pub struct Commit {
     heartbeat: Option<Heartbeat>,
     route: Vec<u32>,
     rows: u64,
+    cancelled: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for Piece {
@@ -443,6 +446,9 @@ impl Commit {
     /// Abandons the commit: stops the tasks and deletes every file they wrote
     /// (found through the markers). Nothing of it is or becomes visible.
     pub async fn abort(mut self) -> Result<()> {
+        // Tasks stop without flushing; one mid-write finishes it first, so
+        // its marker and file exist before the rollback below looks.
+        self.cancelled.store(true, AtomicOrdering::SeqCst);
         let _ = self.finish_tasks().await;
         self.cleanup().await;
         Ok(())
@@ -507,11 +513,11 @@ pub async fn rollback_files(loc: &TableLocation, instant: &InstantTime) -> Resul
     let markers = list_paths(loc, &dir).await?;
     let mut data = Vec::new();
     for m in &markers {
-        let rel = loc.relative(m);
-        let prefix = format!("{}/", loc.relative(&dir));
-        let Some(rest) = rel.strip_prefix(&prefix) else { continue };
-        let Some(file) = rest.rsplit_once(".marker.").map(|(f, _)| f) else { continue };
-        data.push(loc.join(file));
+        let Some(parts) = m.prefix_match(&dir) else { continue };
+        let rel: Vec<String> = parts.map(|p| p.as_ref().to_string()).collect();
+        let Some((name, partition)) = rel.split_last() else { continue };
+        let Some((file, _)) = name.rsplit_once(".marker.") else { continue };
+        data.push(partition.iter().fold(loc.root.clone(), |p, part| p.join(part.as_str())).join(file));
     }
     delete_all(loc, data.clone()).await?;
     delete_all(loc, markers).await?;
@@ -563,10 +569,17 @@ struct TaskContext {
     versions: HashMap<(Arc<str>, u32), u32>,
     written: Vec<FileWrite>,
     out: Vec<u8>,
+    cancelled: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl TaskContext {
-    fn new(shared: Arc<Shared>, instant: InstantTime, task: u64, budget: usize) -> Result<Self> {
+    fn new(
+        shared: Arc<Shared>,
+        instant: InstantTime,
+        task: u64,
+        budget: usize,
+        cancelled: Arc<std::sync::atomic::AtomicBool>,
+    ) -> Result<Self> {
         let encoder = DataBlockEncoder::new(&shared.schema)?;
         Ok(Self {
             shared,
@@ -581,17 +594,23 @@ impl TaskContext {
             versions: HashMap::new(),
             written: Vec::new(),
             out: Vec::new(),
+            cancelled,
         })
     }
 
     async fn run(mut self, mut rx: mpsc::Receiver<Piece>) -> Result<Vec<FileWrite>> {
         while let Some(piece) = rx.recv().await {
+            if self.cancelled.load(AtomicOrdering::SeqCst) {
+                return Ok(self.written);
+            }
             self.add(piece)?;
             if self.buffered >= self.budget {
                 self.flush_all().await?;
             }
         }
-        self.flush_all().await?;
+        if !self.cancelled.load(AtomicOrdering::SeqCst) {
+            self.flush_all().await?;
+        }
         Ok(self.written)
     }
 
@@ -722,8 +741,10 @@ impl TaskContext {
             }
             .to_string();
             let rel = if partition.is_empty() { name.clone() } else { format!("{partition}/{name}") };
-            let marker =
-                marker_dir(&loc, &self.instant).join(format!("{}{}.marker.APPEND", dir_prefix(partition), name));
+            let marker = tributary_timeline::store::join_relative(
+                &marker_dir(&loc, &self.instant),
+                &format!("{}{}.marker.APPEND", dir_prefix(partition), name),
+            );
             match loc.create(&marker, Vec::new()).await {
                 Ok(()) | Err(tributary_timeline::Error::AlreadyExists { .. }) => {}
                 Err(e) => return Err(e.into()),

@@ -1,0 +1,604 @@
+//! End-to-end ingest benchmark on local disk, in a temporary folder.
+//!
+//! 1. Ingest: N records (default 10,000,000; `TRIBUTARY_BENCH_ROWS` overrides)
+//!    of 10 columns, keys drawn from a key space of N/2 (so about half are
+//!    updates), in Arrow batches of 64k rows generated up front (untimed),
+//!    into an unpartitioned 16-bucket table with hybrid-logical time, one
+//!    commit per 1M records; once with 1 writer task and once with 2, each
+//!    into a fresh table.
+//! 2. Small commits: 200 commits of 100 records, 2 writer tasks.
+//! 3. Snapshot read of the 2-task table by [`Table::read`] and by the
+//!    official Hudi reader (`pip install hudi==0.5.0`), when installed.
+//!
+//! Each case runs in a child process (this binary re-executed with
+//! `TRIBUTARY_BENCH_CASE` set), so that its peak RSS is its own. CPU time
+//! (user + system) and memory come from `/proc/self/stat` and
+//! `/proc/self/status` (the workspace forbids the `unsafe` that
+//! `getrusage` would need).
+//!
+//! Run with `cargo bench --bench ingest`; `TRIBUTARY_BENCH_ROWS=200000 cargo
+//! bench --bench ingest` for a quick check.
+
+use std::collections::HashMap;
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::{ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::SchemaRef;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use tributary::{CreateOptions, ReadOptions, Table, TimeSettings};
+use tributary_timeline::TimeMode;
+use tributary_writer::WriteSettings;
+
+type BenchResult<T> = Result<T, Box<dyn Error>>;
+
+const CASE_ENV: &str = "TRIBUTARY_BENCH_CASE";
+const DIR_ENV: &str = "TRIBUTARY_BENCH_DIR";
+const TASKS_ENV: &str = "TRIBUTARY_BENCH_TASKS";
+const ROWS_ENV: &str = "TRIBUTARY_BENCH_ROWS";
+const DEFAULT_ROWS: usize = 10_000_000;
+const BATCH_ROWS: usize = 65_536;
+const COMMIT_ROWS: usize = 1_000_000;
+const BUCKETS: u32 = 16;
+const SMALL_COMMITS: usize = 200;
+const SMALL_COMMIT_ROWS: usize = 100;
+/// The line prefix by which a child reports its figures.
+const REPORT: &str = "BENCH-RESULT";
+
+const SCHEMA: &str = r#"{"type":"record","name":"ingest_record","namespace":"tributary.bench","fields":[
+  {"name":"key","type":"string"},
+  {"name":"ts","type":"long"},
+  {"name":"rider","type":"string"},
+  {"name":"driver","type":"string"},
+  {"name":"note","type":"string"},
+  {"name":"fare","type":"double"},
+  {"name":"distance","type":"double"},
+  {"name":"trip_id","type":"long"},
+  {"name":"tip_micros","type":"long"},
+  {"name":"passengers","type":"int"}]}"#;
+
+const PYTHON_READ: &str = "import time,sys; from hudi import HudiTableBuilder; \
+    t=HudiTableBuilder.from_base_uri(sys.argv[1]).build(); s=time.time(); b=t.read(); \
+    n=sum(x.num_rows for x in b); print(n, time.time()-s)";
+
+// ---------------------------------------------------------------- process figures
+
+/// CPU time and memory of this process.
+#[derive(Debug, Clone, Copy)]
+struct Usage {
+    /// User plus system CPU time of all threads.
+    cpu: Duration,
+    /// Resident set size now, KiB.
+    rss_kib: u64,
+    /// Peak resident set size so far (what `ru_maxrss` reports), KiB.
+    peak_kib: u64,
+}
+
+fn clock_ticks_per_second() -> u64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100)
+}
+
+fn usage(ticks_per_second: u64) -> BenchResult<Usage> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).ok_or("unexpected /proc/self/stat")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 =
+        fields.get(11).ok_or("no utime")?.parse::<u64>()? + fields.get(12).ok_or("no stime")?.parse::<u64>()?;
+    let cpu = Duration::from_secs_f64(ticks as f64 / ticks_per_second as f64);
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let kib = |name: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    Ok(Usage { cpu, rss_kib: kib("VmRSS:"), peak_kib: kib("VmHWM:") })
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
+}
+
+fn time_settings() -> TimeSettings {
+    TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() }
+}
+
+fn write_settings(tasks: usize) -> WriteSettings {
+    WriteSettings { tasks, ..Default::default() }
+}
+
+async fn create_table(dir: &Path) -> Table {
+    let mut options = CreateOptions::new(SCHEMA, "key", "ts");
+    options.buckets = BUCKETS;
+    options.name = Some("ingest_bench".into());
+    Table::create_local(dir, options).await.expect("create the bench table")
+}
+
+fn env_usize(name: &str) -> Option<usize> {
+    std::env::var(name).ok().map(|v| v.replace('_', "").parse().unwrap_or_else(|e| panic!("{name}={v}: {e}")))
+}
+
+fn total_rows() -> usize {
+    env_usize(ROWS_ENV).unwrap_or(DEFAULT_ROWS).max(2)
+}
+
+/// Total size of the files under `dir`.
+fn disk_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => stack.push(e.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
+
+// ---------------------------------------------------------------- data
+
+/// Bytes of the zig-zag varint Avro writes for `v`.
+fn varint_len(v: i64) -> u64 {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    let mut n = 1;
+    while z >= 0x80 {
+        z >>= 7;
+        n += 1;
+    }
+    n
+}
+
+const ALPHABET: &[u8; 64] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -";
+
+fn random_text(rng: &mut SmallRng, out: &mut String, min: usize, max: usize) {
+    out.clear();
+    let len = rng.random_range(min..=max);
+    while out.len() < len {
+        let mut bits: u64 = rng.random();
+        for _ in 0..(len - out.len()).min(10) {
+            out.push(ALPHABET[(bits & 63) as usize] as char);
+            bits >>= 6;
+        }
+    }
+}
+
+/// Generated input: batches grouped by commit.
+struct Data {
+    commits: Vec<Vec<RecordBatch>>,
+    rows: usize,
+    /// Avro-encoded size of the table's own columns, summed over rows.
+    avro_bytes: u64,
+    /// Distinct keys: the rows a snapshot read must return.
+    distinct_keys: usize,
+}
+
+/// `rows` records in commits of `per_commit`, batches of at most `batch_rows`,
+/// keys drawn from `key_space`.
+fn generate(
+    schema: &SchemaRef,
+    rows: usize,
+    per_commit: usize,
+    batch_rows: usize,
+    key_space: usize,
+    seed: u64,
+) -> Data {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut seen = vec![false; key_space];
+    let mut distinct_keys = 0;
+    let mut avro_bytes = 0u64;
+    let mut commits = Vec::new();
+    let mut text = String::new();
+    let mut row = 0usize;
+    while row < rows {
+        let commit_end = (row + per_commit).min(rows);
+        let mut batches = Vec::new();
+        while row < commit_end {
+            let n = batch_rows.min(commit_end - row);
+            let mut key = Vec::with_capacity(n);
+            let mut ts = Vec::with_capacity(n);
+            let mut texts: [Vec<String>; 3] = Default::default();
+            let mut fare = Vec::with_capacity(n);
+            let mut distance = Vec::with_capacity(n);
+            let mut trip_id = Vec::with_capacity(n);
+            let mut tip = Vec::with_capacity(n);
+            let mut passengers = Vec::with_capacity(n);
+            for i in 0..n {
+                let k = rng.random_range(0..key_space);
+                if !seen[k] {
+                    seen[k] = true;
+                    distinct_keys += 1;
+                }
+                let k = format!("key-{k:09}");
+                let t = 1_700_000_000_000i64 + (row + i) as i64;
+                avro_bytes += k.len() as u64 + 1 + varint_len(t);
+                key.push(k);
+                ts.push(t);
+                for col in texts.iter_mut() {
+                    random_text(&mut rng, &mut text, 20, 40);
+                    avro_bytes += text.len() as u64 + 1;
+                    col.push(text.clone());
+                }
+                fare.push(rng.random_range(2.5..250.0));
+                distance.push(rng.random_range(0.1..80.0));
+                avro_bytes += 16;
+                let id = rng.random_range(0..1i64 << 48);
+                let tip_micros = rng.random_range(0..100_000_000i64);
+                let p = rng.random_range(1..=8i32);
+                avro_bytes += varint_len(id) + varint_len(tip_micros) + varint_len(p.into());
+                trip_id.push(id);
+                tip.push(tip_micros);
+                passengers.push(p);
+            }
+            let [rider, driver, note] = texts;
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(StringArray::from(key)),
+                Arc::new(Int64Array::from(ts)),
+                Arc::new(StringArray::from(rider)),
+                Arc::new(StringArray::from(driver)),
+                Arc::new(StringArray::from(note)),
+                Arc::new(Float64Array::from(fare)),
+                Arc::new(Float64Array::from(distance)),
+                Arc::new(Int64Array::from(trip_id)),
+                Arc::new(Int64Array::from(tip)),
+                Arc::new(Int32Array::from(passengers)),
+            ];
+            batches.push(RecordBatch::try_new(schema.clone(), columns).expect("generated batch matches the schema"));
+            row += n;
+        }
+        commits.push(batches);
+    }
+    Data { commits, rows, avro_bytes, distinct_keys }
+}
+
+// ---------------------------------------------------------------- child cases
+
+/// Prints the figures of a case as one line the parent collects.
+fn report(fields: &[(&str, String)]) {
+    let line: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    println!("{REPORT} {}", line.join(" "));
+}
+
+fn case_ingest(dir: &Path, tasks: usize, ticks: u64) -> BenchResult<()> {
+    let rt = runtime();
+    let rows = total_rows();
+    let table = rt.block_on(create_table(dir));
+    let client = table.write_client(&time_settings(), write_settings(tasks)).expect("write client");
+    let data = generate(client.schema().arrow(), rows, COMMIT_ROWS, BATCH_ROWS, rows / 2, 42);
+    let before = usage(ticks)?;
+    let started = Instant::now();
+    let (records, bytes, files, slowest) = rt.block_on(async {
+        let (mut records, mut bytes, mut files, mut slowest) = (0u64, 0u64, 0usize, Duration::ZERO);
+        for batches in &data.commits {
+            let commit_started = Instant::now();
+            let mut commit = client.start_commit().await?;
+            for b in batches {
+                commit.write_batch(b).await?;
+            }
+            let summary = commit.commit().await?;
+            slowest = slowest.max(commit_started.elapsed());
+            records += summary.records();
+            bytes += summary.bytes();
+            files += summary.files.len();
+        }
+        Ok::<_, tributary_writer::Error>((records, bytes, files, slowest))
+    })?;
+    let secs = started.elapsed().as_secs_f64();
+    let after = usage(ticks)?;
+    report(&[
+        ("rows", data.rows.to_string()),
+        ("records", records.to_string()),
+        ("commits", data.commits.len().to_string()),
+        ("secs", format!("{secs:.6}")),
+        ("bytes", bytes.to_string()),
+        ("disk", disk_bytes(dir).to_string()),
+        ("files", files.to_string()),
+        ("slowest_commit", format!("{:.6}", slowest.as_secs_f64())),
+        ("cpu", format!("{:.3}", (after.cpu - before.cpu).as_secs_f64())),
+        ("rss_before_kib", before.rss_kib.to_string()),
+        ("peak_kib", after.peak_kib.to_string()),
+        ("avro_bytes", data.avro_bytes.to_string()),
+        ("distinct", data.distinct_keys.to_string()),
+    ]);
+    Ok(())
+}
+
+fn case_small(dir: &Path, ticks: u64) -> BenchResult<()> {
+    let rt = runtime();
+    let table = rt.block_on(create_table(dir));
+    let client = table.write_client(&time_settings(), write_settings(2)).expect("write client");
+    let rows = SMALL_COMMITS * SMALL_COMMIT_ROWS;
+    let data = generate(client.schema().arrow(), rows, SMALL_COMMIT_ROWS, SMALL_COMMIT_ROWS, rows, 7);
+    let before = usage(ticks)?;
+    let started = Instant::now();
+    let mut latencies = rt.block_on(async {
+        let mut latencies = Vec::with_capacity(data.commits.len());
+        for batches in &data.commits {
+            let t = Instant::now();
+            let mut commit = client.start_commit().await?;
+            for b in batches {
+                commit.write_batch(b).await?;
+            }
+            commit.commit().await?;
+            latencies.push(t.elapsed());
+        }
+        Ok::<_, tributary_writer::Error>(latencies)
+    })?;
+    let secs = started.elapsed().as_secs_f64();
+    let after = usage(ticks)?;
+    latencies.sort();
+    let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1e3;
+    report(&[
+        ("commits", latencies.len().to_string()),
+        ("secs", format!("{secs:.6}")),
+        ("p50_ms", format!("{:.3}", pct(0.5))),
+        ("p99_ms", format!("{:.3}", pct(0.99))),
+        ("cpu", format!("{:.3}", (after.cpu - before.cpu).as_secs_f64())),
+        ("peak_kib", after.peak_kib.to_string()),
+    ]);
+    Ok(())
+}
+
+fn case_read(dir: &Path, ticks: u64) -> BenchResult<()> {
+    let rt = runtime();
+    let table = rt.block_on(Table::open_local(dir)).expect("open the bench table");
+    let before = usage(ticks)?;
+    let started = Instant::now();
+    let batch = rt.block_on(table.read(&ReadOptions::default()))?;
+    let secs = started.elapsed().as_secs_f64();
+    let after = usage(ticks)?;
+    report(&[
+        ("rows", batch.num_rows().to_string()),
+        ("secs", format!("{secs:.6}")),
+        ("cpu", format!("{:.3}", (after.cpu - before.cpu).as_secs_f64())),
+        ("peak_kib", after.peak_kib.to_string()),
+    ]);
+    Ok(())
+}
+
+fn child(case: &str) -> BenchResult<()> {
+    let ticks = clock_ticks_per_second();
+    let dir = PathBuf::from(std::env::var_os(DIR_ENV).expect("TRIBUTARY_BENCH_DIR for a child case"));
+    match case {
+        "ingest" => case_ingest(&dir, env_usize(TASKS_ENV).expect("TRIBUTARY_BENCH_TASKS for ingest"), ticks),
+        "small" => case_small(&dir, ticks),
+        "read" => case_read(&dir, ticks),
+        other => Err(format!("unknown case {other}").into()),
+    }
+}
+
+// ---------------------------------------------------------------- parent
+
+type Figures = HashMap<String, String>;
+
+/// Runs one case in a child process; its figures, or why there are none.
+fn run_child(case: &str, dir: &Path, tasks: Option<usize>) -> Result<Figures, String> {
+    let exe = std::env::current_exe().expect("path of this bench binary");
+    let mut cmd = Command::new(exe);
+    cmd.env(CASE_ENV, case).env(DIR_ENV, dir).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    if let Some(t) = tasks {
+        cmd.env(TASKS_ENV, t.to_string());
+    }
+    let out = cmd.output().map_err(|e| format!("cannot start the child: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut figures = None;
+    for line in stdout.lines() {
+        match line.strip_prefix(REPORT) {
+            Some(rest) => {
+                figures = Some(
+                    rest.split_whitespace()
+                        .filter_map(|kv| kv.split_once('='))
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect::<Figures>(),
+                )
+            }
+            None => println!("  [{case}] {line}"),
+        }
+    }
+    if !out.status.success() {
+        return Err(format!("child failed: {}", out.status));
+    }
+    figures.ok_or_else(|| "child printed no figures".to_string())
+}
+
+fn get(f: &Figures, key: &str) -> f64 {
+    f.get(key).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
+}
+
+fn mib(kib: f64) -> f64 {
+    kib / 1024.0
+}
+
+/// Runs the official reader; (rows, seconds) or why not.
+fn official_read(dir: &Path) -> Result<(u64, f64), String> {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(PYTHON_READ)
+        .arg(dir)
+        .output()
+        .map_err(|e| format!("python3 not runnable: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().last().unwrap_or("").to_string();
+        return Err(format!("python3 failed ({}): {last}", out.status));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut parts = text.split_whitespace();
+    let rows = parts.next().and_then(|v| v.parse().ok()).ok_or_else(|| format!("unexpected output {text:?}"))?;
+    let secs = parts.next().and_then(|v| v.parse().ok()).ok_or_else(|| format!("unexpected output {text:?}"))?;
+    Ok((rows, secs))
+}
+
+fn parent() {
+    let rows = total_rows();
+    let root = tempfile::Builder::new().prefix("tributary-ingest-bench-").tempdir().expect("temp dir");
+    println!(
+        "ingest bench: {rows} records, key space {}, batches of {BATCH_ROWS}, one commit per {COMMIT_ROWS}, \
+         {BUCKETS} buckets, hybrid-logical, in {}",
+        rows / 2,
+        root.path().display()
+    );
+
+    let mut ingest: Vec<(usize, Result<Figures, String>)> = Vec::new();
+    for tasks in [1, 2] {
+        let dir = root.path().join(format!("tasks{tasks}"));
+        println!("running ingest tasks={tasks} ...");
+        ingest.push((tasks, run_child("ingest", &dir, Some(tasks))));
+    }
+    println!("running small commits ...");
+    let small = run_child("small", &root.path().join("small"), None);
+    let read_dir = root.path().join("tasks2");
+    let have_table = ingest.iter().any(|(t, r)| *t == 2 && r.is_ok());
+    let ours = if have_table {
+        println!("running snapshot read (ours) ...");
+        run_child("read", &read_dir, None)
+    } else {
+        Err("no tasks=2 table to read".into())
+    };
+    let official = if have_table {
+        println!("running snapshot read (official hudi reader) ...");
+        official_read(&read_dir)
+    } else {
+        Err("no tasks=2 table to read".into())
+    };
+
+    println!();
+    println!("== ingest ({rows} records, 10 columns; MB = 10^6 bytes, MiB = 2^20) ==");
+    println!(
+        "{:<8} {:>9} {:>12} {:>9} {:>10} {:>8} {:>13} {:>8} {:>10} {:>10} {:>11}",
+        "tasks",
+        "secs",
+        "records/s",
+        "MB/s",
+        "B/record",
+        "CPU-s",
+        "rec/CPU-s",
+        "commits",
+        "slowest s",
+        "RSS0 MiB",
+        "peak MiB"
+    );
+    let mut distinct = None;
+    let mut avro_per_record = None;
+    for (tasks, r) in &ingest {
+        match r {
+            Ok(f) => {
+                let (records, secs, bytes, cpu) = (get(f, "records"), get(f, "secs"), get(f, "bytes"), get(f, "cpu"));
+                println!(
+                    "{:<8} {:>9.2} {:>12.0} {:>9.1} {:>10.1} {:>8.2} {:>13.0} {:>8} {:>10.2} {:>10.0} {:>11.0}",
+                    tasks,
+                    secs,
+                    records / secs,
+                    bytes / 1e6 / secs,
+                    bytes / records,
+                    cpu,
+                    records / cpu,
+                    f.get("commits").map_or("?", String::as_str),
+                    get(f, "slowest_commit"),
+                    mib(get(f, "rss_before_kib")),
+                    mib(get(f, "peak_kib")),
+                );
+                if (get(f, "disk") - bytes).abs() > 0.05 * bytes {
+                    println!(
+                        "         note: {:.0} bytes on disk vs {bytes:.0} in the commit summaries",
+                        get(f, "disk")
+                    );
+                }
+                distinct = f.get("distinct").and_then(|v| v.parse::<u64>().ok());
+                avro_per_record = Some(get(f, "avro_bytes") / get(f, "rows"));
+            }
+            Err(e) => println!("{tasks:<8} FAILED: {e}"),
+        }
+    }
+    if let Some(a) = avro_per_record {
+        println!(
+            "(table columns encode to {a:.1} Avro bytes per record; B/record on disk adds the 5 _hoodie_ meta columns)"
+        );
+    }
+    println!("(RSS0 = resident set after generating the input, before ingest; peak = VmHWM of the child process)");
+
+    println!();
+    println!("== small commits ({SMALL_COMMITS} commits x {SMALL_COMMIT_ROWS} records, tasks=2) ==");
+    match &small {
+        Ok(f) => println!(
+            "{:.1} commits/s  ({:.2} s; p50 {:.2} ms, p99 {:.2} ms; {:.2} CPU-s; peak {:.0} MiB)",
+            get(f, "commits") / get(f, "secs"),
+            get(f, "secs"),
+            get(f, "p50_ms"),
+            get(f, "p99_ms"),
+            get(f, "cpu"),
+            mib(get(f, "peak_kib")),
+        ),
+        Err(e) => println!("FAILED: {e}"),
+    }
+
+    println!();
+    println!("== snapshot read of the tasks=2 table ==");
+    if let Some(d) = distinct {
+        println!("(expected rows: {d} distinct keys)");
+    }
+    println!("{:<26} {:>11} {:>9} {:>12} {:>8} {:>10}", "reader", "rows", "secs", "rows/s", "CPU-s", "peak MiB");
+    let ours_rate = match &ours {
+        Ok(f) => {
+            let (n, secs) = (get(f, "rows"), get(f, "secs"));
+            println!(
+                "{:<26} {:>11.0} {:>9.2} {:>12.0} {:>8.2} {:>10.0}",
+                "tributary Table::read",
+                n,
+                secs,
+                n / secs,
+                get(f, "cpu"),
+                mib(get(f, "peak_kib"))
+            );
+            if distinct.is_some_and(|d| d as f64 != n) {
+                println!("  MISMATCH: tributary returned {n} rows");
+            }
+            Some(n / secs)
+        }
+        Err(e) => {
+            println!("{:<26} FAILED: {e}", "tributary Table::read");
+            None
+        }
+    };
+    match &official {
+        Ok((n, secs)) => {
+            let rate = *n as f64 / secs;
+            println!("{:<26} {:>11} {:>9.2} {:>12.0} {:>8} {:>10}", "hudi 0.5.0 (python)", n, secs, rate, "-", "-");
+            if distinct.is_some_and(|d| d != *n) {
+                println!("  MISMATCH: the official reader returned {n} rows");
+            }
+            if let Some(r) = ours_rate {
+                println!("ratio ours/official (rows/s): {:.2}", r / rate);
+            }
+        }
+        Err(e) => println!("{:<26} skipped: {e}", "hudi 0.5.0 (python)"),
+    }
+}
+
+fn main() {
+    match std::env::var(CASE_ENV) {
+        Ok(case) => {
+            if let Err(e) = child(&case) {
+                eprintln!("ingest bench case {case}: {e}");
+                std::process::exit(1);
+            }
+        }
+        Err(_) => parent(),
+    }
+}

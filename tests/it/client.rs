@@ -1,0 +1,142 @@
+//! The write client's library API: Arrow input, checkpoints, abort, merge modes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::array::{Array, AsArray, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use tributary::{CreateOptions, Query, ReadOptions, Table, TimeSettings};
+use tributary_timeline::{MergeMode, TimeMode};
+use tributary_writer::WriteSettings;
+
+const SCHEMA: &str = r#"{"type":"record","name":"trips","fields":[
+    {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
+    {"name":"fare","type":["null","double"],"default":null},{"name":"city","type":"string"}]}"#;
+
+fn fast() -> TimeSettings {
+    TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) }
+}
+
+async fn table(dir: &std::path::Path, mode: MergeMode) -> Table {
+    let mut o = CreateOptions::new(SCHEMA, "uuid", "ts");
+    o.partition_field = Some("city".into());
+    o.buckets = 2;
+    o.merge_mode = mode;
+    Table::create_local(dir.join("t"), o).await.unwrap()
+}
+
+fn batch(uuids: &[&str], ts: &[i64], fares: &[Option<f64>], deleted: Option<&[bool]>) -> RecordBatch {
+    let mut fields = vec![
+        Field::new("uuid", DataType::Utf8, false),
+        Field::new("ts", DataType::Int64, false),
+        Field::new("fare", DataType::Float64, true),
+        Field::new("city", DataType::Utf8, false),
+    ];
+    let mut cols: Vec<Arc<dyn Array>> = vec![
+        Arc::new(StringArray::from(uuids.to_vec())),
+        Arc::new(Int64Array::from(ts.to_vec())),
+        Arc::new(Float64Array::from(fares.to_vec())),
+        Arc::new(StringArray::from(vec!["oslo"; uuids.len()])),
+    ];
+    if let Some(d) = deleted {
+        fields.push(Field::new("_hoodie_is_deleted", DataType::Boolean, false));
+        cols.push(Arc::new(BooleanArray::from(d.to_vec())));
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()
+}
+
+async fn fares(t: &Table) -> Vec<(String, Option<f64>)> {
+    let b = t.read(&ReadOptions::default()).await.unwrap();
+    let u = b.column_by_name("uuid").unwrap().as_string::<i32>().clone();
+    let f = b.column_by_name("fare").unwrap().as_primitive::<arrow::datatypes::Float64Type>().clone();
+    (0..b.num_rows()).map(|i| (u.value(i).to_string(), (!f.is_null(i)).then(|| f.value(i)))).collect()
+}
+
+#[tokio::test]
+async fn arrow_batches_merge_by_event_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = table(dir.path(), MergeMode::EventTime).await;
+    let client = t.write_client(&fast(), WriteSettings::default()).unwrap();
+    let mut c = client.start_commit().await.unwrap();
+    c.write_batch(&batch(&["a", "b", "c"], &[10, 10, 10], &[Some(1.0), Some(2.0), None], None)).await.unwrap();
+    c.commit().await.unwrap();
+    let mut c = client.start_commit().await.unwrap();
+    // a: older event, ignored; b: newer, wins; c: delete at a newer time.
+    c.write_batch(&batch(&["a", "b", "c"], &[5, 11, 12], &[Some(9.0), Some(3.0), None], Some(&[false, false, true])))
+        .await
+        .unwrap();
+    c.commit().await.unwrap();
+    assert_eq!(fares(&t).await, vec![("a".into(), Some(1.0)), ("b".into(), Some(3.0))]);
+    // Read-optimized sees no base files yet.
+    let ro = t.read(&ReadOptions { query: Query::ReadOptimized, ..Default::default() }).await.unwrap();
+    assert_eq!(ro.num_rows(), 0);
+}
+
+#[tokio::test]
+async fn commit_time_ordering_takes_the_later_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = table(dir.path(), MergeMode::CommitTime).await;
+    let client = t.write_client(&fast(), WriteSettings::default()).unwrap();
+    for (ts, fare) in [(10, 1.0), (5, 2.0)] {
+        let mut c = client.start_commit().await.unwrap();
+        c.write_batch(&batch(&["a"], &[ts], &[Some(fare)], None)).await.unwrap();
+        c.commit().await.unwrap();
+    }
+    assert_eq!(fares(&t).await, vec![("a".into(), Some(2.0))]);
+}
+
+#[tokio::test]
+async fn checkpoints_survive_a_restart_per_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = table(dir.path(), MergeMode::EventTime).await;
+    let settings = |id: &str| WriteSettings { writer_id: id.into(), ..Default::default() };
+    let a = t.write_client(&fast(), settings("orders")).unwrap();
+    assert_eq!(a.last_checkpoint("orders").await.unwrap(), None);
+    for offset in [100, 200] {
+        let mut c = a.start_commit().await.unwrap();
+        c.write_batch(&batch(&["x"], &[offset], &[Some(1.0)], None)).await.unwrap();
+        c.commit_with_checkpoint(Some(format!("offset={offset}"))).await.unwrap();
+    }
+    let b = t.write_client(&fast(), settings("profile")).unwrap();
+    let mut c = b.start_commit().await.unwrap();
+    c.write_batch(&batch(&["y"], &[1], &[None], None)).await.unwrap();
+    c.commit_with_checkpoint(Some("p-7".into())).await.unwrap();
+    // A commit without a checkpoint does not hide the last one.
+    let c = a.start_commit().await.unwrap();
+    c.commit().await.unwrap();
+
+    let reopened = Table::open_local(dir.path().join("t")).await.unwrap();
+    let r = reopened.write_client(&fast(), settings("orders")).unwrap();
+    assert_eq!(r.last_checkpoint("orders").await.unwrap().as_deref(), Some("offset=200"));
+    assert_eq!(r.last_checkpoint("profile").await.unwrap().as_deref(), Some("p-7"));
+    assert_eq!(r.last_checkpoint("risk").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn abort_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = table(dir.path(), MergeMode::EventTime).await;
+    // A tiny buffer forces flushes (log files) before the abort.
+    let client = t.write_client(&fast(), WriteSettings { buffer_bytes: 1, ..Default::default() }).unwrap();
+    let mut c = client.start_commit().await.unwrap();
+    for i in 0..5 {
+        c.write_batch(&batch(&["a", "b"], &[i, i], &[Some(1.0), Some(2.0)], None)).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    c.abort().await.unwrap();
+    assert_eq!(t.read(&ReadOptions::default()).await.unwrap().num_rows(), 0);
+    assert!(t.timeline().await.unwrap().instants().is_empty(), "the instant is withdrawn");
+    let mut leftovers = Vec::new();
+    let mut stack = vec![dir.path().join("t")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else if name.contains(".log.") || name.contains("marker") {
+                leftovers.push(e.path());
+            }
+        }
+    }
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
