@@ -10,6 +10,7 @@
 //! the lock. [`Commit::abort`] deletes what was written.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::time::Duration;
@@ -776,8 +777,13 @@ impl TaskContext {
         let t = self.instant.as_str();
         let first = self.seqno.fetch_add(n as u64, AtomicOrdering::Relaxed);
         let constant = |v: &str| -> ArrayRef { Arc::new(StringArray::from_iter_values(std::iter::repeat_n(v, n))) };
-        let seq: ArrayRef =
-            Arc::new(StringArray::from_iter_values((0..n as u64).map(|i| format!("{t}_{}_{}", self.task, first + i))));
+        // `<t>_<task>_<n>`, written straight into one value buffer.
+        let mut seq = arrow::array::StringBuilder::with_capacity(n, n * (t.len() + 12));
+        for i in 0..n as u64 {
+            let _ = write!(seq, "{t}_{}_{}", self.task, first + i);
+            seq.append_value("");
+        }
+        let seq: ArrayRef = Arc::new(seq.finish());
         let mut columns = vec![constant(t), seq, keys.clone(), constant(partition), constant(file_id)];
         columns.extend(batch.columns().iter().cloned());
         RecordBatch::try_new(self.shared.schema.arrow_with_meta().clone(), columns)
