@@ -342,6 +342,9 @@ fn case_small(dir: &Path, ticks: u64) -> BenchResult<()> {
     })?;
     let secs = started.elapsed().as_secs_f64();
     let after = usage(ticks)?;
+    let tenth = (latencies.len() / 10).max(1);
+    let mean_ms = |l: &[Duration]| l.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e3 / l.len() as f64;
+    let (first_ms, last_ms) = (mean_ms(&latencies[..tenth]), mean_ms(&latencies[latencies.len() - tenth..]));
     latencies.sort();
     let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1e3;
     report(&[
@@ -349,6 +352,8 @@ fn case_small(dir: &Path, ticks: u64) -> BenchResult<()> {
         ("secs", format!("{secs:.6}")),
         ("p50_ms", format!("{:.3}", pct(0.5))),
         ("p99_ms", format!("{:.3}", pct(0.99))),
+        ("first_ms", format!("{first_ms:.3}")),
+        ("last_ms", format!("{last_ms:.3}")),
         ("cpu", format!("{:.3}", (after.cpu - before.cpu).as_secs_f64())),
         ("peak_kib", after.peak_kib.to_string()),
     ]);
@@ -455,6 +460,8 @@ fn parent() {
         root.path().display()
     );
 
+    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_string();
+    println!("load average at start: {}", load());
     let mut ingest: Vec<(usize, Result<Figures, String>)> = Vec::new();
     for tasks in [1, 2] {
         let dir = root.path().join(format!("tasks{tasks}"));
@@ -537,11 +544,14 @@ fn parent() {
     println!("== small commits ({SMALL_COMMITS} commits x {SMALL_COMMIT_ROWS} records, tasks=2) ==");
     match &small {
         Ok(f) => println!(
-            "{:.1} commits/s  ({:.2} s; p50 {:.2} ms, p99 {:.2} ms; {:.2} CPU-s; peak {:.0} MiB)",
+            "{:.1} commits/s  ({:.2} s; p50 {:.2} ms, p99 {:.2} ms; mean of the first 10% {:.2} ms, \
+             of the last 10% {:.2} ms; {:.2} CPU-s; peak {:.0} MiB)",
             get(f, "commits") / get(f, "secs"),
             get(f, "secs"),
             get(f, "p50_ms"),
             get(f, "p99_ms"),
+            get(f, "first_ms"),
+            get(f, "last_ms"),
             get(f, "cpu"),
             mib(get(f, "peak_kib")),
         ),
@@ -589,6 +599,8 @@ fn parent() {
         }
         Err(e) => println!("{:<26} skipped: {e}", "hudi 0.5.0 (python)"),
     }
+    println!();
+    println!("load average at end: {} (this machine has 2 cores; other work skews the figures)", load());
 }
 
 fn main() {

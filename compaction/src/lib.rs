@@ -3,6 +3,8 @@
 
 pub mod error;
 pub mod merge;
+pub mod plan;
+pub mod slice;
 
 pub use error::{Error, Result};
 pub use merge::{Version, merge};

@@ -132,6 +132,7 @@ impl FileGroup {
 pub struct FileSystemView {
     groups: BTreeMap<(String, String), FileGroup>,
     pending_compactions: BTreeSet<InstantTime>,
+    in_pending_plans: BTreeSet<(String, String)>,
     skipped: Vec<String>,
 }
 
@@ -186,10 +187,12 @@ impl FileSystemView {
         }
         let pending_compactions: BTreeSet<InstantTime> =
             timeline.pending_compactions().map(|i| i.requested.clone()).collect();
+        let mut in_pending_plans = BTreeSet::new();
         for (t, covered) in planned {
             if pending_compactions.contains(t) {
                 for (partition, file_id) in covered {
                     group(&mut groups, partition, file_id).slice_at(t.clone());
+                    in_pending_plans.insert((partition.clone(), file_id.clone()));
                 }
             }
         }
@@ -208,7 +211,7 @@ impl FileSystemView {
                 .unwrap_or_else(|| name.instant.clone());
             g.slice_at(key).logs.push(LogFile { name, file, completed });
         }
-        Self { groups, pending_compactions, skipped }
+        Self { groups, pending_compactions, in_pending_plans, skipped }
     }
 
     /// Lists the table and builds its view at `timeline`.
@@ -232,6 +235,11 @@ impl FileSystemView {
     /// The newest slice of every file group, as readers merge it.
     pub fn latest_slices(&self) -> Vec<FileSlice> {
         self.groups.values().filter_map(|g| g.latest_merged(&self.pending_compactions)).collect()
+    }
+
+    /// Whether a pending compaction plan covers the file group.
+    pub fn in_pending_plan(&self, partition: &str, file_id: &str) -> bool {
+        self.in_pending_plans.contains(&(partition.to_string(), file_id.to_string()))
     }
 
     /// Names that looked like data files but did not parse.

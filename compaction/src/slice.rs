@@ -1,0 +1,94 @@
+//! Reading a file slice: base Parquet rows and log blocks, as versions in
+//! write order for the merge. Shared by the snapshot reader and the compactor.
+
+use arrow::array::{ArrayRef, RecordBatch, new_null_array};
+use arrow::datatypes::SchemaRef;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use tributary_timeline::fs_view::FileSlice;
+use tributary_timeline::{InstantTime, TableLocation, Timeline};
+use tributary_writer::codec::{decode_data_block, decode_delete_content};
+use tributary_writer::log_block::{BlockType, HeaderKey, LogBlock};
+use tributary_writer::schema::TableSchema;
+
+use crate::error::{Error, Result};
+use crate::merge::Version;
+
+/// The versions of one slice in write order: base rows, then each log's blocks.
+pub async fn read_slice(
+    loc: &TableLocation,
+    schema: &TableSchema,
+    slice: &FileSlice,
+    timeline: &Timeline,
+    base_only: bool,
+) -> Result<Vec<Version>> {
+    let mut out = Vec::new();
+    if let Some(base) = &slice.base {
+        let bytes = loc.get(&base.file.path).await?;
+        for b in read_parquet(bytes, schema.arrow_with_meta(), base.file.path.as_ref())? {
+            out.push(Version::Rows(b));
+        }
+    }
+    if base_only {
+        return Ok(out);
+    }
+    for log in &slice.logs {
+        let path = log.file.path.to_string();
+        let bytes = loc.get(&log.file.path).await?;
+        for block in LogBlock::decode_all(&bytes, &path)? {
+            // v8 logs hold one instant; older logs may hold blocks of failed ones.
+            if let Some(t) = block.header(HeaderKey::InstantTime)
+                && let Ok(t) = InstantTime::parse(t)
+                && !timeline.is_completed(&t)
+            {
+                continue;
+            }
+            match block.block_type {
+                BlockType::AvroData => {
+                    let writer_json = block.header(HeaderKey::Schema).unwrap_or(schema.log_json());
+                    let b = decode_data_block(&block.content, writer_json, schema.log_json(), &path)?;
+                    out.push(Version::Rows(b));
+                }
+                BlockType::Delete => {
+                    let d = decode_delete_content(&block.content, &path)?;
+                    out.push(Version::Deletes(d));
+                }
+                BlockType::Command => {}
+                other => {
+                    return Err(Error::Invalid {
+                        what: path.clone(),
+                        reason: format!("{other:?} log blocks are not supported"),
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Reads a Parquet file, matching columns to `target` by name (casting
+/// types, filling absent nullable columns with nulls).
+pub fn read_parquet(bytes: bytes::Bytes, target: &SchemaRef, path: &str) -> Result<Vec<RecordBatch>> {
+    let err = |e: &dyn std::fmt::Display| Error::Invalid { what: path.to_string(), reason: e.to_string() };
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .map_err(|e| err(&e))?
+        .with_batch_size(8192)
+        .build()
+        .map_err(|e| err(&e))?;
+    let mut out = Vec::new();
+    for b in reader {
+        let b = b.map_err(|e| err(&e))?;
+        let columns: Vec<ArrayRef> = target
+            .fields()
+            .iter()
+            .map(|f| match b.column_by_name(f.name()) {
+                Some(c) if c.data_type() == f.data_type() => Ok(c.clone()),
+                Some(c) => {
+                    arrow::compute::cast(c, f.data_type()).map_err(|e| err(&format!("column {}: {e}", f.name())))
+                }
+                None => Ok(new_null_array(f.data_type(), b.num_rows())),
+            })
+            .collect::<Result<_>>()?;
+        out.push(RecordBatch::try_new(target.clone(), columns).map_err(|e| err(&e))?);
+    }
+    Ok(out)
+}
