@@ -4,7 +4,10 @@
 use std::collections::BTreeMap;
 
 use arrow::array::RecordBatch;
-use arrow::compute::SortColumn;
+use std::sync::Arc;
+
+use arrow::row::{RowConverter, SortField};
+use futures::StreamExt;
 use tributary_compaction::merge;
 use tributary_compaction::slice::read_slice;
 use tributary_timeline::fs_view::{PlannedGroups, list_data_files};
@@ -99,13 +102,24 @@ impl Table {
                 .insert(c.requested.clone(), tributary_timeline::avro::plan_file_groups(&bytes, c.requested.as_str())?);
         }
         let view = FileSystemView::build(&timeline, files, &planned);
-        let mut parts = Vec::new();
-        for slice in view.latest_slices() {
-            let versions =
-                read_slice(self.location(), &schema, &slice, &timeline, options.query == Query::ReadOptimized).await?;
-            if let Some(b) = merge(&schema, self.config().merge_mode, &versions)? {
-                parts.push(b);
-            }
+        // Slices are independent: read and merge them on all cores.
+        let schema = Arc::new(schema);
+        let timeline = Arc::new(timeline);
+        let base_only = options.query == Query::ReadOptimized;
+        let mode = self.config().merge_mode;
+        let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let jobs = view.latest_slices().into_iter().map(|slice| {
+            let (loc, schema, timeline) = (self.location().clone(), schema.clone(), timeline.clone());
+            tokio::spawn(async move {
+                let versions = read_slice(&loc, &schema, &slice, &timeline, base_only).await?;
+                Ok::<_, Error>(merge(&schema, mode, &versions)?)
+            })
+        });
+        let merged: Vec<_> = futures::stream::iter(jobs).buffer_unordered(parallelism).collect().await;
+        let mut parts = Vec::with_capacity(merged.len());
+        for m in merged {
+            let m = m.map_err(|e| Error::InvalidInput { what: "read".into(), reason: e.to_string() })??;
+            parts.extend(m);
         }
         let all = arrow::compute::concat_batches(schema.arrow_with_meta(), &parts).map_err(arrow_err("read"))?;
         let all = match &options.query {
@@ -145,11 +159,14 @@ fn sort_by_partition_and_key(batch: &RecordBatch) -> Result<RecordBatch> {
     if batch.num_rows() == 0 {
         return Ok(batch.clone());
     }
-    let cols = [
-        SortColumn { values: batch.column(PARTITION_PATH).clone(), options: None },
-        SortColumn { values: batch.column(RECORD_KEY).clone(), options: None },
-    ];
-    let idx = arrow::compute::lexsort_to_indices(&cols, None).map_err(arrow_err("sort"))?;
+    // Row format turns the two-column comparison into one memcmp.
+    let cols = [batch.column(PARTITION_PATH).clone(), batch.column(RECORD_KEY).clone()];
+    let converter = RowConverter::new(cols.iter().map(|c| SortField::new(c.data_type().clone())).collect())
+        .map_err(arrow_err("sort"))?;
+    let rows = converter.convert_columns(&cols).map_err(arrow_err("sort"))?;
+    let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
+    order.sort_unstable_by(|a, b| rows.row(*a as usize).cmp(&rows.row(*b as usize)));
+    let idx = arrow::array::UInt32Array::from(order);
     arrow::compute::take_record_batch(batch, &idx).map_err(arrow_err("sort"))
 }
 

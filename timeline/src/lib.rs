@@ -34,6 +34,7 @@ pub mod lock;
 pub mod metadata;
 pub mod partition;
 pub mod store;
+pub mod table_services;
 pub mod timeline;
 pub mod truetime;
 

@@ -24,17 +24,20 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct DurableLocalStore {
     inner: Arc<LocalFileSystem>,
+    /// Folders whose own entry is known to be on disk.
+    durable_dirs: Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
 }
 
 impl DurableLocalStore {
     /// A store over the whole local file system.
     pub fn new() -> Self {
-        Self { inner: Arc::new(LocalFileSystem::new()) }
+        Self { inner: Arc::new(LocalFileSystem::new()), durable_dirs: Default::default() }
     }
 
     async fn sync(&self, location: &Path) -> object_store::Result<()> {
         let file = self.inner.path_to_filesystem(location)?;
-        tokio::task::spawn_blocking(move || sync_file_and_parents(&file))
+        let known = self.durable_dirs.clone();
+        tokio::task::spawn_blocking(move || sync_file_and_parents(&file, &known))
             .await
             .map_err(|e| object_store::Error::Generic { store: "DurableLocalStore", source: Box::new(e) })?
             .map_err(|e| object_store::Error::Generic { store: "DurableLocalStore", source: Box::new(e) })
@@ -47,17 +50,23 @@ impl Default for DurableLocalStore {
     }
 }
 
-/// fsyncs `file`, then each folder from its parent up to the first one that
-/// already existed before this write could have created it (at most a few).
-fn sync_file_and_parents(file: &std::path::Path) -> std::io::Result<()> {
+/// fsyncs `file` and its folder (which holds the new entry). Folders above
+/// are synced too, up to three levels (partition folders and
+/// `.hoodie/.temp/<t>/<partition>` marker folders may be new), unless this
+/// store already made the folder's own entry durable.
+fn sync_file_and_parents(
+    file: &std::path::Path,
+    known: &std::sync::Mutex<std::collections::HashSet<PathBuf>>,
+) -> std::io::Result<()> {
     std::fs::File::open(file)?.sync_all()?;
-    // A new file needs its folder's entry on disk; new folders need theirs.
-    // We sync up to three levels, which covers partition folders and
-    // `.hoodie/.temp/<t>/<partition>` marker folders.
     let mut dir = file.parent();
     for _ in 0..3 {
         let Some(d) = dir else { break };
         std::fs::File::open(d)?.sync_all()?;
+        let was_known = known.lock().map(|mut k| !k.insert(d.to_path_buf())).unwrap_or(false);
+        if was_known {
+            break;
+        }
         dir = d.parent();
     }
     Ok(())

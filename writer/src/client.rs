@@ -34,7 +34,7 @@ use crate::bucket::BucketIndex;
 use crate::codec::{DataBlockEncoder, DeleteRecord, OrderingValue, encode_delete_content};
 use crate::error::{Error, Result};
 use crate::input::{Rows, rows_from_batch, rows_from_json};
-use crate::log_block::{BlockType, HeaderKey, LogBlock};
+use crate::log_block::{BlockType, HeaderKey, begin_block, finish_block};
 use crate::schema::TableSchema;
 
 /// Extra-metadata key prefix under which checkpoints are stored.
@@ -113,6 +113,10 @@ impl CommitSummary {
 
 #[derive(Debug)]
 struct Shared {
+    /// File id of each bucket, per partition, once the partition was listed.
+    /// A bucket's file id never changes, so one listing per partition and
+    /// client is enough.
+    file_ids: std::sync::Mutex<HashMap<Arc<str>, Arc<HashMap<u32, String>>>>,
     loc: TableLocation,
     config: TableConfig,
     schema: Arc<TableSchema>,
@@ -143,7 +147,16 @@ impl WriteClient {
         let schema = Arc::new(TableSchema::from_config(&config)?);
         let timeline = TimelineWriter::new(&loc, &config);
         Ok(Self {
-            shared: Arc::new(Shared { loc, config, schema, index: BucketIndex::new(bucket), time, timeline, settings }),
+            shared: Arc::new(Shared {
+                file_ids: std::sync::Mutex::new(HashMap::new()),
+                loc,
+                config,
+                schema,
+                index: BucketIndex::new(bucket),
+                time,
+                timeline,
+                settings,
+            }),
         })
     }
 
@@ -566,7 +579,6 @@ struct TaskContext {
     seqno: AtomicU64,
     buffers: HashMap<(Arc<str>, u32), BucketBuf>,
     buffered: usize,
-    file_ids: HashMap<Arc<str>, HashMap<u32, String>>,
     versions: HashMap<(Arc<str>, u32), u32>,
     written: Vec<FileWrite>,
     out: Vec<u8>,
@@ -591,7 +603,6 @@ impl TaskContext {
             seqno: AtomicU64::new(1),
             buffers: HashMap::new(),
             buffered: 0,
-            file_ids: HashMap::new(),
             versions: HashMap::new(),
             written: Vec::new(),
             out: Vec::new(),
@@ -662,38 +673,51 @@ impl TaskContext {
     }
 
     async fn file_id(&mut self, partition: &Arc<str>, bucket: u32) -> Result<String> {
-        if !self.file_ids.contains_key(partition) {
-            let loc = &self.shared.loc;
-            ensure_partition(loc, partition, &self.instant).await?;
-            let dir = loc.join(partition);
-            let listing = loc
-                .store
-                .list_with_delimiter(Some(&dir))
-                .await
-                .map_err(|e| tributary_timeline::Error::store("list", &dir, e))?;
-            let mut ids: HashMap<u32, String> = HashMap::new();
-            for m in listing.objects {
-                let Some(name) = m.location.filename() else { continue };
-                if name == PARTITION_METADATA {
-                    continue;
+        let cached = self.shared.file_ids.lock().ok().and_then(|m| m.get(partition).cloned());
+        let ids = match cached {
+            Some(ids) => ids,
+            None => {
+                let ids = Arc::new(self.list_file_ids(partition).await?);
+                if let Ok(mut m) = self.shared.file_ids.lock() {
+                    m.insert(partition.clone(), ids.clone());
                 }
-                let id = LogFileName::parse(name)
-                    .map(|l| l.file_id)
-                    .or_else(|_| BaseFileName::parse(name).map(|b| b.file_id))
-                    .ok();
-                if let Some(id) = id
-                    && let Some(b) = tributary_timeline::file_name::bucket_of_file_id(&id)
-                {
-                    // Prefer the smallest id for a bucket so every writer picks the same one.
-                    let e = ids.entry(b).or_insert_with(|| id.clone());
-                    if id < *e {
-                        *e = id;
-                    }
+                ids
+            }
+        };
+        Ok(ids.get(&bucket).cloned().unwrap_or_else(|| nbcc_file_id(bucket)))
+    }
+
+    /// Lists a partition once: the file id already used for each bucket.
+    async fn list_file_ids(&self, partition: &Arc<str>) -> Result<HashMap<u32, String>> {
+        let loc = &self.shared.loc;
+        ensure_partition(loc, partition, &self.instant).await?;
+        let dir = loc.join(partition);
+        let listing = loc
+            .store
+            .list_with_delimiter(Some(&dir))
+            .await
+            .map_err(|e| tributary_timeline::Error::store("list", &dir, e))?;
+        let mut ids: HashMap<u32, String> = HashMap::new();
+        for m in listing.objects {
+            let Some(name) = m.location.filename() else { continue };
+            if name == PARTITION_METADATA {
+                continue;
+            }
+            let id = LogFileName::parse(name)
+                .map(|l| l.file_id)
+                .or_else(|_| BaseFileName::parse(name).map(|b| b.file_id))
+                .ok();
+            if let Some(id) = id
+                && let Some(b) = tributary_timeline::file_name::bucket_of_file_id(&id)
+            {
+                // Prefer the smallest id for a bucket so every writer picks the same one.
+                let e = ids.entry(b).or_insert_with(|| id.clone());
+                if id < *e {
+                    *e = id;
                 }
             }
-            self.file_ids.insert(partition.clone(), ids);
         }
-        Ok(self.file_ids.get(partition).and_then(|m| m.get(&bucket)).cloned().unwrap_or_else(|| nbcc_file_id(bucket)))
+        Ok(ids)
     }
 
     async fn flush(&mut self, partition: &Arc<str>, bucket: u32, buf: BucketBuf) -> Result<()> {
@@ -715,19 +739,18 @@ impl TaskContext {
                 records += batch.num_rows() as u64;
                 with_meta.push(self.meta_batch(batch, keys, partition, &file_id)?);
             }
-            let mut content = Vec::new();
-            self.encoder.encode_content(&with_meta, &mut content)?;
-            LogBlock { block_type: BlockType::AvroData, header: header.clone(), content, footer: vec![] }
-                .encode_into(&mut self.out);
+            let open = begin_block(&mut self.out, BlockType::AvroData, &header);
+            self.encoder.encode_content(&with_meta, &mut self.out)?;
+            finish_block(&mut self.out, open, &[]);
             blocks += 1;
         }
         if !buf.deletes.is_empty() {
-            let mut content = Vec::new();
-            encode_delete_content(&buf.deletes, &mut content);
-            LogBlock { block_type: BlockType::Delete, header, content, footer: vec![] }.encode_into(&mut self.out);
+            let open = begin_block(&mut self.out, BlockType::Delete, &header);
+            encode_delete_content(&buf.deletes, &mut self.out);
+            finish_block(&mut self.out, open, &[]);
             blocks += 1;
         }
-        let bytes = bytes::Bytes::copy_from_slice(&self.out);
+        let bytes = bytes::Bytes::from(std::mem::take(&mut self.out));
         let size = bytes.len() as u64;
         let key = (partition.clone(), bucket);
         let mut version = self.versions.get(&key).copied().unwrap_or(0) + 1;

@@ -107,10 +107,6 @@ pub struct LogBlock {
     pub footer: Vec<(HeaderKey, String)>,
 }
 
-fn map_len(map: &[(HeaderKey, String)]) -> usize {
-    4 + map.iter().map(|(_, v)| 8 + v.len()).sum::<usize>()
-}
-
 fn put_map(out: &mut Vec<u8>, map: &[(HeaderKey, String)]) {
     out.extend_from_slice(&(map.len() as i32).to_be_bytes());
     for (k, v) in map {
@@ -129,19 +125,9 @@ impl LogBlock {
     /// Appends the encoded block to `out` (a reused buffer); returns the
     /// number of bytes written.
     pub fn encode_into(&self, out: &mut Vec<u8>) -> usize {
-        let block_size = 4 + 4 + map_len(&self.header) + 8 + self.content.len() + map_len(&self.footer) + 8;
-        let start = out.len();
-        out.reserve(block_size + 14);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&(block_size as i64).to_be_bytes());
-        out.extend_from_slice(&LOG_FORMAT_VERSION.to_be_bytes());
-        out.extend_from_slice(&(self.block_type as i32).to_be_bytes());
-        put_map(out, &self.header);
-        out.extend_from_slice(&(self.content.len() as i64).to_be_bytes());
+        let open = begin_block(out, self.block_type, &self.header);
         out.extend_from_slice(&self.content);
-        put_map(out, &self.footer);
-        out.extend_from_slice(&(block_size as i64 + 6).to_be_bytes());
-        out.len() - start
+        finish_block(out, open, &self.footer)
     }
 
     /// Decodes every block of a log file. `path` names the file in errors.
@@ -229,6 +215,40 @@ impl<'a> Reader<'a> {
             })
             .collect()
     }
+}
+
+/// A block being written in place: see [`begin_block`].
+#[derive(Debug, Clone, Copy)]
+pub struct OpenBlock {
+    start: usize,
+    content_len_at: usize,
+}
+
+/// Starts a block in `out`: magic, size placeholder, version, type and
+/// header. Append the content directly to `out`, then call [`finish_block`];
+/// nothing is copied twice.
+pub fn begin_block(out: &mut Vec<u8>, block_type: BlockType, header: &[(HeaderKey, String)]) -> OpenBlock {
+    let start = out.len();
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&[0u8; 8]);
+    out.extend_from_slice(&LOG_FORMAT_VERSION.to_be_bytes());
+    out.extend_from_slice(&(block_type as i32).to_be_bytes());
+    put_map(out, header);
+    let content_len_at = out.len();
+    out.extend_from_slice(&[0u8; 8]);
+    OpenBlock { start, content_len_at }
+}
+
+/// Ends a block begun with [`begin_block`]: footer, reverse pointer, and the
+/// sizes patched in. Returns the block's length in bytes.
+pub fn finish_block(out: &mut Vec<u8>, open: OpenBlock, footer: &[(HeaderKey, String)]) -> usize {
+    let content_len = (out.len() - open.content_len_at - 8) as i64;
+    out[open.content_len_at..open.content_len_at + 8].copy_from_slice(&content_len.to_be_bytes());
+    put_map(out, footer);
+    let block_size = (out.len() + 8 - (open.start + 14)) as i64;
+    out[open.start + 6..open.start + 14].copy_from_slice(&block_size.to_be_bytes());
+    out.extend_from_slice(&(block_size + 6).to_be_bytes());
+    out.len() - open.start
 }
 
 /// Content of an AVRO_DATA block: version 3, count, then length-prefixed
