@@ -111,12 +111,15 @@ impl CommitSummary {
     }
 }
 
+/// The file id of each bucket of one partition.
+type BucketFileIds = HashMap<u32, String>;
+
 #[derive(Debug)]
 struct Shared {
     /// File id of each bucket, per partition, once the partition was listed.
     /// A bucket's file id never changes, so one listing per partition and
     /// client is enough.
-    file_ids: std::sync::Mutex<HashMap<Arc<str>, Arc<HashMap<u32, String>>>>,
+    file_ids: std::sync::Mutex<HashMap<Arc<str>, Arc<BucketFileIds>>>,
     loc: TableLocation,
     config: TableConfig,
     schema: Arc<TableSchema>,
