@@ -245,6 +245,38 @@ impl Table {
         )?)
     }
 
+    /// The lock that lets one compactor at a time execute plans.
+    pub fn compaction_lock(&self) -> Arc<dyn LockProvider> {
+        match &self.loc.local_root {
+            Some(root) => Arc::new(FileLock::at(root.join(".hoodie").join(".aux").join("tributary-compaction.lock"))),
+            None => Arc::new(LeaseLock::at(
+                self.loc.store.clone(),
+                self.loc.meta_dir().join(".locks").join("tributary_compaction.json"),
+                format!("pid-{}", std::process::id()),
+                Arc::new(SystemClock),
+                LeaseSettings { lease: Duration::from_secs(3600), ..Default::default() },
+            )),
+        }
+    }
+
+    /// A compactor for this table.
+    pub async fn compactor(
+        &self,
+        time: &TimeSettings,
+        settings: tributary_compaction::execute::CompactorSettings,
+    ) -> Result<tributary_compaction::execute::Compactor> {
+        let timeline = self.timeline().await?;
+        let schema = self.schema(&timeline).await?;
+        Ok(tributary_compaction::execute::Compactor::new(
+            self.loc.clone(),
+            self.config.clone(),
+            schema,
+            self.time_generator(time),
+            self.compaction_lock(),
+            settings,
+        ))
+    }
+
     /// A TrueTime generator on this table's default lock and the system clock.
     pub fn time_generator(&self, settings: &TimeSettings) -> TimeGenerator {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);

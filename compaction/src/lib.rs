@@ -1,9 +1,12 @@
 //! Tributary compaction: the record merge shared with the snapshot reader.
 //! Planning, execution and cleaning build on it.
 
+pub mod clean;
 pub mod error;
+pub mod execute;
 pub mod merge;
 pub mod plan;
+pub mod rollback;
 pub mod slice;
 
 pub use error::{Error, Result};

@@ -23,42 +23,56 @@ pub async fn read_slice(
 ) -> Result<Vec<Version>> {
     let mut out = Vec::new();
     if let Some(base) = &slice.base {
-        let bytes = loc.get(&base.file.path).await?;
-        for b in read_parquet(bytes, schema.arrow_with_meta(), base.file.path.as_ref())? {
-            out.push(Version::Rows(b));
+        out.extend(read_base(loc, schema, &base.file.path).await?);
+    }
+    if !base_only {
+        for log in &slice.logs {
+            out.extend(read_log(loc, schema, &log.file.path, timeline).await?);
         }
     }
-    if base_only {
-        return Ok(out);
-    }
-    for log in &slice.logs {
-        let path = log.file.path.to_string();
-        let bytes = loc.get(&log.file.path).await?;
-        for block in LogBlock::decode_all(&bytes, &path)? {
-            // v8 logs hold one instant; older logs may hold blocks of failed ones.
-            if let Some(t) = block.header(HeaderKey::InstantTime)
-                && let Ok(t) = InstantTime::parse(t)
-                && !timeline.is_completed(&t)
-            {
-                continue;
+    Ok(out)
+}
+
+/// The rows of a base (Parquet) file.
+pub async fn read_base(
+    loc: &TableLocation,
+    schema: &TableSchema,
+    path: &object_store::path::Path,
+) -> Result<Vec<Version>> {
+    let bytes = loc.get(path).await?;
+    Ok(read_parquet(bytes, schema.arrow_with_meta(), path.as_ref())?.into_iter().map(Version::Rows).collect())
+}
+
+/// The versions in one log file, block by block. Blocks of instants that
+/// did not complete (possible in pre-v8 logs) are skipped.
+pub async fn read_log(
+    loc: &TableLocation,
+    schema: &TableSchema,
+    log: &object_store::path::Path,
+    timeline: &Timeline,
+) -> Result<Vec<Version>> {
+    let path = log.to_string();
+    let bytes = loc.get(log).await?;
+    let mut out = Vec::new();
+    for block in LogBlock::decode_all(&bytes, &path)? {
+        if let Some(t) = block.header(HeaderKey::InstantTime)
+            && let Ok(t) = InstantTime::parse(t)
+            && !timeline.is_completed(&t)
+        {
+            continue;
+        }
+        match block.block_type {
+            BlockType::AvroData => {
+                let writer_json = block.header(HeaderKey::Schema).unwrap_or(schema.log_json());
+                out.push(Version::Rows(decode_data_block(&block.content, writer_json, schema.log_json(), &path)?));
             }
-            match block.block_type {
-                BlockType::AvroData => {
-                    let writer_json = block.header(HeaderKey::Schema).unwrap_or(schema.log_json());
-                    let b = decode_data_block(&block.content, writer_json, schema.log_json(), &path)?;
-                    out.push(Version::Rows(b));
-                }
-                BlockType::Delete => {
-                    let d = decode_delete_content(&block.content, &path)?;
-                    out.push(Version::Deletes(d));
-                }
-                BlockType::Command => {}
-                other => {
-                    return Err(Error::Invalid {
-                        what: path.clone(),
-                        reason: format!("{other:?} log blocks are not supported"),
-                    });
-                }
+            BlockType::Delete => out.push(Version::Deletes(decode_delete_content(&block.content, &path)?)),
+            BlockType::Command => {}
+            other => {
+                return Err(Error::Invalid {
+                    what: path.clone(),
+                    reason: format!("{other:?} log blocks are not supported"),
+                });
             }
         }
     }

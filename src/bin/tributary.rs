@@ -103,6 +103,35 @@ enum Command {
         #[arg(long, default_value_t = 200)]
         max_clock_skew_ms: u64,
     },
+    /// Compact log files into Parquet base files, once or as a service.
+    Compact {
+        /// Table folder.
+        table: PathBuf,
+        /// Keep compacting every interval until stopped.
+        #[arg(long)]
+        watch: bool,
+        /// Pause between rounds with --watch (e.g. 500ms, 10s, 1m).
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        interval: Duration,
+        /// Compact a file group once it has this many completed logs.
+        #[arg(long, default_value_t = 1)]
+        min_logs: usize,
+        /// At most this many file groups per plan.
+        #[arg(long)]
+        max_groups: Option<usize>,
+        /// File groups compacted at once.
+        #[arg(long, default_value_t = 2)]
+        parallelism: usize,
+        /// Memory budget per file group, in MiB.
+        #[arg(long, default_value_t = 256)]
+        memory_mb: usize,
+        /// How instants are generated.
+        #[arg(long, value_enum, default_value = "wait-for-skew")]
+        time_mode: TimeModeArg,
+        /// Maximum clock skew between writers, in milliseconds.
+        #[arg(long, default_value_t = 200)]
+        max_clock_skew_ms: u64,
+    },
     /// Read a table and print its rows, ordered by partition then record key.
     Read {
         /// Table folder.
@@ -279,6 +308,53 @@ fn contiguous_runs(values: &[(usize, serde_json::Value)]) -> Vec<&[(usize, serde
     runs
 }
 
+fn time_settings(mode: TimeModeArg, max_clock_skew_ms: u64) -> TimeSettings {
+    TimeSettings {
+        mode: match mode {
+            TimeModeArg::WaitForSkew => TimeMode::WaitForSkew,
+            TimeModeArg::HybridLogical => TimeMode::HybridLogical,
+        },
+        max_clock_skew: Duration::from_millis(max_clock_skew_ms),
+    }
+}
+
+async fn compact(
+    table: PathBuf,
+    watch: bool,
+    interval: Duration,
+    time: TimeSettings,
+    settings: tributary_compaction::execute::CompactorSettings,
+) -> anyhow::Result<()> {
+    let t = Table::open_local(&table).await?;
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.enable_steady_tick(Duration::from_millis(200));
+    loop {
+        let started = std::time::Instant::now();
+        bar.set_message("compacting");
+        let compactor = t.compactor(&time, settings.clone()).await?;
+        let done = compactor.run_once().await?;
+        let secs = started.elapsed().as_secs_f64();
+        bar.suspend(|| {
+            if done.is_empty() {
+                println!("nothing to compact");
+            }
+            for s in &done {
+                println!(
+                    "compaction {} completed {}: {} groups, {} records, {} bytes read, {} bytes written, {secs:.2} s",
+                    s.instant, s.completed, s.groups, s.records, s.bytes_read, s.bytes_written
+                );
+            }
+        });
+        if !watch {
+            break;
+        }
+        bar.set_message(format!("waiting {}", humantime::format_duration(interval)));
+        tokio::time::sleep(interval).await;
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
 async fn read(table: PathBuf, options: ReadOptions, format: FormatArg) -> anyhow::Result<()> {
     let t = Table::open_local(&table).await?;
     let batch = t.read(&options).await?;
@@ -363,14 +439,32 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Write { table, input, tasks, commit_every, writer_id, time_mode, max_clock_skew_ms } => {
             let settings = WriteSettings { tasks, writer_id, ..Default::default() };
-            let time = TimeSettings {
-                mode: match time_mode {
-                    TimeModeArg::WaitForSkew => TimeMode::WaitForSkew,
-                    TimeModeArg::HybridLogical => TimeMode::HybridLogical,
-                },
-                max_clock_skew: Duration::from_millis(max_clock_skew_ms),
-            };
+            let time = time_settings(time_mode, max_clock_skew_ms);
             write(table, input, settings, commit_every, time).await?;
+        }
+        Command::Compact {
+            table,
+            watch,
+            interval,
+            min_logs,
+            max_groups,
+            parallelism,
+            memory_mb,
+            time_mode,
+            max_clock_skew_ms,
+        } => {
+            let time = time_settings(time_mode, max_clock_skew_ms);
+            let settings = tributary_compaction::execute::CompactorSettings {
+                plan: tributary_compaction::plan::PlanSettings {
+                    min_log_files: min_logs,
+                    max_groups: max_groups.unwrap_or(usize::MAX),
+                    ..Default::default()
+                },
+                parallelism,
+                memory_budget: memory_mb << 20,
+                ..Default::default()
+            };
+            compact(table, watch, interval, time, settings).await?;
         }
         Command::Read { table, query, as_of, begin, end, format, meta } => {
             let as_of = as_of.map(|t| instant_arg(&t, "--as-of")).transpose()?;

@@ -233,13 +233,19 @@ impl LeaseLock {
         clock: Arc<dyn Clock>,
         settings: LeaseSettings,
     ) -> Self {
-        Self {
-            store,
-            path: table_root.clone().join(".hoodie").clone().join(".locks").clone().join("tributary_lock.json"),
-            owner: owner.into(),
-            clock,
-            settings,
-        }
+        let path = table_root.clone().join(".hoodie").join(".locks").join("tributary_lock.json");
+        Self::at(store, path, owner, clock, settings)
+    }
+
+    /// A lease lock on the document at `path`.
+    pub fn at(
+        store: Arc<dyn ObjectStore>,
+        path: Path,
+        owner: impl Into<String>,
+        clock: Arc<dyn Clock>,
+        settings: LeaseSettings,
+    ) -> Self {
+        Self { store, path, owner: owner.into(), clock, settings }
     }
 
     async fn try_take(&self) -> Result<Option<LeaseGuard>> {

@@ -1,0 +1,428 @@
+//! Cleaning: deleting the file slices no retained commit needs (Hudi's
+//! `KEEP_LATEST_COMMITS` policy).
+//!
+//! The last `retain_commits` completed data commits (delta commits and
+//! compactions, by completion time) must stay readable: time travel to their
+//! instants and incremental reads over them. The oldest of them is the
+//! *earliest commit to retain*; like Hudi, it is moved back to the oldest
+//! pending data instant when that is older. Then, conservatively, a file
+//! slice (its base file and logs) is deleted only when a newer slice of its
+//! file group has a base file whose commit completed before the earliest
+//! commit to retain was requested. Every reader of a retained instant sees
+//! that newer base, and every log that completed after it sits in its slice
+//! or a later one, so nothing a retained instant needs is removed. Slices
+//! behind a pending compaction stay (its slice has no completed base), and so
+//! do log-only file groups.
+//!
+//! ```text
+//!  clean                                      table lock          storage
+//!    |  plan from the timeline and the file-system view
+//!    |  acquire ------------------------------->|
+//!    |  R = next time; no other clean pending?
+//!    |  create <R>.clean.requested (Avro HoodieCleanerPlan) ---------------->|
+//!    |  release <-------------------------------|
+//!    |  create <R>.clean.inflight (the plan again, as Java writes it) ------>|
+//!    |  delete the planned files -------------------------------------------->|
+//!    |  acquire ------------------------------->|
+//!    |  c = next time; create <R>_<c>.clean (HoodieCleanMetadata) ---------->|
+//!    |  release <-------------------------------|
+//! ```
+//!
+//! A clean interrupted anywhere stays pending; the next call finishes it from
+//! its plan before planning anything new. Plans list files as `/` plus their
+//! object-store path (see [`crate::rollback`]); the completed metadata lists
+//! bare file names per partition, as Java does. Tables with savepoints are
+//! not cleaned (savepointed files are not tracked here).
+
+use std::collections::BTreeMap;
+
+use tributary_timeline::fs_view::FileSystemView;
+use tributary_timeline::table_services::{
+    ActionInstant, CleanFileInfo, CleanMetadata, CleanPartitionMetadata, CleanerPlan, KEEP_LATEST_COMMITS,
+};
+use tributary_timeline::{
+    Action, Instant, InstantTime, State, TableConfig, TableLocation, TimeGenerator, Timeline, TimelineWriter,
+};
+
+use crate::error::{Error, Result};
+use crate::rollback::{complete_once, create_if_absent, delete_if_exists, file_name, fs_path, relative};
+
+/// What one clean did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CleanSummary {
+    /// The clean's instant.
+    pub instant: InstantTime,
+    /// When the clean completed.
+    pub completed: InstantTime,
+    /// The earliest commit retained (the plan's `earliestInstantToRetain`; empty if it had none).
+    pub earliest_commit_to_retain: String,
+    /// The files deleted (or found already gone), relative to the table root.
+    pub deleted_files: Vec<String>,
+}
+
+/// Deletes the file slices that none of the last `retain_commits` completed
+/// data commits needs, recording a `clean` instant. Returns `None`, having
+/// written nothing, when there is nothing to delete.
+///
+/// A clean left pending by an earlier call is finished first, and that call
+/// plans nothing new. `retain_commits` must be at least 1.
+pub async fn clean(
+    loc: &TableLocation,
+    config: &TableConfig,
+    time: &TimeGenerator,
+    retain_commits: usize,
+) -> Result<Option<CleanSummary>> {
+    if retain_commits == 0 {
+        return Err(Error::Invalid { what: "retain_commits".into(), reason: "must be at least 1".into() });
+    }
+    let timeline = Timeline::load(loc, config).await?;
+    let writer = TimelineWriter::new(loc, config);
+    if let Some(pending) = timeline.pending().find(|i| i.action == Action::Clean) {
+        let path = writer.path_of(pending, State::Requested)?;
+        let content = loc.get(&path).await?.to_vec();
+        let plan = CleanerPlan::from_avro_container(&content, path.as_ref())?;
+        if !plan.partitions_to_be_deleted.is_empty() {
+            tracing::warn!(clean = %pending.requested, "pending clean deletes whole partitions; left to Hudi");
+            return Ok(None);
+        }
+        return execute(loc, config, time, &pending.requested, &plan, content).await.map(Some);
+    }
+    let view = FileSystemView::load(loc, config, &timeline).await?;
+    let Some(plan) = plan_clean(loc, &timeline, &view, retain_commits) else { return Ok(None) };
+    let content = plan.to_avro_container()?;
+    let w = writer.clone();
+    let requested_content = content.clone();
+    let requested = time
+        .with_time(|r| async move {
+            let timeline = Timeline::load(loc, config).await?;
+            if timeline.pending().any(|i| i.action == Action::Clean) {
+                return Ok(None);
+            }
+            w.create(&Instant::requested(r.clone(), Action::Clean), State::Requested, requested_content).await?;
+            Ok(Some(r))
+        })
+        .await?;
+    let Some(r) = requested else { return Ok(None) };
+    execute(loc, config, time, &r, &plan, content).await.map(Some)
+}
+
+/// Plans a clean keeping what the last `retain_commits` completed data
+/// commits need (see the module notes); `None` when nothing is to be
+/// deleted. Pure: `loc` only names the files.
+pub fn plan_clean(
+    loc: &TableLocation,
+    timeline: &Timeline,
+    view: &FileSystemView,
+    retain_commits: usize,
+) -> Option<CleanerPlan> {
+    if timeline.instants().iter().any(|i| i.action == Action::Savepoint) {
+        tracing::warn!("table has savepoints; not cleaning");
+        return None;
+    }
+    let mut commits: Vec<&Instant> = timeline.completed().filter(|i| i.action.writes_data()).collect();
+    commits.sort_by(|a, b| a.completed.cmp(&b.completed).then_with(|| a.requested.cmp(&b.requested)));
+    if retain_commits == 0 || commits.len() <= retain_commits {
+        return None;
+    }
+    let mut earliest = commits[commits.len() - retain_commits];
+    if let Some(pending) =
+        timeline.pending().filter(|i| i.action.writes_data()).min_by(|a, b| a.requested.cmp(&b.requested))
+        && pending.requested < earliest.requested
+    {
+        earliest = pending;
+    }
+    let bound = &earliest.requested;
+    let completed_before_bound = |t: &InstantTime| match timeline.completion_time(t) {
+        Some(c) => c < bound,
+        // Not on the active timeline: archived, so long completed.
+        None => timeline.is_completed(t) && t < bound,
+    };
+
+    let mut files: BTreeMap<String, Vec<CleanFileInfo>> = BTreeMap::new();
+    for group in view.groups() {
+        let mut superseded = false;
+        for slice in group.slices.values().rev() {
+            if superseded {
+                let names = slice.base_file_name().into_iter().chain(slice.log_file_names());
+                files.entry(slice.partition.clone()).or_default().extend(names.map(|name| CleanFileInfo {
+                    file_path: Some(fs_path(loc, &slice.partition, name)),
+                    is_bootstrap_base_file: Some(false),
+                }));
+            }
+            if slice.base.as_ref().is_some_and(|b| completed_before_bound(&b.name.instant)) {
+                superseded = true;
+            }
+        }
+    }
+    files.retain(|_, f| !f.is_empty());
+    if files.is_empty() {
+        return None;
+    }
+    let action = if earliest.is_completed() { earliest.action.completed_name() } else { earliest.action.name() };
+    let last_completed = commits.iter().map(|i| &i.requested).max().map(ToString::to_string).unwrap_or_default();
+    Some(CleanerPlan {
+        earliest_instant_to_retain: Some(ActionInstant {
+            timestamp: earliest.requested.to_string(),
+            action: action.to_string(),
+            state: earliest.state.to_string(),
+        }),
+        last_completed_commit_timestamp: last_completed,
+        policy: KEEP_LATEST_COMMITS.into(),
+        file_paths_to_be_deleted_per_partition: files,
+        ..Default::default()
+    })
+}
+
+/// Carries out a requested clean and completes it. `content` is the
+/// requested file's bytes, copied into the inflight file as Java does.
+async fn execute(
+    loc: &TableLocation,
+    config: &TableConfig,
+    time: &TimeGenerator,
+    r: &InstantTime,
+    plan: &CleanerPlan,
+    content: Vec<u8>,
+) -> Result<CleanSummary> {
+    let clock = time.clock().clone();
+    let started = clock.now_millis();
+    let writer = TimelineWriter::new(loc, config);
+    let instant = Instant::requested(r.clone(), Action::Clean);
+    create_if_absent(&writer, &instant, State::Inflight, content).await?;
+
+    let mut partitions: BTreeMap<String, CleanPartitionMetadata> = BTreeMap::new();
+    let mut deleted = Vec::new();
+    for (partition, path) in plan.files() {
+        let name = file_name(&path).to_string();
+        let rel = relative(&partition, &name);
+        delete_if_exists(loc, &loc.join(&rel)).await?;
+        let m = partitions.entry(partition.clone()).or_insert_with(|| CleanPartitionMetadata {
+            partition_path: partition.clone(),
+            policy: plan.policy.clone(),
+            is_partition_deleted: Some(false),
+            ..Default::default()
+        });
+        m.delete_path_patterns.push(name.clone());
+        m.success_delete_files.push(name);
+        deleted.push(rel);
+    }
+    let earliest = plan.earliest_instant_to_retain.as_ref().map(|i| i.timestamp.clone()).unwrap_or_default();
+    let metadata = CleanMetadata {
+        start_clean_time: r.to_string(),
+        time_taken_in_millis: clock.now_millis().saturating_sub(started).max(0),
+        total_files_deleted: i32::try_from(deleted.len()).unwrap_or(i32::MAX),
+        earliest_commit_to_retain: earliest.clone(),
+        last_completed_commit_timestamp: plan.last_completed_commit_timestamp.clone(),
+        partition_metadata: partitions,
+        extra_metadata: plan.extra_metadata.clone(),
+        ..Default::default()
+    };
+    let completed = complete_once(loc, config, time, &instant, metadata.to_avro_container()?).await?;
+    tracing::info!(clean = %r, files = deleted.len(), earliest_commit_to_retain = %earliest, "cleaned");
+    Ok(CleanSummary { instant: r.clone(), completed, earliest_commit_to_retain: earliest, deleted_files: deleted })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use object_store::ObjectStoreExt;
+    use object_store::memory::InMemory;
+    use object_store::path::Path;
+    use tributary_timeline::metadata::CompactionPlan;
+    use tributary_timeline::partition::ensure_partition;
+    use tributary_timeline::{
+        BucketHash, BucketSpec, InProcessLock, ManualClock, MergeMode, NewTableConfig, TimeMode, nbcc_file_id,
+    };
+
+    use super::*;
+
+    struct Table {
+        loc: TableLocation,
+        config: TableConfig,
+        time: TimeGenerator,
+    }
+
+    async fn table() -> Table {
+        let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("warehouse/t"));
+        let config = TableConfig::new_table(&NewTableConfig {
+            name: "t".into(),
+            database: None,
+            record_key: "id".into(),
+            ordering_field: "ts".into(),
+            partition_field: Some("city".into()),
+            hive_style_partitioning: true,
+            merge_mode: MergeMode::EventTime,
+            bucket: BucketSpec { num_buckets: 2, hash: BucketHash::Murmur3 },
+            schema_json: "{}".into(),
+        });
+        loc.create(&loc.properties_path(), config.to_properties_text("test").unwrap().into_bytes()).await.unwrap();
+        ensure_partition(&loc, PARTITION, &ts(1)).await.unwrap();
+        // 2025-01-02: clean instants come after every hand-made instant.
+        let clock = Arc::new(ManualClock::new(1_735_776_000_000));
+        let time = TimeGenerator::new(TimeMode::HybridLogical, Duration::ZERO, clock, Arc::new(InProcessLock::new()));
+        Table { loc, config, time }
+    }
+
+    const PARTITION: &str = "city=paris";
+
+    fn ts(n: u32) -> InstantTime {
+        InstantTime::parse(&format!("20250101000000{n:03}")).unwrap()
+    }
+
+    fn log(bucket: u32, t: u32) -> String {
+        format!(".{}_{}.log.1_0-1-0", nbcc_file_id(bucket), ts(t))
+    }
+
+    fn base(bucket: u32, t: u32) -> String {
+        format!("{}_0-1-0_{}.parquet", nbcc_file_id(bucket), ts(t))
+    }
+
+    async fn put(tb: &Table, name: &str) {
+        tb.loc.create(&tb.loc.join(&relative(PARTITION, name)), b"data".to_vec()).await.unwrap();
+    }
+
+    async fn exists(tb: &Table, name: &str) -> bool {
+        tb.loc.store.head(&tb.loc.join(&relative(PARTITION, name))).await.is_ok()
+    }
+
+    fn writer(tb: &Table) -> TimelineWriter {
+        TimelineWriter::new(&tb.loc, &tb.config)
+    }
+
+    /// A delta commit requested at `t`, completed at `c` (if any), writing a
+    /// log in each of `buckets`.
+    async fn delta_commit(tb: &Table, t: u32, c: Option<u32>, buckets: &[u32]) {
+        let mut i = Instant::requested(ts(t), Action::DeltaCommit);
+        writer(tb).create(&i, State::Requested, Vec::new()).await.unwrap();
+        writer(tb).create(&i, State::Inflight, Vec::new()).await.unwrap();
+        for &b in buckets {
+            put(tb, &log(b, t)).await;
+        }
+        if let Some(c) = c {
+            i.completed = Some(ts(c));
+            writer(tb).create(&i, State::Completed, Vec::new()).await.unwrap();
+        }
+    }
+
+    /// A compaction of bucket 0 requested at `k`, completed at `c`.
+    async fn compaction(tb: &Table, k: u32, c: u32) {
+        let mut i = Instant::requested(ts(k), Action::Compaction);
+        let plan = CompactionPlan::default().to_avro_container().unwrap();
+        writer(tb).create(&i, State::Requested, plan).await.unwrap();
+        writer(tb).create(&i, State::Inflight, Vec::new()).await.unwrap();
+        put(tb, &base(0, k)).await;
+        i.completed = Some(ts(c));
+        writer(tb).create(&i, State::Completed, Vec::new()).await.unwrap();
+    }
+
+    /// Bucket 0: slices {100: [d100]}, {200: base, [d300]}, {400: base, [d500]};
+    /// bucket 1 is log-only: {100: [d100, d300, d500]}.
+    async fn three_slices(tb: &Table) {
+        delta_commit(tb, 100, Some(110), &[0, 1]).await;
+        compaction(tb, 200, 210).await;
+        delta_commit(tb, 300, Some(310), &[0, 1]).await;
+        compaction(tb, 400, 410).await;
+        delta_commit(tb, 500, Some(510), &[0, 1]).await;
+    }
+
+    async fn timeline(tb: &Table) -> Timeline {
+        Timeline::load(&tb.loc, &tb.config).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn removes_only_superseded_slices_and_records_the_clean() {
+        let tb = table().await;
+        three_slices(&tb).await;
+
+        // Keep 2 commits: the compaction at 400 and the delta commit at 500.
+        // Only the slice before the base at 200 (completed at 210 < 400) goes.
+        let s = clean(&tb.loc, &tb.config, &tb.time, 2).await.unwrap().unwrap();
+        assert_eq!(s.deleted_files, vec![relative(PARTITION, &log(0, 100))]);
+        assert_eq!(s.earliest_commit_to_retain, ts(400).to_string());
+        assert!(!exists(&tb, &log(0, 100)).await);
+        for kept in [base(0, 200), log(0, 300), base(0, 400), log(0, 500), log(1, 100), log(1, 300), log(1, 500)] {
+            assert!(exists(&tb, &kept).await, "{kept}");
+        }
+
+        let tl = timeline(&tb).await;
+        let ci = tl.get(&s.instant).unwrap();
+        assert_eq!((ci.action, ci.state, ci.completed.as_ref()), (Action::Clean, State::Completed, Some(&s.completed)));
+        let requested = writer(&tb).read(ci, State::Requested).await.unwrap();
+        assert_eq!(writer(&tb).read(ci, State::Inflight).await.unwrap(), requested);
+        let plan = CleanerPlan::from_avro_container(&requested, "plan").unwrap();
+        assert_eq!(
+            plan.earliest_instant_to_retain,
+            Some(ActionInstant { timestamp: ts(400).to_string(), action: "commit".into(), state: "COMPLETED".into() })
+        );
+        assert_eq!(plan.last_completed_commit_timestamp, ts(500).to_string());
+        assert_eq!((plan.policy.as_str(), plan.version), (KEEP_LATEST_COMMITS, 2));
+        assert_eq!(plan.files(), vec![(PARTITION.to_string(), format!("/warehouse/t/{PARTITION}/{}", log(0, 100)))]);
+        let meta =
+            CleanMetadata::from_avro_container(&writer(&tb).read(ci, State::Completed).await.unwrap(), "m").unwrap();
+        assert_eq!(meta.start_clean_time, s.instant.to_string());
+        assert_eq!(meta.earliest_commit_to_retain, ts(400).to_string());
+        assert_eq!(meta.total_files_deleted, 1);
+        assert_eq!(meta.version, 2);
+        let pm = &meta.partition_metadata[PARTITION];
+        assert_eq!(pm.success_delete_files, vec![log(0, 100)]);
+        assert_eq!(pm.delete_path_patterns, vec![log(0, 100)]);
+        assert!(pm.failed_delete_files.is_empty());
+
+        // Again with the same retention: nothing left, nothing written.
+        let before = timeline(&tb).await.instants().to_vec();
+        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, 2).await.unwrap(), None);
+        assert_eq!(timeline(&tb).await.instants(), &before[..]);
+
+        // Keep 1 commit (500): the base at 400 completed at 410 < 500, so
+        // the slice at 200 goes, base and log. Log-only bucket 1 stays.
+        let s = clean(&tb.loc, &tb.config, &tb.time, 1).await.unwrap().unwrap();
+        assert_eq!(s.deleted_files, vec![relative(PARTITION, &base(0, 200)), relative(PARTITION, &log(0, 300))]);
+        for kept in [base(0, 400), log(0, 500), log(1, 100), log(1, 300), log(1, 500)] {
+            assert!(exists(&tb, &kept).await, "{kept}");
+        }
+        assert_eq!(timeline(&tb).await.completed().filter(|i| i.action == Action::Clean).count(), 2);
+    }
+
+    #[tokio::test]
+    async fn nothing_to_clean_writes_nothing() {
+        let tb = table().await;
+        // An empty table, and a table with fewer commits than retained.
+        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, 1).await.unwrap(), None);
+        three_slices(&tb).await;
+        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, 5).await.unwrap(), None);
+        // Commits retained up to the compaction at 200: its own slice stays.
+        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, 4).await.unwrap(), None);
+        assert!(clean(&tb.loc, &tb.config, &tb.time, 0).await.is_err());
+        // A pending write older than the retained commits holds the clean back.
+        delta_commit(&tb, 150, None, &[]).await;
+        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, 2).await.unwrap(), None);
+        let tl = timeline(&tb).await;
+        assert!(tl.instants().iter().all(|i| i.action != Action::Clean));
+        assert!(exists(&tb, &log(0, 100)).await);
+    }
+
+    #[tokio::test]
+    async fn an_interrupted_clean_is_finished_first() {
+        let tb = table().await;
+        three_slices(&tb).await;
+        let tl = timeline(&tb).await;
+        let view = FileSystemView::load(&tb.loc, &tb.config, &tl).await.unwrap();
+        let plan = plan_clean(&tb.loc, &tl, &view, 1).unwrap();
+        // A clean that stopped after its plan and one deletion.
+        let r = tb.time.new_instant().await.unwrap();
+        let i = Instant::requested(r.clone(), Action::Clean);
+        writer(&tb).create(&i, State::Requested, plan.to_avro_container().unwrap()).await.unwrap();
+        tb.loc.store.delete(&tb.loc.join(&relative(PARTITION, &base(0, 200)))).await.unwrap();
+
+        // The next call finishes it (with any retention) and plans nothing new.
+        let s = clean(&tb.loc, &tb.config, &tb.time, 3).await.unwrap().unwrap();
+        assert_eq!(s.instant, r);
+        assert_eq!(s.deleted_files.len(), 3, "{:?}", s.deleted_files);
+        assert!(!exists(&tb, &log(0, 100)).await && !exists(&tb, &log(0, 300)).await);
+        let tl = timeline(&tb).await;
+        assert_eq!(tl.instants().iter().filter(|i| i.action == Action::Clean).count(), 1);
+        assert!(tl.get(&r).is_some_and(Instant::is_completed));
+        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, 1).await.unwrap(), None);
+    }
+}

@@ -1,0 +1,361 @@
+//! The compaction executor and the compaction service.
+//!
+//! [`Compactor::schedule`] takes a TrueTime instant `C`, plans over the
+//! current file-system view and writes `<C>.compaction.requested`.
+//! [`Compactor::execute`] marks the plan inflight, merges each planned file
+//! group (base plus the plan's logs, with the one merge the readers use) into
+//! `{fileId}_{token}_{C}.parquet`, and completes `<C>_<c>.commit` under the
+//! table lock. Re-running a plan after a crash first deletes what the crashed
+//! attempt wrote (found through its markers), so it is idempotent.
+//! [`Compactor::run_once`] does all of it under an execution lock, so only one
+//! compactor executes a given plan; another waits, then finds it done.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch, StringArray};
+use futures::{StreamExt, TryStreamExt};
+use object_store::ObjectStoreExt;
+use object_store::buffered::BufWriter;
+use parquet::arrow::AsyncArrowWriter;
+use parquet::file::properties::WriterProperties;
+use tributary_timeline::metadata::{CommitMetadata, CompactionOperation, CompactionPlan, WriteStat};
+use tributary_timeline::store::join_relative;
+use tributary_timeline::{
+    Action, BaseFileName, FileSystemView, Instant, InstantTime, LockProvider, State, TableConfig, TableLocation,
+    TimeGenerator, Timeline, TimelineWriter, WriteToken,
+};
+use tributary_writer::client::rollback_files;
+use tributary_writer::codec::DeleteRecord;
+use tributary_writer::schema::{FILE_NAME, RECORD_KEY, TableSchema};
+
+use crate::error::{Error, Result};
+use crate::merge::{Version, merge};
+use crate::plan::{PlanSettings, plan};
+use crate::slice::{read_base, read_log};
+
+/// Settings of a [`Compactor`].
+#[derive(Debug, Clone)]
+pub struct CompactorSettings {
+    /// Which file groups a plan takes.
+    pub plan: PlanSettings,
+    /// File groups compacted at once.
+    pub parallelism: usize,
+    /// Memory budget per file group; larger groups merge in several passes,
+    /// one key range at a time.
+    pub memory_budget: usize,
+    /// Rows per Parquet row group.
+    pub row_group_rows: usize,
+}
+
+impl Default for CompactorSettings {
+    fn default() -> Self {
+        Self { plan: PlanSettings::default(), parallelism: 2, memory_budget: 256 << 20, row_group_rows: 128 * 1024 }
+    }
+}
+
+/// What one executed compaction did.
+#[derive(Debug, Clone)]
+pub struct CompactionSummary {
+    /// The compaction instant.
+    pub instant: InstantTime,
+    /// Its completion time.
+    pub completed: InstantTime,
+    /// File groups compacted.
+    pub groups: usize,
+    /// Records written to new base files.
+    pub records: u64,
+    /// Bytes read (base and log files).
+    pub bytes_read: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+}
+
+/// Plans and executes compactions of one table.
+#[derive(Debug, Clone)]
+pub struct Compactor {
+    loc: TableLocation,
+    config: TableConfig,
+    schema: Arc<TableSchema>,
+    time: TimeGenerator,
+    exec_lock: Arc<dyn LockProvider>,
+    timeline: TimelineWriter,
+    settings: CompactorSettings,
+}
+
+fn invalid(what: impl Into<String>, reason: impl ToString) -> Error {
+    Error::Invalid { what: what.into(), reason: reason.to_string() }
+}
+
+impl Compactor {
+    /// A compactor for the table at `loc`. `exec_lock` serialises executors
+    /// of this table (distinct from the instant lock inside `time`).
+    pub fn new(
+        loc: TableLocation,
+        config: TableConfig,
+        schema: TableSchema,
+        time: TimeGenerator,
+        exec_lock: Arc<dyn LockProvider>,
+        settings: CompactorSettings,
+    ) -> Self {
+        let timeline = TimelineWriter::new(&loc, &config);
+        Self { loc, config, schema: Arc::new(schema), time, exec_lock, timeline, settings }
+    }
+
+    async fn view(&self) -> Result<(Timeline, FileSystemView)> {
+        let timeline = Timeline::load(&self.loc, &self.config).await?;
+        let view = FileSystemView::load(&self.loc, &self.config, &timeline).await?;
+        Ok((timeline, view))
+    }
+
+    /// Takes a compaction instant and writes its plan. `None` when no file
+    /// group qualifies (nothing is written then).
+    pub async fn schedule(&self) -> Result<Option<(InstantTime, CompactionPlan)>> {
+        let instant = self.time.new_instant().await?;
+        // Listed after the instant was issued: every delta commit that
+        // completed before it is visible now (see docs/design.md).
+        let (_, view) = self.view().await?;
+        let Some(plan) = plan(&view, &instant, &self.settings.plan) else { return Ok(None) };
+        let requested = Instant::requested(instant.clone(), Action::Compaction);
+        self.timeline.create(&requested, State::Requested, plan.to_avro_container()?).await?;
+        Ok(Some((instant, plan)))
+    }
+
+    /// Executes the pending plan at `instant`.
+    pub async fn execute(&self, instant: &InstantTime) -> Result<CompactionSummary> {
+        let timeline = Timeline::load(&self.loc, &self.config).await?;
+        let pending = timeline
+            .get(instant)
+            .filter(|i| i.action == Action::Compaction && !i.is_completed())
+            .cloned()
+            .ok_or_else(|| invalid(format!("compaction {instant}"), "no such pending compaction"))?;
+        let path = self.timeline.path_of(&pending, State::Requested)?;
+        let plan = CompactionPlan::from_avro_container(&self.loc.get(&path).await?, path.as_ref())?;
+        if pending.state == State::Requested {
+            match self.timeline.create(&pending, State::Inflight, Vec::new()).await {
+                Ok(_) | Err(tributary_timeline::Error::AlreadyExists { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // A crashed attempt may have left base files: remove them first.
+        rollback_files(&self.loc, instant).await?;
+        let timeline = Arc::new(timeline);
+        let jobs = plan.operations.iter().enumerate().map(|(i, op)| {
+            let (this, op, timeline, instant) = (self.clone(), op.clone(), timeline.clone(), instant.clone());
+            tokio::spawn(async move { this.compact_group(i as u64, &op, &timeline, &instant).await })
+        });
+        let results: Vec<_> =
+            futures::stream::iter(jobs).buffer_unordered(self.settings.parallelism.max(1)).collect().await;
+        let mut meta = CommitMetadata { compacted: true, operation_type: "COMPACT".into(), ..Default::default() };
+        meta.extra_metadata.insert("schema".into(), self.schema.table_json());
+        let (mut records, mut bytes_read, mut bytes_written) = (0u64, 0u64, 0u64);
+        for r in results {
+            let (stat, read) = r.map_err(|e| invalid("compaction task", e))??;
+            records += stat.num_writes as u64;
+            bytes_written += stat.file_size_in_bytes as u64;
+            bytes_read += read;
+            meta.partition_to_write_stats.entry(stat.partition_path.clone()).or_default().push(stat);
+        }
+        let content = meta.to_avro_container()?;
+        let writer = self.timeline.clone();
+        let mut done = pending.clone();
+        let completed = self
+            .time
+            .with_time(|c| async move {
+                done.completed = Some(c.clone());
+                writer.create(&done, State::Completed, content).await?;
+                Ok(c)
+            })
+            .await?;
+        let markers = self.loc.meta_dir().clone().join(".temp").join(instant.as_str());
+        let leftover: Vec<_> = self
+            .loc
+            .store
+            .list(Some(&markers))
+            .map_ok(|m| m.location)
+            .try_collect()
+            .await
+            .map_err(|e| tributary_timeline::Error::store("list", &markers, e))?;
+        for m in leftover {
+            let _ = self.loc.store.delete(&m).await;
+        }
+        Ok(CompactionSummary {
+            instant: instant.clone(),
+            completed,
+            groups: plan.operations.len(),
+            records,
+            bytes_read,
+            bytes_written,
+        })
+    }
+
+    /// Under the execution lock: finishes pending plans, then schedules and
+    /// executes a new one. Returns what was executed.
+    pub async fn run_once(&self) -> Result<Vec<CompactionSummary>> {
+        let guard = self.exec_lock.acquire().await?;
+        let result = self.run_locked().await;
+        guard.release().await?;
+        result
+    }
+
+    async fn run_locked(&self) -> Result<Vec<CompactionSummary>> {
+        let mut done = Vec::new();
+        let timeline = Timeline::load(&self.loc, &self.config).await?;
+        let pending: Vec<InstantTime> = timeline.pending_compactions().map(|i| i.requested.clone()).collect();
+        for c in pending {
+            done.push(self.execute(&c).await?);
+        }
+        if let Some((c, _)) = self.schedule().await? {
+            done.push(self.execute(&c).await?);
+        }
+        Ok(done)
+    }
+
+    async fn compact_group(
+        &self,
+        index: u64,
+        op: &CompactionOperation,
+        timeline: &Timeline,
+        instant: &InstantTime,
+    ) -> Result<(WriteStat, u64)> {
+        let dir = self.loc.join(&op.partition_path);
+        let mut inputs: Vec<(object_store::path::Path, bool)> = Vec::new();
+        if let Some(base) = &op.data_file_path {
+            inputs.push((dir.clone().join(base.as_str()), true));
+        }
+        for log in &op.delta_file_paths {
+            inputs.push((dir.clone().join(log.as_str()), false));
+        }
+        let mut bytes_read = 0u64;
+        for (p, _) in &inputs {
+            let meta = self.loc.store.head(p).await.map_err(|e| tributary_timeline::Error::store("head", p, e))?;
+            bytes_read += meta.size;
+        }
+        // Decoded rows take a few times their encoded size.
+        let passes = ((bytes_read as usize).saturating_mul(4) / self.settings.memory_budget.max(1)) + 1;
+        let name = BaseFileName {
+            file_id: op.file_id.clone(),
+            write_token: WriteToken::new(index, 0, 0),
+            instant: instant.clone(),
+            extension: "parquet".into(),
+        }
+        .to_string();
+        let rel = if op.partition_path.is_empty() { name.clone() } else { format!("{}/{name}", op.partition_path) };
+        let marker = join_relative(
+            &self.loc.meta_dir().clone().join(".temp").join(instant.as_str()),
+            &format!("{rel}.marker.CREATE"),
+        );
+        match self.loc.create(&marker, Vec::new()).await {
+            Ok(()) | Err(tributary_timeline::Error::AlreadyExists { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let out_path = self.loc.join(&rel);
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(self.settings.row_group_rows.max(1024)))
+            .set_compression(parquet::basic::Compression::SNAPPY)
+            .build();
+        let mut writer = AsyncArrowWriter::try_new(
+            BufWriter::new(self.loc.store.clone(), out_path.clone()),
+            self.schema.arrow_with_meta().clone(),
+            Some(props),
+        )
+        .map_err(|e| invalid(out_path.to_string(), e))?;
+        let bounds = if passes > 1 { self.key_bounds(&inputs, timeline, passes).await? } else { Vec::new() };
+        let mut rows = 0u64;
+        for pass in 0..=bounds.len() {
+            let lo = pass.checked_sub(1).map(|i| bounds[i].as_str());
+            let hi = bounds.get(pass).map(String::as_str);
+            let mut versions = Vec::new();
+            for (p, is_base) in &inputs {
+                let vs = if *is_base {
+                    read_base(&self.loc, &self.schema, p).await?
+                } else {
+                    read_log(&self.loc, &self.schema, p, timeline).await?
+                };
+                for v in vs {
+                    versions.push(if bounds.is_empty() { v } else { in_range(v, lo, hi)? });
+                }
+            }
+            let Some(merged) = merge(&self.schema, self.config.merge_mode, &versions)? else { continue };
+            drop(versions);
+            let sorted = sort_by_key_with_file_name(&merged, &name)?;
+            rows += sorted.num_rows() as u64;
+            writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
+        }
+        writer.close().await.map_err(|e| invalid(out_path.to_string(), e))?;
+        let size = self
+            .loc
+            .store
+            .head(&out_path)
+            .await
+            .map_err(|e| tributary_timeline::Error::store("head", &out_path, e))?
+            .size;
+        let stat = WriteStat {
+            file_id: op.file_id.clone(),
+            path: rel,
+            prev_commit: op.base_instant_time.clone(),
+            num_writes: rows as i64,
+            num_update_writes: rows as i64,
+            total_write_bytes: size as i64,
+            partition_path: op.partition_path.clone(),
+            file_size_in_bytes: size as i64,
+            total_updated_records_compacted: rows as i64,
+            total_log_files_compacted: op.delta_file_paths.len() as i64,
+            total_log_size_compacted: op.metrics.get("TOTAL_LOG_FILES_SIZE").copied().unwrap_or(0.0) as i64,
+            prev_base_file: op.data_file_path.clone(),
+            ..Default::default()
+        };
+        Ok((stat, bytes_read))
+    }
+
+    /// `passes - 1` record keys splitting the group's keys into ranges of
+    /// about equal size, found in one pass that keeps only keys.
+    async fn key_bounds(
+        &self,
+        inputs: &[(object_store::path::Path, bool)],
+        timeline: &Timeline,
+        passes: usize,
+    ) -> Result<Vec<String>> {
+        let mut keys: Vec<String> = Vec::new();
+        for (p, is_base) in inputs {
+            let vs = if *is_base {
+                read_base(&self.loc, &self.schema, p).await?
+            } else {
+                read_log(&self.loc, &self.schema, p, timeline).await?
+            };
+            for v in vs {
+                match v {
+                    Version::Rows(b) => {
+                        keys.extend(b.column(RECORD_KEY).as_string::<i32>().iter().flatten().map(String::from))
+                    }
+                    Version::Deletes(ds) => keys.extend(ds.into_iter().map(|d| d.key)),
+                }
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        let step = keys.len().div_ceil(passes).max(1);
+        Ok(keys.iter().skip(step).step_by(step).cloned().collect())
+    }
+}
+
+/// The part of a version whose keys lie in `[lo, hi)`.
+fn in_range(v: Version, lo: Option<&str>, hi: Option<&str>) -> Result<Version> {
+    let inside = |k: &str| lo.is_none_or(|l| k >= l) && hi.is_none_or(|h| k < h);
+    Ok(match v {
+        Version::Rows(b) => {
+            let keys = b.column(RECORD_KEY).as_string::<i32>();
+            let mask: BooleanArray = keys.iter().map(|k| Some(k.is_some_and(inside))).collect();
+            Version::Rows(arrow::compute::filter_record_batch(&b, &mask).map_err(|e| invalid("compaction", e))?)
+        }
+        Version::Deletes(ds) => Version::Deletes(ds.into_iter().filter(|d: &DeleteRecord| inside(&d.key)).collect()),
+    })
+}
+
+/// Rows sorted by record key, with `_hoodie_file_name` set to the new base file.
+fn sort_by_key_with_file_name(batch: &RecordBatch, file_name: &str) -> Result<RecordBatch> {
+    let idx = arrow::compute::sort_to_indices(batch.column(RECORD_KEY), None, None).map_err(|e| invalid("sort", e))?;
+    let sorted = arrow::compute::take_record_batch(batch, &idx).map_err(|e| invalid("sort", e))?;
+    let mut columns: Vec<ArrayRef> = sorted.columns().to_vec();
+    columns[FILE_NAME] = Arc::new(StringArray::from_iter_values(std::iter::repeat_n(file_name, sorted.num_rows())));
+    RecordBatch::try_new(sorted.schema(), columns).map_err(|e| invalid("compaction", e))
+}
