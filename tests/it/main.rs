@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod client;
+mod compaction;
 mod corpus;
 mod init;
 mod instants;

@@ -1,0 +1,242 @@
+//! Compaction beside writers: completion-time slicing, crash recovery,
+//! bounded memory.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::array::{Array, AsArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use tributary::{CreateOptions, Query, ReadOptions, Table, TimeSettings};
+use tributary_compaction::execute::CompactorSettings;
+use tributary_timeline::{Action, State, TableLocation, TimeMode};
+use tributary_writer::WriteSettings;
+
+const SCHEMA: &str = r#"{"type":"record","name":"trips","fields":[
+    {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
+    {"name":"fare","type":"double"},{"name":"city","type":"string"}]}"#;
+
+fn fast() -> TimeSettings {
+    TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) }
+}
+
+async fn table(dir: &std::path::Path) -> Table {
+    let mut o = CreateOptions::new(SCHEMA, "uuid", "ts");
+    o.partition_field = Some("city".into());
+    o.buckets = 2;
+    Table::create_local(dir.join("t"), o).await.unwrap()
+}
+
+fn batch(rows: &[(&str, i64, f64)]) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("uuid", DataType::Utf8, false),
+        Field::new("ts", DataType::Int64, false),
+        Field::new("fare", DataType::Float64, false),
+        Field::new("city", DataType::Utf8, false),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
+            Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|_| "oslo"))),
+        ],
+    )
+    .unwrap()
+}
+
+async fn rows(t: &Table, query: Query) -> Vec<(String, i64, f64)> {
+    let b = t.read(&ReadOptions { query, ..Default::default() }).await.unwrap();
+    let u = b.column_by_name("uuid").unwrap().as_string::<i32>().clone();
+    let ts = b.column_by_name("ts").unwrap().as_primitive::<arrow::datatypes::Int64Type>().clone();
+    let f = b.column_by_name("fare").unwrap().as_primitive::<arrow::datatypes::Float64Type>().clone();
+    (0..b.num_rows()).map(|i| (u.value(i).to_string(), ts.value(i), f.value(i))).collect()
+}
+
+/// RFC-66: a delta commit requested before the compaction instant but
+/// completed after it lands in the new slice, and nothing is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_completion_falls_into_the_new_slice() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = table(dir.path()).await;
+    let client = t.write_client(&fast(), WriteSettings::default()).unwrap();
+    let mut c1 = client.start_commit().await.unwrap();
+    c1.write_batch(&batch(&[("a", 1, 1.0), ("b", 1, 1.0)])).await.unwrap();
+    c1.commit().await.unwrap();
+
+    // A writer requests its instant before the compaction instant ...
+    let mut late = client.start_commit().await.unwrap();
+    late.write_batch(&batch(&[("a", 2, 2.0), ("c", 2, 2.0)])).await.unwrap();
+
+    let compactor = t.compactor(&fast(), CompactorSettings::default()).await.unwrap();
+    let (c, plan) = compactor.schedule().await.unwrap().unwrap();
+    assert!(late.instant() < &c, "requested before the compaction instant");
+    let planned: Vec<String> = plan.operations.iter().flat_map(|o| o.delta_file_paths.clone()).collect();
+    assert!(planned.iter().all(|p| !p.contains(late.instant().as_str())), "pending logs are not planned");
+
+    // ... and completes after it, while the plan is pending.
+    let late_instant = late.instant().clone();
+    let summary = late.commit().await.unwrap();
+    assert!(summary.completed > c);
+    let want = vec![("a".to_string(), 2, 2.0), ("b".to_string(), 1, 1.0), ("c".to_string(), 2, 2.0)];
+    assert_eq!(rows(&t, Query::Snapshot).await, want, "readers merge the pending slice with the previous one");
+
+    compactor.execute(&c).await.unwrap();
+    let (timeline, view) = t.file_system_view().await.unwrap();
+    assert!(timeline.get(&c).unwrap().is_completed());
+    for slice in view.latest_slices() {
+        assert_eq!(slice.base_instant, c, "new slices start at the compaction instant");
+        for log in &slice.logs {
+            assert_eq!(log.name.instant, late_instant, "only the late log sits on the new base");
+        }
+    }
+    assert_eq!(rows(&t, Query::Snapshot).await, want, "no record lost after the compaction commits");
+    // Base files alone hold the compacted part only.
+    let ro = rows(&t, Query::ReadOptimized).await;
+    assert_eq!(ro, vec![("a".to_string(), 1, 1.0), ("b".to_string(), 1, 1.0)]);
+}
+
+/// A store that refuses to create completed compaction commits: a crash
+/// between writing base files and committing.
+#[derive(Debug)]
+struct CrashBeforeCommit(Arc<dyn object_store::ObjectStore>);
+
+impl std::fmt::Display for CrashBeforeCommit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CrashBeforeCommit({})", self.0)
+    }
+}
+
+#[async_trait::async_trait]
+impl object_store::ObjectStore for CrashBeforeCommit {
+    async fn put_opts(
+        &self,
+        location: &object_store::path::Path,
+        payload: object_store::PutPayload,
+        opts: object_store::PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        if location.as_ref().ends_with(".commit") {
+            return Err(object_store::Error::Generic { store: "crash", source: "killed before commit".into() });
+        }
+        self.0.put_opts(location, payload, opts).await
+    }
+    async fn put_multipart_opts(
+        &self,
+        location: &object_store::path::Path,
+        opts: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        self.0.put_multipart_opts(location, opts).await
+    }
+    async fn get_opts(
+        &self,
+        location: &object_store::path::Path,
+        options: object_store::GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        self.0.get_opts(location, options).await
+    }
+    fn delete_stream(
+        &self,
+        locations: futures::stream::BoxStream<'static, object_store::Result<object_store::path::Path>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::path::Path>> {
+        self.0.delete_stream(locations)
+    }
+    fn list(
+        &self,
+        prefix: Option<&object_store::path::Path>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        self.0.list(prefix)
+    }
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&object_store::path::Path>,
+    ) -> object_store::Result<object_store::ListResult> {
+        self.0.list_with_delimiter(prefix).await
+    }
+    async fn copy_opts(
+        &self,
+        from: &object_store::path::Path,
+        to: &object_store::path::Path,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        self.0.copy_opts(from, to, options).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = table(dir.path()).await;
+    let client = t.write_client(&fast(), WriteSettings::default()).unwrap();
+    for i in 0..3 {
+        let mut c = client.start_commit().await.unwrap();
+        c.write_batch(&batch(&[("a", i, i as f64), ("b", 10 - i, i as f64), ("c", i, 0.5)])).await.unwrap();
+        c.commit().await.unwrap();
+    }
+    let before = rows(&t, Query::Snapshot).await;
+
+    let healthy = t.location().clone();
+    let crashing = TableLocation {
+        store: Arc::new(CrashBeforeCommit(healthy.store.clone())),
+        root: healthy.root.clone(),
+        local_root: healthy.local_root.clone(),
+    };
+    let broken = Table::open(crashing).await.unwrap();
+    let err = broken.compactor(&fast(), CompactorSettings::default()).await.unwrap().run_once().await;
+    assert!(err.is_err(), "the crash stops the compaction");
+    let (timeline, _) = t.file_system_view().await.unwrap();
+    let pending: Vec<_> = timeline.pending_compactions().collect();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].state, State::Inflight);
+    let parquet = std::fs::read_dir(dir.path().join("t/city=oslo"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+        .count();
+    assert!(parquet > 0, "base files were written before the crash");
+    assert_eq!(rows(&t, Query::Snapshot).await, before, "readers never see the partial result");
+    assert!(rows(&t, Query::ReadOptimized).await.is_empty());
+
+    // The next run finishes the pending plan; no duplicate files stay.
+    let done = t.compactor(&fast(), CompactorSettings::default()).await.unwrap().run_once().await.unwrap();
+    assert!(done.iter().any(|s| s.instant == pending[0].requested));
+    assert_eq!(rows(&t, Query::Snapshot).await, before);
+    assert_eq!(rows(&t, Query::ReadOptimized).await, before);
+    let timeline = t.timeline().await.unwrap();
+    assert!(timeline.instants().iter().filter(|i| i.action == Action::Compaction).all(|i| i.is_completed()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_larger_than_the_budget_merge_in_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = table(dir.path()).await;
+    let client = t.write_client(&fast(), WriteSettings::default()).unwrap();
+    for round in 0..4i64 {
+        let keys: Vec<String> = (0..3000).map(|k| format!("k{k:05}")).collect();
+        let data: Vec<(&str, i64, f64)> = keys.iter().map(|k| (k.as_str(), round, round as f64)).collect();
+        let mut c = client.start_commit().await.unwrap();
+        c.write_batch(&batch(&data)).await.unwrap();
+        c.commit().await.unwrap();
+    }
+    let before = rows(&t, Query::Snapshot).await;
+    assert_eq!(before.len(), 3000);
+    // A budget far below the group's size forces several key-range passes.
+    let settings = CompactorSettings { memory_budget: 64 << 10, ..Default::default() };
+    t.compactor(&fast(), settings).await.unwrap().run_once().await.unwrap();
+    assert_eq!(rows(&t, Query::ReadOptimized).await, before);
+    assert_eq!(rows(&t, Query::Snapshot).await, before);
+    // Base files are sorted by record key.
+    for e in std::fs::read_dir(dir.path().join("t/city=oslo")).unwrap().flatten() {
+        if e.file_name().to_string_lossy().ends_with(".parquet") {
+            let bytes = bytes::Bytes::from(std::fs::read(e.path()).unwrap());
+            let reader =
+                parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes).unwrap().build().unwrap();
+            let mut keys = Vec::new();
+            for b in reader {
+                let b = b.unwrap();
+                let k = b.column_by_name("_hoodie_record_key").unwrap().as_string::<i32>().clone();
+                keys.extend((0..k.len()).map(|i| k.value(i).to_string()));
+            }
+            assert!(keys.windows(2).all(|w| w[0] < w[1]), "sorted and unique");
+        }
+    }
+}
