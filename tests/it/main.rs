@@ -7,6 +7,7 @@ mod compaction;
 mod corpus;
 mod init;
 mod instants;
+mod live;
 mod read;
 mod robustness;
 mod support;
