@@ -277,6 +277,36 @@ impl Table {
         ))
     }
 
+    /// Rolls back failed writes (expired heartbeats), then removes file
+    /// slices that none of the last `retain_commits` commits needs, recording
+    /// a clean instant. `None` when there was nothing to remove.
+    pub async fn clean(
+        &self,
+        time: &TimeSettings,
+        retain_commits: usize,
+        heartbeat_expiry: Duration,
+    ) -> Result<Option<tributary_compaction::clean::CleanSummary>> {
+        let generator = self.time_generator(time);
+        let clock = generator.clock().clone();
+        let guard = self.compaction_lock().acquire().await?;
+        let result = async {
+            tributary_compaction::rollback::rollback_failed_writes(
+                &self.loc,
+                &self.config,
+                &generator,
+                clock.as_ref(),
+                heartbeat_expiry,
+            )
+            .await?;
+            Ok::<_, Error>(
+                tributary_compaction::clean::clean(&self.loc, &self.config, &generator, retain_commits).await?,
+            )
+        }
+        .await;
+        guard.release().await?;
+        result
+    }
+
     /// A TrueTime generator on this table's default lock and the system clock.
     pub fn time_generator(&self, settings: &TimeSettings) -> TimeGenerator {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);

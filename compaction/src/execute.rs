@@ -45,11 +45,20 @@ pub struct CompactorSettings {
     pub memory_budget: usize,
     /// Rows per Parquet row group.
     pub row_group_rows: usize,
+    /// An inflight delta commit whose heartbeat is older than this is a
+    /// failed write; it is rolled back before planning.
+    pub heartbeat_expiry: std::time::Duration,
 }
 
 impl Default for CompactorSettings {
     fn default() -> Self {
-        Self { plan: PlanSettings::default(), parallelism: 2, memory_budget: 256 << 20, row_group_rows: 128 * 1024 }
+        Self {
+            plan: PlanSettings::default(),
+            parallelism: 2,
+            memory_budget: 256 << 20,
+            row_group_rows: 128 * 1024,
+            heartbeat_expiry: crate::rollback::DEFAULT_HEARTBEAT_EXPIRY,
+        }
     }
 }
 
@@ -198,6 +207,16 @@ impl Compactor {
     }
 
     async fn run_locked(&self) -> Result<Vec<CompactionSummary>> {
+        // Failed writes first, so their files never join a slice.
+        let clock = self.time.clock().clone();
+        crate::rollback::rollback_failed_writes(
+            &self.loc,
+            &self.config,
+            &self.time,
+            clock.as_ref(),
+            self.settings.heartbeat_expiry,
+        )
+        .await?;
         let mut done = Vec::new();
         let timeline = Timeline::load(&self.loc, &self.config).await?;
         let pending: Vec<InstantTime> = timeline.pending_compactions().map(|i| i.requested.clone()).collect();

@@ -236,6 +236,15 @@ async fn request(
                 return Ok(None);
             }
             writer.create(&Instant::requested(r.clone(), Action::Rollback), State::Requested, content).await?;
+            // Withdrawn in the same lock hold: a writer that wakes up late
+            // checks for this file under the lock before it completes, so it
+            // either completes before this hold (and is not rolled back) or
+            // finds its instant withdrawn and fails.
+            let inflight = writer.path_of(&Instant::requested(t.clone(), Action::DeltaCommit), State::Inflight)?;
+            match loc.store.delete(&inflight).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(tributary_timeline::Error::store("delete", &inflight, e)),
+            }
             Ok(Some(r))
         })
         .await?;

@@ -131,6 +131,26 @@ enum Command {
         /// Maximum clock skew between writers, in milliseconds.
         #[arg(long, default_value_t = 200)]
         max_clock_skew_ms: u64,
+        /// A pending write whose heartbeat is older than this has failed.
+        #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+        heartbeat_expiry: Duration,
+    },
+    /// Remove file slices that no retained commit needs (after rolling back failed writes).
+    Clean {
+        /// Table folder.
+        table: PathBuf,
+        /// Keep what the last N commits need.
+        #[arg(long, default_value_t = 10)]
+        retain_commits: usize,
+        /// A pending write whose heartbeat is older than this has failed.
+        #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+        heartbeat_expiry: Duration,
+        /// How instants are generated.
+        #[arg(long, value_enum, default_value = "wait-for-skew")]
+        time_mode: TimeModeArg,
+        /// Maximum clock skew between writers, in milliseconds.
+        #[arg(long, default_value_t = 200)]
+        max_clock_skew_ms: u64,
     },
     /// Read a table and print its rows, ordered by partition then record key.
     Read {
@@ -452,9 +472,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             memory_mb,
             time_mode,
             max_clock_skew_ms,
+            heartbeat_expiry,
         } => {
             let time = time_settings(time_mode, max_clock_skew_ms);
             let settings = tributary_compaction::execute::CompactorSettings {
+                heartbeat_expiry,
                 plan: tributary_compaction::plan::PlanSettings {
                     min_log_files: min_logs,
                     max_groups: max_groups.unwrap_or(usize::MAX),
@@ -465,6 +487,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 ..Default::default()
             };
             compact(table, watch, interval, time, settings).await?;
+        }
+        Command::Clean { table, retain_commits, heartbeat_expiry, time_mode, max_clock_skew_ms } => {
+            let t = Table::open_local(&table).await?;
+            let time = time_settings(time_mode, max_clock_skew_ms);
+            match t.clean(&time, retain_commits, heartbeat_expiry).await? {
+                None => println!("nothing to clean"),
+                Some(s) => println!(
+                    "clean {} completed {}: {} files deleted, earliest retained commit {}",
+                    s.instant,
+                    s.completed,
+                    s.deleted_files.len(),
+                    if s.earliest_commit_to_retain.is_empty() { "-" } else { &s.earliest_commit_to_retain }
+                ),
+            }
         }
         Command::Read { table, query, as_of, begin, end, format, meta } => {
             let as_of = as_of.map(|t| instant_arg(&t, "--as-of")).transpose()?;

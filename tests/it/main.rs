@@ -9,6 +9,7 @@ mod init;
 mod instants;
 mod live;
 mod read;
+mod recovery;
 mod robustness;
 mod support;
 mod write;

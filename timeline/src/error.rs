@@ -90,6 +90,15 @@ pub enum Error {
         /// What happened.
         reason: String,
     },
+    /// The operation can no longer succeed: a recovery or another actor has
+    /// withdrawn what it depended on. Start over.
+    #[error("{what}: {reason}")]
+    Withdrawn {
+        /// The instant or object involved.
+        what: String,
+        /// What happened.
+        reason: String,
+    },
     /// An object-store call failed.
     #[error("{op} {path}: {source}")]
     Store {

@@ -235,6 +235,14 @@ struct Heartbeat {
     task: JoinHandle<()>,
 }
 
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        // A commit dropped without commit or abort stops beating; its
+        // instant then expires and recovery rolls it back.
+        self.task.abort();
+    }
+}
+
 impl Heartbeat {
     async fn start(loc: TableLocation, instant: &InstantTime, every: Duration) -> Result<Self> {
         let path = loc.meta_dir().clone().join(".heartbeat").join(instant.as_str());
@@ -444,9 +452,24 @@ impl Commit {
         let content = meta.to_avro_container()?;
         let mut done = Instant::requested(self.instant.clone(), Action::DeltaCommit);
         let timeline = s.timeline.clone();
+        let loc = s.loc.clone();
         let completed = s
             .time
             .with_time(|c| async move {
+                // A recovery that found this write's heartbeat expired withdraws
+                // the inflight file under this same lock; completing then would
+                // publish files it deletes.
+                let inflight = timeline.path_of(&done, State::Inflight)?;
+                match loc.store.head(&inflight).await {
+                    Ok(_) => {}
+                    Err(object_store::Error::NotFound { .. }) => {
+                        return Err(tributary_timeline::Error::Withdrawn {
+                            what: format!("commit {}", done.requested),
+                            reason: "rolled back by recovery (its heartbeat expired); write it again".into(),
+                        });
+                    }
+                    Err(e) => return Err(tributary_timeline::Error::store("head", &inflight, e)),
+                }
                 done.completed = Some(c.clone());
                 done.state = State::Completed;
                 timeline.create(&done, State::Completed, content).await?;
