@@ -106,13 +106,15 @@ impl Table {
         let schema = Arc::new(schema);
         let timeline = Arc::new(timeline);
         let base_only = options.query == Query::ReadOptimized;
-        let mode = self.config().merge_mode;
+        let config = Arc::new(self.config().clone());
+        tributary_compaction::merge::check_merger(&config)?;
         let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
         let jobs = view.latest_slices().into_iter().map(|slice| {
-            let (loc, schema, timeline) = (self.location().clone(), schema.clone(), timeline.clone());
+            let (loc, schema, timeline, config) =
+                (self.location().clone(), schema.clone(), timeline.clone(), config.clone());
             tokio::spawn(async move {
                 let versions = read_slice(&loc, &schema, &slice, &timeline, base_only).await?;
-                Ok::<_, Error>(merge(&schema, mode, &versions)?)
+                Ok::<_, Error>(merge(&schema, &config, &versions)?)
             })
         });
         let merged: Vec<_> = futures::stream::iter(jobs).buffer_unordered(parallelism).collect().await;

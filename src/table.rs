@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apache_avro::Schema;
-use tributary_timeline::config::{NewTableConfig, TableConfig};
+use tributary_timeline::config::{NewTableConfig, SequenceGroup, TableConfig};
 use tributary_timeline::{
     BucketHash, BucketSpec, Clock, FileLock, FileSystemView, LeaseLock, LeaseSettings, LockProvider, MergeMode,
     SystemClock, TableLocation, TimeGenerator, TimeMode, Timeline,
@@ -38,6 +38,8 @@ pub struct CreateOptions {
     pub bucket_hash: BucketHash,
     /// Merge mode.
     pub merge_mode: MergeMode,
+    /// Sequence groups for partial-column writers (merge mode becomes CUSTOM).
+    pub sequence_groups: Vec<SequenceGroup>,
 }
 
 impl CreateOptions {
@@ -59,6 +61,7 @@ impl CreateOptions {
             buckets: 16,
             bucket_hash: BucketHash::Murmur3,
             merge_mode: MergeMode::EventTime,
+            sequence_groups: Vec::new(),
         }
     }
 }
@@ -136,6 +139,7 @@ impl Table {
         if let Some(p) = &options.partition_field {
             check_field(&schema, src, "partition", p)?;
         }
+        check_sequence_groups(&schema, src, &options)?;
         if options.buckets == 0 {
             return Err(Error::InvalidInput { what: "--buckets".into(), reason: "must be at least 1".into() });
         }
@@ -159,6 +163,7 @@ impl Table {
             merge_mode: options.merge_mode,
             bucket: BucketSpec { num_buckets: options.buckets, hash: options.bucket_hash },
             schema_json: compact_json(&options.schema_json, src)?,
+            sequence_groups: options.sequence_groups.clone(),
         });
         let text = config.to_properties_text("Created by tributary")?;
         match loc.create(&loc.properties_path(), text.into_bytes()).await {
@@ -314,6 +319,51 @@ impl Table {
         let lock = self.default_lock(clock.clone(), &owner);
         TimeGenerator::new(settings.mode, settings.max_clock_skew, clock, lock)
     }
+}
+
+/// Rejects sequence groups that cannot be merged unambiguously.
+fn check_sequence_groups(schema: &Schema, source: &str, options: &CreateOptions) -> Result<()> {
+    let bad = |reason: String| Err(Error::InvalidInput { what: "--sequence-group".into(), reason });
+    let mut owner: std::collections::BTreeMap<&str, &str> = std::collections::BTreeMap::new();
+    if !options.sequence_groups.is_empty()
+        && let Schema::Record(r) = schema
+    {
+        for f in &r.fields {
+            let nullable =
+                matches!(&f.schema, Schema::Union(u) if u.variants().iter().any(|v| matches!(v, Schema::Null)));
+            let fixed = f.name == options.record_key || options.partition_field.as_deref() == Some(f.name.as_str());
+            if !nullable && !fixed {
+                return bad(format!(
+                    "column `{}` must be nullable ([\"null\", ...]) in a table with sequence groups: partial writers leave it unset",
+                    f.name
+                ));
+            }
+        }
+    }
+    for g in &options.sequence_groups {
+        if !field_names(schema).contains(&g.ordering.as_str()) {
+            return bad(format!("group ordering field `{}` is not in the schema {source}", g.ordering));
+        }
+        for c in std::iter::once(&g.ordering).chain(&g.columns) {
+            check_field(schema, source, &format!("sequence group `{}` column", g.ordering), c)?;
+            let special = if *c == options.record_key {
+                Some("the record key")
+            } else if *c == options.ordering_field {
+                Some("the table's ordering field")
+            } else if options.partition_field.as_deref() == Some(c.as_str()) {
+                Some("the partition field")
+            } else {
+                None
+            };
+            if let Some(what) = special {
+                return bad(format!("column `{c}` is {what}; it cannot belong to a sequence group"));
+            }
+            if let Some(other) = owner.insert(c, &g.ordering) {
+                return bad(format!("column `{c}` is in two sequence groups (`{other}` and `{}`)", g.ordering));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn compact_json(json: &str, source: &str) -> Result<String> {

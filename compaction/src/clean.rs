@@ -254,6 +254,7 @@ mod tests {
             hive_style_partitioning: true,
             merge_mode: MergeMode::EventTime,
             bucket: BucketSpec { num_buckets: 2, hash: BucketHash::Murmur3 },
+            sequence_groups: Vec::new(),
             schema_json: "{}".into(),
         });
         loc.create(&loc.properties_path(), config.to_properties_text("test").unwrap().into_bytes()).await.unwrap();

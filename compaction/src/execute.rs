@@ -294,7 +294,7 @@ impl Compactor {
                     versions.push(if bounds.is_empty() { v } else { in_range(v, lo, hi)? });
                 }
             }
-            let Some(merged) = merge(&self.schema, self.config.merge_mode, &versions)? else { continue };
+            let Some(merged) = merge(&self.schema, &self.config, &versions)? else { continue };
             drop(versions);
             let sorted = sort_by_key_with_file_name(&merged, &name)?;
             rows += sorted.num_rows() as u64;
@@ -343,7 +343,7 @@ impl Compactor {
             };
             for v in vs {
                 match v {
-                    Version::Rows(b) => {
+                    Version::Rows(b) | Version::Partial { batch: b, .. } => {
                         keys.extend(b.column(RECORD_KEY).as_string::<i32>().iter().flatten().map(String::from))
                     }
                     Version::Deletes(ds) => keys.extend(ds.into_iter().map(|d| d.key)),
@@ -361,13 +361,16 @@ impl Compactor {
 fn in_range(v: Version, lo: Option<&str>, hi: Option<&str>) -> Result<Version> {
     let inside = |k: &str| lo.is_none_or(|l| k >= l) && hi.is_none_or(|h| k < h);
     Ok(match v {
-        Version::Rows(b) => {
-            let keys = b.column(RECORD_KEY).as_string::<i32>();
-            let mask: BooleanArray = keys.iter().map(|k| Some(k.is_some_and(inside))).collect();
-            Version::Rows(arrow::compute::filter_record_batch(&b, &mask).map_err(|e| invalid("compaction", e))?)
-        }
+        Version::Rows(b) => Version::Rows(filter_keys(&b, &inside)?),
+        Version::Partial { batch, present } => Version::Partial { batch: filter_keys(&batch, &inside)?, present },
         Version::Deletes(ds) => Version::Deletes(ds.into_iter().filter(|d: &DeleteRecord| inside(&d.key)).collect()),
     })
+}
+
+fn filter_keys(b: &RecordBatch, inside: &dyn Fn(&str) -> bool) -> Result<RecordBatch> {
+    let keys = b.column(RECORD_KEY).as_string::<i32>();
+    let mask: BooleanArray = keys.iter().map(|k| Some(k.is_some_and(inside))).collect();
+    arrow::compute::filter_record_batch(b, &mask).map_err(|e| invalid("compaction", e))
 }
 
 /// Rows sorted by record key, with `_hoodie_file_name` set to the new base file.

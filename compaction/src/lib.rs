@@ -2,6 +2,7 @@
 //! Planning, execution and cleaning build on it.
 
 pub mod clean;
+pub mod columns;
 pub mod error;
 pub mod execute;
 pub mod merge;

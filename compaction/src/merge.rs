@@ -12,10 +12,12 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, TimeUnit};
-use tributary_timeline::MergeMode;
+use tributary_timeline::config::SEQUENCE_GROUPS_STRATEGY_ID;
+use tributary_timeline::{MergeMode, TableConfig};
 use tributary_writer::codec::{DeleteRecord, OrderingValue};
 use tributary_writer::schema::{META_FIELDS, RECORD_KEY, TableSchema};
 
@@ -26,6 +28,14 @@ use crate::error::{Error, Result};
 pub enum Version {
     /// Rows with meta columns first (the table's `arrow_with_meta` schema).
     Rows(RecordBatch),
+    /// Rows of a partial writer, laid out as the table; `present[c]` says
+    /// whether column `c` was written (absent columns keep their values).
+    Partial {
+        /// The rows, absent columns null.
+        batch: RecordBatch,
+        /// Which columns were written.
+        present: Arc<[bool]>,
+    },
     /// Deleted keys.
     Deletes(Vec<DeleteRecord>),
 }
@@ -37,7 +47,7 @@ pub fn is_unconditional(v: &OrderingValue) -> bool {
 
 /// A comparable ordering value.
 #[derive(Debug, Clone, PartialEq)]
-enum Ord2 {
+pub(crate) enum Ord2 {
     Null,
     Int(i64),
     Float(f64),
@@ -46,7 +56,7 @@ enum Ord2 {
 }
 
 impl Ord2 {
-    fn cmp(&self, other: &Ord2) -> Ordering {
+    pub(crate) fn cmp(&self, other: &Ord2) -> Ordering {
         use Ord2::*;
         match (self, other) {
             (Null, Null) => Ordering::Equal,
@@ -63,7 +73,7 @@ impl Ord2 {
         }
     }
 
-    fn from_delete(v: &OrderingValue) -> Self {
+    pub(crate) fn from_delete(v: &OrderingValue) -> Self {
         match v {
             OrderingValue::Null => Ord2::Null,
             OrderingValue::Int(i) => Ord2::Int(i64::from(*i)),
@@ -76,7 +86,7 @@ impl Ord2 {
     }
 }
 
-fn ordering_at(c: &ArrayRef, r: usize) -> Ord2 {
+pub(crate) fn ordering_at(c: &ArrayRef, r: usize) -> Ord2 {
     use arrow::datatypes as t;
     if c.is_null(r) {
         return Ord2::Null;
@@ -105,14 +115,40 @@ struct Winner {
     at: Option<(usize, usize)>,
 }
 
-/// Merges the versions of one slice; returns the surviving rows (schema
-/// `schema.arrow_with_meta()`), or `None` when nothing survives.
-pub fn merge(schema: &TableSchema, mode: MergeMode, versions: &[Version]) -> Result<Option<RecordBatch>> {
+/// Merges the versions of one slice under the table's rules; returns the
+/// surviving rows (schema `schema.arrow_with_meta()`), or `None` when nothing
+/// survives. Refuses custom mergers it does not know rather than misread.
+pub fn merge(schema: &TableSchema, config: &TableConfig, versions: &[Version]) -> Result<Option<RecordBatch>> {
+    check_merger(config)?;
+    let partial = versions.iter().any(|v| matches!(v, Version::Partial { .. }));
+    if partial || !config.sequence_groups.is_empty() {
+        crate::columns::merge_columns(schema, config, versions)
+    } else {
+        merge_rows(schema, config.merge_mode, versions)
+    }
+}
+
+/// Whether this build can merge the table's records.
+pub fn check_merger(config: &TableConfig) -> Result<()> {
+    if config.merge_mode == MergeMode::Custom && config.merge_strategy_id != SEQUENCE_GROUPS_STRATEGY_ID {
+        return Err(Error::Invalid {
+            what: format!("table {}", config.name),
+            reason: format!(
+                "merge mode CUSTOM with strategy {} is not supported; refusing to guess how records merge",
+                config.merge_strategy_id
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The whole-row merge: each version is a complete row.
+fn merge_rows(schema: &TableSchema, mode: MergeMode, versions: &[Version]) -> Result<Option<RecordBatch>> {
     let ordering = schema.ordering_index().map(|i| i + META_FIELDS.len());
     let batches: Vec<&RecordBatch> = versions
         .iter()
         .filter_map(|v| match v {
-            Version::Rows(b) => Some(b),
+            Version::Rows(b) | Version::Partial { batch: b, .. } => Some(b),
             Version::Deletes(_) => None,
         })
         .collect();
@@ -130,7 +166,7 @@ pub fn merge(schema: &TableSchema, mode: MergeMode, versions: &[Version]) -> Res
     let mut bi = 0;
     for v in versions {
         match v {
-            Version::Rows(b) => {
+            Version::Rows(b) | Version::Partial { batch: b, .. } => {
                 let k = keys[bi];
                 let ord_col = ordering.map(|o| b.column(o));
                 for r in 0..b.num_rows() {

@@ -64,7 +64,14 @@ pub async fn read_log(
         match block.block_type {
             BlockType::AvroData => {
                 let writer_json = block.header(HeaderKey::Schema).unwrap_or(schema.log_json());
-                out.push(Version::Rows(decode_data_block(&block.content, writer_json, schema.log_json(), &path)?));
+                if block.header(HeaderKey::IsPartial) == Some("true") {
+                    // A column subset: read it as written, then widen to the
+                    // table with the absent columns marked absent.
+                    let part = decode_data_block(&block.content, writer_json, writer_json, &path)?;
+                    out.push(widen(part, schema.arrow_with_meta(), &path)?);
+                } else {
+                    out.push(Version::Rows(decode_data_block(&block.content, writer_json, schema.log_json(), &path)?));
+                }
             }
             BlockType::Delete => out.push(Version::Deletes(decode_delete_content(&block.content, &path)?)),
             BlockType::Command => {}
@@ -77,6 +84,40 @@ pub async fn read_log(
         }
     }
     Ok(out)
+}
+
+/// A partial batch laid out as the whole table: absent columns are nulls and
+/// marked absent.
+fn widen(part: RecordBatch, target: &SchemaRef, path: &str) -> Result<Version> {
+    let mut present = Vec::with_capacity(target.fields().len());
+    let columns: Vec<ArrayRef> = target
+        .fields()
+        .iter()
+        .map(|f| match part.column_by_name(f.name()) {
+            Some(c) => {
+                present.push(true);
+                if c.data_type() == f.data_type() {
+                    Ok(c.clone())
+                } else {
+                    arrow::compute::cast(c, f.data_type()).map_err(|e| Error::Invalid {
+                        what: path.to_string(),
+                        reason: format!("column {}: {e}", f.name()),
+                    })
+                }
+            }
+            None => {
+                present.push(false);
+                Ok(new_null_array(f.data_type(), part.num_rows()))
+            }
+        })
+        .collect::<Result<_>>()?;
+    // Absent columns are null even where the table says non-null.
+    let nullable = arrow::datatypes::Schema::new(
+        target.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
+    );
+    let batch = RecordBatch::try_new(std::sync::Arc::new(nullable), columns)
+        .map_err(|e| Error::Invalid { what: path.to_string(), reason: e.to_string() })?;
+    Ok(Version::Partial { batch, present: present.into() })
 }
 
 /// Reads a Parquet file, matching columns to `target` by name (casting

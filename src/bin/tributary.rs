@@ -74,6 +74,11 @@ enum Command {
         /// Name partition folders `value` instead of `field=value`.
         #[arg(long)]
         no_hive_style: bool,
+        /// A sequence group `ordering_field=col1,col2`: those columns take
+        /// their values from the version with the largest ordering value.
+        /// Repeatable. Makes the merge mode CUSTOM.
+        #[arg(long = "sequence-group", value_name = "ORDERING=COLS")]
+        sequence_groups: Vec<String>,
     },
     /// Print the timeline: requested time, action, state, completion time.
     Timeline {
@@ -96,6 +101,10 @@ enum Command {
         /// Writer id, under which checkpoints are kept.
         #[arg(long, default_value = "cli")]
         writer_id: String,
+        /// Write only these columns (a partial writer); the record key and
+        /// partition field are always included.
+        #[arg(long, value_delimiter = ',')]
+        columns: Option<Vec<String>>,
         /// How instants are generated.
         #[arg(long, value_enum, default_value = "wait-for-skew")]
         time_mode: TimeModeArg,
@@ -412,6 +421,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             name,
             database,
             no_hive_style,
+            sequence_groups,
         } => {
             let schema_json = std::fs::read_to_string(&schema)
                 .map_err(|e| anyhow::anyhow!("cannot read schema {}: {e}", schema.display()))?;
@@ -422,6 +432,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             options.name = name;
             options.database = database;
             options.hive_style_partitioning = !no_hive_style;
+            options.sequence_groups = sequence_groups
+                .iter()
+                .map(|g| {
+                    tributary_timeline::SequenceGroup::parse(g)
+                        .ok_or_else(|| anyhow::anyhow!("--sequence-group `{g}`: expected ordering_field=col1,col2"))
+                })
+                .collect::<anyhow::Result<_>>()?;
             options.merge_mode = match merge_mode {
                 MergeModeArg::EventTime => MergeMode::EventTime,
                 MergeModeArg::CommitTime => MergeMode::CommitTime,
@@ -457,8 +474,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 );
             }
         }
-        Command::Write { table, input, tasks, commit_every, writer_id, time_mode, max_clock_skew_ms } => {
-            let settings = WriteSettings { tasks, writer_id, ..Default::default() };
+        Command::Write { table, input, tasks, commit_every, writer_id, columns, time_mode, max_clock_skew_ms } => {
+            let settings = WriteSettings { tasks, writer_id, columns, ..Default::default() };
             let time = time_settings(time_mode, max_clock_skew_ms);
             write(table, input, settings, commit_every, time).await?;
         }

@@ -22,6 +22,10 @@ pub const PAYLOAD_STRATEGY_ID: &str = "00000000-0000-0000-0000-000000000000";
 const DEFAULT_PAYLOAD: &str = "org.apache.hudi.common.model.DefaultHoodieRecordPayload";
 const OVERWRITE_PAYLOAD: &str = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload";
 
+/// Strategy id of Tributary's sequence-group merge (recorded with merge mode
+/// CUSTOM, so readers that do not know it refuse the table).
+pub const SEQUENCE_GROUPS_STRATEGY_ID: &str = "8c3f5e2a-4b1d-4e7a-9f60-2d1c7b3a9e45";
+
 /// Table versions this build reads.
 pub const SUPPORTED_VERSIONS: &str = "6, 8";
 
@@ -126,6 +130,30 @@ pub struct BucketSpec {
     pub hash: BucketHash,
 }
 
+/// Columns whose values follow their own ordering field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SequenceGroup {
+    /// The group's ordering (event-time) field; it belongs to the group.
+    pub ordering: String,
+    /// The other columns of the group.
+    pub columns: Vec<String>,
+}
+
+impl SequenceGroup {
+    /// Parses `ts_a=a1,a2`.
+    pub fn parse(text: &str) -> Option<Self> {
+        let (ordering, cols) = text.split_once('=')?;
+        let columns: Vec<String> = cols.split(',').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect();
+        let ordering = ordering.trim().to_string();
+        (!ordering.is_empty() && !columns.is_empty()).then_some(Self { ordering, columns })
+    }
+
+    /// `ts_a=a1,a2`.
+    pub fn render(&self) -> String {
+        format!("{}={}", self.ordering, self.columns.join(","))
+    }
+}
+
 /// Keys of `hoodie.properties` this library reads or writes.
 pub mod keys {
     #![allow(missing_docs)]
@@ -157,6 +185,7 @@ pub mod keys {
     pub const CHECKSUM: &str = "hoodie.table.checksum";
     pub const NUM_BUCKETS: &str = "hoodie.bucket.index.num.buckets";
     pub const BUCKET_HASH: &str = "tributary.bucket.hash";
+    pub const SEQUENCE_GROUPS: &str = "tributary.merge.sequence.groups";
 }
 
 /// The typed contents of `.hoodie/hoodie.properties`.
@@ -190,6 +219,8 @@ pub struct TableConfig {
     pub merge_strategy_id: String,
     /// Bucket index settings, when the table was made by Tributary.
     pub bucket: Option<BucketSpec>,
+    /// Sequence groups (merge mode CUSTOM with Tributary's strategy id).
+    pub sequence_groups: Vec<SequenceGroup>,
     /// `hoodie.table.create.schema` (Avro JSON without meta fields), if set.
     pub create_schema: Option<String>,
     /// Every other key, kept verbatim.
@@ -215,6 +246,8 @@ pub struct NewTableConfig {
     pub merge_mode: MergeMode,
     /// Buckets.
     pub bucket: BucketSpec,
+    /// Sequence groups; when non-empty the merge mode is CUSTOM.
+    pub sequence_groups: Vec<SequenceGroup>,
     /// The table's Avro schema JSON, without meta fields.
     pub schema_json: String,
 }
@@ -385,6 +418,23 @@ impl TableConfig {
                 }
             }
         }
+        let sequence_groups = match p.take(keys::SEQUENCE_GROUPS) {
+            None => Vec::new(),
+            Some(v) => v
+                .split(';')
+                .filter(|g| !g.trim().is_empty())
+                .map(|g| {
+                    SequenceGroup::parse(g)
+                        .ok_or_else(|| p.bad(keys::SEQUENCE_GROUPS, format!("`{g}` is not `ordering=col,col`")))
+                })
+                .collect::<Result<Vec<_>>>()?,
+        };
+        if merge_mode == MergeMode::Custom
+            && merge_strategy_id == SEQUENCE_GROUPS_STRATEGY_ID
+            && sequence_groups.is_empty()
+        {
+            return Err(Error::MissingConfig { path: path.to_string(), key: keys::SEQUENCE_GROUPS.into() });
+        }
         let unknown: Vec<&String> = p.map.keys().filter(|k| k.starts_with("tributary.")).collect();
         if let Some(k) = unknown.first() {
             return Err(p.bad(k, "unknown tributary key (written by a newer version?)"));
@@ -405,6 +455,7 @@ impl TableConfig {
             merge_mode,
             merge_strategy_id,
             bucket,
+            sequence_groups,
             create_schema,
             other: p.map,
         })
@@ -438,9 +489,14 @@ impl TableConfig {
             partition_fields: new.partition_field.iter().cloned().collect(),
             hive_style_partitioning: new.hive_style_partitioning,
             populate_meta_fields: true,
-            merge_mode: new.merge_mode,
-            merge_strategy_id: new.merge_mode.strategy_id().into(),
+            merge_mode: if new.sequence_groups.is_empty() { new.merge_mode } else { MergeMode::Custom },
+            merge_strategy_id: if new.sequence_groups.is_empty() {
+                new.merge_mode.strategy_id().into()
+            } else {
+                SEQUENCE_GROUPS_STRATEGY_ID.into()
+            },
             bucket: Some(new.bucket),
+            sequence_groups: new.sequence_groups.clone(),
             create_schema: Some(new.schema_json.clone()),
             other,
         }
@@ -474,6 +530,10 @@ impl TableConfig {
         if self.version >= 8 {
             put(keys::MERGE_MODE, self.merge_mode.name().into());
             put(keys::MERGE_STRATEGY, self.merge_strategy_id.clone());
+        }
+        if !self.sequence_groups.is_empty() {
+            let groups: Vec<String> = self.sequence_groups.iter().map(SequenceGroup::render).collect();
+            put(keys::SEQUENCE_GROUPS, groups.join(";"));
         }
         if let Some(b) = &self.bucket {
             put(keys::NUM_BUCKETS, b.num_buckets.to_string());
@@ -528,6 +588,7 @@ mod tests {
             hive_style_partitioning: true,
             merge_mode: MergeMode::EventTime,
             bucket: BucketSpec { num_buckets: 4, hash: BucketHash::Murmur3 },
+            sequence_groups: Vec::new(),
             schema_json: r#"{"type":"record","name":"r","fields":[{"name":"a:b","type":"string"}]}"#.into(),
         }
     }

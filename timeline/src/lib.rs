@@ -39,7 +39,7 @@ pub mod timeline;
 pub mod truetime;
 
 pub use clock::{Clock, ManualClock, OffsetClock, SystemClock};
-pub use config::{BucketHash, BucketSpec, MergeMode, NewTableConfig, TableConfig, TableType};
+pub use config::{BucketHash, BucketSpec, MergeMode, NewTableConfig, SequenceGroup, TableConfig, TableType};
 pub use error::{Error, Result};
 pub use file_name::{BaseFileName, LogFileName, WriteToken, nbcc_file_id};
 pub use fs_view::{FileGroup, FileSlice, FileSystemView};

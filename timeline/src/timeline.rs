@@ -350,6 +350,7 @@ mod write_tests {
             hive_style_partitioning: true,
             merge_mode: MergeMode::EventTime,
             bucket: BucketSpec { num_buckets: 2, hash: BucketHash::Murmur3 },
+            sequence_groups: Vec::new(),
             schema_json: "{}".into(),
         })
     }

@@ -53,6 +53,9 @@ pub struct WriteSettings {
     pub heartbeat_interval: Duration,
     /// Name of this writer, under which checkpoints are kept.
     pub writer_id: String,
+    /// The columns this writer writes (a partial writer); `None` for all.
+    /// Its log blocks carry the column subset with `IS_PARTIAL=true`.
+    pub columns: Option<Vec<String>>,
 }
 
 impl Default for WriteSettings {
@@ -63,6 +66,7 @@ impl Default for WriteSettings {
             channel_depth: 4,
             heartbeat_interval: Duration::from_secs(60),
             writer_id: "default".into(),
+            columns: None,
         }
     }
 }
@@ -147,7 +151,11 @@ impl WriteClient {
         if settings.tasks == 0 {
             return Err(Error::InvalidInput { what: "tasks".into(), reason: "must be at least 1".into() });
         }
-        let schema = Arc::new(TableSchema::from_config(&config)?);
+        let full = TableSchema::from_config(&config)?;
+        let schema = Arc::new(match &settings.columns {
+            Some(cols) => full.partial(cols, &config.sequence_groups)?,
+            None => full,
+        });
         let timeline = TimelineWriter::new(&loc, &config);
         Ok(Self {
             shared: Arc::new(Shared {
@@ -442,7 +450,7 @@ impl Commit {
         };
         let s = self.shared.clone();
         let mut meta = CommitMetadata { operation_type: "UPSERT".into(), compacted: false, ..Default::default() };
-        meta.extra_metadata.insert("schema".into(), s.schema.table_json());
+        meta.extra_metadata.insert("schema".into(), s.schema.full_table_json());
         if let Some(cp) = checkpoint {
             meta.extra_metadata.insert(format!("{CHECKPOINT_PREFIX}{}", s.settings.writer_id), cp);
         }
@@ -752,10 +760,13 @@ impl TaskContext {
         }
         let file_id = self.file_id(partition, bucket).await?;
         let schema = self.shared.schema.clone();
-        let header = vec![
+        let mut header = vec![
             (HeaderKey::Schema, schema.log_json().to_string()),
             (HeaderKey::InstantTime, self.instant.to_string()),
         ];
+        if schema.is_partial() {
+            header.push((HeaderKey::IsPartial, "true".to_string()));
+        }
         self.out.clear();
         let mut blocks = 0;
         let mut records = 0u64;

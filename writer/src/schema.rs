@@ -34,6 +34,10 @@ pub const IS_DELETED: &str = "_hoodie_is_deleted";
 /// A table's schema in the forms the writer and readers need.
 #[derive(Debug, Clone)]
 pub struct TableSchema {
+    /// The whole table's schema JSON (differs from `table_json` for partial schemas).
+    full_json: Value,
+    /// Set for a partial writer's column subset.
+    partial: bool,
     table_json: Value,
     log_json: String,
     arrow: SchemaRef,
@@ -129,7 +133,72 @@ impl TableSchema {
         let key = find(key, "record key")?;
         let ordering = ordering.map(|o| find(o, "ordering")).transpose()?;
         let partition = partition.map(|p| find(p, "partition")).transpose()?;
-        Ok(Self { table_json, log_json, arrow, arrow_with_meta, key, ordering, partition })
+        Ok(Self {
+            full_json: table_json.clone(),
+            partial: false,
+            table_json,
+            log_json,
+            arrow,
+            arrow_with_meta,
+            key,
+            ordering,
+            partition,
+        })
+    }
+
+    /// The schema of a partial writer that declares `columns`: those columns
+    /// (the record key and partition field are always included), in table
+    /// order. A column of a sequence group needs that group's ordering
+    /// field; an unknown column is an error.
+    pub fn partial(&self, columns: &[String], groups: &[tributary_timeline::SequenceGroup]) -> Result<Self> {
+        let bad = |reason: String| Err(Error::InvalidInput { what: "--columns".into(), reason });
+        for c in columns {
+            if self.arrow.index_of(c).is_err() {
+                return bad(format!("unknown column `{c}` (not in the table schema)"));
+            }
+        }
+        for g in groups {
+            let declared: Vec<&String> = g.columns.iter().filter(|c| columns.contains(c)).collect();
+            if !declared.is_empty() && !columns.contains(&g.ordering) {
+                return bad(format!(
+                    "columns {declared:?} belong to the sequence group ordered by `{}`, which is not declared",
+                    g.ordering
+                ));
+            }
+        }
+        let key = self.field_name(self.key).to_string();
+        let partition = self.partition.map(|p| self.field_name(p).to_string());
+        for f in self.arrow.fields() {
+            let name = f.name().as_str();
+            if !f.is_nullable()
+                && !columns.iter().any(|c| c == name)
+                && name != key
+                && Some(name) != partition.as_deref()
+            {
+                return bad(format!("column `{name}` is not nullable, so a partial writer must declare it"));
+            }
+        }
+        let keep = |name: &str| columns.iter().any(|c| c == name) || name == key || Some(name) == partition.as_deref();
+        let mut json = self.table_json.clone();
+        if let Some(fields) = json.get_mut("fields").and_then(Value::as_array_mut) {
+            fields.retain(|f| f.get("name").and_then(Value::as_str).is_some_and(keep));
+        }
+        let ordering = self.ordering.map(|o| self.field_name(o).to_string()).filter(|o| keep(o));
+        let mut out = Self::new(&json.to_string(), &key, ordering.as_deref(), partition.as_deref())?;
+        out.full_json = self.full_json.clone();
+        out.partial = true;
+        Ok(out)
+    }
+
+    /// Whether this is a partial writer's column subset.
+    pub fn is_partial(&self) -> bool {
+        self.partial
+    }
+
+    /// The whole table's Avro schema JSON (without meta fields), also for a
+    /// partial schema; commits record this one.
+    pub fn full_table_json(&self) -> String {
+        self.full_json.to_string()
     }
 
     /// The table's Avro schema JSON, without meta fields.

@@ -1,0 +1,193 @@
+//! The column-wise merge: partial-column versions and sequence groups.
+//!
+//! Per record key, in write order:
+//! - each sequence group's columns come from the version with the largest
+//!   value of the group's ordering field (a tie goes to the later write); a
+//!   version updates a group only if it carries the group's ordering value;
+//! - the table's ordering field and the columns in no group follow the
+//!   table's ordering field (event time), or the later write (commit time); a
+//!   version without the table's ordering value keeps the row's and applies
+//!   its ungrouped columns as the later write;
+//! - columns a version does not carry keep their values; an explicit null in
+//!   a carried column sets it to null;
+//! - a delete removes the whole row when its ordering value is at least the
+//!   row's table-level ordering value (or carries none); a later version that
+//!   is not older than the delete re-creates the row with only its columns.
+
+use std::collections::HashMap;
+
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, new_null_array};
+use tributary_timeline::{MergeMode, TableConfig};
+use tributary_writer::schema::{META_FIELDS, RECORD_KEY, TableSchema};
+
+use crate::error::{Error, Result};
+use crate::merge::{Ord2, Version, is_unconditional, ordering_at};
+
+/// What decides a column's value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Rule {
+    /// Meta columns, key and partition: the latest version that touched the row.
+    Latest,
+    /// The table's ordering field and ungrouped columns.
+    Table,
+    /// Sequence group `g`.
+    Group(usize),
+}
+
+struct RowState {
+    /// `(batch, row)` of each column's value; `None`: null.
+    src: Vec<Option<(u32, u32)>>,
+    group_ord: Vec<Ord2>,
+    row_ord: Ord2,
+    deleted: bool,
+}
+
+/// Merges versions column by column; see the module notes.
+pub fn merge_columns(schema: &TableSchema, config: &TableConfig, versions: &[Version]) -> Result<Option<RecordBatch>> {
+    let full = schema.arrow_with_meta();
+    let ncols = full.fields().len();
+    let meta = META_FIELDS.len();
+    let col = |name: &str| full.index_of(name).ok();
+    let table_ord = schema.ordering_index().map(|i| i + meta);
+    let mut rules = vec![Rule::Table; ncols];
+    for r in rules.iter_mut().take(meta) {
+        *r = Rule::Latest;
+    }
+    rules[schema.key_index() + meta] = Rule::Latest;
+    if let Some(p) = schema.partition_index() {
+        rules[p + meta] = Rule::Latest;
+    }
+    let mut group_ord_col = Vec::new();
+    for (g, group) in config.sequence_groups.iter().enumerate() {
+        let o = col(&group.ordering).ok_or_else(|| Error::Invalid {
+            what: format!("sequence group `{}`", group.ordering),
+            reason: "its ordering field is not in the table schema".into(),
+        })?;
+        group_ord_col.push(o);
+        rules[o] = Rule::Group(g);
+        for c in &group.columns {
+            if let Some(i) = col(c) {
+                rules[i] = Rule::Group(g);
+            }
+        }
+    }
+    let event_time = config.merge_mode != MergeMode::CommitTime && table_ord.is_some();
+    let ngroups = group_ord_col.len();
+
+    let batches: Vec<(&RecordBatch, Option<&[bool]>)> = versions
+        .iter()
+        .filter_map(|v| match v {
+            Version::Rows(b) => Some((b, None)),
+            Version::Partial { batch, present } => Some((batch, Some(&present[..]))),
+            Version::Deletes(_) => None,
+        })
+        .collect();
+    let mut states: HashMap<&str, RowState> = HashMap::new();
+    let fresh = || RowState {
+        src: vec![None; ncols],
+        group_ord: vec![Ord2::Null; ngroups],
+        row_ord: Ord2::Null,
+        deleted: false,
+    };
+    let mut bi = 0usize;
+    for v in versions {
+        match v {
+            Version::Deletes(ds) => {
+                for d in ds {
+                    let order = Ord2::from_delete(&d.ordering);
+                    let st = states.entry(d.key.as_str()).or_insert_with(fresh);
+                    let wins = !event_time
+                        || is_unconditional(&d.ordering)
+                        || st.row_ord == Ord2::Null
+                        || order.cmp(&st.row_ord) != std::cmp::Ordering::Less;
+                    if wins {
+                        *st = fresh();
+                        st.deleted = true;
+                        st.row_ord = if is_unconditional(&d.ordering) { Ord2::Null } else { order };
+                    }
+                }
+            }
+            Version::Rows(_) | Version::Partial { .. } => {
+                let (b, present) = batches[bi];
+                let keys = b.column(RECORD_KEY).as_string_opt::<i32>().ok_or_else(|| Error::Invalid {
+                    what: "merge input".into(),
+                    reason: "_hoodie_record_key is not a string column".into(),
+                })?;
+                let has = |c: usize| present.is_none_or(|p| p[c]);
+                for r in 0..b.num_rows() {
+                    if keys.is_null(r) {
+                        continue;
+                    }
+                    let at = Some((bi as u32, r as u32));
+                    let t = table_ord.filter(|&c| has(c)).map(|c| ordering_at(b.column(c), r));
+                    let t = t.filter(|o| *o != Ord2::Null);
+                    let st = states.entry(keys.value(r)).or_insert_with(fresh);
+                    if st.deleted {
+                        if event_time
+                            && let Some(t) = &t
+                            && t.cmp(&st.row_ord) == std::cmp::Ordering::Less
+                        {
+                            continue; // older than the delete
+                        }
+                        let keep = st.row_ord.clone();
+                        *st = fresh();
+                        st.row_ord = keep;
+                    }
+                    let take_table = match (&t, event_time) {
+                        (Some(t), true) => st.row_ord == Ord2::Null || t.cmp(&st.row_ord) != std::cmp::Ordering::Less,
+                        _ => true,
+                    };
+                    if take_table && let Some(t) = t {
+                        st.row_ord = t;
+                    }
+                    let mut take_group = vec![false; ngroups];
+                    for (g, &oc) in group_ord_col.iter().enumerate() {
+                        if has(oc) {
+                            let o = ordering_at(b.column(oc), r);
+                            if o != Ord2::Null
+                                && (st.group_ord[g] == Ord2::Null
+                                    || o.cmp(&st.group_ord[g]) != std::cmp::Ordering::Less)
+                            {
+                                st.group_ord[g] = o;
+                                take_group[g] = true;
+                            }
+                        }
+                    }
+                    for (c, rule) in rules.iter().enumerate() {
+                        if !has(c) {
+                            continue;
+                        }
+                        let take = match rule {
+                            Rule::Latest => true,
+                            Rule::Table => take_table,
+                            Rule::Group(g) => take_group[*g],
+                        };
+                        if take {
+                            st.src[c] = if b.column(c).is_null(r) { None } else { at };
+                        }
+                    }
+                }
+                bi += 1;
+            }
+        }
+    }
+    let live: Vec<&RowState> = states.values().filter(|s| !s.deleted && s.src[RECORD_KEY].is_some()).collect();
+    if live.is_empty() {
+        return Ok(None);
+    }
+    let null_at = batches.len();
+    let columns: Vec<ArrayRef> = (0..ncols)
+        .map(|c| {
+            let nulls = new_null_array(full.field(c).data_type(), 1);
+            let mut arrays: Vec<&dyn Array> = batches.iter().map(|(b, _)| b.column(c).as_ref()).collect();
+            arrays.push(nulls.as_ref());
+            let picks: Vec<(usize, usize)> =
+                live.iter().map(|s| s.src[c].map_or((null_at, 0), |(b, r)| (b as usize, r as usize))).collect();
+            arrow::compute::interleave(&arrays, &picks)
+        })
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| Error::Invalid { what: "merge".into(), reason: e.to_string() })?;
+    RecordBatch::try_new(full.clone(), columns)
+        .map(Some)
+        .map_err(|e| Error::Invalid { what: "merge".into(), reason: format!("merged rows: {e}") })
+}
