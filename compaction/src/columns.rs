@@ -15,6 +15,7 @@
 //!   is not older than the delete re-creates the row with only its columns.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, new_null_array};
 use tributary_timeline::{MergeMode, TableConfig};
@@ -187,7 +188,37 @@ pub fn merge_columns(schema: &TableSchema, config: &TableConfig, versions: &[Ver
         })
         .collect::<std::result::Result<_, _>>()
         .map_err(|e| Error::Invalid { what: "merge".into(), reason: e.to_string() })?;
+    let mut columns = columns;
+    if let Some(o) = table_ord {
+        columns[o] = keep_row_ordering(&columns[o], &live, o)?;
+    }
     RecordBatch::try_new(full.clone(), columns)
         .map(Some)
         .map_err(|e| Error::Invalid { what: "merge".into(), reason: format!("merged rows: {e}") })
+}
+
+/// A row re-created after a delete by a version without the table's ordering
+/// value keeps the delete's: write it into the ordering column, so the row's
+/// ordering survives compaction.
+fn keep_row_ordering(col: &ArrayRef, live: &[&RowState], o: usize) -> Result<ArrayRef> {
+    let patch: Vec<Option<&Ord2>> =
+        live.iter().map(|s| (s.src[o].is_none() && s.row_ord != Ord2::Null).then_some(&s.row_ord)).collect();
+    if patch.iter().all(Option::is_none) {
+        return Ok(col.clone());
+    }
+    let err = |e: arrow::error::ArrowError| Error::Invalid { what: "merge".into(), reason: e.to_string() };
+    let values: ArrayRef = match patch.iter().flatten().next() {
+        Some(Ord2::Float(_)) => Arc::new(arrow::array::Float64Array::from_iter(
+            patch.iter().map(|p| p.and_then(|v| if let Ord2::Float(f) = v { Some(*f) } else { None })),
+        )),
+        Some(Ord2::Text(_)) => Arc::new(arrow::array::StringArray::from_iter(
+            patch.iter().map(|p| p.and_then(|v| if let Ord2::Text(t) = v { Some(t.clone()) } else { None })),
+        )),
+        _ => Arc::new(arrow::array::Int64Array::from_iter(
+            patch.iter().map(|p| p.and_then(|v| if let Ord2::Int(i) = v { Some(*i) } else { None })),
+        )),
+    };
+    let values = arrow::compute::cast(&values, col.data_type()).map_err(err)?;
+    let mask = arrow::array::BooleanArray::from_iter(patch.iter().map(|p| Some(p.is_some())));
+    arrow::compute::kernels::zip::zip(&mask, &values, col).map_err(err)
 }

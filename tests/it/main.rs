@@ -12,4 +12,5 @@ mod read;
 mod recovery;
 mod robustness;
 mod support;
+mod wide;
 mod write;

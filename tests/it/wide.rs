@@ -1,0 +1,409 @@
+//! Wide tables: partial-column writers and sequence groups.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use std::time::Duration;
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use proptest::prelude::*;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use tributary::{CreateOptions, ReadOptions, Table, TimeSettings};
+use tributary_compaction::execute::CompactorSettings;
+use tributary_timeline::{SequenceGroup, TimeMode};
+use tributary_writer::WriteSettings;
+
+use crate::support::*;
+
+const SCHEMA: &str = r#"{"type":"record","name":"wide","fields":[
+ {"name":"id","type":"string"},
+ {"name":"ts","type":["null","long"],"default":null},
+ {"name":"a1","type":["null","string"],"default":null},{"name":"a2","type":["null","long"],"default":null},
+ {"name":"ts_a","type":["null","long"],"default":null},
+ {"name":"b1","type":["null","string"],"default":null},{"name":"b2","type":["null","double"],"default":null},
+ {"name":"ts_b","type":["null","long"],"default":null},
+ {"name":"note","type":["null","string"],"default":null}]}"#;
+
+fn init_wide(dir: &Path) -> std::path::PathBuf {
+    let schema = dir.join("wide.avsc");
+    std::fs::write(&schema, SCHEMA).unwrap();
+    let table = dir.join("wide");
+    tributary_ok(&[
+        "init",
+        table.to_str().unwrap(),
+        "--schema",
+        schema.to_str().unwrap(),
+        "--record-key",
+        "id",
+        "--ordering-field",
+        "ts",
+        "--sequence-group",
+        "ts_a=a1,a2",
+        "--sequence-group",
+        "ts_b=b1,b2",
+        "--buckets",
+        "4",
+    ]);
+    table
+}
+
+#[test]
+fn bad_definitions_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("wide.avsc");
+    std::fs::write(&schema, SCHEMA).unwrap();
+    let s = schema.to_str().unwrap();
+    let strict = dir.path().join("strict.avsc");
+    std::fs::write(
+        &strict,
+        SCHEMA.replace(r#"{"name":"a2","type":["null","long"],"default":null}"#, r#"{"name":"a2","type":"long"}"#),
+    )
+    .unwrap();
+    let t = dir.path().join("t");
+    let t = t.to_str().unwrap();
+    let base = ["init", t, "--record-key", "id", "--ordering-field", "ts"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--schema", s, "--sequence-group", "ts_a=a1,a2", "--sequence-group", "ts_b=b1,a2"],
+            "column `a2` is in two sequence groups",
+        ),
+        (vec!["--schema", s, "--sequence-group", "ts_x=a1"], "group ordering field `ts_x` is not in the schema"),
+        (vec!["--schema", s, "--sequence-group", "ts_a=a1,zz"], "column field `zz` is not in the schema"),
+        (vec!["--schema", s, "--sequence-group", "ts_a=a1,id"], "column `id` is the record key"),
+        (vec!["--schema", s, "--sequence-group", "ts_a=a1,ts"], "the table's ordering field"),
+        (vec!["--schema", s, "--sequence-group", "ts_a"], "expected ordering_field=col1,col2"),
+        (vec!["--schema", strict.to_str().unwrap(), "--sequence-group", "ts_a=a1,a2"], "column `a2` must be nullable"),
+    ];
+    for (extra, expect) in cases {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        let err = tributary_err(&args);
+        assert!(err.contains(expect), "{args:?}: expected `{expect}` in {err}");
+    }
+    let table = init_wide(dir.path());
+    let tt = table.to_str().unwrap();
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, "{\"id\":\"x\",\"b1\":\"v\",\"b2\":1.0}\n").unwrap();
+    let i = input.to_str().unwrap();
+    let err = tributary_err(&["write", tt, "--input", i, "--columns", "b1,b2"]);
+    assert!(err.contains("sequence group ordered by `ts_b`, which is not declared"), "{err}");
+    let err = tributary_err(&["write", tt, "--input", i, "--columns", "b1,b2,ts_b,colour"]);
+    assert!(err.contains("unknown column `colour`"), "{err}");
+    std::fs::write(&input, "{\"id\":\"x\",\"a1\":\"v\",\"ts_a\":1}\n").unwrap();
+    let err = tributary_err(&["write", tt, "--input", i, "--columns", "b1,b2,ts_b"]);
+    assert!(err.contains("field `a1`: unknown column"), "a partial writer refuses columns it did not declare: {err}");
+}
+
+/// Model of the two-source case: per key, a-columns from the maximum `ts_a`
+/// event, b-columns from the maximum `ts_b` event (event times are unique).
+fn two_source_model(a: &[Value], b: &[Value]) -> Vec<Value> {
+    let mut rows: BTreeMap<String, Value> = BTreeMap::new();
+    for (events, cols, ts) in [(a, ["a1", "a2"], "ts_a"), (b, ["b1", "b2"], "ts_b")] {
+        for e in events {
+            let r = rows.entry(e["id"].as_str().unwrap().to_string()).or_insert_with(
+                || json!({"id": e["id"], "a1": null, "a2": null, "ts_a": null, "b1": null, "b2": null, "ts_b": null}),
+            );
+            if r[ts].is_null() || e[ts].as_i64() > r[ts].as_i64() {
+                for c in cols {
+                    r[c] = e[c].clone();
+                }
+                r[ts] = e[ts].clone();
+            }
+        }
+    }
+    rows.into_values().collect()
+}
+
+fn read_wide(table: &Path, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["read", table.to_str().unwrap(), "--format", "jsonl"];
+    args.extend_from_slice(extra);
+    let mut rows: Vec<Value> = tributary_ok(&args)
+        .lines()
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).unwrap();
+            let g = |k: &str| r.get(k).cloned().unwrap_or(Value::Null);
+            json!({"id": g("id"), "a1": g("a1"), "a2": g("a2"), "ts_a": g("ts_a"), "b1": g("b1"), "b2": g("b2").as_f64(), "ts_b": g("ts_b")})
+        })
+        .collect();
+    rows.sort_by(|x, y| x["id"].as_str().cmp(&y["id"].as_str()));
+    rows
+}
+
+fn normalize(mut rows: Vec<Value>) -> Vec<Value> {
+    for r in &mut rows {
+        r["b2"] = json!(r["b2"].as_f64());
+    }
+    rows
+}
+
+#[test]
+fn two_sources_at_once_keep_each_groups_newest_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = init_wide(dir.path());
+    let t = table.to_str().unwrap();
+    let mut rng = StdRng::seed_from_u64(5);
+    let mut times: Vec<i64> = (1..=20_000).collect();
+    for i in (1..times.len()).rev() {
+        times.swap(i, rng.random_range(0..=i));
+    }
+    let mut events = |source: char, n: usize| -> Vec<Value> {
+        (0..n)
+            .map(|_| {
+                let id = format!("user-{:03}", rng.random_range(0..200));
+                let ts = times.pop().unwrap();
+                if source == 'a' {
+                    json!({"id": id, "a1": format!("a-{ts}"), "a2": ts * 10, "ts_a": ts})
+                } else {
+                    json!({"id": id, "b1": format!("b-{ts}"), "b2": ts as f64 / 4.0, "ts_b": ts})
+                }
+            })
+            .collect()
+    };
+    let mut a = events('a', 3000);
+    let mut b = events('b', 3000);
+    let run = |name: &str, events: &[Value], columns: &str| {
+        let f = dir.path().join(format!("{name}.jsonl"));
+        std::fs::write(&f, events.iter().map(|e| format!("{e}\n")).collect::<String>()).unwrap();
+        std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
+            .args(["write", t, "--input", f.to_str().unwrap(), "--columns", columns, "--commit-every", "300"])
+            .args(["--time-mode", "hybrid-logical", "--writer-id", name])
+            .spawn()
+            .unwrap()
+    };
+    // Two OS processes at once, each shuffled, over the same keys.
+    let mut pa = run("a", &a, "a1,a2,ts_a");
+    let mut pb = run("b", &b, "b1,b2,ts_b");
+    assert!(pa.wait().unwrap().success() && pb.wait().unwrap().success());
+    let want = normalize(two_source_model(&a, &b));
+    assert_eq!(read_wide(&table, &[]), want, "snapshot");
+
+    tributary_ok(&["compact", t, "--time-mode", "hybrid-logical"]);
+    assert_eq!(read_wide(&table, &[]), want, "after compaction");
+    assert_eq!(read_wide(&table, &["--query", "read-optimized"]), want, "base files hold merged rows");
+    if have_official_reader() {
+        // Without logs to merge, the official reader reads the compacted rows.
+        let out = python(
+            "import sys, json\nimport pyarrow as pa\nfrom hudi import HudiTableBuilder\n\
+             t = HudiTableBuilder.from_base_uri(sys.argv[1]).build()\n\
+             print(json.dumps(pa.Table.from_batches(t.read()).to_pylist()))",
+            &[t],
+        );
+        let mut rows: Vec<Value> = serde_json::from_str::<Vec<Value>>(out.trim())
+            .unwrap()
+            .into_iter()
+            .map(|r| json!({"id": r["id"], "a1": r["a1"], "a2": r["a2"], "ts_a": r["ts_a"], "b1": r["b1"], "b2": r["b2"].as_f64(), "ts_b": r["ts_b"]}))
+            .collect();
+        rows.sort_by(|x, y| x["id"].as_str().cmp(&y["id"].as_str()));
+        assert_eq!(rows, want, "official reader after compaction");
+    }
+
+    // Further partial writes on top of the compacted base.
+    let a2 = events('a', 500);
+    let b2 = events('b', 500);
+    let mut pa = run("a2", &a2, "a1,a2,ts_a");
+    let mut pb = run("b2", &b2, "b1,b2,ts_b");
+    assert!(pa.wait().unwrap().success() && pb.wait().unwrap().success());
+    a.extend(a2);
+    b.extend(b2);
+    let want = normalize(two_source_model(&a, &b));
+    assert_eq!(read_wide(&table, &[]), want, "partial writes over a compacted base");
+    if have_official_reader() {
+        // With partial logs to merge, the official reader refuses rather than misreads.
+        let out = std::process::Command::new("python3")
+            .args(["-c", "import sys\nfrom hudi import HudiTableBuilder\nHudiTableBuilder.from_base_uri(sys.argv[1]).build().read()", t])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "the official reader must not silently merge a CUSTOM table");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("CUSTOM"));
+    }
+}
+
+/// One operation of the three-source workload.
+#[derive(Debug, Clone)]
+enum Op {
+    A { key: u8, a1: u16, ts_a: i64 },
+    B { key: u8, b1: u16, ts_b: i64 },
+    C { key: u8, note: u16, ts: i64 },
+    Delete { key: u8, ts: i64 },
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Row {
+    ts: Option<i64>,
+    a1: Option<String>,
+    ts_a: Option<i64>,
+    b1: Option<String>,
+    ts_b: Option<i64>,
+    note: Option<String>,
+    deleted: bool,
+}
+
+/// The documented rules, written out independently of the library. `rows`
+/// keeps deleted rows as tombstones; visible rows are the others.
+fn model_apply(rows: &mut BTreeMap<String, Row>, ops: &[Op]) {
+    for op in ops {
+        let key = match op {
+            Op::A { key, .. } | Op::B { key, .. } | Op::C { key, .. } | Op::Delete { key, .. } => format!("k{key:02}"),
+        };
+        let r = rows.entry(key).or_default();
+        let event_ts = match op {
+            Op::C { ts, .. } | Op::Delete { ts, .. } => Some(*ts),
+            _ => None,
+        };
+        if let Op::Delete { ts, .. } = op {
+            if r.ts.is_none_or(|cur| *ts >= cur) {
+                *r = Row { ts: Some(*ts), deleted: true, ..Row::default() };
+            }
+            continue;
+        }
+        if r.deleted {
+            if let (Some(t), Some(cur)) = (event_ts, r.ts)
+                && t < cur
+            {
+                continue; // older than the delete
+            }
+            *r = Row { ts: r.ts, ..Row::default() };
+        }
+        match op {
+            Op::A { a1, ts_a, .. } => {
+                if r.ts_a.is_none_or(|cur| *ts_a >= cur) {
+                    r.a1 = Some(format!("a{a1}"));
+                    r.ts_a = Some(*ts_a);
+                }
+            }
+            Op::B { b1, ts_b, .. } => {
+                if r.ts_b.is_none_or(|cur| *ts_b >= cur) {
+                    r.b1 = Some(format!("b{b1}"));
+                    r.ts_b = Some(*ts_b);
+                }
+            }
+            Op::C { note, ts, .. } => {
+                if r.ts.is_none_or(|cur| *ts >= cur) {
+                    r.note = Some(format!("n{note}"));
+                    r.ts = Some(*ts);
+                }
+            }
+            Op::Delete { .. } => {}
+        }
+    }
+}
+
+fn visible(rows: &BTreeMap<String, Row>) -> BTreeMap<String, Row> {
+    rows.iter().filter(|(_, r)| !r.deleted).map(|(k, r)| (k.clone(), r.clone())).collect()
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    let key = 0u8..6;
+    prop_oneof![
+        (key.clone(), any::<u16>(), 1i64..40).prop_map(|(key, a1, ts_a)| Op::A { key, a1, ts_a }),
+        (key.clone(), any::<u16>(), 1i64..40).prop_map(|(key, b1, ts_b)| Op::B { key, b1, ts_b }),
+        (key.clone(), any::<u16>(), 1i64..40).prop_map(|(key, note, ts)| Op::C { key, note, ts }),
+        (key, 1i64..40).prop_map(|(key, ts)| Op::Delete { key, ts }),
+    ]
+}
+
+/// Commits `ops` in order: consecutive ops of one source share a commit;
+/// deletes are committed on their own.
+async fn apply(table: &Table, ops: &[Op]) {
+    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
+    let client = |cols: &[&str]| {
+        let settings =
+            WriteSettings { columns: Some(cols.iter().map(|c| c.to_string()).collect()), ..Default::default() };
+        table.write_client(&time, settings).unwrap()
+    };
+    let clients = [client(&["a1", "ts_a"]), client(&["b1", "ts_b"]), client(&["note", "ts"]), client(&["ts"])];
+    let mut i = 0;
+    while i < ops.len() {
+        let kind = |op: &Op| match op {
+            Op::A { .. } => 0,
+            Op::B { .. } => 1,
+            Op::C { .. } => 2,
+            Op::Delete { .. } => 3,
+        };
+        let k = kind(&ops[i]);
+        let mut j = i;
+        while j < ops.len() && kind(&ops[j]) == k && (k != 3 || j == i) {
+            j += 1;
+        }
+        let values: Vec<Value> = ops[i..j]
+            .iter()
+            .map(|op| match op {
+                Op::A { key, a1, ts_a } => json!({"id": format!("k{key:02}"), "a1": format!("a{a1}"), "ts_a": ts_a}),
+                Op::B { key, b1, ts_b } => json!({"id": format!("k{key:02}"), "b1": format!("b{b1}"), "ts_b": ts_b}),
+                Op::C { key, note, ts } => json!({"id": format!("k{key:02}"), "note": format!("n{note}"), "ts": ts}),
+                Op::Delete { key, ts } => json!({"id": format!("k{key:02}"), "ts": ts, "_hoodie_is_deleted": true}),
+            })
+            .collect();
+        let mut c = clients[k].start_commit().await.unwrap();
+        c.write_json(&values, "ops", 1).await.unwrap();
+        c.commit().await.unwrap();
+        i = j;
+    }
+}
+
+async fn snapshot(table: &Table) -> BTreeMap<String, Row> {
+    let b: RecordBatch = table.read(&ReadOptions::default()).await.unwrap();
+    let s = |n: &str| b.column_by_name(n).unwrap().as_string::<i32>().clone();
+    let l = |n: &str| b.column_by_name(n).unwrap().as_primitive::<arrow::datatypes::Int64Type>().clone();
+    let (id, a1, b1, note) = (s("id"), s("a1"), s("b1"), s("note"));
+    let (ts, ts_a, ts_b) = (l("ts"), l("ts_a"), l("ts_b"));
+    let os = |a: &arrow::array::StringArray, i: usize| (!a.is_null(i)).then(|| a.value(i).to_string());
+    let ol = |a: &arrow::array::Int64Array, i: usize| (!a.is_null(i)).then(|| a.value(i));
+    (0..b.num_rows())
+        .map(|i| {
+            let row = Row {
+                ts: ol(&ts, i),
+                a1: os(&a1, i),
+                ts_a: ol(&ts_a, i),
+                b1: os(&b1, i),
+                ts_b: ol(&ts_b, i),
+                note: os(&note, i),
+                deleted: false,
+            };
+            (id.value(i).to_string(), row)
+        })
+        .collect()
+}
+
+async fn new_table(dir: &Path) -> Table {
+    let mut o = CreateOptions::new(SCHEMA, "id", "ts");
+    o.buckets = 2;
+    o.sequence_groups = vec![SequenceGroup::parse("ts_a=a1,a2").unwrap(), SequenceGroup::parse("ts_b=b1,b2").unwrap()];
+    Table::create_local(dir.join("t"), o).await.unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Three sources (a group each, plus the ungrouped `note` following the
+    /// table's `ts`) and deletes, against the model; and the same after a
+    /// compaction and more writes on top.
+    #[test]
+    fn three_sources_with_deletes_match_the_model(
+        first in prop::collection::vec(op_strategy(), 1..30),
+        second in prop::collection::vec(op_strategy(), 0..10),
+    ) {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let (got, after, expected, expected_all) = rt.block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let table = new_table(dir.path()).await;
+            apply(&table, &first).await;
+            let got = snapshot(&table).await;
+            table.compactor(&TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() }, CompactorSettings::default())
+                .await.unwrap().run_once().await.unwrap();
+            apply(&table, &second).await;
+            let after = snapshot(&table).await;
+            let mut rows = BTreeMap::new();
+            model_apply(&mut rows, &first);
+            let expected = visible(&rows);
+            // Base files keep no tombstones: compaction forgets deletes.
+            rows.retain(|_, r| !r.deleted);
+            model_apply(&mut rows, &second);
+            (got, after, expected, visible(&rows))
+        });
+        prop_assert_eq!(got, expected);
+        prop_assert_eq!(after, expected_all);
+    }
+}
