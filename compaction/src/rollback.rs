@@ -400,16 +400,9 @@ mod tests {
     async fn table() -> Table {
         let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("warehouse/t"));
         let config = TableConfig::new_table(&NewTableConfig {
-            name: "t".into(),
-            database: None,
-            record_key: "id".into(),
-            ordering_field: "ts".into(),
             partition_field: Some("city".into()),
-            hive_style_partitioning: true,
-            merge_mode: MergeMode::EventTime,
             bucket: BucketSpec { num_buckets: 2, hash: BucketHash::Murmur3 },
-            sequence_groups: Vec::new(),
-            schema_json: "{}".into(),
+            ..NewTableConfig::new("t", "id", "ts", "{}")
         });
         loc.create(&loc.properties_path(), config.to_properties_text("test").unwrap().into_bytes()).await.unwrap();
         // The in-memory store stamps objects with the real time, so the

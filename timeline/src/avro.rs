@@ -268,3 +268,30 @@ pub fn opt_map_of<T>(
         .collect::<Result<_>>()
         .map(Some)
 }
+
+/// A bundled schema: parsed, and as the compact JSON text Java embeds.
+pub(crate) struct Embedded {
+    pub(crate) schema: apache_avro::Schema,
+    pub(crate) json: String,
+}
+
+/// A lazily prepared bundled schema.
+pub(crate) type EmbeddedCell = std::sync::OnceLock<std::result::Result<Embedded, String>>;
+
+/// Prepares a bundled schema once: parsed, and compacted as Java's
+/// `Schema.toString()` (keys in declaration order; the workspace enables
+/// serde_json's `preserve_order`).
+pub(crate) fn embedded(cell: &'static EmbeddedCell, pretty: &str, name: &str) -> Result<&'static Embedded> {
+    cell.get_or_init(|| {
+        let schema = parse_schema(pretty, name).map_err(|e| e.to_string())?;
+        let json = serde_json::from_str::<serde_json::Value>(pretty).map_err(|e| format!("{name}: {e}"))?.to_string();
+        Ok(Embedded { schema, json })
+    })
+    .as_ref()
+    .map_err(|reason| Error::Avro { path: name.to_string(), reason: reason.clone() })
+}
+
+/// Writes `record` as the single record of a container under a bundled schema.
+pub(crate) fn encode_embedded(embedded: &Embedded, record: Value, what: &str) -> Result<Vec<u8>> {
+    write_single_record(&embedded.schema, &embedded.json, record, what)
+}

@@ -252,6 +252,25 @@ pub struct NewTableConfig {
     pub schema_json: String,
 }
 
+impl NewTableConfig {
+    /// A table keyed by `record_key` and ordered by `ordering_field`, with
+    /// defaults: unpartitioned, event-time merging, 16 murmur3 buckets.
+    pub fn new(name: &str, record_key: &str, ordering_field: &str, schema_json: &str) -> Self {
+        Self {
+            name: name.into(),
+            database: None,
+            record_key: record_key.into(),
+            ordering_field: ordering_field.into(),
+            partition_field: None,
+            hive_style_partitioning: true,
+            merge_mode: MergeMode::EventTime,
+            bucket: BucketSpec { num_buckets: 16, hash: BucketHash::Murmur3 },
+            sequence_groups: Vec::new(),
+            schema_json: schema_json.into(),
+        }
+    }
+}
+
 /// CRC32 checksum Hudi stores under `hoodie.table.checksum`.
 pub fn table_checksum(database: Option<&str>, name: &str) -> u32 {
     crc32fast::hash(format!("{}.{}", database.unwrap_or(""), name).as_bytes())

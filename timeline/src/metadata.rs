@@ -25,15 +25,14 @@
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::OnceLock;
 
-use apache_avro::Schema;
 use apache_avro::types::Value;
 use serde::{Deserialize, Serialize};
 
 use crate::avro::{
     self, opt_bool, opt_int, opt_long, opt_map_of, opt_record, opt_string, opt_string_list, string_list,
 };
+use crate::avro::{Embedded, EmbeddedCell};
 use crate::error::{Error, Result};
 
 /// The writer schema of `org.apache.hudi.avro.model.HoodieCommitMetadata`,
@@ -55,43 +54,16 @@ pub const COMPACTION_PLAN_VERSION: i32 = 2;
 /// version), used when a plan does not carry one.
 const DEFAULT_AVRO_VERSION: i32 = 1;
 
-/// A bundled schema: parsed, and as the compact JSON text Java embeds.
-struct Embedded {
-    schema: Schema,
-    json: String,
-}
-
 /// The commit-metadata schema (prepared once).
 fn commit_schema() -> Result<&'static Embedded> {
-    static SCHEMA: OnceLock<std::result::Result<Embedded, String>> = OnceLock::new();
-    cached(&SCHEMA, COMMIT_METADATA_SCHEMA, "schemas/HoodieCommitMetadata.avsc")
+    static SCHEMA: EmbeddedCell = EmbeddedCell::new();
+    avro::embedded(&SCHEMA, COMMIT_METADATA_SCHEMA, "schemas/HoodieCommitMetadata.avsc")
 }
 
 /// The compaction-plan schema (prepared once).
 fn plan_schema() -> Result<&'static Embedded> {
-    static SCHEMA: OnceLock<std::result::Result<Embedded, String>> = OnceLock::new();
-    cached(&SCHEMA, COMPACTION_PLAN_SCHEMA, "schemas/HoodieCompactionPlan.avsc")
-}
-
-fn cached(
-    cell: &'static OnceLock<std::result::Result<Embedded, String>>,
-    pretty: &str,
-    name: &str,
-) -> Result<&'static Embedded> {
-    cell.get_or_init(|| {
-        let schema = avro::parse_schema(pretty, name).map_err(|e| e.to_string())?;
-        // Java embeds `Schema.toString()`: compact, keys in declaration order
-        // (serde_json keeps it: the workspace enables `preserve_order`).
-        let json = serde_json::from_str::<serde_json::Value>(pretty).map_err(|e| format!("{name}: {e}"))?.to_string();
-        Ok(Embedded { schema, json })
-    })
-    .as_ref()
-    .map_err(|reason| Error::Avro { path: name.to_string(), reason: reason.clone() })
-}
-
-/// Writes `record` under a bundled schema.
-fn encode(embedded: &Embedded, record: Value, what: &str) -> Result<Vec<u8>> {
-    avro::write_single_record(&embedded.schema, &embedded.json, record, what)
+    static SCHEMA: EmbeddedCell = EmbeddedCell::new();
+    avro::embedded(&SCHEMA, COMPACTION_PLAN_SCHEMA, "schemas/HoodieCompactionPlan.avsc")
 }
 
 /// Runtime figures Java records per write stat (`HoodieRuntimeStats`), in milliseconds.
@@ -226,7 +198,7 @@ impl CommitMetadata {
             ("version".into(), Value::Union(1, Box::new(Value::Null))),
             ("operationType".into(), some(Value::String(self.operation_type.clone()))),
         ]);
-        encode(commit_schema()?, record, "HoodieCommitMetadata")
+        avro::encode_embedded(commit_schema()?, record, "HoodieCommitMetadata")
     }
 
     /// Decodes a commit file written by any Avro writer (ours or Java's).
@@ -450,7 +422,7 @@ impl CompactionPlan {
             ("preserveHoodieMetadata".into(), Value::Union(0, Box::new(Value::Boolean(self.preserve_hoodie_metadata)))),
             ("missingSchedulePartitions".into(), some(string_array(&self.missing_schedule_partitions))),
         ]);
-        encode(plan_schema()?, record, "HoodieCompactionPlan")
+        avro::encode_embedded(plan_schema()?, record, "HoodieCompactionPlan")
     }
 
     /// Decodes a `compaction.requested` file written by any Avro writer (ours

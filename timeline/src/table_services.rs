@@ -31,13 +31,12 @@
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::OnceLock;
 
-use apache_avro::Schema;
 use apache_avro::types::Value;
 use serde::{Deserialize, Serialize};
 
 use crate::avro::{self, opt_bool, opt_int, opt_long, opt_map, opt_map_of, opt_record, opt_string, string_list};
+use crate::avro::{Embedded, EmbeddedCell};
 use crate::error::{Error, Result};
 
 /// The writer schema of `org.apache.hudi.avro.model.HoodieCleanerPlan`.
@@ -64,48 +63,24 @@ pub const KEEP_LATEST_COMMITS: &str = "KEEP_LATEST_COMMITS";
 /// The Avro default of every `version` field here, used when a file has none.
 const DEFAULT_AVRO_VERSION: i32 = 1;
 
-/// A bundled schema: parsed, and as the compact JSON text Java embeds.
-struct Embedded {
-    schema: Schema,
-    json: String,
-}
-
-type Cell = OnceLock<std::result::Result<Embedded, String>>;
-
 fn cleaner_plan_schema() -> Result<&'static Embedded> {
-    static SCHEMA: Cell = OnceLock::new();
-    cached(&SCHEMA, CLEANER_PLAN_SCHEMA, "schemas/HoodieCleanerPlan.avsc")
+    static SCHEMA: EmbeddedCell = EmbeddedCell::new();
+    avro::embedded(&SCHEMA, CLEANER_PLAN_SCHEMA, "schemas/HoodieCleanerPlan.avsc")
 }
 
 fn clean_metadata_schema() -> Result<&'static Embedded> {
-    static SCHEMA: Cell = OnceLock::new();
-    cached(&SCHEMA, CLEAN_METADATA_SCHEMA, "schemas/HoodieCleanMetadata.avsc")
+    static SCHEMA: EmbeddedCell = EmbeddedCell::new();
+    avro::embedded(&SCHEMA, CLEAN_METADATA_SCHEMA, "schemas/HoodieCleanMetadata.avsc")
 }
 
 fn rollback_plan_schema() -> Result<&'static Embedded> {
-    static SCHEMA: Cell = OnceLock::new();
-    cached(&SCHEMA, ROLLBACK_PLAN_SCHEMA, "schemas/HoodieRollbackPlan.avsc")
+    static SCHEMA: EmbeddedCell = EmbeddedCell::new();
+    avro::embedded(&SCHEMA, ROLLBACK_PLAN_SCHEMA, "schemas/HoodieRollbackPlan.avsc")
 }
 
 fn rollback_metadata_schema() -> Result<&'static Embedded> {
-    static SCHEMA: Cell = OnceLock::new();
-    cached(&SCHEMA, ROLLBACK_METADATA_SCHEMA, "schemas/HoodieRollbackMetadata.avsc")
-}
-
-fn cached(cell: &'static Cell, pretty: &str, name: &str) -> Result<&'static Embedded> {
-    cell.get_or_init(|| {
-        let schema = avro::parse_schema(pretty, name).map_err(|e| e.to_string())?;
-        // Java embeds `Schema.toString()`: compact, keys in declaration order
-        // (serde_json keeps it: the workspace enables `preserve_order`).
-        let json = serde_json::from_str::<serde_json::Value>(pretty).map_err(|e| format!("{name}: {e}"))?.to_string();
-        Ok(Embedded { schema, json })
-    })
-    .as_ref()
-    .map_err(|reason| Error::Avro { path: name.to_string(), reason: reason.clone() })
-}
-
-fn encode(embedded: &Embedded, record: Value, what: &str) -> Result<Vec<u8>> {
-    avro::write_single_record(&embedded.schema, &embedded.json, record, what)
+    static SCHEMA: EmbeddedCell = EmbeddedCell::new();
+    avro::embedded(&SCHEMA, ROLLBACK_METADATA_SCHEMA, "schemas/HoodieRollbackMetadata.avsc")
 }
 
 /// An instant named by time and action (`HoodieInstantInfo`).
@@ -241,7 +216,7 @@ impl CleanerPlan {
             ("partitionsToBeDeleted".into(), some(string_array(&self.partitions_to_be_deleted))),
             ("extraMetadata".into(), opt(self.extra_metadata.as_ref().map(string_map))),
         ]);
-        encode(cleaner_plan_schema()?, record, "HoodieCleanerPlan")
+        avro::encode_embedded(cleaner_plan_schema()?, record, "HoodieCleanerPlan")
     }
 
     /// Decodes a cleaner plan written by any Avro writer. An empty file is
@@ -399,7 +374,7 @@ impl CleanMetadata {
             ("bootstrapPartitionMetadata".into(), opt(self.bootstrap_partition_metadata.as_ref().map(partitions))),
             ("extraMetadata".into(), opt(self.extra_metadata.as_ref().map(string_map))),
         ]);
-        encode(clean_metadata_schema()?, record, "HoodieCleanMetadata")
+        avro::encode_embedded(clean_metadata_schema()?, record, "HoodieCleanMetadata")
     }
 
     /// Decodes a completed clean written by any Avro writer. An empty file is
@@ -477,7 +452,7 @@ impl RollbackPlan {
             ("RollbackRequests".into(), some(Value::Array(requests))),
             ("version".into(), int_first(self.version)),
         ]);
-        encode(rollback_plan_schema()?, record, "HoodieRollbackPlan")
+        avro::encode_embedded(rollback_plan_schema()?, record, "HoodieRollbackPlan")
     }
 
     /// Decodes a rollback plan written by any Avro writer. An empty file is
@@ -590,7 +565,7 @@ impl RollbackMetadata {
                 Value::Array(self.instants_rollback.iter().map(instant_info_to_avro).collect()),
             ),
         ]);
-        encode(rollback_metadata_schema()?, record, "HoodieRollbackMetadata")
+        avro::encode_embedded(rollback_metadata_schema()?, record, "HoodieRollbackMetadata")
     }
 
     /// Decodes a completed rollback written by any Avro writer. An empty file

@@ -342,16 +342,8 @@ mod write_tests {
 
     fn config() -> TableConfig {
         TableConfig::new_table(&NewTableConfig {
-            name: "t".into(),
-            database: None,
-            record_key: "id".into(),
-            ordering_field: "ts".into(),
-            partition_field: None,
-            hive_style_partitioning: true,
-            merge_mode: MergeMode::EventTime,
             bucket: BucketSpec { num_buckets: 2, hash: BucketHash::Murmur3 },
-            sequence_groups: Vec::new(),
-            schema_json: "{}".into(),
+            ..NewTableConfig::new("t", "id", "ts", "{}")
         })
     }
 
