@@ -539,6 +539,7 @@ fn corrupt(path: &str, reason: String) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use apache_avro::Schema;
     use std::path::{Path, PathBuf};
 
     const TRIPS: &str = "quickstart_trips_table/mor/avro/v8_trips_8i3u1d.zip";

@@ -703,6 +703,7 @@ fn corrupt(path: &str, reason: String) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use apache_avro::Schema;
 
     /// Full names of the records defined in `s`, in definition order.
     fn record_names(s: &Schema, out: &mut Vec<String>) {
