@@ -45,6 +45,8 @@ pub struct ReadOptions {
     pub as_of: Option<InstantTime>,
     /// Keep the five `_hoodie_*` meta columns.
     pub with_meta: bool,
+    /// Skip ordering the rows by partition and record key.
+    pub unordered: bool,
 }
 
 fn arrow_err(what: &str) -> impl Fn(arrow::error::ArrowError) -> Error + '_ {
@@ -114,6 +116,20 @@ impl Table {
                 (self.location().clone(), schema.clone(), timeline.clone(), config.clone());
             tokio::spawn(async move {
                 let versions = read_slice(&loc, &schema, &slice, &timeline, base_only).await?;
+                if slice.logs.is_empty() || base_only {
+                    // A base file holds one row per key already: nothing to merge.
+                    let batches: Vec<RecordBatch> = versions
+                        .into_iter()
+                        .filter_map(|v| match v {
+                            tributary_compaction::Version::Rows(b) => Some(b),
+                            _ => None,
+                        })
+                        .collect();
+                    return Ok::<_, Error>(Some(
+                        arrow::compute::concat_batches(schema.arrow_with_meta(), &batches)
+                            .map_err(arrow_err("read"))?,
+                    ));
+                }
                 Ok::<_, Error>(merge(&schema, &config, &versions)?)
             })
         });
@@ -128,7 +144,7 @@ impl Table {
             Query::Incremental { begin, end } => filter_completed_in(&all, &full, begin, end)?,
             _ => all,
         };
-        let sorted = sort_by_partition_and_key(&all)?;
+        let sorted = if options.unordered { all } else { sort_by_partition_and_key(&all)? };
         if options.with_meta {
             Ok(sorted)
         } else {

@@ -249,8 +249,10 @@ impl Compactor {
             let meta = self.loc.store.head(p).await.map_err(|e| tributary_timeline::Error::store("head", p, e))?;
             bytes_read += meta.size;
         }
-        // Decoded rows take a few times their encoded size.
-        let passes = ((bytes_read as usize).saturating_mul(4) / self.settings.memory_budget.max(1)) + 1;
+        // Decoded rows take a few times their encoded size; the budget is
+        // shared by the groups compacted at once.
+        let budget = (self.settings.memory_budget / self.settings.parallelism.max(1)).max(1);
+        let passes = ((bytes_read as usize).saturating_mul(3) / budget) + 1;
         let name = BaseFileName {
             file_id: op.file_id.clone(),
             write_token: WriteToken::new(index, 0, 0),
@@ -334,7 +336,25 @@ impl Compactor {
         timeline: &Timeline,
         passes: usize,
     ) -> Result<Vec<String>> {
+        // A sample of the keys (every `stride`-th, the stride doubling as
+        // the sample grows) is enough to cut ranges of about equal size.
+        const SAMPLE: usize = 64 * 1024;
         let mut keys: Vec<String> = Vec::new();
+        let (mut stride, mut seen) = (1usize, 0usize);
+        let mut keep = |k: &str, keys: &mut Vec<String>| {
+            if seen % stride == 0 {
+                keys.push(k.to_string());
+                if keys.len() >= 2 * SAMPLE {
+                    let mut i = 0;
+                    keys.retain(|_| {
+                        i += 1;
+                        i % 2 == 0
+                    });
+                    stride *= 2;
+                }
+            }
+            seen += 1;
+        };
         for (p, is_base) in inputs {
             let vs = if *is_base {
                 read_base(&self.loc, &self.schema, p).await?
@@ -344,9 +364,15 @@ impl Compactor {
             for v in vs {
                 match v {
                     Version::Rows(b) | Version::Partial { batch: b, .. } => {
-                        keys.extend(b.column(RECORD_KEY).as_string::<i32>().iter().flatten().map(String::from))
+                        for k in b.column(RECORD_KEY).as_string::<i32>().iter().flatten() {
+                            keep(k, &mut keys);
+                        }
                     }
-                    Version::Deletes(ds) => keys.extend(ds.into_iter().map(|d| d.key)),
+                    Version::Deletes(ds) => {
+                        for d in &ds {
+                            keep(&d.key, &mut keys);
+                        }
+                    }
                 }
             }
         }

@@ -530,7 +530,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     Query::Incremental { begin, end }
                 }
             };
-            read(table, ReadOptions { query, as_of, with_meta: meta }, format).await?;
+            read(table, ReadOptions { query, as_of, with_meta: meta, ..Default::default() }, format).await?;
         }
     }
     Ok(())
