@@ -128,3 +128,22 @@ fn documented_corpus_results() {
         .collect();
     assert_eq!((rows.len(), riders.len()), (5, 5), "{rows:?}");
 }
+
+/// `tributary compact` on a copy of each v8 MOR corpus table succeeds, and
+/// afterwards both readers still return the same rows.
+#[test]
+fn compacting_corpus_tables_keeps_their_rows() {
+    let Some(zips) = mor_tables() else { return };
+    for zip in zips.iter().filter(|z| z.to_string_lossy().contains("v8_")) {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = unzip_table(zip, tmp.path());
+        let before = ours(&base, &[]);
+        let out = tributary_ok(&["compact", base.to_str().unwrap(), "--time-mode", "hybrid-logical"]);
+        assert!(out.contains("compaction") || out.contains("nothing to compact"), "{out}");
+        assert_eq!(ours(&base, &[]), before, "{} snapshot after compaction", zip.display());
+        assert_eq!(official(&base, ""), before, "{} official reader after compaction", zip.display());
+        if out.contains("groups") {
+            assert_eq!(ours(&base, &["--query", "read-optimized"]), before, "{} base files hold it all", zip.display());
+        }
+    }
+}
