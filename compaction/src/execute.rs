@@ -31,7 +31,7 @@ use tributary_writer::schema::{FILE_NAME, RECORD_KEY, TableSchema};
 use crate::error::{Error, Result};
 use crate::merge::{Version, merge};
 use crate::plan::{PlanSettings, plan};
-use crate::slice::{read_base, read_log};
+use crate::slice::{read_base, read_log, read_log_keys};
 
 /// Settings of a [`Compactor`].
 #[derive(Debug, Clone)]
@@ -286,14 +286,16 @@ impl Compactor {
             let lo = pass.checked_sub(1).map(|i| bounds[i].as_str());
             let hi = bounds.get(pass).map(String::as_str);
             let mut versions = Vec::new();
+            let mut inside = |k: &str| lo.is_none_or(|l| k >= l) && hi.is_none_or(|h| k < h);
             for (p, is_base) in &inputs {
-                let vs = if *is_base {
-                    read_base(&self.loc, &self.schema, p).await?
+                if *is_base {
+                    for v in read_base(&self.loc, &self.schema, p).await? {
+                        versions.push(if bounds.is_empty() { v } else { in_range(v, lo, hi)? });
+                    }
+                } else if bounds.is_empty() {
+                    versions.extend(read_log(&self.loc, &self.schema, p, timeline).await?);
                 } else {
-                    read_log(&self.loc, &self.schema, p, timeline).await?
-                };
-                for v in vs {
-                    versions.push(if bounds.is_empty() { v } else { in_range(v, lo, hi)? });
+                    versions.extend(read_log_keys(&self.loc, &self.schema, p, timeline, &mut inside).await?);
                 }
             }
             let Some(merged) = merge(&self.schema, &self.config, &versions)? else { continue };
@@ -356,24 +358,21 @@ impl Compactor {
             seen += 1;
         };
         for (p, is_base) in inputs {
-            let vs = if *is_base {
-                read_base(&self.loc, &self.schema, p).await?
-            } else {
-                read_log(&self.loc, &self.schema, p, timeline).await?
-            };
-            for v in vs {
-                match v {
-                    Version::Rows(b) | Version::Partial { batch: b, .. } => {
+            if *is_base {
+                for v in read_base(&self.loc, &self.schema, p).await? {
+                    if let Version::Rows(b) | Version::Partial { batch: b, .. } = v {
                         for k in b.column(RECORD_KEY).as_string::<i32>().iter().flatten() {
                             keep(k, &mut keys);
                         }
                     }
-                    Version::Deletes(ds) => {
-                        for d in &ds {
-                            keep(&d.key, &mut keys);
-                        }
-                    }
                 }
+            } else {
+                // Sample the keys while decoding; keep no rows.
+                let mut sample = |k: &str| {
+                    keep(k, &mut keys);
+                    false
+                };
+                read_log_keys(&self.loc, &self.schema, p, timeline, &mut sample).await?;
             }
         }
         keys.sort_unstable();

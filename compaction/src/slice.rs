@@ -1,13 +1,15 @@
 //! Reading a file slice: base Parquet rows and log blocks, as versions in
 //! write order for the merge. Shared by the snapshot reader and the compactor.
 
+use arrow::array::AsArray;
 use arrow::array::{ArrayRef, RecordBatch, new_null_array};
 use arrow::datatypes::SchemaRef;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use tributary_timeline::fs_view::FileSlice;
 use tributary_timeline::{InstantTime, TableLocation, Timeline};
-use tributary_writer::codec::{decode_data_block, decode_delete_content};
+use tributary_writer::codec::{decode_data_block_with, decode_delete_content};
 use tributary_writer::log_block::{BlockType, HeaderKey, LogBlock};
+use tributary_writer::schema::RECORD_KEY;
 use tributary_writer::schema::TableSchema;
 
 use crate::error::{Error, Result};
@@ -51,6 +53,21 @@ pub async fn read_log(
     log: &object_store::path::Path,
     timeline: &Timeline,
 ) -> Result<Vec<Version>> {
+    read_log_keys(loc, schema, log, timeline, &mut |_| true).await
+}
+
+/// Rows decoded per step when a log is read through a key filter.
+const FILTER_BATCH_ROWS: usize = 64 * 1024;
+
+/// Like [`read_log`], keeping only records whose key `keep` accepts. Rows are
+/// decoded and filtered a batch at a time, so memory follows what is kept.
+pub async fn read_log_keys(
+    loc: &TableLocation,
+    schema: &TableSchema,
+    log: &object_store::path::Path,
+    timeline: &Timeline,
+    keep: &mut (dyn FnMut(&str) -> bool + Send),
+) -> Result<Vec<Version>> {
     let path = log.to_string();
     let bytes = loc.get(log).await?;
     let mut out = Vec::new();
@@ -64,16 +81,31 @@ pub async fn read_log(
         match block.block_type {
             BlockType::AvroData => {
                 let writer_json = block.header(HeaderKey::Schema).unwrap_or(schema.log_json());
-                if block.header(HeaderKey::IsPartial) == Some("true") {
-                    // A column subset: read it as written, then widen to the
-                    // table with the absent columns marked absent.
-                    let part = decode_data_block(&block.content, writer_json, writer_json, &path)?;
-                    out.push(widen(part, schema.arrow_with_meta(), &path)?);
-                } else {
-                    out.push(Version::Rows(decode_data_block(&block.content, writer_json, schema.log_json(), &path)?));
-                }
+                let partial = block.header(HeaderKey::IsPartial) == Some("true");
+                // A partial block is read as written, then widened to the table.
+                let reader_json = if partial { writer_json } else { schema.log_json() };
+                decode_data_block_with(&block.content, writer_json, reader_json, &path, FILTER_BATCH_ROWS, |b| {
+                    let b = filter_keys(b, keep).map_err(|e| tributary_writer::Error::InvalidInput {
+                        what: path.clone(),
+                        reason: e.to_string(),
+                    })?;
+                    if b.num_rows() > 0 {
+                        out.push(if partial {
+                            widen(b, schema.arrow_with_meta(), &path).map_err(|e| {
+                                tributary_writer::Error::InvalidInput { what: path.clone(), reason: e.to_string() }
+                            })?
+                        } else {
+                            Version::Rows(b)
+                        });
+                    }
+                    Ok(())
+                })?;
             }
-            BlockType::Delete => out.push(Version::Deletes(decode_delete_content(&block.content, &path)?)),
+            BlockType::Delete => {
+                let mut d = decode_delete_content(&block.content, &path)?;
+                d.retain(|r| keep(&r.key));
+                out.push(Version::Deletes(d));
+            }
             BlockType::Command => {}
             other => {
                 return Err(Error::Invalid {
@@ -84,6 +116,17 @@ pub async fn read_log(
         }
     }
     Ok(out)
+}
+
+/// The rows of `b` whose record key `keep` accepts.
+fn filter_keys(b: RecordBatch, keep: &mut (dyn FnMut(&str) -> bool + Send)) -> Result<RecordBatch> {
+    let keys = b.column(RECORD_KEY).as_string::<i32>();
+    let mask: arrow::array::BooleanArray = keys.iter().map(|k| Some(k.is_some_and(&mut *keep))).collect();
+    if mask.true_count() == b.num_rows() {
+        return Ok(b);
+    }
+    arrow::compute::filter_record_batch(&b, &mask)
+        .map_err(|e| Error::Invalid { what: "log".into(), reason: e.to_string() })
 }
 
 /// A partial batch laid out as the whole table: absent columns are nulls and

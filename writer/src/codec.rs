@@ -59,6 +59,26 @@ impl DataBlockEncoder {
 /// `reader_json` (schema resolution: missing fields take defaults, extra
 /// fields are skipped). `path` names the log file in errors.
 pub fn decode_data_block(content: &[u8], writer_json: &str, reader_json: &str, path: &str) -> Result<RecordBatch> {
+    let mut batches = Vec::new();
+    let schema = decode_data_block_with(content, writer_json, reader_json, path, usize::MAX, |b| {
+        batches.push(b);
+        Ok(())
+    })?;
+    let corrupt = |reason: String| Error::CorruptLog { path: path.to_string(), offset: 0, reason };
+    arrow::compute::concat_batches(&schema, &batches).map_err(|e| corrupt(e.to_string()))
+}
+
+/// Decodes AVRO_DATA `content` in batches of at most `batch_rows` rows,
+/// handing each to `each` as it is decoded, so a caller that filters rows
+/// never holds the whole block decoded. Returns the batches' schema.
+pub fn decode_data_block_with(
+    content: &[u8],
+    writer_json: &str,
+    reader_json: &str,
+    path: &str,
+    batch_rows: usize,
+    mut each: impl FnMut(RecordBatch) -> Result<()>,
+) -> Result<SchemaRef> {
     let corrupt = |reason: String| Error::CorruptLog { path: path.to_string(), offset: 0, reason };
     let records = crate::log_block::decode_avro_content(content, path)?;
     let body: usize = records.iter().map(|r| r.len()).sum();
@@ -81,14 +101,15 @@ pub fn decode_data_block(content: &[u8], writer_json: &str, reader_json: &str, p
     }
     let reader = arrow_avro::reader::ReaderBuilder::new()
         .with_reader_schema(AvroSchema::new(reader_json.to_string()))
-        .with_batch_size(records.len().max(1))
+        .with_batch_size(records.len().clamp(1, batch_rows.max(1)))
         .build(Cursor::new(ocf))
         .map_err(|e| corrupt(format!("data block schema: {e}")))?;
     let schema = strip_metadata(&reader.schema());
-    let batches =
-        reader.collect::<std::result::Result<Vec<_>, _>>().map_err(|e| corrupt(format!("data block: {e}")))?;
-    let batch = arrow::compute::concat_batches(&schema, &batches).map_err(|e| corrupt(e.to_string()))?;
-    with_schema(batch, &schema).map_err(|e| corrupt(e.to_string()))
+    for batch in reader {
+        let batch = batch.map_err(|e| corrupt(format!("data block: {e}")))?;
+        each(with_schema(batch, &schema).map_err(|e| corrupt(e.to_string()))?)?;
+    }
+    Ok(schema)
 }
 
 /// `batch` relabelled with `schema` (same types; metadata dropped).
