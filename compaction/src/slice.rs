@@ -69,9 +69,9 @@ pub async fn read_log_keys(
     keep: &mut (dyn FnMut(&str) -> bool + Send),
 ) -> Result<Vec<Version>> {
     let path = log.to_string();
-    let bytes = loc.get(log).await?;
+    let blocks = LogBlock::decode_all(&loc.get(log).await?, &path)?;
     let mut out = Vec::new();
-    for block in LogBlock::decode_all(&bytes, &path)? {
+    for block in blocks {
         if let Some(t) = block.header(HeaderKey::InstantTime)
             && let Ok(t) = InstantTime::parse(t)
             && !timeline.is_completed(&t)

@@ -91,10 +91,12 @@ pub fn decode_data_block_with(
     put_long(&mut ocf, 0);
     let sync = [0x5au8; 16];
     ocf.extend_from_slice(&sync);
-    if !records.is_empty() {
-        put_long(&mut ocf, records.len() as i64);
-        put_long(&mut ocf, body as i64);
-        for r in &records {
+    // Container blocks of at most `batch_rows` records: the reader holds one
+    // block at a time, so decoding in batches also bounds its buffer.
+    for chunk in records.chunks(batch_rows.clamp(1, 1 << 20)) {
+        put_long(&mut ocf, chunk.len() as i64);
+        put_long(&mut ocf, chunk.iter().map(|r| r.len()).sum::<usize>() as i64);
+        for r in chunk {
             ocf.extend_from_slice(r);
         }
         ocf.extend_from_slice(&sync);
