@@ -227,13 +227,9 @@ mod tests {
     use std::time::Duration;
 
     use object_store::ObjectStoreExt;
-    use object_store::memory::InMemory;
-    use object_store::path::Path;
     use tributary_timeline::metadata::CompactionPlan;
     use tributary_timeline::partition::ensure_partition;
-    use tributary_timeline::{
-        BucketHash, BucketSpec, InProcessLock, ManualClock, MergeMode, NewTableConfig, TimeMode, nbcc_file_id,
-    };
+    use tributary_timeline::{InProcessLock, ManualClock, TimeMode, nbcc_file_id};
 
     use super::*;
 
@@ -244,13 +240,7 @@ mod tests {
     }
 
     async fn table() -> Table {
-        let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("warehouse/t"));
-        let config = TableConfig::new_table(&NewTableConfig {
-            partition_field: Some("city".into()),
-            bucket: BucketSpec { num_buckets: 2, hash: BucketHash::Murmur3 },
-            ..NewTableConfig::new("t", "id", "ts", "{}")
-        });
-        loc.create(&loc.properties_path(), config.to_properties_text("test").unwrap().into_bytes()).await.unwrap();
+        let (loc, config) = crate::test_util::memory_table().await;
         ensure_partition(&loc, PARTITION, &ts(1)).await.unwrap();
         // 2025-01-02: clean instants come after every hand-made instant.
         let clock = Arc::new(ManualClock::new(1_735_776_000_000));

@@ -9,6 +9,8 @@ pub mod merge;
 pub mod plan;
 pub mod rollback;
 pub mod slice;
+#[cfg(test)]
+mod test_util;
 
 pub use error::{Error, Result};
 pub use merge::{Version, merge};

@@ -384,9 +384,7 @@ mod tests {
 
     use object_store::memory::InMemory;
     use tributary_timeline::partition::ensure_partition;
-    use tributary_timeline::{
-        BucketHash, BucketSpec, InProcessLock, ManualClock, MergeMode, NewTableConfig, SystemClock, TimeMode,
-    };
+    use tributary_timeline::{InProcessLock, ManualClock, SystemClock, TimeMode};
 
     use super::*;
 
@@ -398,13 +396,7 @@ mod tests {
     }
 
     async fn table() -> Table {
-        let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("warehouse/t"));
-        let config = TableConfig::new_table(&NewTableConfig {
-            partition_field: Some("city".into()),
-            bucket: BucketSpec { num_buckets: 2, hash: BucketHash::Murmur3 },
-            ..NewTableConfig::new("t", "id", "ts", "{}")
-        });
-        loc.create(&loc.properties_path(), config.to_properties_text("test").unwrap().into_bytes()).await.unwrap();
+        let (loc, config) = crate::test_util::memory_table().await;
         // The in-memory store stamps objects with the real time, so the
         // injected clock starts there.
         let clock = Arc::new(ManualClock::new(SystemClock.now_millis()));
