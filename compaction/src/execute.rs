@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch, StringArray};
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use object_store::ObjectStoreExt;
 use object_store::buffered::BufWriter;
 use parquet::arrow::AsyncArrowWriter;
@@ -24,7 +24,7 @@ use tributary_timeline::{
     Action, BaseFileName, FileSystemView, Instant, InstantTime, LockProvider, State, TableConfig, TableLocation,
     TimeGenerator, Timeline, TimelineWriter, WriteToken,
 };
-use tributary_writer::client::rollback_files;
+use tributary_writer::client::{marker_dir, remove_markers, rollback_files};
 use tributary_writer::codec::DeleteRecord;
 use tributary_writer::schema::{FILE_NAME, RECORD_KEY, TableSchema};
 
@@ -175,18 +175,7 @@ impl Compactor {
                 Ok(c)
             })
             .await?;
-        let markers = self.loc.meta_dir().clone().join(".temp").join(instant.as_str());
-        let leftover: Vec<_> = self
-            .loc
-            .store
-            .list(Some(&markers))
-            .map_ok(|m| m.location)
-            .try_collect()
-            .await
-            .map_err(|e| tributary_timeline::Error::store("list", &markers, e))?;
-        for m in leftover {
-            let _ = self.loc.store.delete(&m).await;
-        }
+        remove_markers(&self.loc, instant).await?;
         Ok(CompactionSummary {
             instant: instant.clone(),
             completed,
@@ -261,10 +250,7 @@ impl Compactor {
         }
         .to_string();
         let rel = if op.partition_path.is_empty() { name.clone() } else { format!("{}/{name}", op.partition_path) };
-        let marker = join_relative(
-            &self.loc.meta_dir().clone().join(".temp").join(instant.as_str()),
-            &format!("{rel}.marker.CREATE"),
-        );
+        let marker = join_relative(&marker_dir(&self.loc, instant), &format!("{rel}.marker.CREATE"));
         match self.loc.create(&marker, Vec::new()).await {
             Ok(()) | Err(tributary_timeline::Error::AlreadyExists { .. }) => {}
             Err(e) => return Err(e.into()),

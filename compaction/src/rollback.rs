@@ -120,11 +120,6 @@ pub fn heartbeat_path(loc: &TableLocation, t: &InstantTime) -> Path {
     loc.meta_dir().join(".heartbeat").join(t.as_str())
 }
 
-/// `.hoodie/.temp/<t>`, the folder of an instant's markers.
-fn marker_dir(loc: &TableLocation, t: &InstantTime) -> Path {
-    loc.meta_dir().join(".temp").join(t.as_str())
-}
-
 /// Whether the writer of `t` is dead by `clock` (see [`rollback_failed_writes`]).
 pub async fn heartbeat_expired(
     loc: &TableLocation,
@@ -173,7 +168,7 @@ fn deltacommit_target(plan: &RollbackPlan) -> Option<InstantTime> {
 /// The rollback plan of `t`: one request per file its markers name, as Java's
 /// marker-based rollback plans them for table version 8.
 async fn plan_for(loc: &TableLocation, t: &InstantTime) -> Result<RollbackPlan> {
-    let dir = marker_dir(loc, t);
+    let dir = tributary_writer::client::marker_dir(loc, t);
     let markers: Vec<Path> = loc
         .store
         .list(Some(&dir))
@@ -387,6 +382,7 @@ mod tests {
     use tributary_timeline::{InProcessLock, ManualClock, SystemClock, TimeMode};
 
     use super::*;
+    use tributary_writer::client::marker_dir;
 
     struct Table {
         loc: TableLocation,

@@ -525,14 +525,19 @@ impl Commit {
     }
 
     async fn cleanup_markers(&self) -> Result<()> {
-        let dir = marker_dir(&self.shared.loc, &self.instant);
-        let markers: Vec<Path> = list_paths(&self.shared.loc, &dir).await?;
-        delete_all(&self.shared.loc, markers).await
+        remove_markers(&self.shared.loc, &self.instant).await
     }
 }
 
-fn marker_dir(loc: &TableLocation, instant: &InstantTime) -> Path {
-    loc.meta_dir().clone().join(".temp").join(instant.as_str())
+/// `.hoodie/.temp/<t>`: the folder of instant `t`'s write markers.
+pub fn marker_dir(loc: &TableLocation, instant: &InstantTime) -> Path {
+    loc.meta_dir().join(".temp").join(instant.as_str())
+}
+
+/// Deletes instant `t`'s markers once what they name is committed.
+pub async fn remove_markers(loc: &TableLocation, instant: &InstantTime) -> Result<()> {
+    let markers = list_paths(loc, &marker_dir(loc, instant)).await?;
+    delete_all(loc, markers).await
 }
 
 async fn list_paths(loc: &TableLocation, dir: &Path) -> Result<Vec<Path>> {
