@@ -200,7 +200,16 @@ fn killed_writer_leaves_exactly_the_committed_data() {
     let timeline_dir = table.join(".hoodie/timeline");
     let completed = || {
         std::fs::read_dir(&timeline_dir)
-            .map(|d| d.flatten().filter(|e| e.file_name().to_string_lossy().contains('_')).count())
+            // Completed deltacommits only: a kill can leave the store's staging file
+            // (`<name>#<n>`) beside them, which is not part of the timeline.
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        name.contains('_') && name.ends_with(".deltacommit")
+                    })
+                    .count()
+            })
             .unwrap_or(0)
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
