@@ -52,6 +52,10 @@ use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::TimeMode;
 use tributary_writer::WriteSettings;
 
+/// The allocator the `tributary` binary uses, so figures match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 type BenchResult<T> = Result<T, Box<dyn Error>>;
 
 const CASE_ENV: &str = "TRIBUTARY_BENCH_CASE";
@@ -67,8 +71,8 @@ const SMALL_COMMITS: usize = 200;
 const SMALL_COMMIT_ROWS: usize = 100;
 /// Commits of the compaction case's table; each writes every key once.
 const COMPACT_COMMITS: usize = 5;
-/// The compactor's memory budget (per file group).
-const COMPACT_BUDGET: usize = 256 << 20;
+/// The compactor's default memory budget, MiB (`TRIBUTARY_BENCH_BUDGET_MB` overrides).
+const COMPACT_BUDGET_MIB: usize = 256;
 /// File groups the compactor merges at once.
 const COMPACT_PARALLELISM: usize = 2;
 /// Write buffer of the compaction set-up: large enough that each commit
@@ -491,12 +495,18 @@ fn case_compact_setup(dir: &Path, ticks: u64) -> BenchResult<()> {
     Ok(())
 }
 
+/// The compactor's memory budget in bytes: `TRIBUTARY_BENCH_BUDGET_MB` MiB,
+/// else the default.
+fn compact_budget() -> usize {
+    std::env::var("TRIBUTARY_BENCH_BUDGET_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(COMPACT_BUDGET_MIB) << 20
+}
+
 /// One compaction of the table at `dir`, timed.
 fn case_compact(dir: &Path, ticks: u64) -> BenchResult<()> {
     let rt = runtime();
     let table = rt.block_on(Table::open_local(dir))?;
     let settings =
-        CompactorSettings { memory_budget: COMPACT_BUDGET, parallelism: COMPACT_PARALLELISM, ..Default::default() };
+        CompactorSettings { memory_budget: compact_budget(), parallelism: COMPACT_PARALLELISM, ..Default::default() };
     let compactor = rt.block_on(table.compactor(&time_settings(), settings))?;
     let before = usage(ticks)?;
     let started = Instant::now();
@@ -723,7 +733,7 @@ fn print_compact(run: &CompactRun) {
     println!(
         "== compaction ({COMPACT_COMMITS} commits x {per_commit} records, each commit writes every key once; \
          {BUCKETS} buckets; budget {} MiB, parallelism {COMPACT_PARALLELISM}) ==",
-        COMPACT_BUDGET >> 20
+        compact_budget() >> 20
     );
     let setup = match &run.setup {
         Ok(f) => f,

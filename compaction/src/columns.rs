@@ -27,7 +27,7 @@ use crate::merge::{Ord2, Version, is_unconditional, ordering_at};
 /// What decides a column's value.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Rule {
-    /// Meta columns, key and partition: the latest version that touched the row.
+    /// Meta columns, key and partition: the latest version that changed the row.
     Latest,
     /// The table's ordering field and ungrouped columns.
     Table,
@@ -154,12 +154,15 @@ pub fn merge_columns(schema: &TableSchema, config: &TableConfig, versions: &[Ver
                             }
                         }
                     }
+                    // A version that changes nothing (older than the row in
+                    // every respect) leaves its meta columns too.
+                    let touched = take_table || take_group.iter().any(|&t| t);
                     for (c, rule) in rules.iter().enumerate() {
                         if !has(c) {
                             continue;
                         }
                         let take = match rule {
-                            Rule::Latest => true,
+                            Rule::Latest => touched,
                             Rule::Table => take_table,
                             Rule::Group(g) => take_group[*g],
                         };

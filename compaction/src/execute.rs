@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch, StringArray};
+use arrow::array::{ArrayRef, RecordBatch, StringArray};
 use futures::StreamExt;
 use object_store::ObjectStoreExt;
 use object_store::buffered::BufWriter;
@@ -25,13 +25,13 @@ use tributary_timeline::{
     TimeGenerator, Timeline, TimelineWriter, WriteToken,
 };
 use tributary_writer::client::{marker_dir, remove_markers, rollback_files};
-use tributary_writer::codec::DeleteRecord;
 use tributary_writer::schema::{FILE_NAME, RECORD_KEY, TableSchema};
 
 use crate::error::{Error, Result};
-use crate::merge::{Version, merge};
+use crate::merge::{Version, merge, merge_as};
 use crate::plan::{PlanSettings, plan};
-use crate::slice::{read_base, read_log, read_log_keys};
+use crate::slice::{BaseReader, LogReader, read_base, read_log};
+use crate::spill::{RunMerger, SpillArea, Spiller};
 
 /// Settings of a [`Compactor`].
 #[derive(Debug, Clone)]
@@ -40,9 +40,14 @@ pub struct CompactorSettings {
     pub plan: PlanSettings,
     /// File groups compacted at once.
     pub parallelism: usize,
-    /// Memory budget per file group; larger groups merge in several passes,
-    /// one key range at a time.
+    /// Memory budget of the compactor, shared by the groups compacted at
+    /// once. A group whose inputs would not fit is merged through spill
+    /// files, a key partition at a time.
     pub memory_budget: usize,
+    /// An existing local folder for spill files; by default the table's
+    /// `.hoodie/.temp/` (set it for tables in object stores, which would
+    /// otherwise spill to the store).
+    pub spill_dir: Option<std::path::PathBuf>,
     /// Rows per Parquet row group.
     pub row_group_rows: usize,
     /// An inflight delta commit whose heartbeat is older than this is a
@@ -56,6 +61,7 @@ impl Default for CompactorSettings {
             plan: PlanSettings::default(),
             parallelism: 2,
             memory_budget: 256 << 20,
+            spill_dir: None,
             row_group_rows: 128 * 1024,
             heartbeat_expiry: crate::rollback::DEFAULT_HEARTBEAT_EXPIRY,
         }
@@ -147,6 +153,10 @@ impl Compactor {
         }
         // A crashed attempt may have left base files: remove them first.
         rollback_files(&self.loc, instant).await?;
+        // And spill files. (A spill folder that cannot be opened yet holds none.)
+        if let Ok(area) = self.spill_area(instant, None) {
+            area.clear().await?;
+        }
         let timeline = Arc::new(timeline);
         let jobs = plan.operations.iter().enumerate().map(|(i, op)| {
             let (this, op, timeline, instant) = (self.clone(), op.clone(), timeline.clone(), instant.clone());
@@ -241,7 +251,7 @@ impl Compactor {
         // Decoded rows take a few times their encoded size; the budget is
         // shared by the groups compacted at once.
         let budget = (self.settings.memory_budget / self.settings.parallelism.max(1)).max(1);
-        let passes = ((bytes_read as usize).saturating_mul(3) / budget) + 1;
+        let partitions = (bytes_read as usize).saturating_mul(3).div_ceil(budget);
         let name = BaseFileName {
             file_id: op.file_id.clone(),
             write_token: WriteToken::new(index, 0, 0),
@@ -266,29 +276,63 @@ impl Compactor {
             Some(props),
         )
         .map_err(|e| invalid(out_path.to_string(), e))?;
-        let bounds = if passes > 1 { self.key_bounds(&inputs, timeline, passes).await? } else { Vec::new() };
         let mut rows = 0u64;
-        for pass in 0..=bounds.len() {
-            let lo = pass.checked_sub(1).map(|i| bounds[i].as_str());
-            let hi = bounds.get(pass).map(String::as_str);
+        if partitions <= 1 {
             let mut versions = Vec::new();
-            let mut inside = |k: &str| lo.is_none_or(|l| k >= l) && hi.is_none_or(|h| k < h);
             for (p, is_base) in &inputs {
                 if *is_base {
-                    for v in read_base(&self.loc, &self.schema, p).await? {
-                        versions.push(if bounds.is_empty() { v } else { in_range(v, lo, hi)? });
-                    }
-                } else if bounds.is_empty() {
-                    versions.extend(read_log(&self.loc, &self.schema, p, timeline).await?);
+                    versions.extend(read_base(&self.loc, &self.schema, p).await?);
                 } else {
-                    versions.extend(read_log_keys(&self.loc, &self.schema, p, timeline, &mut inside).await?);
+                    versions.extend(read_log(&self.loc, &self.schema, p, timeline).await?);
                 }
             }
-            let Some(merged) = merge(&self.schema, &self.config, &versions)? else { continue };
-            drop(versions);
-            let sorted = sort_by_key_with_file_name(&merged, &name)?;
-            rows += sorted.num_rows() as u64;
-            writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
+            if let Some(merged) = merge(&self.schema, &self.config, &versions)? {
+                drop(versions);
+                let sorted = sort_by_key_with_file_name(&merged, &name)?;
+                rows += sorted.num_rows() as u64;
+                writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
+            }
+        } else {
+            let area = self.spill_area(instant, Some(&op.file_id))?;
+            area.clear().await?;
+            let mut spiller = Spiller::new(area.clone(), partitions, budget / (4 * partitions));
+            for (p, is_base) in &inputs {
+                if *is_base {
+                    let mut base = BaseReader::open(&self.loc, &self.schema, p).await?;
+                    while let Some(b) = base.next().await? {
+                        spiller.push(Version::Rows(b)).await?;
+                    }
+                } else {
+                    let mut log = LogReader::open(&self.loc, &self.schema, p, timeline).await?;
+                    while let Some(v) = log.next().await? {
+                        spiller.push(v).await?;
+                    }
+                }
+            }
+            spiller.finish().await?;
+            let mut runs = Vec::with_capacity(partitions);
+            for part in 0..spiller.partitions() {
+                let versions = spiller.versions(part).await?;
+                let Some(merged) = merge_as(&self.schema, &self.config, &versions, spiller.partial())? else {
+                    continue;
+                };
+                drop(versions);
+                let sorted = sort_by_key_with_file_name(&merged, &name)?;
+                drop(merged);
+                rows += sorted.num_rows() as u64;
+                runs.push(spiller.write_run(part, &sorted).await?);
+            }
+            tracing::debug!(
+                file_id = %op.file_id,
+                partitions,
+                spilled_bytes = spiller.spilled_bytes,
+                "file group merged through spill files"
+            );
+            let mut merger = RunMerger::new(area.clone(), runs);
+            while let Some(b) = merger.next_batch().await? {
+                writer.write(&b).await.map_err(|e| invalid(out_path.to_string(), e))?;
+            }
+            area.clear().await?;
         }
         writer.close().await.map_err(|e| invalid(out_path.to_string(), e))?;
         let size = self
@@ -316,72 +360,26 @@ impl Compactor {
         Ok((stat, bytes_read))
     }
 
-    /// `passes - 1` record keys splitting the group's keys into ranges of
-    /// about equal size, found in one pass that keeps only keys.
-    async fn key_bounds(
-        &self,
-        inputs: &[(object_store::path::Path, bool)],
-        timeline: &Timeline,
-        passes: usize,
-    ) -> Result<Vec<String>> {
-        // A sample of the keys (every `stride`-th, the stride doubling as
-        // the sample grows) is enough to cut ranges of about equal size.
-        const SAMPLE: usize = 64 * 1024;
-        let mut keys: Vec<String> = Vec::new();
-        let (mut stride, mut seen) = (1usize, 0usize);
-        let mut keep = |k: &str, keys: &mut Vec<String>| {
-            if seen % stride == 0 {
-                keys.push(k.to_string());
-                if keys.len() >= 2 * SAMPLE {
-                    let mut i = 0;
-                    keys.retain(|_| {
-                        i += 1;
-                        i % 2 == 0
-                    });
-                    stride *= 2;
-                }
-            }
-            seen += 1;
+    /// Where file group `file_id` of compaction `instant` spills (all of
+    /// the instant's groups when `None`): `<instant>.spill/` in the
+    /// configured spill folder, else in the table's `.hoodie/.temp/`. On
+    /// local disk spill files are written without fsync (they never outlive
+    /// the compaction) and emptied folders are removed.
+    fn spill_area(&self, instant: &InstantTime, file_id: Option<&str>) -> Result<SpillArea> {
+        let local = |dir: &std::path::Path| -> Result<(Arc<dyn object_store::ObjectStore>, object_store::path::Path)> {
+            let store = object_store::local::LocalFileSystem::new_with_prefix(dir)
+                .map_err(|e| invalid(format!("spill folder {}", dir.display()), e))?
+                .with_automatic_cleanup(true);
+            Ok((Arc::new(store), object_store::path::Path::default()))
         };
-        for (p, is_base) in inputs {
-            if *is_base {
-                for v in read_base(&self.loc, &self.schema, p).await? {
-                    if let Version::Rows(b) | Version::Partial { batch: b, .. } = v {
-                        for k in b.column(RECORD_KEY).as_string::<i32>().iter().flatten() {
-                            keep(k, &mut keys);
-                        }
-                    }
-                }
-            } else {
-                // Sample the keys while decoding; keep no rows.
-                let mut sample = |k: &str| {
-                    keep(k, &mut keys);
-                    false
-                };
-                read_log_keys(&self.loc, &self.schema, p, timeline, &mut sample).await?;
-            }
-        }
-        keys.sort_unstable();
-        keys.dedup();
-        let step = keys.len().div_ceil(passes).max(1);
-        Ok(keys.iter().skip(step).step_by(step).cloned().collect())
+        let (store, base) = match (&self.settings.spill_dir, &self.loc.local_root) {
+            (Some(dir), _) => local(dir)?,
+            (None, Some(root)) => local(&root.join(".hoodie").join(".temp"))?,
+            (None, None) => (self.loc.store.clone(), self.loc.meta_dir().join(".temp")),
+        };
+        let dir = base.join(format!("{instant}.spill"));
+        Ok(SpillArea { store, dir: file_id.map_or(dir.clone(), |f| dir.join(f)) })
     }
-}
-
-/// The part of a version whose keys lie in `[lo, hi)`.
-fn in_range(v: Version, lo: Option<&str>, hi: Option<&str>) -> Result<Version> {
-    let inside = |k: &str| lo.is_none_or(|l| k >= l) && hi.is_none_or(|h| k < h);
-    Ok(match v {
-        Version::Rows(b) => Version::Rows(filter_keys(&b, &inside)?),
-        Version::Partial { batch, present } => Version::Partial { batch: filter_keys(&batch, &inside)?, present },
-        Version::Deletes(ds) => Version::Deletes(ds.into_iter().filter(|d: &DeleteRecord| inside(&d.key)).collect()),
-    })
-}
-
-fn filter_keys(b: &RecordBatch, inside: &dyn Fn(&str) -> bool) -> Result<RecordBatch> {
-    let keys = b.column(RECORD_KEY).as_string::<i32>();
-    let mask: BooleanArray = keys.iter().map(|k| Some(k.is_some_and(inside))).collect();
-    arrow::compute::filter_record_batch(b, &mask).map_err(|e| invalid("compaction", e))
 }
 
 /// Rows sorted by record key, with `_hoodie_file_name` set to the new base file.

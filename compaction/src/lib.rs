@@ -9,6 +9,7 @@ pub mod merge;
 pub mod plan;
 pub mod rollback;
 pub mod slice;
+pub mod spill;
 #[cfg(test)]
 mod test_util;
 

@@ -119,8 +119,19 @@ struct Winner {
 /// surviving rows (schema `schema.arrow_with_meta()`), or `None` when nothing
 /// survives. Refuses custom mergers it does not know rather than misread.
 pub fn merge(schema: &TableSchema, config: &TableConfig, versions: &[Version]) -> Result<Option<RecordBatch>> {
-    check_merger(config)?;
     let partial = versions.iter().any(|v| matches!(v, Version::Partial { .. }));
+    merge_as(schema, config, versions, partial)
+}
+
+/// [`merge`] of part of a slice's keys, where `partial` says whether the
+/// whole slice holds partial versions, so every part merges the same way.
+pub fn merge_as(
+    schema: &TableSchema,
+    config: &TableConfig,
+    versions: &[Version],
+    partial: bool,
+) -> Result<Option<RecordBatch>> {
+    check_merger(config)?;
     if partial || !config.sequence_groups.is_empty() {
         crate::columns::merge_columns(schema, config, versions)
     } else {

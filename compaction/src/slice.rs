@@ -4,10 +4,11 @@
 use arrow::array::AsArray;
 use arrow::array::{ArrayRef, RecordBatch, new_null_array};
 use arrow::datatypes::SchemaRef;
+use object_store::ObjectStoreExt;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use tributary_timeline::fs_view::FileSlice;
 use tributary_timeline::{InstantTime, TableLocation, Timeline};
-use tributary_writer::codec::{decode_data_block_with, decode_delete_content};
+use tributary_writer::codec::{DataBlockBatches, decode_delete_content};
 use tributary_writer::log_block::{BlockType, HeaderKey, LogBlock};
 use tributary_writer::schema::RECORD_KEY;
 use tributary_writer::schema::TableSchema;
@@ -56,8 +57,8 @@ pub async fn read_log(
     read_log_keys(loc, schema, log, timeline, &mut |_| true).await
 }
 
-/// Rows decoded per step when a log is read through a key filter.
-const FILTER_BATCH_ROWS: usize = 64 * 1024;
+/// Rows decoded per step when a log is read.
+const LOG_BATCH_ROWS: usize = 64 * 1024;
 
 /// Like [`read_log`], keeping only records whose key `keep` accepts. Rows are
 /// decoded and filtered a batch at a time, so memory follows what is kept.
@@ -68,58 +69,154 @@ pub async fn read_log_keys(
     timeline: &Timeline,
     keep: &mut (dyn FnMut(&str) -> bool + Send),
 ) -> Result<Vec<Version>> {
-    let path = log.to_string();
-    let blocks = LogBlock::decode_all(&loc.get(log).await?, &path)?;
+    let mut reader = LogReader::open(loc, schema, log, timeline).await?;
     let mut out = Vec::new();
-    for block in blocks {
-        if let Some(t) = block.header(HeaderKey::InstantTime)
-            && let Ok(t) = InstantTime::parse(t)
-            && !timeline.is_completed(&t)
-        {
-            continue;
-        }
-        match block.block_type {
-            BlockType::AvroData => {
-                let writer_json = block.header(HeaderKey::Schema).unwrap_or(schema.log_json());
-                let partial = block.header(HeaderKey::IsPartial) == Some("true");
-                // A partial block is read as written, then widened to the table.
-                let reader_json = if partial { writer_json } else { schema.log_json() };
-                decode_data_block_with(&block.content, writer_json, reader_json, &path, FILTER_BATCH_ROWS, |b| {
-                    let b = filter_keys(b, keep).map_err(|e| tributary_writer::Error::InvalidInput {
-                        what: path.clone(),
-                        reason: e.to_string(),
-                    })?;
-                    if b.num_rows() > 0 {
-                        out.push(if partial {
-                            widen(b, schema.arrow_with_meta(), &path).map_err(|e| {
-                                tributary_writer::Error::InvalidInput { what: path.clone(), reason: e.to_string() }
-                            })?
-                        } else {
-                            Version::Rows(b)
-                        });
-                    }
-                    Ok(())
-                })?;
-            }
-            BlockType::Delete => {
-                let mut d = decode_delete_content(&block.content, &path)?;
+    while let Some(v) = reader.next().await? {
+        let v = match v {
+            Version::Rows(b) => Version::Rows(filter_keys(b, keep)?),
+            Version::Partial { batch, present } => Version::Partial { batch: filter_keys(batch, keep)?, present },
+            Version::Deletes(mut d) => {
                 d.retain(|r| keep(&r.key));
-                out.push(Version::Deletes(d));
+                Version::Deletes(d)
             }
-            BlockType::Command => {}
-            other => {
-                return Err(Error::Invalid {
-                    what: path.clone(),
-                    reason: format!("{other:?} log blocks are not supported"),
-                });
-            }
+        };
+        let empty = match &v {
+            Version::Rows(b) | Version::Partial { batch: b, .. } => b.num_rows() == 0,
+            Version::Deletes(_) => false,
+        };
+        if !empty {
+            out.push(v);
         }
     }
     Ok(out)
 }
 
+/// The versions of one log file in write order, decoded as they are pulled:
+/// a log holds one block at a time and one decoded batch of it. Blocks of
+/// instants that did not complete (possible in pre-v8 logs) are skipped.
+pub struct LogReader<'a> {
+    blocks: LogBlocks<'a>,
+    schema: &'a TableSchema,
+    timeline: &'a Timeline,
+    /// The data block being decoded, and whether it is partial.
+    current: Option<(DataBlockBatches, bool)>,
+}
+
+impl<'a> LogReader<'a> {
+    /// Opens the log file `log` of the table at `loc`.
+    pub async fn open(
+        loc: &'a TableLocation,
+        schema: &'a TableSchema,
+        log: &'a object_store::path::Path,
+        timeline: &'a Timeline,
+    ) -> Result<Self> {
+        Ok(Self { blocks: LogBlocks::open(loc, log).await?, schema, timeline, current: None })
+    }
+
+    /// The next version, or `None` at the end of the file.
+    pub async fn next(&mut self) -> Result<Option<Version>> {
+        loop {
+            if let Some((batches, partial)) = &mut self.current {
+                match batches.next() {
+                    Some(b) => {
+                        let b = b?;
+                        return Ok(Some(if *partial {
+                            widen(b, self.schema.arrow_with_meta(), &self.blocks.name)?
+                        } else {
+                            Version::Rows(b)
+                        }));
+                    }
+                    None => self.current = None,
+                }
+            }
+            let Some(block) = self.blocks.next().await? else { return Ok(None) };
+            if let Some(t) = block.header(HeaderKey::InstantTime)
+                && let Ok(t) = InstantTime::parse(t)
+                && !self.timeline.is_completed(&t)
+            {
+                continue;
+            }
+            let path = &self.blocks.name;
+            match block.block_type {
+                BlockType::AvroData => {
+                    let writer_json = block.header(HeaderKey::Schema).unwrap_or(self.schema.log_json());
+                    let partial = block.header(HeaderKey::IsPartial) == Some("true");
+                    // A partial block is read as written, then widened to the table.
+                    let reader_json = if partial { writer_json } else { self.schema.log_json() };
+                    let batches =
+                        DataBlockBatches::new(block.content.clone(), writer_json, reader_json, path, LOG_BATCH_ROWS)?;
+                    self.current = Some((batches, partial));
+                }
+                BlockType::Delete => return Ok(Some(Version::Deletes(decode_delete_content(&block.content, path)?))),
+                BlockType::Command => {}
+                other => {
+                    return Err(Error::Invalid {
+                        what: path.clone(),
+                        reason: format!("{other:?} log blocks are not supported"),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Log files up to this size are read in one request; larger ones a block
+/// at a time, so a reader holds one block rather than the whole file.
+const WHOLE_LOG_BYTES: u64 = 8 << 20;
+
+/// The blocks of one log file, in file order.
+struct LogBlocks<'a> {
+    loc: &'a TableLocation,
+    log: &'a object_store::path::Path,
+    name: String,
+    size: u64,
+    offset: u64,
+    /// The whole file's blocks, when it was small enough to read at once.
+    whole: Option<std::vec::IntoIter<LogBlock>>,
+}
+
+impl<'a> LogBlocks<'a> {
+    async fn open(loc: &'a TableLocation, log: &'a object_store::path::Path) -> Result<Self> {
+        let name = log.to_string();
+        let got = loc.store.get(log).await.map_err(|e| tributary_timeline::Error::store("get", log, e))?;
+        let size = got.meta.size;
+        let whole = if size <= WHOLE_LOG_BYTES {
+            let bytes = got.bytes().await.map_err(|e| tributary_timeline::Error::store("get", log, e))?;
+            Some(LogBlock::decode_all(&bytes, &name)?.into_iter())
+        } else {
+            None
+        };
+        Ok(Self { loc, log, name, size, offset: 0, whole })
+    }
+
+    async fn next(&mut self) -> Result<Option<LogBlock>> {
+        if let Some(whole) = &mut self.whole {
+            return Ok(whole.next());
+        }
+        if self.offset >= self.size {
+            return Ok(None);
+        }
+        let (store, log) = (&self.loc.store, self.log);
+        let range = |r: std::ops::Range<u64>| async move {
+            store.get_range(log, r).await.map_err(|e| tributary_timeline::Error::store("get", log, e))
+        };
+        let head = range(self.offset..self.size.min(self.offset + LogBlock::FRAME_PREFIX as u64)).await?;
+        let len = LogBlock::framed_len(&head, self.offset, &self.name)? as u64;
+        let end = self.offset.checked_add(len).filter(|e| *e <= self.size).ok_or_else(|| {
+            tributary_writer::Error::CorruptLog {
+                path: self.name.clone(),
+                offset: self.offset,
+                reason: format!("block of {len} bytes runs past the end of the file"),
+            }
+        })?;
+        let block = LogBlock::decode_framed(range(self.offset..end).await?, self.offset, &self.name)?;
+        self.offset = end;
+        Ok(Some(block))
+    }
+}
+
 /// The rows of `b` whose record key `keep` accepts.
-fn filter_keys(b: RecordBatch, keep: &mut (dyn FnMut(&str) -> bool + Send)) -> Result<RecordBatch> {
+pub fn filter_keys(b: RecordBatch, keep: &mut (dyn FnMut(&str) -> bool + Send)) -> Result<RecordBatch> {
     let keys = b.column(RECORD_KEY).as_string::<i32>();
     let mask: arrow::array::BooleanArray = keys.iter().map(|k| Some(k.is_some_and(&mut *keep))).collect();
     if mask.true_count() == b.num_rows() {
@@ -172,21 +269,91 @@ pub fn read_parquet(bytes: bytes::Bytes, target: &SchemaRef, path: &str) -> Resu
         .with_batch_size(8192)
         .build()
         .map_err(|e| err(&e))?;
-    let mut out = Vec::new();
-    for b in reader {
-        let b = b.map_err(|e| err(&e))?;
-        let columns: Vec<ArrayRef> = target
-            .fields()
-            .iter()
-            .map(|f| match b.column_by_name(f.name()) {
-                Some(c) if c.data_type() == f.data_type() => Ok(c.clone()),
-                Some(c) => {
-                    arrow::compute::cast(c, f.data_type()).map_err(|e| err(&format!("column {}: {e}", f.name())))
-                }
-                None => Ok(new_null_array(f.data_type(), b.num_rows())),
-            })
-            .collect::<Result<_>>()?;
-        out.push(RecordBatch::try_new(target.clone(), columns).map_err(|e| err(&e))?);
+    reader.map(|b| conform(b.map_err(|e| err(&e))?, target, path)).collect()
+}
+
+/// `b` laid out as `target`: columns matched by name, cast where the types
+/// differ, absent ones null.
+fn conform(b: RecordBatch, target: &SchemaRef, path: &str) -> Result<RecordBatch> {
+    let err = |e: &dyn std::fmt::Display| Error::Invalid { what: path.to_string(), reason: e.to_string() };
+    let columns: Vec<ArrayRef> = target
+        .fields()
+        .iter()
+        .map(|f| match b.column_by_name(f.name()) {
+            Some(c) if c.data_type() == f.data_type() => Ok(c.clone()),
+            Some(c) => arrow::compute::cast(c, f.data_type()).map_err(|e| err(&format!("column {}: {e}", f.name()))),
+            None => Ok(new_null_array(f.data_type(), b.num_rows())),
+        })
+        .collect::<Result<_>>()?;
+    RecordBatch::try_new(target.clone(), columns).map_err(|e| err(&e))
+}
+
+/// The rows of a base (Parquet) file, read a row group at a time through
+/// the store rather than as one object, for files that may not fit in memory.
+pub struct BaseReader {
+    stream: parquet::arrow::async_reader::ParquetRecordBatchStream<StoreFile>,
+    target: SchemaRef,
+    path: String,
+}
+
+impl BaseReader {
+    /// Opens the base file at `path`.
+    pub async fn open(loc: &TableLocation, schema: &TableSchema, path: &object_store::path::Path) -> Result<Self> {
+        let name = path.to_string();
+        let err = |e: &dyn std::fmt::Display| Error::Invalid { what: name.clone(), reason: e.to_string() };
+        let size = loc.store.head(path).await.map_err(|e| tributary_timeline::Error::store("head", path, e))?.size;
+        let reader = StoreFile { store: loc.store.clone(), path: path.clone(), size };
+        let stream = parquet::arrow::ParquetRecordBatchStreamBuilder::new(reader)
+            .await
+            .map_err(|e| err(&e))?
+            .with_batch_size(8192)
+            .build()
+            .map_err(|e| err(&e))?;
+        Ok(Self { stream, target: schema.arrow_with_meta().clone(), path: name })
     }
-    Ok(out)
+
+    /// The next batch of rows, or `None` at the end.
+    pub async fn next(&mut self) -> Result<Option<RecordBatch>> {
+        use futures::StreamExt;
+        match self.stream.next().await {
+            None => Ok(None),
+            Some(b) => {
+                let b = b.map_err(|e| Error::Invalid { what: self.path.clone(), reason: e.to_string() })?;
+                conform(b, &self.target, &self.path).map(Some)
+            }
+        }
+    }
+}
+
+/// A Parquet file read through the store by ranges.
+pub struct StoreFile {
+    store: std::sync::Arc<dyn object_store::ObjectStore>,
+    path: object_store::path::Path,
+    size: u64,
+}
+
+impl parquet::arrow::async_reader::AsyncFileReader for StoreFile {
+    fn get_bytes(
+        &mut self,
+        range: std::ops::Range<u64>,
+    ) -> futures::future::BoxFuture<'_, parquet::errors::Result<bytes::Bytes>> {
+        Box::pin(async move {
+            self.store
+                .get_range(&self.path, range)
+                .await
+                .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
+        })
+    }
+
+    fn get_metadata<'a>(
+        &'a mut self,
+        _options: Option<&'a parquet::arrow::arrow_reader::ArrowReaderOptions>,
+    ) -> futures::future::BoxFuture<'a, parquet::errors::Result<std::sync::Arc<parquet::file::metadata::ParquetMetaData>>>
+    {
+        Box::pin(async move {
+            let size = self.size;
+            let metadata = parquet::file::metadata::ParquetMetaDataReader::new().load_and_finish(self, size).await?;
+            Ok(std::sync::Arc::new(metadata))
+        })
+    }
 }

@@ -205,25 +205,59 @@ async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
     assert!(timeline.instants().iter().filter(|i| i.action == Action::Compaction).all(|i| i.is_completed()));
 }
 
+/// `rows` with a `_hoodie_is_deleted` column: keys in `deleted` are deletes.
+fn batch_with_deletes(rows: &[(&str, i64, f64)], deleted: &dyn Fn(&str) -> bool) -> RecordBatch {
+    let b = batch(rows);
+    let flags = arrow::array::BooleanArray::from_iter(rows.iter().map(|r| Some(deleted(r.0))));
+    let mut fields: Vec<Field> = b.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new("_hoodie_is_deleted", DataType::Boolean, true));
+    let mut columns = b.columns().to_vec();
+    columns.push(Arc::new(flags));
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn groups_larger_than_the_budget_merge_in_passes() {
+async fn groups_larger_than_the_budget_merge_through_spill_files() {
     let dir = tempfile::tempdir().unwrap();
     let t = table(dir.path()).await;
     let client = t.write_client(&fast(), WriteSettings::default()).unwrap();
+    let keys: Vec<String> = (0..3000).map(|k| format!("k{k:05}")).collect();
     for round in 0..4i64 {
-        let keys: Vec<String> = (0..3000).map(|k| format!("k{k:05}")).collect();
         let data: Vec<(&str, i64, f64)> = keys.iter().map(|k| (k.as_str(), round, round as f64)).collect();
         let mut c = client.start_commit().await.unwrap();
         c.write_batch(&batch(&data)).await.unwrap();
         c.commit().await.unwrap();
     }
+    // A first compaction within the budget leaves base files to merge with.
+    t.compactor(&fast(), CompactorSettings::default()).await.unwrap().run_once().await.unwrap();
+    // Then newer updates, deletes, and stale updates that must lose.
+    let number = |k: &str| k[1..].parse::<u32>().unwrap();
+    let newer: Vec<(&str, i64, f64)> =
+        keys.iter().filter(|k| number(k) % 2 == 0).map(|k| (k.as_str(), 10, 10.0)).collect();
+    let stale: Vec<(&str, i64, f64)> =
+        keys.iter().filter(|k| number(k) % 5 == 0).map(|k| (k.as_str(), 1, -1.0)).collect();
+    for data in [newer, stale] {
+        let mut c = client.start_commit().await.unwrap();
+        c.write_batch(&batch_with_deletes(&data, &|k| number(k) % 7 == 0)).await.unwrap();
+        c.commit().await.unwrap();
+    }
     let before = rows(&t, Query::Snapshot).await;
-    assert_eq!(before.len(), 3000);
-    // A budget far below the group's size forces several key-range passes.
+    let expected: Vec<(String, i64, f64)> = keys
+        .iter()
+        .filter(|k| number(k) % 14 != 0)
+        .map(|k| if number(k) % 2 == 0 { (k.clone(), 10, 10.0) } else { (k.clone(), 3, 3.0) })
+        .collect();
+    assert_eq!(before, expected);
+    // A budget far below the group's size forces the merge through spill files.
     let settings = CompactorSettings { memory_budget: 64 << 10, ..Default::default() };
-    t.compactor(&fast(), settings).await.unwrap().run_once().await.unwrap();
+    let done = t.compactor(&fast(), settings).await.unwrap().run_once().await.unwrap();
+    assert_eq!(done.len(), 1);
     assert_eq!(rows(&t, Query::ReadOptimized).await, before);
     assert_eq!(rows(&t, Query::Snapshot).await, before);
+    let temp: Vec<String> = std::fs::read_dir(dir.path().join("t/.hoodie/.temp"))
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert!(temp.iter().all(|n| !n.ends_with(".spill")), "spill files are removed: {temp:?}");
     // Base files are sorted by record key.
     for e in std::fs::read_dir(dir.path().join("t/city=oslo")).unwrap().flatten() {
         if e.file_name().to_string_lossy().ends_with(".parquet") {

@@ -132,7 +132,7 @@ fn corpus_log_files_round_trip_byte_for_byte() {
                     continue;
                 }
                 let Ok(log_name) = tributary_timeline::LogFileName::parse(&name) else { continue };
-                let bytes = std::fs::read(&p).unwrap();
+                let bytes = bytes::Bytes::from(std::fs::read(&p).unwrap());
                 let blocks = LogBlock::decode_all(&bytes, &p.display().to_string()).unwrap();
                 assert!(!blocks.is_empty(), "{}", p.display());
                 let mut again = Vec::new();

@@ -1,13 +1,15 @@
 //! Record encoding for log blocks: Arrow rows to AVRO_DATA content and back
 //! (through arrow-avro, without per-value trees), and DELETE block content.
 
-use std::io::Cursor;
+use std::io::BufRead;
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use arrow_avro::schema::AvroSchema;
 use arrow_avro::writer::format::AvroBinaryFormat;
+use bytes::Bytes;
 
 use crate::error::{Error, Result};
 use crate::log_block::CONTENT_VERSION;
@@ -59,59 +61,175 @@ impl DataBlockEncoder {
 /// `reader_json` (schema resolution: missing fields take defaults, extra
 /// fields are skipped). `path` names the log file in errors.
 pub fn decode_data_block(content: &[u8], writer_json: &str, reader_json: &str, path: &str) -> Result<RecordBatch> {
-    let mut batches = Vec::new();
-    let schema = decode_data_block_with(content, writer_json, reader_json, path, usize::MAX, |b| {
-        batches.push(b);
-        Ok(())
-    })?;
-    let corrupt = |reason: String| Error::CorruptLog { path: path.to_string(), offset: 0, reason };
-    arrow::compute::concat_batches(&schema, &batches).map_err(|e| corrupt(e.to_string()))
+    let batches = DataBlockBatches::new(Bytes::copy_from_slice(content), writer_json, reader_json, path, usize::MAX)?;
+    let schema = batches.schema();
+    let batches: Vec<RecordBatch> = batches.collect::<Result<_>>()?;
+    arrow::compute::concat_batches(&schema, &batches).map_err(|e| Error::CorruptLog {
+        path: path.to_string(),
+        offset: 0,
+        reason: e.to_string(),
+    })
 }
 
-/// Decodes AVRO_DATA `content` in batches of at most `batch_rows` rows,
-/// handing each to `each` as it is decoded, so a caller that filters rows
-/// never holds the whole block decoded. Returns the batches' schema.
-pub fn decode_data_block_with(
-    content: &[u8],
-    writer_json: &str,
-    reader_json: &str,
-    path: &str,
+/// The rows of one AVRO_DATA block, decoded in batches of at most
+/// `batch_rows` rows as they are pulled, so a caller that filters or spills
+/// rows never holds the whole block decoded. It owns the block's bytes (a
+/// shared slice, not a copy) and copies no record.
+pub struct DataBlockBatches {
+    reader: arrow_avro::reader::Reader<ContainerStream>,
+    schema: SchemaRef,
+    path: String,
+}
+
+impl std::fmt::Debug for DataBlockBatches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DataBlockBatches({})", self.path)
+    }
+}
+
+impl DataBlockBatches {
+    /// Starts decoding `content` written under `writer_json` as `reader_json`.
+    pub fn new(content: Bytes, writer_json: &str, reader_json: &str, path: &str, batch_rows: usize) -> Result<Self> {
+        let corrupt = |reason: String| Error::CorruptLog { path: path.to_string(), offset: 0, reason };
+        let records = crate::log_block::avro_record_ranges(&content, path)?;
+        let batch_rows = batch_rows.clamp(1, 1 << 20);
+        let reader = arrow_avro::reader::ReaderBuilder::new()
+            .with_reader_schema(AvroSchema::new(reader_json.to_string()))
+            .with_batch_size(records.len().clamp(1, batch_rows))
+            .build(ContainerStream::new(writer_json, content, records, batch_rows))
+            .map_err(|e| corrupt(format!("data block schema: {e}")))?;
+        let schema = strip_metadata(&reader.schema());
+        Ok(Self { reader, schema, path: path.to_string() })
+    }
+
+    /// The schema of the batches.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+}
+
+impl Iterator for DataBlockBatches {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let corrupt = |reason: String| Error::CorruptLog { path: self.path.clone(), offset: 0, reason };
+        Some(match self.reader.next()? {
+            Ok(batch) => with_schema(batch, &self.schema).map_err(|e| corrupt(e.to_string())),
+            Err(e) => Err(corrupt(format!("data block: {e}"))),
+        })
+    }
+}
+
+/// The records of a data block presented as an in-memory Avro object
+/// container file, produced piece by piece as the reader pulls it: a header,
+/// then per container block of at most `batch_rows` records its count and
+/// size, the records themselves (read in place from the block's bytes) and
+/// the sync marker. The reader buffers one container block at a time, so
+/// memory follows a batch rather than a copy of the whole block.
+pub struct ContainerStream {
+    content: Bytes,
+    records: Vec<Range<usize>>,
     batch_rows: usize,
-    mut each: impl FnMut(RecordBatch) -> Result<()>,
-) -> Result<SchemaRef> {
-    let corrupt = |reason: String| Error::CorruptLog { path: path.to_string(), offset: 0, reason };
-    let records = crate::log_block::decode_avro_content(content, path)?;
-    let body: usize = records.iter().map(|r| r.len()).sum();
-    // Wrap the records as one block of an in-memory object container file.
-    let mut ocf = Vec::with_capacity(body + writer_json.len() + 64);
-    ocf.extend_from_slice(b"Obj\x01");
-    put_long(&mut ocf, 1);
-    put_bytes(&mut ocf, b"avro.schema");
-    put_bytes(&mut ocf, writer_json.as_bytes());
-    put_long(&mut ocf, 0);
-    let sync = [0x5au8; 16];
-    ocf.extend_from_slice(&sync);
-    // Container blocks of at most `batch_rows` records: the reader holds one
-    // block at a time, so decoding in batches also bounds its buffer.
-    for chunk in records.chunks(batch_rows.clamp(1, 1 << 20)) {
-        put_long(&mut ocf, chunk.len() as i64);
-        put_long(&mut ocf, chunk.iter().map(|r| r.len()).sum::<usize>() as i64);
-        for r in chunk {
-            ocf.extend_from_slice(r);
+    /// Next record to hand out.
+    next: usize,
+    /// End (exclusive) of the container block being handed out.
+    chunk_end: usize,
+    /// Whether the current container block still needs its sync marker.
+    needs_sync: bool,
+    current: Piece,
+    pos: usize,
+}
+
+/// What a [`ContainerStream`] is handing out.
+enum Piece {
+    Owned(Vec<u8>),
+    Record(Range<usize>),
+    Sync,
+}
+
+/// The sync marker of the in-memory container files.
+const SYNC: [u8; 16] = [0x5a; 16];
+
+impl ContainerStream {
+    fn new(writer_json: &str, content: Bytes, records: Vec<Range<usize>>, batch_rows: usize) -> Self {
+        let mut header = Vec::with_capacity(writer_json.len() + 64);
+        header.extend_from_slice(b"Obj\x01");
+        put_long(&mut header, 1);
+        put_bytes(&mut header, b"avro.schema");
+        put_bytes(&mut header, writer_json.as_bytes());
+        put_long(&mut header, 0);
+        header.extend_from_slice(&SYNC);
+        Self {
+            content,
+            records,
+            batch_rows,
+            next: 0,
+            chunk_end: 0,
+            needs_sync: false,
+            current: Piece::Owned(header),
+            pos: 0,
         }
-        ocf.extend_from_slice(&sync);
     }
-    let reader = arrow_avro::reader::ReaderBuilder::new()
-        .with_reader_schema(AvroSchema::new(reader_json.to_string()))
-        .with_batch_size(records.len().clamp(1, batch_rows.max(1)))
-        .build(Cursor::new(ocf))
-        .map_err(|e| corrupt(format!("data block schema: {e}")))?;
-    let schema = strip_metadata(&reader.schema());
-    for batch in reader {
-        let batch = batch.map_err(|e| corrupt(format!("data block: {e}")))?;
-        each(with_schema(batch, &schema).map_err(|e| corrupt(e.to_string()))?)?;
+
+    fn piece(&self) -> &[u8] {
+        match &self.current {
+            Piece::Owned(v) => v,
+            Piece::Record(r) => &self.content[r.clone()],
+            Piece::Sync => &SYNC,
+        }
     }
-    Ok(schema)
+
+    /// The piece after the current one, or `None` at the end.
+    fn advance(&mut self) -> Option<Piece> {
+        if self.next < self.chunk_end {
+            self.next += 1;
+            return Some(Piece::Record(self.records[self.next - 1].clone()));
+        }
+        if self.needs_sync {
+            self.needs_sync = false;
+            return Some(Piece::Sync);
+        }
+        if self.next >= self.records.len() {
+            return None;
+        }
+        self.chunk_end = (self.next + self.batch_rows).min(self.records.len());
+        self.needs_sync = true;
+        let chunk = &self.records[self.next..self.chunk_end];
+        let mut head = Vec::with_capacity(20);
+        put_long(&mut head, chunk.len() as i64);
+        put_long(&mut head, chunk.iter().map(|r| r.len()).sum::<usize>() as i64);
+        Some(Piece::Owned(head))
+    }
+}
+
+impl std::io::Read for ContainerStream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for ContainerStream {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        while self.pos >= self.piece().len() {
+            match self.advance() {
+                Some(piece) => {
+                    self.current = piece;
+                    self.pos = 0;
+                }
+                None => return Ok(&[]),
+            }
+        }
+        let pos = self.pos;
+        Ok(&self.piece()[pos..])
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.pos += amount;
+    }
 }
 
 /// `batch` relabelled with `schema` (same types; metadata dropped).

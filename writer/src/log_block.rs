@@ -101,8 +101,8 @@ pub struct LogBlock {
     pub block_type: BlockType,
     /// Header entries, in file order.
     pub header: Vec<(HeaderKey, String)>,
-    /// Raw content bytes.
-    pub content: Vec<u8>,
+    /// Raw content bytes (a slice of the file's bytes when decoded).
+    pub content: bytes::Bytes,
     /// Footer entries, in file order.
     pub footer: Vec<(HeaderKey, String)>,
 }
@@ -131,29 +131,55 @@ impl LogBlock {
     }
 
     /// Decodes every block of a log file. `path` names the file in errors.
-    pub fn decode_all(bytes: &[u8], path: &str) -> Result<Vec<LogBlock>> {
+    /// Block contents are slices of `bytes`, not copies.
+    pub fn decode_all(bytes: &bytes::Bytes, path: &str) -> Result<Vec<LogBlock>> {
         let mut blocks = Vec::new();
         let mut pos = 0usize;
         while pos < bytes.len() {
-            let (block, next) = Self::decode_at(bytes, pos, path)?;
-            blocks.push(block);
-            pos = next;
+            let len = Self::framed_len(&bytes[pos..], pos as u64, path)?;
+            let end = pos.checked_add(len).filter(|e| *e <= bytes.len()).ok_or_else(|| Error::CorruptLog {
+                path: path.to_string(),
+                offset: pos as u64,
+                reason: format!("block of {len} bytes runs past the end of the file"),
+            })?;
+            blocks.push(Self::decode_framed(bytes.slice(pos..end), pos as u64, path)?);
+            pos = end;
         }
         Ok(blocks)
     }
 
-    fn decode_at(bytes: &[u8], start: usize, path: &str) -> Result<(LogBlock, usize)> {
-        let corrupt = |reason: String| Error::CorruptLog { path: path.to_string(), offset: start as u64, reason };
-        let mut r = Reader { bytes, pos: start };
+    /// Bytes needed to see a block's length: the magic and the size field.
+    pub const FRAME_PREFIX: usize = 14;
+
+    /// The whole length (magic, size field and body) of the block whose
+    /// first bytes are `head` (at least [`Self::FRAME_PREFIX`] of them), found
+    /// at `offset` of the file `path`. Lets a reader fetch one block at a time.
+    pub fn framed_len(head: &[u8], offset: u64, path: &str) -> Result<usize> {
+        let corrupt = |reason: String| Error::CorruptLog { path: path.to_string(), offset, reason };
+        let mut r = Reader { bytes: head, pos: 0 };
         if r.take(6).map_err(&corrupt)? != MAGIC {
             return Err(corrupt("missing #HUDI# magic".into()));
         }
         let block_size = r.i64().map_err(&corrupt)?;
-        let body_start = r.pos;
+        usize::try_from(block_size)
+            .ok()
+            .and_then(|s| s.checked_add(Self::FRAME_PREFIX))
+            .ok_or_else(|| corrupt(format!("bad block size {block_size}")))
+    }
+
+    /// Decodes one whole block (`bytes` from its magic to its reverse
+    /// pointer), found at `offset` of the file `path`.
+    pub fn decode_framed(bytes: bytes::Bytes, offset: u64, path: &str) -> Result<LogBlock> {
+        let corrupt = |reason: String| Error::CorruptLog { path: path.to_string(), offset, reason };
+        let mut r = Reader { bytes: &bytes, pos: 0 };
+        if r.take(6).map_err(&corrupt)? != MAGIC {
+            return Err(corrupt("missing #HUDI# magic".into()));
+        }
+        let block_size = r.i64().map_err(&corrupt)?;
         let end = usize::try_from(block_size)
             .ok()
-            .and_then(|s| body_start.checked_add(s))
-            .filter(|e| *e <= bytes.len())
+            .and_then(|s| s.checked_add(Self::FRAME_PREFIX))
+            .filter(|e| *e == bytes.len())
             .ok_or_else(|| corrupt(format!("block size {block_size} runs past the end of the file")))?;
         let version = r.i32().map_err(&corrupt)?;
         if version != LOG_FORMAT_VERSION {
@@ -166,7 +192,9 @@ impl LogBlock {
         let content_len = r.i64().map_err(&corrupt)?;
         let content_len =
             usize::try_from(content_len).map_err(|_| corrupt(format!("negative content length {content_len}")))?;
-        let content = r.take(content_len).map_err(&corrupt)?.to_vec();
+        let content_start = r.pos;
+        r.take(content_len).map_err(&corrupt)?;
+        let content = bytes.slice(content_start..r.pos);
         let footer = r.map().map_err(&corrupt)?;
         let reverse = r.i64().map_err(&corrupt)?;
         if r.pos != end || reverse != block_size + 6 {
@@ -174,7 +202,7 @@ impl LogBlock {
                 "block size {block_size} and reverse pointer {reverse} disagree with the content"
             )));
         }
-        Ok((LogBlock { block_type, header, content, footer }, end))
+        Ok(LogBlock { block_type, header, content, footer })
     }
 }
 
@@ -264,6 +292,12 @@ pub fn encode_avro_content<'a>(records: impl ExactSizeIterator<Item = &'a [u8]>,
 
 /// Splits AVRO_DATA content into its records' Avro binary slices.
 pub fn decode_avro_content<'a>(content: &'a [u8], path: &str) -> Result<Vec<&'a [u8]>> {
+    Ok(avro_record_ranges(content, path)?.into_iter().map(|r| &content[r]).collect())
+}
+
+/// The byte ranges of AVRO_DATA content's records (after their length
+/// prefixes), for callers that keep the content as shared bytes.
+pub fn avro_record_ranges(content: &[u8], path: &str) -> Result<Vec<std::ops::Range<usize>>> {
     let corrupt = |reason: String| Error::CorruptLog {
         path: path.to_string(),
         offset: 0,
@@ -278,7 +312,9 @@ pub fn decode_avro_content<'a>(content: &'a [u8], path: &str) -> Result<Vec<&'a 
     let mut out = Vec::with_capacity(count.max(0) as usize);
     for _ in 0..count {
         let len = usize::try_from(r.i32().map_err(&corrupt)?).map_err(|_| corrupt("negative record length".into()))?;
-        out.push(r.take(len).map_err(&corrupt)?);
+        let start = r.pos;
+        r.take(len).map_err(&corrupt)?;
+        out.push(start..r.pos);
     }
     Ok(out)
 }
@@ -296,28 +332,28 @@ mod tests {
         #[test]
         fn blocks_round_trip(t in 0i32..7, header in prop::collection::vec((key(), ".{0,20}"), 0..4),
                              content in prop::collection::vec(any::<u8>(), 0..200), n in 1usize..4) {
-            let block = LogBlock { block_type: BlockType::from_i32(t).unwrap(), header, content, footer: vec![] };
+            let block = LogBlock { block_type: BlockType::from_i32(t).unwrap(), header, content: content.into(), footer: vec![] };
             let mut bytes = Vec::new();
             for _ in 0..n {
                 block.encode_into(&mut bytes);
             }
-            let back = LogBlock::decode_all(&bytes, "x.log").unwrap();
+            let back = LogBlock::decode_all(&bytes.into(), "x.log").unwrap();
             prop_assert_eq!(back.len(), n);
             prop_assert_eq!(&back[0], &block);
         }
 
         #[test]
         fn truncated_or_garbled_files_are_errors_not_panics(cut in 0usize..100, flip in 0usize..100) {
-            let block = LogBlock { block_type: BlockType::AvroData, header: vec![(HeaderKey::InstantTime, "20250101000000000".into())], content: vec![1, 2, 3], footer: vec![] };
+            let block = LogBlock { block_type: BlockType::AvroData, header: vec![(HeaderKey::InstantTime, "20250101000000000".into())], content: vec![1, 2, 3].into(), footer: vec![] };
             let mut bytes = Vec::new();
             block.encode_into(&mut bytes);
             let full = bytes.len();
             let mut garbled = bytes.clone();
             garbled[flip % full] ^= 0xff;
-            let _ = LogBlock::decode_all(&garbled, "x.log");
+            let _ = LogBlock::decode_all(&garbled.into(), "x.log");
             bytes.truncate(cut % full);
             if !bytes.is_empty() {
-                let err = LogBlock::decode_all(&bytes, "x.log").unwrap_err().to_string();
+                let err = LogBlock::decode_all(&bytes.into(), "x.log").unwrap_err().to_string();
                 prop_assert!(err.contains("x.log"), "{}", err);
             }
         }

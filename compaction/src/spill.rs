@@ -1,0 +1,545 @@
+//! Compacting a file group larger than the memory budget, by spilling.
+//!
+//! Each input is decoded once, and memory stays near the budget whatever the
+//! group's size:
+//! 1. **Partition.** Every version (base rows, then each log's blocks, in
+//!    write order) is split by a hash of the record key into `P` partitions.
+//!    Each partition's share is buffered and, past a threshold, written to a
+//!    spill object, still in write order: Arrow IPC streams for rows (partial
+//!    rows keep their present-column mask), delete-block bytes for deletes.
+//! 2. **Merge.** A partition's versions are read back in order and merged
+//!    with the one merge the readers use. A key lives in exactly one
+//!    partition, so merging partitions apart gives the rows merging the whole
+//!    group would. The merged rows are sorted by key and written back as a
+//!    sorted run, in chunks.
+//! 3. **Output.** The `P` sorted runs are merged by key into the base file,
+//!    holding one chunk of each run at a time.
+//!
+//! Spill objects live under one folder per file group and are deleted when
+//! the group is done; a crashed attempt's folder is deleted when the plan
+//! is executed again.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use arrow::array::{AsArray, RecordBatch, StringArray, UInt32Array};
+use arrow::datatypes::SchemaRef;
+use arrow::ipc::reader::StreamReader;
+use arrow::ipc::writer::StreamWriter;
+use futures::{StreamExt, TryStreamExt};
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use tributary_writer::codec::{DeleteRecord, decode_delete_content, encode_delete_content};
+use tributary_writer::schema::RECORD_KEY;
+
+use crate::error::{Error, Result};
+use crate::merge::Version;
+
+/// Rows per chunk of a sorted run, and per batch handed to the output.
+const RUN_CHUNK_ROWS: usize = 16 * 1024;
+
+/// Seed of the partition hash; distinct from the bucket hash's seed 0, so a
+/// file group's keys (which share a bucket) still spread over partitions.
+const PARTITION_SEED: u32 = 0x9e37_79b9;
+
+/// A folder of spill objects in some store.
+#[derive(Debug, Clone)]
+pub struct SpillArea {
+    /// The store the objects go to.
+    pub store: Arc<dyn ObjectStore>,
+    /// The folder.
+    pub dir: Path,
+}
+
+fn invalid(what: &Path, reason: impl ToString) -> Error {
+    Error::Invalid { what: what.to_string(), reason: reason.to_string() }
+}
+
+fn store_err(op: &'static str, path: &Path, e: object_store::Error) -> Error {
+    tributary_timeline::Error::store(op, path, e).into()
+}
+
+impl SpillArea {
+    /// Deletes every object under the folder.
+    pub async fn clear(&self) -> Result<()> {
+        let paths: Vec<Path> = self
+            .store
+            .list(Some(&self.dir))
+            .map_ok(|m| m.location)
+            .try_collect()
+            .await
+            .map_err(|e| store_err("list", &self.dir, e))?;
+        let stream = futures::stream::iter(paths.into_iter().map(Ok)).boxed();
+        let mut deleted = self.store.delete_stream(stream);
+        while let Some(r) = deleted.next().await {
+            match r {
+                Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(store_err("delete", &self.dir, e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn path(&self, name: &str) -> Path {
+        self.dir.clone().join(name)
+    }
+
+    async fn put(&self, name: &str, bytes: Vec<u8>) -> Result<Path> {
+        let path = self.path(name);
+        self.store.put(&path, PutPayload::from(bytes)).await.map_err(|e| store_err("put", &path, e))?;
+        Ok(path)
+    }
+
+    async fn get(&self, path: &Path) -> Result<bytes::Bytes> {
+        let got = self.store.get(path).await.map_err(|e| store_err("get", path, e))?;
+        got.bytes().await.map_err(|e| store_err("get", path, e))
+    }
+}
+
+/// How a spill segment's rows are to be read back.
+#[derive(Debug, Clone, PartialEq)]
+enum Kind {
+    Rows,
+    Partial(Arc<[bool]>),
+    Deletes,
+}
+
+/// A spilled piece of one partition.
+#[derive(Debug)]
+struct Segment {
+    kind: Kind,
+    path: Path,
+}
+
+/// What a partition holds in memory before it spills.
+#[derive(Debug, Default)]
+struct Buffer {
+    kind: Option<Kind>,
+    batches: Vec<RecordBatch>,
+    deletes: Vec<DeleteRecord>,
+    bytes: usize,
+}
+
+/// Partitions a group's versions into spill objects (step 1), then merges
+/// partition by partition (step 2) into sorted runs.
+#[derive(Debug)]
+pub struct Spiller {
+    area: SpillArea,
+    partitions: Vec<(Buffer, Vec<Segment>)>,
+    flush_bytes: usize,
+    objects: usize,
+    /// Whether any version was partial: then every partition merges column-wise.
+    partial: bool,
+    /// Bytes written to spill objects.
+    pub spilled_bytes: u64,
+}
+
+impl Spiller {
+    /// A spiller over `partitions` partitions, each flushing once its buffer
+    /// passes `flush_bytes`.
+    pub fn new(area: SpillArea, partitions: usize, flush_bytes: usize) -> Self {
+        let partitions = (0..partitions.max(1)).map(|_| (Buffer::default(), Vec::new())).collect();
+        Self { area, partitions, flush_bytes: flush_bytes.max(1 << 16), objects: 0, partial: false, spilled_bytes: 0 }
+    }
+
+    /// Number of partitions.
+    pub fn partitions(&self) -> usize {
+        self.partitions.len()
+    }
+
+    fn partition_of(&self, key: &str) -> usize {
+        let h = murmur3::murmur3_32(&mut std::io::Cursor::new(key.as_bytes()), PARTITION_SEED).unwrap_or_default();
+        h as usize % self.partitions.len()
+    }
+
+    /// Whether the group holds partial versions (pass it to
+    /// [`crate::merge::merge_as`] for every partition).
+    pub fn partial(&self) -> bool {
+        self.partial
+    }
+
+    /// Adds the next version in write order.
+    pub async fn push(&mut self, version: Version) -> Result<()> {
+        let n = self.partitions.len();
+        self.partial |= matches!(version, Version::Partial { .. });
+        match version {
+            Version::Rows(b) => self.push_rows(b, Kind::Rows).await,
+            Version::Partial { batch, present } => self.push_rows(batch, Kind::Partial(present)).await,
+            Version::Deletes(ds) => {
+                let mut parts: Vec<Vec<DeleteRecord>> = (0..n).map(|_| Vec::new()).collect();
+                for d in ds {
+                    let p = self.partition_of(&d.key);
+                    parts[p].push(d);
+                }
+                for (p, ds) in parts.into_iter().enumerate() {
+                    if ds.is_empty() {
+                        continue;
+                    }
+                    self.switch_kind(p, Kind::Deletes).await?;
+                    let buf = &mut self.partitions[p].0;
+                    buf.bytes += ds.iter().map(|d| d.key.len() + d.partition.len() + 32).sum::<usize>();
+                    buf.deletes.extend(ds);
+                    self.flush_if_full(p).await?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn push_rows(&mut self, batch: RecordBatch, kind: Kind) -> Result<()> {
+        let n = self.partitions.len();
+        let keys = batch.column(RECORD_KEY).as_string::<i32>();
+        let mut rows: Vec<Vec<u32>> = (0..n).map(|_| Vec::new()).collect();
+        for (i, k) in keys.iter().enumerate() {
+            // Rows without a key take no part in the merge.
+            if let Some(k) = k {
+                rows[self.partition_of(k)].push(i as u32);
+            }
+        }
+        for (p, idx) in rows.into_iter().enumerate() {
+            if idx.is_empty() {
+                continue;
+            }
+            let part = arrow::compute::take_record_batch(&batch, &UInt32Array::from(idx))
+                .map_err(|e| invalid(&self.area.dir, e))?;
+            self.switch_kind(p, kind.clone()).await?;
+            let buf = &mut self.partitions[p].0;
+            buf.bytes += part.get_array_memory_size();
+            buf.batches.push(part);
+            self.flush_if_full(p).await?;
+        }
+        Ok(())
+    }
+
+    /// Flushes partition `p` if its buffer holds another kind of rows.
+    async fn switch_kind(&mut self, p: usize, kind: Kind) -> Result<()> {
+        if self.partitions[p].0.kind.as_ref().is_some_and(|k| *k != kind) {
+            self.flush(p).await?;
+        }
+        self.partitions[p].0.kind = Some(kind);
+        Ok(())
+    }
+
+    async fn flush_if_full(&mut self, p: usize) -> Result<()> {
+        if self.partitions[p].0.bytes >= self.flush_bytes { self.flush(p).await } else { Ok(()) }
+    }
+
+    /// Writes partition `p`'s buffer to a new spill object.
+    async fn flush(&mut self, p: usize) -> Result<()> {
+        let buf = std::mem::take(&mut self.partitions[p].0);
+        let Some(kind) = buf.kind else { return Ok(()) };
+        let bytes = match kind {
+            Kind::Deletes => {
+                let mut out = Vec::new();
+                encode_delete_content(&buf.deletes, &mut out);
+                out
+            }
+            Kind::Rows | Kind::Partial(_) => match buf.batches.first() {
+                Some(first) => ipc_bytes(&first.schema(), &buf.batches, &self.area.dir)?,
+                None => return Ok(()),
+            },
+        };
+        self.objects += 1;
+        self.spilled_bytes += bytes.len() as u64;
+        let path = self.area.put(&format!("part-{p:04}-{:06}.spill", self.objects), bytes).await?;
+        self.partitions[p].1.push(Segment { kind, path });
+        Ok(())
+    }
+
+    /// Spills what is still buffered; afterwards each partition can be read.
+    pub async fn finish(&mut self) -> Result<()> {
+        for p in 0..self.partitions.len() {
+            self.flush(p).await?;
+        }
+        Ok(())
+    }
+
+    /// Partition `p`'s versions, in write order.
+    pub async fn versions(&self, p: usize) -> Result<Vec<Version>> {
+        let mut out = Vec::new();
+        for seg in &self.partitions[p].1 {
+            let bytes = self.area.get(&seg.path).await?;
+            match &seg.kind {
+                Kind::Deletes => out.push(Version::Deletes(decode_delete_content(&bytes, seg.path.as_ref())?)),
+                Kind::Rows | Kind::Partial(_) => {
+                    for b in read_ipc(bytes, &seg.path)? {
+                        out.push(match &seg.kind {
+                            Kind::Partial(present) => Version::Partial { batch: b, present: present.clone() },
+                            _ => Version::Rows(b),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes rows sorted by key as partition `p`'s run, in chunks.
+    pub async fn write_run(&mut self, p: usize, sorted: &RecordBatch) -> Result<Run> {
+        let mut chunks = VecDeque::new();
+        let mut offset = 0;
+        while offset < sorted.num_rows() {
+            let len = RUN_CHUNK_ROWS.min(sorted.num_rows() - offset);
+            let chunk = sorted.slice(offset, len);
+            let bytes = ipc_bytes(&sorted.schema(), std::slice::from_ref(&chunk), &self.area.dir)?;
+            self.spilled_bytes += bytes.len() as u64;
+            chunks.push_back(self.area.put(&format!("run-{p:04}-{:06}.arrow", chunks.len()), bytes).await?);
+            offset += len;
+        }
+        Ok(Run { chunks })
+    }
+}
+
+/// The sorted rows of one partition, as spill objects in key order.
+#[derive(Debug, Default)]
+pub struct Run {
+    chunks: VecDeque<Path>,
+}
+
+fn ipc_bytes(schema: &SchemaRef, batches: &[RecordBatch], dir: &Path) -> Result<Vec<u8>> {
+    let size: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
+    let mut w = StreamWriter::try_new(Vec::with_capacity(size + 1024), schema).map_err(|e| invalid(dir, e))?;
+    for b in batches {
+        w.write(b).map_err(|e| invalid(dir, e))?;
+    }
+    w.into_inner().map_err(|e| invalid(dir, e))
+}
+
+fn read_ipc(bytes: bytes::Bytes, path: &Path) -> Result<Vec<RecordBatch>> {
+    StreamReader::try_new(std::io::Cursor::new(bytes), None)
+        .map_err(|e| invalid(path, e))?
+        .map(|b| b.map_err(|e| invalid(path, e)))
+        .collect()
+}
+
+/// Merges sorted runs by key, a chunk of each at a time (step 3). Keys are
+/// unique across runs (each key lives in one partition).
+#[derive(Debug)]
+pub struct RunMerger {
+    area: SpillArea,
+    cursors: Vec<Cursor>,
+}
+
+#[derive(Debug)]
+struct Cursor {
+    run: Run,
+    batch: Option<RecordBatch>,
+    row: usize,
+}
+
+impl Cursor {
+    fn key(&self) -> Option<&str> {
+        let b = self.batch.as_ref()?;
+        let keys: &StringArray = b.column(RECORD_KEY).as_string::<i32>();
+        Some(keys.value(self.row))
+    }
+}
+
+impl RunMerger {
+    /// A merger over `runs`.
+    pub fn new(area: SpillArea, runs: Vec<Run>) -> Self {
+        Self { area, cursors: runs.into_iter().map(|run| Cursor { run, batch: None, row: 0 }).collect() }
+    }
+
+    /// Loads the next chunk of cursor `i` if its current one is used up.
+    async fn refill(&mut self, i: usize) -> Result<()> {
+        let c = &mut self.cursors[i];
+        while c.batch.as_ref().is_none_or(|b| c.row >= b.num_rows()) {
+            c.batch = None;
+            c.row = 0;
+            let Some(path) = c.run.chunks.pop_front() else { return Ok(()) };
+            let got = self.area.get(&path).await?;
+            let mut batches = read_ipc(got, &path)?;
+            // Best effort, to free disk early: the folder is cleared at the end.
+            let _ = self.area.store.delete(&path).await;
+            c.batch = match batches.len() {
+                0 => None,
+                1 => batches.pop(),
+                _ => Some(
+                    arrow::compute::concat_batches(&batches[0].schema(), &batches).map_err(|e| invalid(&path, e))?,
+                ),
+            };
+        }
+        Ok(())
+    }
+
+    /// The next batch of rows in key order, or `None` when all runs are done.
+    pub async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        for i in 0..self.cursors.len() {
+            self.refill(i).await?;
+        }
+        let mut picks: Vec<(usize, usize)> = Vec::with_capacity(RUN_CHUNK_ROWS);
+        while picks.len() < RUN_CHUNK_ROWS {
+            let mut best: Option<(usize, &str)> = None;
+            for (i, c) in self.cursors.iter().enumerate() {
+                if let Some(k) = c.key()
+                    && best.is_none_or(|(_, b)| k < b)
+                {
+                    best = Some((i, k));
+                }
+            }
+            let Some((i, _)) = best else { break };
+            let c = &mut self.cursors[i];
+            picks.push((i, c.row));
+            c.row += 1;
+            // Emit before a chunk is replaced: picks point into the current chunks.
+            if c.batch.as_ref().is_some_and(|b| c.row >= b.num_rows()) {
+                break;
+            }
+        }
+        if picks.is_empty() {
+            return Ok(None);
+        }
+        let empty = RecordBatch::new_empty(self.schema());
+        let batches: Vec<&RecordBatch> = self.cursors.iter().map(|c| c.batch.as_ref().unwrap_or(&empty)).collect();
+        arrow::compute::interleave_record_batch(&batches, &picks).map(Some).map_err(|e| invalid(&self.area.dir, e))
+    }
+
+    fn schema(&self) -> SchemaRef {
+        self.cursors
+            .iter()
+            .find_map(|c| c.batch.as_ref().map(RecordBatch::schema))
+            .unwrap_or_else(|| Arc::new(arrow::datatypes::Schema::empty()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
+    use object_store::memory::InMemory;
+    use proptest::prelude::*;
+    use tributary_timeline::NewTableConfig;
+    use tributary_timeline::TableConfig;
+    use tributary_writer::codec::{DeleteRecord, OrderingValue};
+    use tributary_writer::schema::TableSchema;
+
+    use super::*;
+    use crate::merge::{merge, merge_as};
+
+    const SCHEMA: &str = r#"{"type":"record","name":"r","fields":[
+        {"name":"id","type":"string"},{"name":"ts","type":"long"},
+        {"name":"a","type":["null","string"],"default":null},{"name":"b","type":["null","long"],"default":null}]}"#;
+
+    /// One generated write: kind 0 whole rows, 1 partial rows, 2 deletes.
+    #[derive(Debug, Clone)]
+    struct Write {
+        kind: u8,
+        /// Partial writes: whether `a` and `b` are written.
+        present: (bool, bool),
+        rows: Vec<(u8, i64, Option<u8>, Option<i64>)>,
+    }
+
+    fn write() -> impl Strategy<Value = Write> {
+        (
+            0u8..3,
+            any::<(bool, bool)>(),
+            prop::collection::vec((0u8..40, 0i64..6, any::<Option<u8>>(), any::<Option<i64>>()), 0..30),
+        )
+            .prop_map(|(kind, present, rows)| Write { kind, present, rows })
+    }
+
+    fn version(schema: &TableSchema, w: &Write, n: usize) -> Version {
+        let keys: Vec<String> = w.rows.iter().map(|r| format!("key{:03}", r.0)).collect();
+        if w.kind == 2 {
+            return Version::Deletes(
+                w.rows
+                    .iter()
+                    .zip(&keys)
+                    .map(|(r, k)| DeleteRecord {
+                        key: k.clone(),
+                        partition: String::new(),
+                        ordering: OrderingValue::Long(r.1),
+                    })
+                    .collect(),
+            );
+        }
+        let partial = w.kind == 1;
+        let len = w.rows.len();
+        let text = |v: String| -> ArrayRef { Arc::new(StringArray::from(vec![v; len])) };
+        let seqno: ArrayRef = Arc::new(StringArray::from_iter_values((0..len).map(|i| format!("{n}_{i}"))));
+        let a: ArrayRef = Arc::new(StringArray::from_iter(
+            w.rows.iter().map(|r| if partial && !w.present.0 { None } else { r.2.map(|x| format!("a{x}")) }),
+        ));
+        let b: ArrayRef =
+            Arc::new(Int64Array::from_iter(w.rows.iter().map(|r| if partial && !w.present.1 { None } else { r.3 })));
+        let columns = vec![
+            text(format!("c{n}")),
+            seqno,
+            Arc::new(StringArray::from(keys.clone())) as ArrayRef,
+            text(String::new()),
+            text("f".into()),
+            Arc::new(StringArray::from(keys)) as ArrayRef,
+            Arc::new(Int64Array::from_iter_values(w.rows.iter().map(|r| r.1))) as ArrayRef,
+            a,
+            b,
+        ];
+        let target = schema.arrow_with_meta();
+        if partial {
+            let nullable = arrow::datatypes::Schema::new(
+                target.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
+            );
+            let batch = RecordBatch::try_new(Arc::new(nullable), columns).unwrap();
+            let present = [true, true, true, true, true, true, true, w.present.0, w.present.1];
+            Version::Partial { batch, present: present.into() }
+        } else {
+            Version::Rows(RecordBatch::try_new(target.clone(), columns).unwrap())
+        }
+    }
+
+    fn sorted(b: RecordBatch) -> Vec<ArrayRef> {
+        let idx = arrow::compute::sort_to_indices(b.column(RECORD_KEY), None, None).unwrap();
+        arrow::compute::take_record_batch(&b, &idx).unwrap().columns().to_vec()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// Partitioning, spilling, merging per partition and merging the
+        /// sorted runs gives exactly the rows of merging everything at once.
+        #[test]
+        fn spilling_merges_like_the_whole_group(writes in prop::collection::vec(write(), 1..12), partitions in 1usize..6) {
+            let schema = TableSchema::new(SCHEMA, "id", Some("ts"), None).unwrap();
+            let config = TableConfig::new_table(&NewTableConfig::new("t", "id", "ts", SCHEMA));
+            let versions: Vec<Version> = writes.iter().enumerate().map(|(n, w)| version(&schema, w, n)).collect();
+            let want = merge(&schema, &config, &versions).unwrap().map(sorted);
+
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let got = rt.block_on(async {
+                let area = SpillArea { store: Arc::new(InMemory::new()), dir: Path::from("spill") };
+                // A tiny threshold: every push spills.
+                let mut spiller = Spiller::new(area.clone(), partitions, 0);
+                for v in versions.iter().cloned() {
+                    spiller.push(v).await.unwrap();
+                }
+                spiller.finish().await.unwrap();
+                let mut runs = Vec::new();
+                for p in 0..spiller.partitions() {
+                    let part = spiller.versions(p).await.unwrap();
+                    if let Some(m) = merge_as(&schema, &config, &part, spiller.partial()).unwrap() {
+                        let cols = sorted(m);
+                        let b = RecordBatch::try_new(schema.arrow_with_meta().clone(), cols).unwrap();
+                        runs.push(spiller.write_run(p, &b).await.unwrap());
+                    }
+                }
+                let mut merger = RunMerger::new(area.clone(), runs);
+                let mut out = Vec::new();
+                while let Some(b) = merger.next_batch().await.unwrap() {
+                    out.push(b);
+                }
+                area.clear().await.unwrap();
+                let left: Vec<_> = area.store.list(None).try_collect().await.unwrap();
+                assert!(left.is_empty(), "spill folder cleared: {left:?}");
+                if out.is_empty() {
+                    None
+                } else {
+                    let all = arrow::compute::concat_batches(&out[0].schema(), &out).unwrap();
+                    let keys = all.column(RECORD_KEY).as_string::<i32>();
+                    assert!((1..keys.len()).all(|i| keys.value(i - 1) < keys.value(i)), "runs merge in key order");
+                    Some(all.columns().to_vec())
+                }
+            });
+            prop_assert_eq!(got, want);
+        }
+    }
+}
