@@ -14,7 +14,7 @@
 //!   row's table-level ordering value (or carries none); a later version that
 //!   is not older than the delete re-creates the row with only its columns.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, new_null_array};

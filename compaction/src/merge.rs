@@ -11,7 +11,9 @@
 //!   `long 0` for deletes that carry no event time) always wins.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
@@ -189,11 +191,11 @@ fn merge_rows(schema: &TableSchema, mode: MergeMode, versions: &[Version]) -> Re
                         _ => Ord2::Null,
                     };
                     let new = Winner { order, at: Some((bi, r)) };
-                    match winners.get_mut(k.value(r)) {
-                        Some(w) if event_time && new.order.cmp(&w.order) == Ordering::Less => {}
-                        Some(w) => *w = new,
-                        None => {
-                            winners.insert(k.value(r), new);
+                    match winners.entry(k.value(r)) {
+                        Entry::Occupied(w) if event_time && new.order.cmp(&w.get().order) == Ordering::Less => {}
+                        Entry::Occupied(mut w) => *w.get_mut() = new,
+                        Entry::Vacant(v) => {
+                            v.insert(new);
                         }
                     }
                 }
