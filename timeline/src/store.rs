@@ -2,7 +2,8 @@
 //!
 //! [`TableLocation::local`] wraps the local file system in [`DurableLocalStore`],
 //! which fsyncs every file it writes and the folders above it before a put
-//! returns, so that "committed" means "on disk".
+//! returns, so that "committed" means "on disk", and removes folders that a
+//! delete leaves empty (an instant's marker folder once it commits).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -20,7 +21,8 @@ use object_store::{
 use crate::error::{Error, Result};
 
 /// The local file system, with every written file and its folders fsynced
-/// before the write is reported done.
+/// before the write is reported done. A delete also removes the folders it
+/// leaves empty, up to the first that is not.
 #[derive(Debug, Clone)]
 pub struct DurableLocalStore {
     inner: Arc<LocalFileSystem>,
@@ -31,7 +33,7 @@ pub struct DurableLocalStore {
 impl DurableLocalStore {
     /// A store over the whole local file system.
     pub fn new() -> Self {
-        Self { inner: Arc::new(LocalFileSystem::new()), durable_dirs: Default::default() }
+        Self { inner: Arc::new(LocalFileSystem::new().with_automatic_cleanup(true)), durable_dirs: Default::default() }
     }
 
     async fn sync(&self, location: &Path) -> object_store::Result<()> {
@@ -70,6 +72,19 @@ fn sync_file_and_parents(
         dir = d.parent();
     }
     Ok(())
+}
+
+/// Removes the staging files (`<file>#1`, `#2`, ...) that a process killed
+/// while writing `file` leaves beside it. The store's listings never show
+/// them, so deleting `file` is the one moment to find them.
+fn remove_staging(file: &std::path::Path) {
+    for n in 1.. {
+        let mut staged = file.as_os_str().to_owned();
+        staged.push(format!("#{n}"));
+        if std::fs::remove_file(std::path::Path::new(&staged)).is_err() {
+            break;
+        }
+    }
 }
 
 impl fmt::Display for DurableLocalStore {
@@ -139,7 +154,40 @@ impl ObjectStore for DurableLocalStore {
         &self,
         locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
+        use futures::StreamExt;
+        let (inner, known) = (self.inner.clone(), self.durable_dirs.clone());
+        let staging = self.inner.clone();
+        let locations = locations
+            .then(move |location| {
+                let store = staging.clone();
+                async move {
+                    if let Ok(l) = &location
+                        && let Ok(file) = store.path_to_filesystem(l)
+                    {
+                        let _ = tokio::task::spawn_blocking(move || remove_staging(&file)).await;
+                    }
+                    location
+                }
+            })
+            .boxed();
+        self.inner
+            .delete_stream(locations)
+            .map(move |deleted| {
+                // Folders removed as emptied are no longer known durable: a
+                // new file there must sync the recreated folder's entry.
+                if let Ok(location) = &deleted
+                    && let Ok(file) = inner.path_to_filesystem(location)
+                    && let Ok(mut known) = known.lock()
+                {
+                    let mut dir = file.parent();
+                    while let Some(d) = dir.filter(|d| !d.exists()) {
+                        known.remove(d);
+                        dir = d.parent();
+                    }
+                }
+                deleted
+            })
+            .boxed()
     }
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
         self.inner.list(prefix)
@@ -236,5 +284,38 @@ impl TableLocation {
             .await
             .map(|_| ())
             .map_err(|e| Error::store("create", path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use object_store::ObjectStoreExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn deletes_take_staging_leftovers_and_emptied_folders_with_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DurableLocalStore::new();
+        let folder = dir.path().join("t/.hoodie/.temp/20250101000000000");
+        let path = |name: &str| Path::from_absolute_path(folder.join(name)).unwrap();
+        store.put(&path("a.marker"), PutPayload::from_static(b"x")).await.unwrap();
+        // What a writer killed while writing leaves: a staged file beside the
+        // real one, and one whose real file never appeared.
+        std::fs::write(folder.join("a.marker#1"), b"partial").unwrap();
+        std::fs::write(folder.join("b.marker#1"), b"partial").unwrap();
+        std::fs::write(folder.join("b.marker#2"), b"partial").unwrap();
+        store.delete(&path("a.marker")).await.unwrap();
+        assert!(!folder.join("a.marker#1").exists());
+        assert!(matches!(store.delete(&path("b.marker")).await, Err(object_store::Error::NotFound { .. })));
+        assert!(!folder.join("b.marker#1").exists() && !folder.join("b.marker#2").exists());
+        // The emptied instant folder and `.temp` are gone; `t/.hoodie` is kept
+        // only while it holds something, and `t` is not removed past it.
+        std::fs::write(dir.path().join("t/.hoodie/hoodie.properties"), b"").unwrap();
+        store.put(&path("c.marker"), PutPayload::from_static(b"x")).await.unwrap();
+        store.delete(&path("c.marker")).await.unwrap();
+        assert!(!folder.exists());
+        assert!(!dir.path().join("t/.hoodie/.temp").exists());
+        assert!(dir.path().join("t/.hoodie/hoodie.properties").exists());
     }
 }
