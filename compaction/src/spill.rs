@@ -411,6 +411,7 @@ mod tests {
     use object_store::memory::InMemory;
     use proptest::prelude::*;
     use tributary_timeline::NewTableConfig;
+    use tributary_timeline::config::SequenceGroup;
     use tributary_timeline::TableConfig;
     use tributary_writer::codec::{DeleteRecord, OrderingValue};
     use tributary_writer::schema::TableSchema;
@@ -498,9 +499,18 @@ mod tests {
         /// Partitioning, spilling, merging per partition and merging the
         /// sorted runs gives exactly the rows of merging everything at once.
         #[test]
-        fn spilling_merges_like_the_whole_group(writes in prop::collection::vec(write(), 1..12), partitions in 1usize..6) {
+        fn spilling_merges_like_the_whole_group(
+            writes in prop::collection::vec(write(), 1..12),
+            partitions in 1usize..6,
+            grouped in any::<bool>(),
+        ) {
             let schema = TableSchema::new(SCHEMA, "id", Some("ts"), None).unwrap();
-            let config = TableConfig::new_table(&NewTableConfig::new("t", "id", "ts", SCHEMA));
+            // Optionally a sequence group: `a` follows the largest `b`.
+            let mut new = NewTableConfig::new("t", "id", "ts", SCHEMA);
+            if grouped {
+                new.sequence_groups = vec![SequenceGroup { ordering: "b".into(), columns: vec!["a".into()] }];
+            }
+            let config = TableConfig::new_table(&new);
             let versions: Vec<Version> = writes.iter().enumerate().map(|(n, w)| version(&schema, w, n)).collect();
             let want = merge(&schema, &config, &versions).unwrap().map(sorted);
 
