@@ -153,10 +153,8 @@ impl Compactor {
         }
         // A crashed attempt may have left base files: remove them first.
         rollback_files(&self.loc, instant).await?;
-        // And spill files. (A spill folder that cannot be opened yet holds none.)
-        if let Ok(area) = self.spill_area(instant, None) {
-            area.clear().await?;
-        }
+        // And spill files.
+        self.clear_spills(instant).await?;
         let timeline = Arc::new(timeline);
         let jobs = plan.operations.iter().enumerate().map(|(i, op)| {
             let (this, op, timeline, instant) = (self.clone(), op.clone(), timeline.clone(), instant.clone());
@@ -293,7 +291,7 @@ impl Compactor {
                 writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
             }
         } else {
-            let area = self.spill_area(instant, Some(&op.file_id))?;
+            let area = self.spill_area(instant, &op.file_id)?;
             area.clear().await?;
             let mut spiller = Spiller::new(area.clone(), partitions, budget / (4 * partitions));
             for (p, is_base) in &inputs {
@@ -360,25 +358,50 @@ impl Compactor {
         Ok((stat, bytes_read))
     }
 
-    /// Where file group `file_id` of compaction `instant` spills (all of
-    /// the instant's groups when `None`): `<instant>.spill/` in the
-    /// configured spill folder, else in the table's `.hoodie/.temp/`. On
-    /// local disk spill files are written without fsync (they never outlive
-    /// the compaction) and emptied folders are removed.
-    fn spill_area(&self, instant: &InstantTime, file_id: Option<&str>) -> Result<SpillArea> {
+    /// The store and folder that hold the spill folders of compaction
+    /// `instant`: the configured spill folder, else the table's
+    /// `.hoodie/.temp/`. On local disk spill files are written without fsync
+    /// (they never outlive the compaction) and emptied folders are removed.
+    fn spill_root(&self) -> Result<(Arc<dyn object_store::ObjectStore>, object_store::path::Path)> {
         let local = |dir: &std::path::Path| -> Result<(Arc<dyn object_store::ObjectStore>, object_store::path::Path)> {
             let store = object_store::local::LocalFileSystem::new_with_prefix(dir)
                 .map_err(|e| invalid(format!("spill folder {}", dir.display()), e))?
                 .with_automatic_cleanup(true);
             Ok((Arc::new(store), object_store::path::Path::default()))
         };
-        let (store, base) = match (&self.settings.spill_dir, &self.loc.local_root) {
-            (Some(dir), _) => local(dir)?,
-            (None, Some(root)) => local(&root.join(".hoodie").join(".temp"))?,
-            (None, None) => (self.loc.store.clone(), self.loc.meta_dir().join(".temp")),
-        };
-        let dir = base.join(format!("{instant}.spill"));
-        Ok(SpillArea { store, dir: file_id.map_or(dir.clone(), |f| dir.join(f)) })
+        match (&self.settings.spill_dir, &self.loc.local_root) {
+            (Some(dir), _) => local(dir),
+            (None, Some(root)) => local(&root.join(".hoodie").join(".temp")),
+            (None, None) => Ok((self.loc.store.clone(), self.loc.meta_dir().join(".temp"))),
+        }
+    }
+
+    /// Where file group `file_id` of compaction `instant` spills:
+    /// `<instant>.<file_id>.spill/` in the spill root. Each group has its own
+    /// top folder, so removing one group's emptied folder never races with
+    /// another group creating its own.
+    fn spill_area(&self, instant: &InstantTime, file_id: &str) -> Result<SpillArea> {
+        let (store, root) = self.spill_root()?;
+        Ok(SpillArea { store, dir: root.join(format!("{instant}.{file_id}.spill")) })
+    }
+
+    /// Deletes what an earlier attempt of compaction `instant` spilled.
+    async fn clear_spills(&self, instant: &InstantTime) -> Result<()> {
+        // A spill root that cannot be opened yet (no `.temp` folder) holds nothing.
+        let Ok((store, root)) = self.spill_root() else { return Ok(()) };
+        let mine = format!("{instant}.");
+        let listed: Vec<object_store::path::Path> = store
+            .list_with_delimiter(Some(&root))
+            .await
+            .map_err(|e| tributary_timeline::Error::store("list", &root, e))?
+            .common_prefixes
+            .into_iter()
+            .filter(|p| p.filename().is_some_and(|n| n.starts_with(&mine) && n.ends_with(".spill")))
+            .collect();
+        for dir in listed {
+            SpillArea { store: store.clone(), dir }.clear().await?;
+        }
+        Ok(())
     }
 }
 

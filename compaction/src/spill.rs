@@ -411,8 +411,8 @@ mod tests {
     use object_store::memory::InMemory;
     use proptest::prelude::*;
     use tributary_timeline::NewTableConfig;
-    use tributary_timeline::config::SequenceGroup;
     use tributary_timeline::TableConfig;
+    use tributary_timeline::config::SequenceGroup;
     use tributary_writer::codec::{DeleteRecord, OrderingValue};
     use tributary_writer::schema::TableSchema;
 

@@ -250,8 +250,15 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
     assert_eq!(before, expected);
     // A budget far below the group's size forces the merge through spill files.
     let settings = CompactorSettings { memory_budget: 64 << 10, ..Default::default() };
-    let done = t.compactor(&fast(), settings).await.unwrap().run_once().await.unwrap();
+    let compactor = t.compactor(&fast(), settings).await.unwrap();
+    // What a crashed attempt of this plan would have spilled is cleared first.
+    let (c, _) = compactor.schedule().await.unwrap().unwrap();
+    let leftover = dir.path().join(format!("t/.hoodie/.temp/{c}.00000000-0000-0000-0000-000000000000-0.spill"));
+    std::fs::create_dir_all(&leftover).unwrap();
+    std::fs::write(leftover.join("part-0000-000001.spill"), b"stale").unwrap();
+    let done = compactor.run_once().await.unwrap();
     assert_eq!(done.len(), 1);
+    assert!(!leftover.exists(), "stale spill files are removed");
     assert_eq!(rows(&t, Query::ReadOptimized).await, before);
     assert_eq!(rows(&t, Query::Snapshot).await, before);
     let temp: Vec<String> = std::fs::read_dir(dir.path().join("t/.hoodie/.temp"))

@@ -2,8 +2,9 @@
 //!
 //! [`TableLocation::local`] wraps the local file system in [`DurableLocalStore`],
 //! which fsyncs every file it writes and the folders above it before a put
-//! returns, so that "committed" means "on disk", and removes folders that a
-//! delete leaves empty (an instant's marker folder once it commits).
+//! returns, so that "committed" means "on disk", and removes the folders
+//! below `.hoodie/.temp` that a delete leaves empty (an instant's marker
+//! folder once it commits).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -21,8 +22,8 @@ use object_store::{
 use crate::error::{Error, Result};
 
 /// The local file system, with every written file and its folders fsynced
-/// before the write is reported done. A delete also removes the folders it
-/// leaves empty, up to the first that is not.
+/// before the write is reported done. A delete inside a `.temp` folder also
+/// removes the folders it leaves empty there, up to (not including) `.temp`.
 #[derive(Debug, Clone)]
 pub struct DurableLocalStore {
     inner: Arc<LocalFileSystem>,
@@ -33,7 +34,7 @@ pub struct DurableLocalStore {
 impl DurableLocalStore {
     /// A store over the whole local file system.
     pub fn new() -> Self {
-        Self { inner: Arc::new(LocalFileSystem::new().with_automatic_cleanup(true)), durable_dirs: Default::default() }
+        Self { inner: Arc::new(LocalFileSystem::new()), durable_dirs: Default::default() }
     }
 
     async fn sync(&self, location: &Path) -> object_store::Result<()> {
@@ -72,6 +73,26 @@ fn sync_file_and_parents(
         dir = d.parent();
     }
     Ok(())
+}
+
+/// Removes the folders between `file` (just deleted) and the `.temp`
+/// folder above it that are now empty, nearest first, and forgets that they
+/// were durable. Folders outside `.temp` are left alone, and so is `.temp`
+/// itself: other writers create their instant folders in it concurrently,
+/// and removing a folder that another writer is about to create a child in
+/// would fail that write.
+fn remove_emptied_temp_folders(file: &std::path::Path, known: &std::sync::Mutex<std::collections::HashSet<PathBuf>>) {
+    let Some(temp) = file.ancestors().find(|a| a.file_name().is_some_and(|n| n == ".temp")) else { return };
+    let mut dir = file.parent();
+    while let Some(d) = dir.filter(|d| *d != temp) {
+        if std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        if let Ok(mut known) = known.lock() {
+            known.remove(d);
+        }
+        dir = d.parent();
+    }
 }
 
 /// Removes the staging files (`<file>#1`, `#2`, ...) that a process killed
@@ -173,17 +194,10 @@ impl ObjectStore for DurableLocalStore {
         self.inner
             .delete_stream(locations)
             .map(move |deleted| {
-                // Folders removed as emptied are no longer known durable: a
-                // new file there must sync the recreated folder's entry.
                 if let Ok(location) = &deleted
                     && let Ok(file) = inner.path_to_filesystem(location)
-                    && let Ok(mut known) = known.lock()
                 {
-                    let mut dir = file.parent();
-                    while let Some(d) = dir.filter(|d| !d.exists()) {
-                        known.remove(d);
-                        dir = d.parent();
-                    }
+                    remove_emptied_temp_folders(&file, &known);
                 }
                 deleted
             })
@@ -309,13 +323,15 @@ mod tests {
         assert!(!folder.join("a.marker#1").exists());
         assert!(matches!(store.delete(&path("b.marker")).await, Err(object_store::Error::NotFound { .. })));
         assert!(!folder.join("b.marker#1").exists() && !folder.join("b.marker#2").exists());
-        // The emptied instant folder and `.temp` are gone; `t/.hoodie` is kept
-        // only while it holds something, and `t` is not removed past it.
-        std::fs::write(dir.path().join("t/.hoodie/hoodie.properties"), b"").unwrap();
-        store.put(&path("c.marker"), PutPayload::from_static(b"x")).await.unwrap();
-        store.delete(&path("c.marker")).await.unwrap();
+        // The emptied instant folder goes; `.temp` stays, and so do emptied
+        // folders elsewhere.
+        store.put(&path("c/d.marker"), PutPayload::from_static(b"x")).await.unwrap();
+        store.delete(&path("c/d.marker")).await.unwrap();
         assert!(!folder.exists());
-        assert!(!dir.path().join("t/.hoodie/.temp").exists());
-        assert!(dir.path().join("t/.hoodie/hoodie.properties").exists());
+        assert!(dir.path().join("t/.hoodie/.temp").is_dir());
+        let data = Path::from_absolute_path(dir.path().join("t/city=oslo/x.log")).unwrap();
+        store.put(&data, PutPayload::from_static(b"x")).await.unwrap();
+        store.delete(&data).await.unwrap();
+        assert!(dir.path().join("t/city=oslo").is_dir());
     }
 }
