@@ -35,7 +35,7 @@ use tributary_writer::schema::RECORD_KEY;
 use crate::error::{Error, Result};
 use crate::merge::Version;
 
-/// Rows per chunk of a sorted run, and per batch handed to the output.
+/// Most rows per chunk of a sorted run, and per batch handed to the output.
 const RUN_CHUNK_ROWS: usize = 16 * 1024;
 
 /// Seed of the partition hash; distinct from the bucket hash's seed 0, so a
@@ -274,12 +274,17 @@ impl Spiller {
         Ok(out)
     }
 
-    /// Writes rows sorted by key as partition `p`'s run, in chunks.
+    /// Writes rows sorted by key as partition `p`'s run, in chunks. The
+    /// final merge holds a chunk of every run at once, so a chunk is sized
+    /// like a partition's buffer: all of them together take a quarter of the
+    /// budget's share.
     pub async fn write_run(&mut self, p: usize, sorted: &RecordBatch) -> Result<Run> {
+        let row_bytes = sorted.get_array_memory_size() / sorted.num_rows().max(1);
+        let chunk_rows = (self.flush_bytes / row_bytes.max(1)).clamp(256, RUN_CHUNK_ROWS);
         let mut chunks = VecDeque::new();
         let mut offset = 0;
         while offset < sorted.num_rows() {
-            let len = RUN_CHUNK_ROWS.min(sorted.num_rows() - offset);
+            let len = chunk_rows.min(sorted.num_rows() - offset);
             let chunk = sorted.slice(offset, len);
             let bytes = ipc_bytes(&sorted.schema(), std::slice::from_ref(&chunk), &self.area.dir)?;
             self.spilled_bytes += bytes.len() as u64;
