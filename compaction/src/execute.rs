@@ -33,6 +33,10 @@ use crate::plan::{PlanSettings, plan};
 use crate::slice::{BaseReader, LogReader, read_base, read_log};
 use crate::spill::{RunMerger, SpillArea, Spiller};
 
+/// Most partitions a spilled group is split into; a budget so small that it
+/// asks for more is not honoured beyond this.
+const MAX_SPILL_PARTITIONS: usize = 1024;
+
 /// Settings of a [`Compactor`].
 #[derive(Debug, Clone)]
 pub struct CompactorSettings {
@@ -249,7 +253,7 @@ impl Compactor {
         // Decoded rows take a few times their encoded size; the budget is
         // shared by the groups compacted at once.
         let budget = (self.settings.memory_budget / self.settings.parallelism.max(1)).max(1);
-        let partitions = (bytes_read as usize).saturating_mul(3).div_ceil(budget);
+        let partitions = (bytes_read as usize).saturating_mul(3).div_ceil(budget).min(MAX_SPILL_PARTITIONS);
         let name = BaseFileName {
             file_id: op.file_id.clone(),
             write_token: WriteToken::new(index, 0, 0),

@@ -138,8 +138,8 @@ enum Command {
         parallelism: usize,
         /// Memory budget of the compactor, in MiB, shared by the groups
         /// compacted at once; larger groups merge through spill files.
-        #[arg(long, default_value_t = 256)]
-        memory_mb: usize,
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+        memory_mb: u64,
         /// Existing folder for spill files (default: the table's `.hoodie/.temp`).
         #[arg(long)]
         spill_dir: Option<PathBuf>,
@@ -510,7 +510,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     ..Default::default()
                 },
                 parallelism,
-                memory_budget: memory_mb << 20,
+                memory_budget: usize::try_from(memory_mb << 20).unwrap_or(usize::MAX),
                 spill_dir,
                 ..Default::default()
             };
