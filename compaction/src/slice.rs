@@ -1,7 +1,6 @@
 //! Reading a file slice: base Parquet rows and log blocks, as versions in
 //! write order for the merge. Shared by the snapshot reader and the compactor.
 
-use arrow::array::AsArray;
 use arrow::array::{ArrayRef, RecordBatch, new_null_array};
 use arrow::datatypes::SchemaRef;
 use object_store::ObjectStoreExt;
@@ -10,7 +9,6 @@ use tributary_timeline::fs_view::FileSlice;
 use tributary_timeline::{InstantTime, TableLocation, Timeline};
 use tributary_writer::codec::{DataBlockBatches, decode_delete_content};
 use tributary_writer::log_block::{BlockType, HeaderKey, LogBlock};
-use tributary_writer::schema::RECORD_KEY;
 use tributary_writer::schema::TableSchema;
 
 use crate::error::{Error, Result};
@@ -54,42 +52,16 @@ pub async fn read_log(
     log: &object_store::path::Path,
     timeline: &Timeline,
 ) -> Result<Vec<Version>> {
-    read_log_keys(loc, schema, log, timeline, &mut |_| true).await
+    let mut reader = LogReader::open(loc, schema, log, timeline).await?;
+    let mut out = Vec::new();
+    while let Some(v) = reader.next().await? {
+        out.push(v);
+    }
+    Ok(out)
 }
 
 /// Rows decoded per step when a log is read.
 const LOG_BATCH_ROWS: usize = 64 * 1024;
-
-/// Like [`read_log`], keeping only records whose key `keep` accepts. Rows are
-/// decoded and filtered a batch at a time, so memory follows what is kept.
-pub async fn read_log_keys(
-    loc: &TableLocation,
-    schema: &TableSchema,
-    log: &object_store::path::Path,
-    timeline: &Timeline,
-    keep: &mut (dyn FnMut(&str) -> bool + Send),
-) -> Result<Vec<Version>> {
-    let mut reader = LogReader::open(loc, schema, log, timeline).await?;
-    let mut out = Vec::new();
-    while let Some(v) = reader.next().await? {
-        let v = match v {
-            Version::Rows(b) => Version::Rows(filter_keys(b, keep)?),
-            Version::Partial { batch, present } => Version::Partial { batch: filter_keys(batch, keep)?, present },
-            Version::Deletes(mut d) => {
-                d.retain(|r| keep(&r.key));
-                Version::Deletes(d)
-            }
-        };
-        let empty = match &v {
-            Version::Rows(b) | Version::Partial { batch: b, .. } => b.num_rows() == 0,
-            Version::Deletes(_) => false,
-        };
-        if !empty {
-            out.push(v);
-        }
-    }
-    Ok(out)
-}
 
 /// The versions of one log file in write order, decoded as they are pulled:
 /// a log holds one block at a time and one decoded batch of it. Blocks of
@@ -213,17 +185,6 @@ impl<'a> LogBlocks<'a> {
         self.offset = end;
         Ok(Some(block))
     }
-}
-
-/// The rows of `b` whose record key `keep` accepts.
-pub fn filter_keys(b: RecordBatch, keep: &mut (dyn FnMut(&str) -> bool + Send)) -> Result<RecordBatch> {
-    let keys = b.column(RECORD_KEY).as_string::<i32>();
-    let mask: arrow::array::BooleanArray = keys.iter().map(|k| Some(k.is_some_and(&mut *keep))).collect();
-    if mask.true_count() == b.num_rows() {
-        return Ok(b);
-    }
-    arrow::compute::filter_record_batch(&b, &mask)
-        .map_err(|e| Error::Invalid { what: "log".into(), reason: e.to_string() })
 }
 
 /// A partial batch laid out as the whole table: absent columns are nulls and
