@@ -85,7 +85,7 @@ fn remove_emptied_temp_folders(file: &std::path::Path, known: &std::sync::Mutex<
     let Some(temp) = file.ancestors().find(|a| a.file_name().is_some_and(|n| n == ".temp")) else { return };
     let mut dir = file.parent();
     while let Some(d) = dir.filter(|d| *d != temp) {
-        if std::fs::remove_dir(d).is_err() {
+        if std::fs::remove_dir(d).is_err() && !(only_staging_files(d) && std::fs::remove_dir(d).is_ok()) {
             break;
         }
         if let Ok(mut known) = known.lock() {
@@ -93,6 +93,28 @@ fn remove_emptied_temp_folders(file: &std::path::Path, known: &std::sync::Mutex<
         }
         dir = d.parent();
     }
+}
+
+/// Whether `dir` holds nothing but staging files (`<name>#<n>`), and if so
+/// deletes them. Inside an instant's marker folder, once its last marker is
+/// deleted, these are what a writer killed while creating a marker left:
+/// nobody else can see or remove them. Stops at the first other entry.
+fn only_staging_files(dir: &std::path::Path) -> bool {
+    let is_staging = |name: &std::ffi::OsStr| {
+        name.to_str()
+            .and_then(|n| n.rsplit_once('#'))
+            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    let mut staged = Vec::new();
+    for e in entries {
+        let Ok(e) = e else { return false };
+        if !is_staging(&e.file_name()) || e.file_type().map_or(true, |t| !t.is_file()) {
+            return false;
+        }
+        staged.push(e.path());
+    }
+    staged.iter().all(|p| std::fs::remove_file(p).is_ok())
 }
 
 /// Removes the staging files (`<file>#1`, `#2`, ...) that a process killed
@@ -313,6 +335,7 @@ mod tests {
         let store = DurableLocalStore::new();
         let folder = dir.path().join("t/.hoodie/.temp/20250101000000000");
         let path = |name: &str| Path::from_absolute_path(folder.join(name)).unwrap();
+        store.put(&path("keep.marker"), PutPayload::from_static(b"x")).await.unwrap();
         store.put(&path("a.marker"), PutPayload::from_static(b"x")).await.unwrap();
         // What a writer killed while writing leaves: a staged file beside the
         // real one, and one whose real file never appeared.
@@ -321,8 +344,14 @@ mod tests {
         std::fs::write(folder.join("b.marker#2"), b"partial").unwrap();
         store.delete(&path("a.marker")).await.unwrap();
         assert!(!folder.join("a.marker#1").exists());
+        assert!(folder.join("b.marker#1").exists(), "the folder still has a marker: nothing else goes");
         assert!(matches!(store.delete(&path("b.marker")).await, Err(object_store::Error::NotFound { .. })));
         assert!(!folder.join("b.marker#1").exists() && !folder.join("b.marker#2").exists());
+        // A staged marker whose real name is unknown goes with the folder's
+        // last marker.
+        std::fs::write(folder.join("e.marker#1"), b"").unwrap();
+        store.delete(&path("keep.marker")).await.unwrap();
+        assert!(!folder.exists(), "the folder and its orphaned staging file are gone");
         // The emptied instant folder goes; `.temp` stays, and so do emptied
         // folders elsewhere.
         store.put(&path("c/d.marker"), PutPayload::from_static(b"x")).await.unwrap();
