@@ -28,9 +28,9 @@ use tributary_writer::client::{marker_dir, remove_markers, rollback_files};
 use tributary_writer::schema::{FILE_NAME, RECORD_KEY, TableSchema};
 
 use crate::error::{Error, Result};
-use crate::merge::{Version, merge, merge_as};
+use crate::merge::{Version, merge_as};
 use crate::plan::{PlanSettings, plan};
-use crate::slice::{BaseReader, LogReader, read_base, read_log};
+use crate::slice::{BaseReader, LogReader};
 use crate::spill::{RunMerger, SpillArea, Spiller};
 
 /// Most partitions a spilled group is split into; a budget so small that it
@@ -278,63 +278,66 @@ impl Compactor {
             Some(props),
         )
         .map_err(|e| invalid(out_path.to_string(), e))?;
-        let mut rows = 0u64;
-        if partitions <= 1 {
-            let mut versions = Vec::new();
-            for (p, is_base) in &inputs {
-                if *is_base {
-                    versions.extend(read_base(&self.loc, &self.schema, p).await?);
-                } else {
-                    versions.extend(read_log(&self.loc, &self.schema, p, timeline).await?);
-                }
-            }
-            if let Some(merged) = merge(&self.schema, &self.config, &versions)? {
-                drop(versions);
-                let sorted = sort_by_key_with_file_name(&merged, &name)?;
-                rows += sorted.num_rows() as u64;
-                writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
-            }
+        // Each input is read once, in write order, into memory or into
+        // spill partitions.
+        let mut sink = if partitions <= 1 {
+            Sink::Memory(Vec::new())
         } else {
             let area = self.spill_area(instant, &op.file_id)?;
             area.clear().await?;
-            let mut spiller = Spiller::new(area.clone(), partitions, budget / (4 * partitions));
-            for (p, is_base) in &inputs {
-                if *is_base {
-                    let mut base = BaseReader::open(&self.loc, &self.schema, p).await?;
-                    while let Some(b) = base.next().await? {
-                        spiller.push(Version::Rows(b)).await?;
-                    }
-                } else {
-                    let mut log = LogReader::open(&self.loc, &self.schema, p, timeline).await?;
-                    while let Some(v) = log.next().await? {
-                        spiller.push(v).await?;
-                    }
+            Sink::Spill(Spiller::new(area, partitions, budget / (4 * partitions)))
+        };
+        for (p, is_base) in &inputs {
+            if *is_base {
+                let mut base = BaseReader::open(&self.loc, &self.schema, p).await?;
+                while let Some(b) = base.next().await? {
+                    sink.push(Version::Rows(b)).await?;
+                }
+            } else {
+                let mut log = LogReader::open(&self.loc, &self.schema, p, timeline).await?;
+                while let Some(v) = log.next().await? {
+                    sink.push(v).await?;
                 }
             }
-            spiller.finish().await?;
-            let mut runs = Vec::with_capacity(partitions);
-            for part in 0..spiller.partitions() {
-                let versions = spiller.versions(part).await?;
-                let Some(merged) = merge_as(&self.schema, &self.config, &versions, spiller.partial())? else {
-                    continue;
-                };
-                drop(versions);
-                let sorted = sort_by_key_with_file_name(&merged, &name)?;
-                drop(merged);
-                rows += sorted.num_rows() as u64;
-                runs.push(spiller.write_run(part, &sorted).await?);
+        }
+        // Merged, sorted rows with `_hoodie_file_name` set, or `None`.
+        let merge_sorted = |versions: Vec<Version>, partial: bool| -> Result<Option<RecordBatch>> {
+            let Some(merged) = merge_as(&self.schema, &self.config, &versions, partial)? else { return Ok(None) };
+            drop(versions);
+            sort_by_key_with_file_name(&merged, &name).map(Some)
+        };
+        let mut rows = 0u64;
+        match sink {
+            Sink::Memory(versions) => {
+                let partial = versions.iter().any(|v| matches!(v, Version::Partial { .. }));
+                if let Some(sorted) = merge_sorted(versions, partial)? {
+                    rows += sorted.num_rows() as u64;
+                    writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
+                }
             }
-            tracing::debug!(
-                file_id = %op.file_id,
-                partitions,
-                spilled_bytes = spiller.spilled_bytes,
-                "file group merged through spill files"
-            );
-            let mut merger = RunMerger::new(area.clone(), runs);
-            while let Some(b) = merger.next_batch().await? {
-                writer.write(&b).await.map_err(|e| invalid(out_path.to_string(), e))?;
+            Sink::Spill(mut spiller) => {
+                spiller.finish().await?;
+                let mut runs = Vec::with_capacity(partitions);
+                for part in 0..spiller.partitions() {
+                    let Some(sorted) = merge_sorted(spiller.versions(part).await?, spiller.partial())? else {
+                        continue;
+                    };
+                    rows += sorted.num_rows() as u64;
+                    runs.push(spiller.write_run(part, &sorted).await?);
+                }
+                tracing::debug!(
+                    file_id = %op.file_id,
+                    partitions,
+                    spilled_bytes = spiller.spilled_bytes,
+                    "file group merged through spill files"
+                );
+                let area = spiller.area().clone();
+                let mut merger = RunMerger::new(area.clone(), runs);
+                while let Some(b) = merger.next_batch().await? {
+                    writer.write(&b).await.map_err(|e| invalid(out_path.to_string(), e))?;
+                }
+                area.clear().await?;
             }
-            area.clear().await?;
         }
         writer.close().await.map_err(|e| invalid(out_path.to_string(), e))?;
         let size = self
@@ -406,6 +409,26 @@ impl Compactor {
             SpillArea { store: store.clone(), dir }.clear().await?;
         }
         Ok(())
+    }
+}
+
+/// Where a file group's versions go as they are read.
+enum Sink {
+    /// Kept, for a group that fits its share of the budget.
+    Memory(Vec<Version>),
+    /// Partitioned into spill files.
+    Spill(Spiller),
+}
+
+impl Sink {
+    async fn push(&mut self, v: Version) -> Result<()> {
+        match self {
+            Sink::Memory(versions) => {
+                versions.push(v);
+                Ok(())
+            }
+            Sink::Spill(spiller) => spiller.push(v).await,
+        }
     }
 }
 

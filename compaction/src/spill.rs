@@ -142,6 +142,11 @@ impl Spiller {
         Self { area, partitions, flush_bytes: flush_bytes.max(1 << 16), objects: 0, partial: false, spilled_bytes: 0 }
     }
 
+    /// The folder it spills to.
+    pub fn area(&self) -> &SpillArea {
+        &self.area
+    }
+
     /// Number of partitions.
     pub fn partitions(&self) -> usize {
         self.partitions.len()
@@ -329,21 +334,21 @@ pub struct RunMerger {
 struct Cursor {
     run: Run,
     batch: Option<RecordBatch>,
+    /// The current chunk's record keys.
+    keys: Option<StringArray>,
     row: usize,
 }
 
 impl Cursor {
     fn key(&self) -> Option<&str> {
-        let b = self.batch.as_ref()?;
-        let keys: &StringArray = b.column(RECORD_KEY).as_string::<i32>();
-        Some(keys.value(self.row))
+        self.keys.as_ref().map(|k| k.value(self.row))
     }
 }
 
 impl RunMerger {
     /// A merger over `runs`.
     pub fn new(area: SpillArea, runs: Vec<Run>) -> Self {
-        Self { area, cursors: runs.into_iter().map(|run| Cursor { run, batch: None, row: 0 }).collect() }
+        Self { area, cursors: runs.into_iter().map(|run| Cursor { run, batch: None, keys: None, row: 0 }).collect() }
     }
 
     /// Loads the next chunk of cursor `i` if its current one is used up.
@@ -351,6 +356,7 @@ impl RunMerger {
         let c = &mut self.cursors[i];
         while c.batch.as_ref().is_none_or(|b| c.row >= b.num_rows()) {
             c.batch = None;
+            c.keys = None;
             c.row = 0;
             let Some(path) = c.run.chunks.pop_front() else { return Ok(()) };
             let got = self.area.get(&path).await?;
@@ -364,6 +370,7 @@ impl RunMerger {
                     arrow::compute::concat_batches(&batches[0].schema(), &batches).map_err(|e| invalid(&path, e))?,
                 ),
             };
+            c.keys = c.batch.as_ref().map(|b| b.column(RECORD_KEY).as_string::<i32>().clone());
         }
         Ok(())
     }

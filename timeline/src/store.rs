@@ -198,15 +198,15 @@ impl ObjectStore for DurableLocalStore {
         locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
         use futures::StreamExt;
-        let (inner, known) = (self.inner.clone(), self.durable_dirs.clone());
-        let staging = self.inner.clone();
+        // Before each delete, the staging files beside the file (they must go
+        // even when the file itself never appeared); after it, the folders it
+        // emptied. Both touch the file system directly, off the async threads.
+        let (before, after, known) = (self.inner.clone(), self.inner.clone(), self.durable_dirs.clone());
         let locations = locations
             .then(move |location| {
-                let store = staging.clone();
+                let file = location.as_ref().ok().and_then(|l| before.path_to_filesystem(l).ok());
                 async move {
-                    if let Ok(l) = &location
-                        && let Ok(file) = store.path_to_filesystem(l)
-                    {
+                    if let Some(file) = file {
                         let _ = tokio::task::spawn_blocking(move || remove_staging(&file)).await;
                     }
                     location
@@ -215,13 +215,15 @@ impl ObjectStore for DurableLocalStore {
             .boxed();
         self.inner
             .delete_stream(locations)
-            .map(move |deleted| {
-                if let Ok(location) = &deleted
-                    && let Ok(file) = inner.path_to_filesystem(location)
-                {
-                    remove_emptied_temp_folders(&file, &known);
+            .then(move |deleted| {
+                let file = deleted.as_ref().ok().and_then(|l| after.path_to_filesystem(l).ok());
+                let known = known.clone();
+                async move {
+                    if let Some(file) = file {
+                        let _ = tokio::task::spawn_blocking(move || remove_emptied_temp_folders(&file, &known)).await;
+                    }
+                    deleted
                 }
-                deleted
             })
             .boxed()
     }
