@@ -25,10 +25,10 @@ use tributary_timeline::{
     TimeGenerator, Timeline, TimelineWriter, WriteToken,
 };
 use tributary_writer::client::{marker_dir, remove_markers, rollback_files};
-use tributary_writer::schema::{FILE_NAME, RECORD_KEY, TableSchema};
+use tributary_writer::schema::{FILE_NAME, TableSchema};
 
 use crate::error::{Error, Result};
-use crate::merge::{Version, merge_as};
+use crate::merge::{RowMerger, Version, merge_as};
 use crate::plan::{PlanSettings, plan};
 use crate::slice::{BaseReader, LogReader};
 use crate::spill::{RunMerger, SpillArea, Spiller};
@@ -285,7 +285,12 @@ impl Compactor {
         } else {
             let area = self.spill_area(instant, &op.file_id)?;
             area.clear().await?;
-            Sink::Spill(Spiller::new(area, partitions, budget / (4 * partitions)))
+            let spiller = Spiller::new(area, partitions, budget / (4 * partitions));
+            if self.config.sequence_groups.is_empty() {
+                Sink::Fold { merger: RowMerger::new(&self.schema, self.config.merge_mode), budget, spiller }
+            } else {
+                Sink::Spill(spiller)
+            }
         };
         for (p, is_base) in &inputs {
             if *is_base {
@@ -302,12 +307,21 @@ impl Compactor {
         }
         // Merged, sorted rows with `_hoodie_file_name` set, or `None`.
         let merge_sorted = |versions: Vec<Version>, partial: bool| -> Result<Option<RecordBatch>> {
-            let Some(merged) = merge_as(&self.schema, &self.config, &versions, partial)? else { return Ok(None) };
+            let Some(merged) = merge_as(&self.schema, &self.config, &versions, partial, true)? else {
+                return Ok(None);
+            };
             drop(versions);
-            sort_by_key_with_file_name(&merged, &name).map(Some)
+            with_file_name(merged, &name).map(Some)
         };
         let mut rows = 0u64;
         match sink {
+            Sink::Fold { merger, .. } => {
+                if let Some(sorted) = merger.finish(true)? {
+                    let sorted = with_file_name(sorted, &name)?;
+                    rows += sorted.num_rows() as u64;
+                    writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
+                }
+            }
             Sink::Memory(versions) => {
                 let partial = versions.iter().any(|v| matches!(v, Version::Partial { .. }));
                 if let Some(sorted) = merge_sorted(versions, partial)? {
@@ -416,6 +430,12 @@ impl Compactor {
 enum Sink {
     /// Kept, for a group that fits its share of the budget.
     Memory(Vec<Version>),
+    /// Merged as they come, for a group whose inputs exceed its share but
+    /// whose merged rows may not: once the rows held pass 3/4 of the share,
+    /// the losing rows are dropped (a fold). A group whose winners alone
+    /// take over half the share, or that holds partial versions, moves its
+    /// merged state into spill partitions and goes on there.
+    Fold { merger: RowMerger, budget: usize, spiller: Spiller },
     /// Partitioned into spill files.
     Spill(Spiller),
 }
@@ -427,16 +447,43 @@ impl Sink {
                 versions.push(v);
                 Ok(())
             }
+            Sink::Fold { merger, budget, .. } => {
+                let pending = match v {
+                    Version::Partial { .. } => Some(v),
+                    v => {
+                        merger.push(v)?;
+                        if merger.retained_bytes() <= *budget / 4 * 3 {
+                            return Ok(());
+                        }
+                        merger.fold()?;
+                        if merger.retained_bytes() <= *budget / 2 {
+                            return Ok(());
+                        }
+                        tracing::debug!(held = merger.retained_bytes(), "merged rows take over half the budget share");
+                        None
+                    }
+                };
+                self.spill_fold(pending).await
+            }
             Sink::Spill(spiller) => spiller.push(v).await,
         }
     }
+
+    /// Moves a fold's merged state, then `pending`, into its spill partitions.
+    async fn spill_fold(&mut self, pending: Option<Version>) -> Result<()> {
+        if let Sink::Fold { merger, mut spiller, .. } = std::mem::replace(self, Sink::Memory(Vec::new())) {
+            for v in merger.into_versions()?.into_iter().chain(pending) {
+                spiller.push(v).await?;
+            }
+            *self = Sink::Spill(spiller);
+        }
+        Ok(())
+    }
 }
 
-/// Rows sorted by record key, with `_hoodie_file_name` set to the new base file.
-fn sort_by_key_with_file_name(batch: &RecordBatch, file_name: &str) -> Result<RecordBatch> {
-    let idx = arrow::compute::sort_to_indices(batch.column(RECORD_KEY), None, None).map_err(|e| invalid("sort", e))?;
-    let sorted = arrow::compute::take_record_batch(batch, &idx).map_err(|e| invalid("sort", e))?;
-    let mut columns: Vec<ArrayRef> = sorted.columns().to_vec();
-    columns[FILE_NAME] = Arc::new(StringArray::from_iter_values(std::iter::repeat_n(file_name, sorted.num_rows())));
-    RecordBatch::try_new(sorted.schema(), columns).map_err(|e| invalid("compaction", e))
+/// Rows with `_hoodie_file_name` set to the new base file.
+fn with_file_name(batch: RecordBatch, file_name: &str) -> Result<RecordBatch> {
+    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    columns[FILE_NAME] = Arc::new(StringArray::from_iter_values(std::iter::repeat_n(file_name, batch.num_rows())));
+    RecordBatch::try_new(batch.schema(), columns).map_err(|e| invalid("compaction", e))
 }

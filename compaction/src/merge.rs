@@ -11,12 +11,10 @@
 //!   `long 0` for deletes that carry no event time) always wins.
 
 use std::cmp::Ordering;
-use std::collections::hash_map::Entry;
 
-use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use arrow::datatypes::{DataType, TimeUnit};
 use tributary_timeline::config::SEQUENCE_GROUPS_STRATEGY_ID;
 use tributary_timeline::{MergeMode, TableConfig};
@@ -75,6 +73,17 @@ impl Ord2 {
         }
     }
 
+    /// The delete ordering value that reads back as this value.
+    pub(crate) fn to_delete(&self) -> OrderingValue {
+        match self {
+            Ord2::Null => OrderingValue::Null,
+            Ord2::Int(i) => OrderingValue::Long(*i),
+            Ord2::Float(f) => OrderingValue::Double(*f),
+            Ord2::Text(t) => OrderingValue::String(t.clone()),
+            Ord2::Bytes(b) => OrderingValue::Bytes(b.clone()),
+        }
+    }
+
     pub(crate) fn from_delete(v: &OrderingValue) -> Self {
         match v {
             OrderingValue::Null => Ord2::Null,
@@ -111,34 +120,46 @@ pub(crate) fn ordering_at(c: &ArrayRef, r: usize) -> Ord2 {
     }
 }
 
-struct Winner {
-    order: Ord2,
-    /// `(batch, row)` of the winning row; `None` when a delete won.
-    at: Option<(usize, usize)>,
-}
-
 /// Merges the versions of one slice under the table's rules; returns the
 /// surviving rows (schema `schema.arrow_with_meta()`), or `None` when nothing
 /// survives. Refuses custom mergers it does not know rather than misread.
 pub fn merge(schema: &TableSchema, config: &TableConfig, versions: &[Version]) -> Result<Option<RecordBatch>> {
     let partial = versions.iter().any(|v| matches!(v, Version::Partial { .. }));
-    merge_as(schema, config, versions, partial)
+    merge_as(schema, config, versions, partial, false)
 }
 
 /// [`merge`] of part of a slice's keys, where `partial` says whether the
-/// whole slice holds partial versions, so every part merges the same way.
+/// whole slice holds partial versions, so every part merges the same way;
+/// with `by_key` the rows come sorted by record key.
 pub fn merge_as(
     schema: &TableSchema,
     config: &TableConfig,
     versions: &[Version],
     partial: bool,
+    by_key: bool,
 ) -> Result<Option<RecordBatch>> {
     check_merger(config)?;
     if partial || !config.sequence_groups.is_empty() {
-        crate::columns::merge_columns(schema, config, versions)
+        let merged = crate::columns::merge_columns(schema, config, versions)?;
+        match merged {
+            Some(b) if by_key => sort_by_key(&b).map(Some),
+            other => Ok(other),
+        }
     } else {
-        merge_rows(schema, config.merge_mode, versions)
+        let mut merger = RowMerger::new(schema, config.merge_mode);
+        for v in versions {
+            merger.push(v.clone())?;
+        }
+        merger.finish(by_key)
     }
+}
+
+/// Rows sorted by record key.
+pub fn sort_by_key(batch: &RecordBatch) -> Result<RecordBatch> {
+    let fail =
+        |e: arrow::error::ArrowError| Error::Invalid { what: "sort by record key".into(), reason: e.to_string() };
+    let idx = arrow::compute::sort_to_indices(batch.column(RECORD_KEY), None, None).map_err(fail)?;
+    arrow::compute::take_record_batch(batch, &idx).map_err(fail)
 }
 
 /// Whether this build can merge the table's records.
@@ -155,80 +176,267 @@ pub fn check_merger(config: &TableConfig) -> Result<()> {
     Ok(())
 }
 
-/// The whole-row merge: each version is a complete row.
-fn merge_rows(schema: &TableSchema, mode: MergeMode, versions: &[Version]) -> Result<Option<RecordBatch>> {
-    let ordering = schema.ordering_index().map(|i| i + META_FIELDS.len());
-    let batches: Vec<&RecordBatch> = versions
-        .iter()
-        .filter_map(|v| match v {
-            Version::Rows(b) | Version::Partial { batch: b, .. } => Some(b),
-            Version::Deletes(_) => None,
-        })
-        .collect();
-    let keys: Vec<&StringArray> = batches
-        .iter()
-        .map(|b| {
-            b.column(RECORD_KEY).as_string_opt::<i32>().ok_or_else(|| Error::Invalid {
-                what: "merge input".into(),
-                reason: "_hoodie_record_key is not a string column".into(),
-            })
-        })
-        .collect::<Result<_>>()?;
-    let mut winners: HashMap<&str, Winner> = HashMap::new();
-    let event_time = mode == MergeMode::EventTime && ordering.is_some();
-    let mut bi = 0;
-    for v in versions {
-        match v {
-            Version::Rows(b) | Version::Partial { batch: b, .. } => {
-                let k = keys[bi];
-                let ord_col = ordering.map(|o| b.column(o));
-                for r in 0..b.num_rows() {
-                    if k.is_null(r) {
-                        continue;
-                    }
-                    let order = match (event_time, ord_col) {
-                        (true, Some(c)) => ordering_at(c, r),
-                        _ => Ord2::Null,
-                    };
-                    let new = Winner { order, at: Some((bi, r)) };
-                    match winners.entry(k.value(r)) {
-                        Entry::Occupied(w) if event_time && new.order.cmp(&w.get().order) == Ordering::Less => {}
-                        Entry::Occupied(mut w) => *w.get_mut() = new,
-                        Entry::Vacant(v) => {
-                            v.insert(new);
-                        }
-                    }
-                }
-                bi += 1;
+/// A batch's ordering column, read without a type check per row.
+enum OrderColumn<'a> {
+    Int32(&'a [i32]),
+    Int64(&'a [i64]),
+    Float32(&'a [f32]),
+    Float64(&'a [f64]),
+    Other(&'a ArrayRef),
+}
+
+impl<'a> OrderColumn<'a> {
+    fn of(c: &'a ArrayRef) -> Self {
+        use arrow::datatypes as t;
+        match c.data_type() {
+            DataType::Int32 => Self::Int32(c.as_primitive::<t::Int32Type>().values()),
+            DataType::Date32 => Self::Int32(c.as_primitive::<t::Date32Type>().values()),
+            DataType::Int64 => Self::Int64(c.as_primitive::<t::Int64Type>().values()),
+            DataType::Timestamp(TimeUnit::Millisecond, _) => {
+                Self::Int64(c.as_primitive::<t::TimestampMillisecondType>().values())
             }
-            Version::Deletes(ds) => {
-                for d in ds {
-                    let always = is_unconditional(&d.ordering);
-                    let order = Ord2::from_delete(&d.ordering);
-                    match winners.get_mut(d.key.as_str()) {
-                        Some(w) if !always && event_time && order.cmp(&w.order) == Ordering::Less => {}
-                        Some(w) => *w = Winner { order, at: None },
-                        None => {
-                            winners.insert(d.key.as_str(), Winner { order, at: None });
-                        }
-                    }
+            DataType::Timestamp(TimeUnit::Microsecond, _) => {
+                Self::Int64(c.as_primitive::<t::TimestampMicrosecondType>().values())
+            }
+            DataType::Float32 => Self::Float32(c.as_primitive::<t::Float32Type>().values()),
+            DataType::Float64 => Self::Float64(c.as_primitive::<t::Float64Type>().values()),
+            _ => Self::Other(c),
+        }
+    }
+
+    #[inline]
+    fn at(&self, nulls: Option<&arrow::buffer::NullBuffer>, r: usize) -> Ord2 {
+        if nulls.is_some_and(|n| n.is_null(r)) {
+            return Ord2::Null;
+        }
+        match self {
+            Self::Int32(v) => Ord2::Int(i64::from(v[r])),
+            Self::Int64(v) => Ord2::Int(v[r]),
+            Self::Float32(v) => Ord2::Float(f64::from(v[r])),
+            Self::Float64(v) => Ord2::Float(v[r]),
+            Self::Other(c) => ordering_at(c, r),
+        }
+    }
+}
+
+/// Where a key's winning row is: `batch << 32 | row`, or [`DELETED`].
+type RowAt = u64;
+/// A delete won: the key has no row.
+const DELETED: RowAt = u64::MAX;
+
+fn row_at(batch: usize, row: usize) -> RowAt {
+    ((batch as u64) << 32) | row as u64
+}
+
+fn row_of(at: RowAt) -> (usize, usize) {
+    ((at >> 32) as usize, (at & 0xffff_ffff) as usize)
+}
+
+/// One record key's current winner.
+struct Slot {
+    hash: u64,
+    /// The key's number in the key arena.
+    key: u32,
+    order: Ord2,
+    at: RowAt,
+}
+
+/// The whole-row merge, fed one version at a time: each version is a
+/// complete row (a partial version's absent columns are null).
+///
+/// Keys are copied once into an arena, and the index compares a full hash
+/// before it compares key bytes, so a lookup touches the index and the
+/// arena, not the (much larger) batches the key came from.
+pub(crate) struct RowMerger {
+    schema: arrow::datatypes::SchemaRef,
+    ordering: Option<usize>,
+    event_time: bool,
+    hasher: foldhash::fast::FixedState,
+    table: hashbrown::HashTable<Slot>,
+    /// Key bytes, back to back; key `i` ends at `ends[i]`.
+    arena: Vec<u8>,
+    ends: Vec<usize>,
+    batches: Vec<RecordBatch>,
+    /// Memory held by `batches`.
+    batch_bytes: usize,
+}
+
+fn arena_key<'a>(arena: &'a [u8], ends: &[usize], i: u32) -> &'a [u8] {
+    let i = i as usize;
+    let start = if i == 0 { 0 } else { ends[i - 1] };
+    &arena[start..ends[i]]
+}
+
+impl RowMerger {
+    pub(crate) fn new(schema: &TableSchema, mode: MergeMode) -> Self {
+        let ordering = schema.ordering_index().map(|i| i + META_FIELDS.len());
+        Self {
+            schema: schema.arrow_with_meta().clone(),
+            ordering,
+            event_time: mode == MergeMode::EventTime && ordering.is_some(),
+            hasher: foldhash::fast::FixedState::with_seed(0x7269_6275_7461_7279),
+            table: hashbrown::HashTable::new(),
+            arena: Vec::new(),
+            ends: Vec::new(),
+            batches: Vec::new(),
+            batch_bytes: 0,
+        }
+    }
+
+    /// Memory held: the batches rows are taken from, and the key index.
+    pub(crate) fn retained_bytes(&self) -> usize {
+        self.batch_bytes
+            + self.table.capacity() * std::mem::size_of::<Slot>()
+            + self.arena.capacity()
+            + self.ends.capacity() * std::mem::size_of::<usize>()
+    }
+
+    /// Replaces the batches by one batch of the current winning rows, so the
+    /// rows that lost are freed. Merging goes on as before: every key keeps
+    /// its winner, deleted keys keep their delete.
+    pub(crate) fn fold(&mut self) -> Result<()> {
+        if self.batches.len() <= 1 && self.batches.first().is_none_or(|b| b.num_rows() == self.live()) {
+            return Ok(());
+        }
+        // Winners in the table's iteration order (stable while it is not
+        // changed), then by position for a gather that runs forward.
+        let mut picks: Vec<(RowAt, u32)> =
+            self.table.iter().filter(|s| s.at != DELETED).enumerate().map(|(i, s)| (s.at, i as u32)).collect();
+        picks.sort_unstable();
+        let state = self.gather(picks.iter().map(|p| row_of(p.0)).collect())?;
+        let mut moved = vec![0 as RowAt; picks.len()];
+        for (pos, p) in picks.iter().enumerate() {
+            moved[p.1 as usize] = row_at(0, pos);
+        }
+        for (s, at) in self.table.iter_mut().filter(|s| s.at != DELETED).zip(moved) {
+            s.at = at;
+        }
+        self.batch_bytes = state.as_ref().map_or(0, RecordBatch::get_array_memory_size);
+        self.batches = state.into_iter().collect();
+        Ok(())
+    }
+
+    /// Keys whose winner is a row.
+    fn live(&self) -> usize {
+        self.table.iter().filter(|s| s.at != DELETED).count()
+    }
+
+    /// The merged state as versions that merge to the same result under
+    /// either merge, and go on merging the same with later versions: the
+    /// winning rows, then a delete (with its ordering value) per deleted key.
+    pub(crate) fn into_versions(mut self) -> Result<Vec<Version>> {
+        self.fold()?;
+        let deletes: Vec<DeleteRecord> = self
+            .table
+            .iter()
+            .filter(|s| s.at == DELETED)
+            .map(|s| {
+                let key = String::from_utf8_lossy(arena_key(&self.arena, &self.ends, s.key)).into_owned();
+                DeleteRecord { key, partition: String::new(), ordering: s.order.to_delete() }
+            })
+            .collect();
+        let mut out: Vec<Version> = self.batches.into_iter().map(Version::Rows).collect();
+        if !deletes.is_empty() {
+            out.push(Version::Deletes(deletes));
+        }
+        Ok(out)
+    }
+
+    /// The rows at `indices` of the batches, or `None` for no rows.
+    fn gather(&self, indices: Vec<(usize, usize)>) -> Result<Option<RecordBatch>> {
+        if indices.is_empty() {
+            return Ok(None);
+        }
+        let columns: Vec<ArrayRef> = (0..self.schema.fields().len())
+            .map(|c| {
+                let arrays: Vec<&dyn Array> = self.batches.iter().map(|b| b.column(c).as_ref()).collect();
+                arrow::compute::interleave(&arrays, &indices)
+            })
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| Error::Invalid { what: "merge".into(), reason: e.to_string() })?;
+        RecordBatch::try_new(self.schema.clone(), columns)
+            .map(Some)
+            .map_err(|e| Error::Invalid { what: "merge".into(), reason: e.to_string() })
+    }
+
+    /// Applies one key's version: a row at `at`, or a delete.
+    #[inline]
+    fn apply(&mut self, key: &[u8], order: Ord2, at: RowAt, always: bool) {
+        use std::hash::BuildHasher;
+        let hash = self.hasher.hash_one(key);
+        let (arena, ends) = (&self.arena, &self.ends);
+        match self.table.entry(hash, |s| s.hash == hash && arena_key(arena, ends, s.key) == key, |s| s.hash) {
+            hashbrown::hash_table::Entry::Occupied(mut e) => {
+                let s = e.get_mut();
+                if always || !self.event_time || order.cmp(&s.order) != Ordering::Less {
+                    s.order = order;
+                    s.at = at;
                 }
+            }
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                let id = self.ends.len() as u32;
+                v.insert(Slot { hash, key: id, order, at });
+                self.arena.extend_from_slice(key);
+                self.ends.push(self.arena.len());
             }
         }
     }
-    let mut picks: Vec<(usize, usize)> = winners.values().filter_map(|w| w.at).collect();
-    if picks.is_empty() {
-        return Ok(None);
+
+    /// Merges the next version in write order.
+    pub(crate) fn push(&mut self, v: Version) -> Result<()> {
+        match v {
+            Version::Rows(b) | Version::Partial { batch: b, .. } => {
+                let keys = b.column(RECORD_KEY).as_string_opt::<i32>().ok_or_else(|| Error::Invalid {
+                    what: "merge input".into(),
+                    reason: "_hoodie_record_key is not a string column".into(),
+                })?;
+                let bi = self.batches.len();
+                let ordering = self.ordering.filter(|_| self.event_time).map(|o| b.column(o));
+                let order_column = ordering.map(OrderColumn::of);
+                let order_nulls = ordering.and_then(|c| c.logical_nulls());
+                for r in 0..b.num_rows() {
+                    if keys.is_null(r) {
+                        continue;
+                    }
+                    let order = match &order_column {
+                        Some(c) => c.at(order_nulls.as_ref(), r),
+                        None => Ord2::Null,
+                    };
+                    self.apply(keys.value(r).as_bytes(), order, row_at(bi, r), false);
+                }
+                self.batch_bytes += b.get_array_memory_size();
+                self.batches.push(b);
+            }
+            Version::Deletes(ds) => {
+                for d in &ds {
+                    self.apply(
+                        d.key.as_bytes(),
+                        Ord2::from_delete(&d.ordering),
+                        DELETED,
+                        is_unconditional(&d.ordering),
+                    );
+                }
+            }
+        }
+        Ok(())
     }
-    picks.sort_unstable();
-    let columns: Vec<ArrayRef> = (0..schema.arrow_with_meta().fields().len())
-        .map(|c| {
-            let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
-            arrow::compute::interleave(&arrays, &picks)
-        })
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|e| Error::Invalid { what: "merge".into(), reason: e.to_string() })?;
-    RecordBatch::try_new(schema.arrow_with_meta().clone(), columns)
-        .map(Some)
-        .map_err(|e| Error::Invalid { what: "merge".into(), reason: e.to_string() })
+
+    /// The surviving rows, sorted by record key with `by_key`, else in
+    /// write order; `None` when none survive.
+    pub(crate) fn finish(self, by_key: bool) -> Result<Option<RecordBatch>> {
+        let mut picks: Vec<(RowAt, u32)> =
+            self.table.iter().filter(|s| s.at != DELETED).map(|s| (s.at, s.key)).collect();
+        if picks.is_empty() {
+            return Ok(None);
+        }
+        if by_key {
+            let (arena, ends) = (&self.arena, &self.ends);
+            picks.sort_unstable_by(|a, b| arena_key(arena, ends, a.1).cmp(arena_key(arena, ends, b.1)));
+        } else {
+            picks.sort_unstable();
+        }
+        let indices: Vec<(usize, usize)> = picks.iter().map(|p| row_of(p.0)).collect();
+        drop(picks);
+        self.gather(indices)
+    }
 }

@@ -538,7 +538,7 @@ mod tests {
                 let mut runs = Vec::new();
                 for p in 0..spiller.partitions() {
                     let part = spiller.versions(p).await.unwrap();
-                    if let Some(m) = merge_as(&schema, &config, &part, spiller.partial()).unwrap() {
+                    if let Some(m) = merge_as(&schema, &config, &part, spiller.partial(), false).unwrap() {
                         let cols = sorted(m);
                         let b = RecordBatch::try_new(schema.arrow_with_meta().clone(), cols).unwrap();
                         runs.push(spiller.write_run(p, &b).await.unwrap());
@@ -561,6 +561,48 @@ mod tests {
                     Some(all.columns().to_vec())
                 }
             });
+            prop_assert_eq!(got, want);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Merging as versions arrive, folding now and then, and handing the
+        /// merged state on as versions (when a partial version arrives, or
+        /// at any point) gives exactly the rows of merging everything at once.
+        #[test]
+        fn folding_merges_like_the_whole_group(
+            writes in prop::collection::vec(write(), 1..12),
+            fold_every in 1usize..4,
+            hand_on_at in 0usize..14,
+        ) {
+            let schema = TableSchema::new(SCHEMA, "id", Some("ts"), None).unwrap();
+            let config = TableConfig::new_table(&NewTableConfig::new("t", "id", "ts", SCHEMA));
+            let versions: Vec<Version> = writes.iter().enumerate().map(|(n, w)| version(&schema, w, n)).collect();
+            let want = merge(&schema, &config, &versions).unwrap().map(sorted);
+
+            let mut merger = crate::merge::RowMerger::new(&schema, config.merge_mode);
+            let hand_on = versions
+                .iter()
+                .position(|v| matches!(v, Version::Partial { .. }))
+                .map_or(hand_on_at, |p| p.min(hand_on_at));
+            for (i, v) in versions.iter().enumerate().take(hand_on) {
+                merger.push(v.clone()).unwrap();
+                if i % fold_every == 0 {
+                    merger.fold().unwrap();
+                }
+            }
+            let got = if hand_on < versions.len() {
+                let mut rest = merger.into_versions().unwrap();
+                rest.extend(versions[hand_on..].iter().cloned());
+                merge(&schema, &config, &rest).unwrap().map(sorted)
+            } else {
+                merger.finish(true).unwrap().map(|b| {
+                    let keys = b.column(RECORD_KEY).as_string::<i32>();
+                    assert!((1..keys.len()).all(|i| keys.value(i - 1) < keys.value(i)), "rows in key order");
+                    b.columns().to_vec()
+                })
+            };
             prop_assert_eq!(got, want);
         }
     }

@@ -11,6 +11,7 @@ use arrow_avro::schema::AvroSchema;
 use arrow_avro::writer::format::AvroBinaryFormat;
 use bytes::Bytes;
 
+use crate::decode::ColumnDecoder;
 use crate::error::{Error, Result};
 use crate::log_block::CONTENT_VERSION;
 use crate::schema::{TableSchema, put_bytes, put_long, strip_metadata};
@@ -75,10 +76,29 @@ pub fn decode_data_block(content: &[u8], writer_json: &str, reader_json: &str, p
 /// `batch_rows` rows as they are pulled, so a caller that filters or spills
 /// rows never holds the whole block decoded. It owns the block's bytes (a
 /// shared slice, not a copy) and copies no record.
+///
+/// Blocks read under their own schema whose fields are flat go through the
+/// [`ColumnDecoder`]; others (schema resolution, nested or logical types it
+/// does not cover) through arrow-avro.
 pub struct DataBlockBatches {
-    reader: arrow_avro::reader::Reader<ContainerStream>,
+    source: Source,
     schema: SchemaRef,
     path: String,
+}
+
+enum Source {
+    Columns {
+        decoder: Box<ColumnDecoder>,
+        content: Bytes,
+        /// Where the next record's length prefix starts.
+        pos: usize,
+        /// Records not yet decoded.
+        left: usize,
+        /// Records decoded so far.
+        done: usize,
+        batch_rows: usize,
+    },
+    Arrow(Box<arrow_avro::reader::Reader<ContainerStream>>),
 }
 
 impl std::fmt::Debug for DataBlockBatches {
@@ -90,16 +110,37 @@ impl std::fmt::Debug for DataBlockBatches {
 impl DataBlockBatches {
     /// Starts decoding `content` written under `writer_json` as `reader_json`.
     pub fn new(content: Bytes, writer_json: &str, reader_json: &str, path: &str, batch_rows: usize) -> Result<Self> {
+        Self::open(content, writer_json, reader_json, path, batch_rows, true)
+    }
+
+    /// [`DataBlockBatches::new`], through arrow-avro unless `columnar`.
+    fn open(
+        content: Bytes,
+        writer_json: &str,
+        reader_json: &str,
+        path: &str,
+        batch_rows: usize,
+        columnar: bool,
+    ) -> Result<Self> {
         let corrupt = |reason: String| Error::CorruptLog { path: path.to_string(), offset: 0, reason };
-        let records = crate::log_block::avro_record_ranges(&content, path)?;
         let batch_rows = batch_rows.clamp(1, 1 << 20);
+        if columnar && writer_json == reader_json {
+            let schema = crate::schema::arrow_schema_of(writer_json)?;
+            if let Some(decoder) = ColumnDecoder::compile(writer_json, &schema) {
+                let (left, pos) = crate::log_block::avro_record_count(&content, path)?;
+                let decoder = Box::new(decoder);
+                let source = Source::Columns { decoder, content, pos, left, done: 0, batch_rows };
+                return Ok(Self { source, schema, path: path.to_string() });
+            }
+        }
+        let records = crate::log_block::avro_record_ranges(&content, path)?;
         let reader = arrow_avro::reader::ReaderBuilder::new()
             .with_reader_schema(AvroSchema::new(reader_json.to_string()))
             .with_batch_size(records.len().clamp(1, batch_rows))
             .build(ContainerStream::new(writer_json, content, records, batch_rows))
             .map_err(|e| corrupt(format!("data block schema: {e}")))?;
         let schema = strip_metadata(&reader.schema());
-        Ok(Self { reader, schema, path: path.to_string() })
+        Ok(Self { source: Source::Arrow(Box::new(reader)), schema, path: path.to_string() })
     }
 
     /// The schema of the batches.
@@ -113,10 +154,40 @@ impl Iterator for DataBlockBatches {
 
     fn next(&mut self) -> Option<Self::Item> {
         let corrupt = |reason: String| Error::CorruptLog { path: self.path.clone(), offset: 0, reason };
-        Some(match self.reader.next()? {
-            Ok(batch) => with_schema(batch, &self.schema).map_err(|e| corrupt(e.to_string())),
-            Err(e) => Err(corrupt(format!("data block: {e}"))),
-        })
+        match &mut self.source {
+            Source::Arrow(reader) => Some(match reader.next()? {
+                Ok(batch) => with_schema(batch, &self.schema).map_err(|e| corrupt(e.to_string())),
+                Err(e) => Err(corrupt(format!("data block: {e}"))),
+            }),
+            Source::Columns { decoder, content, pos, left, done, batch_rows } => {
+                if *left == 0 {
+                    return None;
+                }
+                let n = (*left).min(*batch_rows);
+                for _ in 0..n {
+                    let record = match crate::log_block::next_avro_record(content, pos) {
+                        Ok(r) => r,
+                        Err(reason) => {
+                            *left = 0;
+                            return Some(Err(corrupt(format!("data block record {}: {reason}", *done + 1))));
+                        }
+                    };
+                    if let Err(e) = decoder.push(record) {
+                        *left = 0;
+                        decoder.reset();
+                        return Some(Err(corrupt(format!(
+                            "data block record {}, field `{}`: {}",
+                            *done + 1,
+                            e.field,
+                            e.reason
+                        ))));
+                    }
+                    *done += 1;
+                }
+                *left -= n;
+                Some(decoder.finish().map_err(|e| corrupt(format!("data block: {e}"))))
+            }
+        }
     }
 }
 
@@ -453,5 +524,134 @@ mod tests {
         enc.encode_content(std::slice::from_ref(&batch), &mut content).unwrap();
         let back = decode_data_block(&content, schema.log_json(), schema.log_json(), "f").unwrap();
         assert_eq!(back, batch);
+    }
+
+    /// Every kind of field the columnar decoder covers, plain and in both
+    /// union orders with null.
+    const FLAT_SCHEMA: &str = r#"{"type":"record","name":"r","fields":[
+        {"name":"b","type":"boolean"},
+        {"name":"i","type":"int"},
+        {"name":"l","type":["null","long"],"default":null},
+        {"name":"f","type":["float","null"]},
+        {"name":"d","type":"double"},
+        {"name":"s","type":["null","string"],"default":null},
+        {"name":"y","type":["bytes","null"]},
+        {"name":"dt","type":["null",{"type":"int","logicalType":"date"}],"default":null},
+        {"name":"tm","type":{"type":"long","logicalType":"timestamp-millis"}},
+        {"name":"tu","type":["null",{"type":"long","logicalType":"timestamp-micros"}],"default":null},
+        {"name":"lt","type":{"type":"long","logicalType":"local-timestamp-micros"}}
+    ]}"#;
+
+    /// One random record of [`FLAT_SCHEMA`] as apache-avro values.
+    fn flat_record() -> impl proptest::strategy::Strategy<Value = Vec<(String, apache_avro::types::Value)>> {
+        use apache_avro::types::Value as V;
+        use proptest::prelude::*;
+        let null_first = |v: Option<V>| match v {
+            None => V::Union(0, Box::new(V::Null)),
+            Some(v) => V::Union(1, Box::new(v)),
+        };
+        let null_last = |v: Option<V>| match v {
+            None => V::Union(1, Box::new(V::Null)),
+            Some(v) => V::Union(0, Box::new(v)),
+        };
+        (
+            (any::<bool>(), any::<i32>(), proptest::option::of(any::<i64>()), proptest::option::of(any::<f32>())),
+            (
+                any::<f64>(),
+                proptest::option::of(".{0,12}"),
+                proptest::option::of(proptest::collection::vec(any::<u8>(), 0..9)),
+            ),
+            (proptest::option::of(any::<i32>()), any::<i64>(), proptest::option::of(any::<i64>()), any::<i64>()),
+        )
+            .prop_map(move |((b, i, l, f), (d, s, y), (dt, tm, tu, lt))| {
+                vec![
+                    ("b".to_string(), V::Boolean(b)),
+                    ("i".to_string(), V::Int(i)),
+                    ("l".to_string(), null_first(l.map(V::Long))),
+                    ("f".to_string(), null_last(f.map(V::Float))),
+                    ("d".to_string(), V::Double(d)),
+                    ("s".to_string(), null_first(s.map(V::String))),
+                    ("y".to_string(), null_last(y.map(V::Bytes))),
+                    ("dt".to_string(), null_first(dt.map(V::Date))),
+                    ("tm".to_string(), V::TimestampMillis(tm)),
+                    ("tu".to_string(), null_first(tu.map(V::TimestampMicros))),
+                    ("lt".to_string(), V::LocalTimestampMicros(lt)),
+                ]
+            })
+    }
+
+    /// AVRO_DATA content of `records`, encoded by apache-avro.
+    fn flat_content(records: Vec<Vec<(String, apache_avro::types::Value)>>) -> Vec<u8> {
+        let schema = apache_avro::Schema::parse_str(FLAT_SCHEMA).unwrap();
+        let mut out = Vec::new();
+        out.extend_from_slice(&CONTENT_VERSION.to_be_bytes());
+        out.extend_from_slice(&(records.len() as i32).to_be_bytes());
+        for r in records {
+            let datum = apache_avro::to_avro_datum(&schema, apache_avro::types::Value::Record(r)).unwrap();
+            out.extend_from_slice(&(datum.len() as i32).to_be_bytes());
+            out.extend_from_slice(&datum);
+        }
+        out
+    }
+
+    fn decode_all(content: &[u8], batch_rows: usize, columnar: bool) -> Result<Vec<RecordBatch>> {
+        let c = Bytes::copy_from_slice(content);
+        let batches = DataBlockBatches::open(c, FLAT_SCHEMA, FLAT_SCHEMA, "x.log", batch_rows, columnar)?;
+        assert_eq!(matches!(batches.source, Source::Columns { .. }), columnar);
+        batches.collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn columnar_decoding_equals_arrow_avro(
+            records in proptest::collection::vec(flat_record(), 0..40),
+            batch_rows in 1usize..50,
+        ) {
+            let content = flat_content(records);
+            let ours = decode_all(&content, batch_rows, true).unwrap();
+            let theirs = decode_all(&content, batch_rows, false).unwrap();
+            proptest::prop_assert_eq!(ours, theirs);
+        }
+    }
+
+    #[test]
+    fn columnar_decoding_names_the_bad_record_and_field() {
+        use apache_avro::types::Value as V;
+        let record = |s: &str| {
+            let schema = apache_avro::Schema::parse_str(FLAT_SCHEMA).unwrap();
+            let fields = vec![
+                ("b".to_string(), V::Boolean(true)),
+                ("i".to_string(), V::Int(1)),
+                ("l".to_string(), V::Union(0, Box::new(V::Null))),
+                ("f".to_string(), V::Union(1, Box::new(V::Null))),
+                ("d".to_string(), V::Double(1.0)),
+                ("s".to_string(), V::Union(1, Box::new(V::String(s.to_string())))),
+                ("y".to_string(), V::Union(1, Box::new(V::Null))),
+                ("dt".to_string(), V::Union(0, Box::new(V::Null))),
+                ("tm".to_string(), V::TimestampMillis(1)),
+                ("tu".to_string(), V::Union(0, Box::new(V::Null))),
+                ("lt".to_string(), V::LocalTimestampMicros(1)),
+            ];
+            apache_avro::to_avro_datum(&schema, V::Record(fields)).unwrap()
+        };
+        let good = record("ok");
+        let mut bad = record("\u{e9}t\u{e9}");
+        // Cut the second record inside its string field.
+        bad.truncate(bad.len() - 12);
+        let mut content = Vec::new();
+        content.extend_from_slice(&CONTENT_VERSION.to_be_bytes());
+        content.extend_from_slice(&2i32.to_be_bytes());
+        for r in [&good, &bad] {
+            content.extend_from_slice(&(r.len() as i32).to_be_bytes());
+            content.extend_from_slice(r);
+        }
+        let err = decode_all(&content, 10, true).unwrap_err().to_string();
+        assert!(err.contains("x.log") && err.contains("record 2") && err.contains("field `s`"), "{err}");
+
+        // A record cut short of its declared length.
+        let mut short = content.clone();
+        short.truncate(short.len() - 3);
+        let err = decode_all(&short, 10, true).unwrap_err().to_string();
+        assert!(err.contains("record 2") && err.contains("end of file"), "{err}");
     }
 }

@@ -4,6 +4,7 @@
 pub mod bucket;
 pub mod client;
 pub mod codec;
+pub mod decode;
 pub mod error;
 pub mod input;
 pub mod log_block;

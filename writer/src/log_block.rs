@@ -295,9 +295,9 @@ pub fn decode_avro_content<'a>(content: &'a [u8], path: &str) -> Result<Vec<&'a 
     Ok(avro_record_ranges(content, path)?.into_iter().map(|r| &content[r]).collect())
 }
 
-/// The byte ranges of AVRO_DATA content's records (after their length
-/// prefixes), for callers that keep the content as shared bytes.
-pub fn avro_record_ranges(content: &[u8], path: &str) -> Result<Vec<std::ops::Range<usize>>> {
+/// The record count of AVRO_DATA `content` and where its first record's
+/// length prefix starts (after the content version and the count).
+pub fn avro_record_count(content: &[u8], path: &str) -> Result<(usize, usize)> {
     let corrupt = |reason: String| Error::CorruptLog {
         path: path.to_string(),
         offset: 0,
@@ -308,13 +308,32 @@ pub fn avro_record_ranges(content: &[u8], path: &str) -> Result<Vec<std::ops::Ra
     if version != CONTENT_VERSION {
         return Err(corrupt(format!("unsupported content version {version}")));
     }
-    let count = r.i32().map_err(&corrupt)?;
-    let mut out = Vec::with_capacity(count.max(0) as usize);
-    for _ in 0..count {
-        let len = usize::try_from(r.i32().map_err(&corrupt)?).map_err(|_| corrupt("negative record length".into()))?;
-        let start = r.pos;
-        r.take(len).map_err(&corrupt)?;
-        out.push(start..r.pos);
+    let count = usize::try_from(r.i32().map_err(&corrupt)?).map_err(|_| corrupt("negative record count".into()))?;
+    Ok((count, r.pos))
+}
+
+/// The record whose length prefix starts at `*pos` in AVRO_DATA content;
+/// moves `*pos` past it.
+pub fn next_avro_record<'a>(content: &'a [u8], pos: &mut usize) -> std::result::Result<&'a [u8], String> {
+    let mut r = Reader { bytes: content, pos: *pos };
+    let len = usize::try_from(r.i32()?).map_err(|_| "negative record length".to_string())?;
+    let record = r.take(len)?;
+    *pos = r.pos;
+    Ok(record)
+}
+
+/// The byte ranges of AVRO_DATA content's records (after their length
+/// prefixes), for callers that keep the content as shared bytes.
+pub fn avro_record_ranges(content: &[u8], path: &str) -> Result<Vec<std::ops::Range<usize>>> {
+    let (count, mut pos) = avro_record_count(content, path)?;
+    let mut out = Vec::with_capacity(count.min(content.len() / 4));
+    for i in 0..count {
+        let record = next_avro_record(content, &mut pos).map_err(|reason| Error::CorruptLog {
+            path: path.to_string(),
+            offset: 0,
+            reason: format!("data block record {}: {reason}", i + 1),
+        })?;
+        out.push(pos - record.len()..pos);
     }
     Ok(out)
 }
