@@ -61,7 +61,7 @@ pub async fn read_log(
 }
 
 /// Rows decoded per step when a log is read.
-const LOG_BATCH_ROWS: usize = 64 * 1024;
+const LOG_BATCH_ROWS: usize = 16 * 1024;
 
 /// The versions of one log file in write order, decoded as they are pulled:
 /// a log holds one block at a time and one decoded batch of it. Blocks of
