@@ -431,12 +431,12 @@ enum Sink {
     /// Kept, for a group that fits its share of the budget.
     Memory(Vec<Version>),
     /// Merged as they come, for a group whose inputs exceed its share but
-    /// whose merged rows may not: once what the merge holds passes half the
-    /// share, the losing rows are dropped (a fold). The other half is left
-    /// for what a fold gathers, the log block being decoded and the Parquet
-    /// writer. A group whose winners alone take over 3/8 of the share, or
-    /// that holds partial versions, moves its merged state into spill
-    /// partitions and goes on there.
+    /// whose merged rows may not: once what the merge holds passes 3/8 of
+    /// the share, the losing rows are dropped (a fold). The rest of the share
+    /// is left for what a fold gathers, the log block being decoded and the
+    /// Parquet writer. A group whose winners alone take over a quarter of the
+    /// share, or that holds partial versions, moves its merged state into
+    /// spill partitions and goes on there.
     Fold { merger: RowMerger, budget: usize, spiller: Spiller },
     /// Partitioned into spill files.
     Spill(Spiller),
@@ -454,11 +454,11 @@ impl Sink {
                     Version::Partial { .. } => Some(v),
                     v => {
                         merger.push(v)?;
-                        if merger.retained_bytes() <= *budget / 2 {
+                        if merger.retained_bytes() <= *budget / 8 * 3 {
                             return Ok(());
                         }
                         merger.fold()?;
-                        if merger.retained_bytes() <= *budget / 8 * 3 {
+                        if merger.retained_bytes() <= *budget / 4 {
                             return Ok(());
                         }
                         tracing::debug!(
