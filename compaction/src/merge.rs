@@ -11,7 +11,6 @@
 //!   `long 0` for deletes that carry no event time) always wins.
 
 use std::cmp::Ordering;
-
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};

@@ -501,6 +501,28 @@ mod tests {
         }
     }
 
+    /// The table, its versions, and their whole merge sorted by key.
+    struct Case {
+        schema: TableSchema,
+        config: TableConfig,
+        versions: Vec<Version>,
+        want: Option<Vec<ArrayRef>>,
+    }
+
+    /// `writes` as a slice of a table with, when `grouped`, a sequence group
+    /// (`a` follows the largest `b`).
+    fn case(writes: &[Write], grouped: bool) -> Case {
+        let schema = TableSchema::new(SCHEMA, "id", Some("ts"), None).unwrap();
+        let mut new = NewTableConfig::new("t", "id", "ts", SCHEMA);
+        if grouped {
+            new.sequence_groups = vec![SequenceGroup { ordering: "b".into(), columns: vec!["a".into()] }];
+        }
+        let config = TableConfig::new_table(&new);
+        let versions: Vec<Version> = writes.iter().enumerate().map(|(n, w)| version(&schema, w, n)).collect();
+        let want = merge(&schema, &config, &versions).unwrap().map(sorted);
+        Case { schema, config, versions, want }
+    }
+
     fn sorted(b: RecordBatch) -> Vec<ArrayRef> {
         let idx = arrow::compute::sort_to_indices(b.column(RECORD_KEY), None, None).unwrap();
         arrow::compute::take_record_batch(&b, &idx).unwrap().columns().to_vec()
@@ -516,15 +538,7 @@ mod tests {
             partitions in 1usize..6,
             grouped in any::<bool>(),
         ) {
-            let schema = TableSchema::new(SCHEMA, "id", Some("ts"), None).unwrap();
-            // Optionally a sequence group: `a` follows the largest `b`.
-            let mut new = NewTableConfig::new("t", "id", "ts", SCHEMA);
-            if grouped {
-                new.sequence_groups = vec![SequenceGroup { ordering: "b".into(), columns: vec!["a".into()] }];
-            }
-            let config = TableConfig::new_table(&new);
-            let versions: Vec<Version> = writes.iter().enumerate().map(|(n, w)| version(&schema, w, n)).collect();
-            let want = merge(&schema, &config, &versions).unwrap().map(sorted);
+            let Case { schema, config, versions, want } = case(&writes, grouped);
 
             let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
             let got = rt.block_on(async {
@@ -576,10 +590,7 @@ mod tests {
             fold_every in 1usize..4,
             hand_on_at in 0usize..14,
         ) {
-            let schema = TableSchema::new(SCHEMA, "id", Some("ts"), None).unwrap();
-            let config = TableConfig::new_table(&NewTableConfig::new("t", "id", "ts", SCHEMA));
-            let versions: Vec<Version> = writes.iter().enumerate().map(|(n, w)| version(&schema, w, n)).collect();
-            let want = merge(&schema, &config, &versions).unwrap().map(sorted);
+            let Case { schema, config, versions, want } = case(&writes, false);
 
             let mut merger = crate::merge::RowMerger::new(&schema, config.merge_mode);
             let hand_on = versions

@@ -223,13 +223,7 @@ const SYNC: [u8; 16] = [0x5a; 16];
 
 impl ContainerStream {
     fn new(writer_json: &str, content: Bytes, records: Vec<Range<usize>>, batch_rows: usize) -> Self {
-        let mut header = Vec::with_capacity(writer_json.len() + 64);
-        header.extend_from_slice(b"Obj\x01");
-        put_long(&mut header, 1);
-        put_bytes(&mut header, b"avro.schema");
-        put_bytes(&mut header, writer_json.as_bytes());
-        put_long(&mut header, 0);
-        header.extend_from_slice(&SYNC);
+        let header = crate::schema::ocf_header(writer_json, &SYNC);
         Self {
             content,
             records,

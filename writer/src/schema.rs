@@ -51,17 +51,24 @@ pub struct TableSchema {
 /// an empty in-memory object container file so it is exactly what the
 /// decoder produces.
 pub fn arrow_schema_of(avro_json: &str) -> Result<SchemaRef> {
+    let ocf = ocf_header(avro_json, &[0u8; 16]);
+    let reader = arrow_avro::reader::ReaderBuilder::new()
+        .build(Cursor::new(ocf))
+        .map_err(|e| Error::InvalidInput { what: "Avro schema".into(), reason: format!("cannot map to Arrow: {e}") })?;
+    Ok(strip_metadata(&reader.schema()))
+}
+
+/// The header of an Avro object container file holding records of
+/// `avro_json`, with sync marker `sync`.
+pub fn ocf_header(avro_json: &str, sync: &[u8; 16]) -> Vec<u8> {
     let mut ocf = Vec::with_capacity(avro_json.len() + 64);
     ocf.extend_from_slice(b"Obj\x01");
     put_long(&mut ocf, 1);
     put_bytes(&mut ocf, b"avro.schema");
     put_bytes(&mut ocf, avro_json.as_bytes());
     put_long(&mut ocf, 0);
-    ocf.extend_from_slice(&[0u8; 16]);
-    let reader = arrow_avro::reader::ReaderBuilder::new()
-        .build(Cursor::new(ocf))
-        .map_err(|e| Error::InvalidInput { what: "Avro schema".into(), reason: format!("cannot map to Arrow: {e}") })?;
-    Ok(strip_metadata(&reader.schema()))
+    ocf.extend_from_slice(sync);
+    ocf
 }
 
 /// The same schema without schema- or field-level metadata.
