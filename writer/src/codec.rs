@@ -1,5 +1,7 @@
-//! Record encoding for log blocks: Arrow rows to AVRO_DATA content and back
-//! (through arrow-avro, without per-value trees), and DELETE block content.
+//! Record encoding for log blocks: Arrow rows to AVRO_DATA content (through
+//! arrow-avro's row encoder) and back (through the columnar decoder of
+//! [`crate::decode`], or arrow-avro for schemas it does not cover), without
+//! per-value trees; and DELETE block content.
 
 use std::io::BufRead;
 use std::ops::Range;
