@@ -453,7 +453,7 @@ impl Sink {
                 let pending = match v {
                     Version::Partial { .. } => Some(v),
                     v => {
-                        merger.push(v)?;
+                        merger.push(&v)?;
                         if merger.retained_bytes() <= *budget / 8 * 3 {
                             return Ok(());
                         }

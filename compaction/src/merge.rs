@@ -147,7 +147,7 @@ pub fn merge_as(
     } else {
         let mut merger = RowMerger::new(schema, config.merge_mode);
         for v in versions {
-            merger.push(v.clone())?;
+            merger.push(v)?;
         }
         merger.finish(by_key)
     }
@@ -382,7 +382,7 @@ impl RowMerger {
     }
 
     /// Merges the next version in write order.
-    pub(crate) fn push(&mut self, v: Version) -> Result<()> {
+    pub(crate) fn push(&mut self, v: &Version) -> Result<()> {
         match v {
             Version::Rows(b) | Version::Partial { batch: b, .. } => {
                 let keys = b.column(RECORD_KEY).as_string_opt::<i32>().ok_or_else(|| Error::Invalid {
@@ -404,10 +404,10 @@ impl RowMerger {
                     self.apply(keys.value(r).as_bytes(), order, row_at(bi, r), false);
                 }
                 self.batch_bytes += b.get_array_memory_size();
-                self.batches.push(b);
+                self.batches.push(b.clone());
             }
             Version::Deletes(ds) => {
-                for d in &ds {
+                for d in ds {
                     self.apply(
                         d.key.as_bytes(),
                         Ord2::from_delete(&d.ordering),

@@ -524,8 +524,7 @@ mod tests {
     }
 
     fn sorted(b: RecordBatch) -> Vec<ArrayRef> {
-        let idx = arrow::compute::sort_to_indices(b.column(RECORD_KEY), None, None).unwrap();
-        arrow::compute::take_record_batch(&b, &idx).unwrap().columns().to_vec()
+        crate::merge::sort_by_key(&b).unwrap().columns().to_vec()
     }
 
     proptest! {
@@ -598,7 +597,7 @@ mod tests {
                 .position(|v| matches!(v, Version::Partial { .. }))
                 .map_or(hand_on_at, |p| p.min(hand_on_at));
             for (i, v) in versions.iter().enumerate().take(hand_on) {
-                merger.push(v.clone()).unwrap();
+                merger.push(v).unwrap();
                 if i % fold_every == 0 {
                     merger.fold().unwrap();
                 }
