@@ -215,7 +215,7 @@ fn keep_row_ordering(col: &ArrayRef, live: &[&RowState], o: usize) -> Result<Arr
             patch.iter().map(|p| p.and_then(|v| if let Ord2::Float(f) = v { Some(*f) } else { None })),
         )),
         Some(Ord2::Text(_)) => Arc::new(arrow::array::StringArray::from_iter(
-            patch.iter().map(|p| p.and_then(|v| if let Ord2::Text(t) = v { Some(t.clone()) } else { None })),
+            patch.iter().map(|p| p.and_then(|v| if let Ord2::Text(t) = v { Some(t.to_string()) } else { None })),
         )),
         _ => Arc::new(arrow::array::Int64Array::from_iter(
             patch.iter().map(|p| p.and_then(|v| if let Ord2::Int(i) = v { Some(*i) } else { None })),

@@ -28,6 +28,7 @@ use tributary_writer::client::{marker_dir, remove_markers, rollback_files};
 use tributary_writer::schema::{FILE_NAME, TableSchema};
 
 use crate::error::{Error, Result};
+use crate::keyed::{SliceFiles, merge_key_first};
 use crate::merge::{RowMerger, Version, merge_as};
 use crate::plan::{PlanSettings, plan};
 use crate::slice::{BaseReader, LogReader};
@@ -278,8 +279,21 @@ impl Compactor {
             Some(props),
         )
         .map_err(|e| invalid(out_path.to_string(), e))?;
-        // Each input is read once, in write order, into memory or into
-        // spill partitions.
+        let mut rows = 0u64;
+        let logs: Vec<object_store::path::Path> =
+            inputs.iter().filter(|(_, base)| !*base).map(|(p, _)| p.clone()).collect();
+        let files = SliceFiles { base: inputs.iter().find(|(_, base)| *base).map(|(p, _)| p), logs: &logs };
+        let keyed = merge_key_first(&self.loc, &self.schema, &self.config, timeline, &files, budget).await?;
+        if let Some(merger) = keyed {
+            if let Some(sorted) = merger.finish(true)? {
+                let sorted = with_file_name(sorted, &name)?;
+                rows += sorted.num_rows() as u64;
+                writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
+            }
+            return self.finish_group(op, writer, &out_path, rel, rows, bytes_read).await;
+        }
+        // Otherwise each input is read once, in write order, into memory or
+        // into spill partitions.
         let mut sink = if partitions <= 1 {
             Sink::Memory(Vec::new())
         } else {
@@ -313,7 +327,6 @@ impl Compactor {
             drop(versions);
             with_file_name(merged, &name).map(Some)
         };
-        let mut rows = 0u64;
         match sink {
             Sink::Fold { merger, .. } => {
                 if let Some(sorted) = merger.finish(true)? {
@@ -353,13 +366,26 @@ impl Compactor {
                 area.clear().await?;
             }
         }
+        self.finish_group(op, writer, &out_path, rel, rows, bytes_read).await
+    }
+
+    /// Closes a group's new base file and describes it.
+    async fn finish_group(
+        &self,
+        op: &CompactionOperation,
+        writer: AsyncArrowWriter<BufWriter>,
+        out_path: &object_store::path::Path,
+        rel: String,
+        rows: u64,
+        bytes_read: u64,
+    ) -> Result<(WriteStat, u64)> {
         writer.close().await.map_err(|e| invalid(out_path.to_string(), e))?;
         let size = self
             .loc
             .store
-            .head(&out_path)
+            .head(out_path)
             .await
-            .map_err(|e| tributary_timeline::Error::store("head", &out_path, e))?
+            .map_err(|e| tributary_timeline::Error::store("head", out_path, e))?
             .size;
         let stat = WriteStat {
             file_id: op.file_id.clone(),

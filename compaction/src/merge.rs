@@ -50,8 +50,9 @@ pub(crate) enum Ord2 {
     Null,
     Int(i64),
     Float(f64),
-    Text(String),
-    Bytes(Vec<u8>),
+    /// Boxed, so that a value (and an index slot) stays small.
+    Text(Box<String>),
+    Bytes(Box<Vec<u8>>),
 }
 
 impl Ord2 {
@@ -78,8 +79,8 @@ impl Ord2 {
             Ord2::Null => OrderingValue::Null,
             Ord2::Int(i) => OrderingValue::Long(*i),
             Ord2::Float(f) => OrderingValue::Double(*f),
-            Ord2::Text(t) => OrderingValue::String(t.clone()),
-            Ord2::Bytes(b) => OrderingValue::Bytes(b.clone()),
+            Ord2::Text(t) => OrderingValue::String(t.to_string()),
+            Ord2::Bytes(b) => OrderingValue::Bytes(b.to_vec()),
         }
     }
 
@@ -90,8 +91,8 @@ impl Ord2 {
             OrderingValue::Long(i) => Ord2::Int(*i),
             OrderingValue::Float(f) => Ord2::Float(f64::from(*f)),
             OrderingValue::Double(f) => Ord2::Float(*f),
-            OrderingValue::Bytes(b) => Ord2::Bytes(b.clone()),
-            OrderingValue::String(s) => Ord2::Text(s.clone()),
+            OrderingValue::Bytes(b) => Ord2::Bytes(Box::new(b.clone())),
+            OrderingValue::String(s) => Ord2::Text(Box::new(s.clone())),
         }
     }
 }
@@ -113,7 +114,7 @@ pub(crate) fn ordering_at(c: &ArrayRef, r: usize) -> Ord2 {
         }
         DataType::Float32 => Ord2::Float(f64::from(c.as_primitive::<t::Float32Type>().value(r))),
         DataType::Float64 => Ord2::Float(c.as_primitive::<t::Float64Type>().value(r)),
-        DataType::Utf8 => Ord2::Text(c.as_string::<i32>().value(r).to_string()),
+        DataType::Utf8 => Ord2::Text(Box::new(c.as_string::<i32>().value(r).to_string())),
         DataType::Decimal128(..) => Ord2::Int(c.as_primitive::<t::Decimal128Type>().value(r) as i64),
         _ => Ord2::Null,
     }
@@ -231,11 +232,68 @@ fn row_of(at: RowAt) -> (usize, usize) {
     ((at >> 32) as usize, (at & 0xffff_ffff) as usize)
 }
 
+/// A record key in the index: up to [`KeyRef::INLINE`] bytes held in place
+/// (the last byte is the length), a longer key as its place in the key
+/// arena (the last byte is [`KeyRef::STORED`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct KeyRef([u8; 16]);
+
+impl KeyRef {
+    const INLINE: usize = 15;
+    const STORED: u8 = 0xff;
+
+    /// `key` held in place, when it is short enough.
+    #[inline]
+    fn inline(key: &[u8]) -> Option<Self> {
+        (key.len() <= Self::INLINE).then(|| {
+            let mut b = [0u8; 16];
+            b[..key.len()].copy_from_slice(key);
+            b[15] = key.len() as u8;
+            Self(b)
+        })
+    }
+
+    /// The key of `len` bytes at `start` in the arena.
+    fn stored(start: usize, len: usize) -> Self {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&(start as u64).to_le_bytes());
+        b[8..15].copy_from_slice(&(len as u64).to_le_bytes()[..7]);
+        b[15] = Self::STORED;
+        Self(b)
+    }
+
+    fn is_stored(&self) -> bool {
+        self.0[15] == Self::STORED
+    }
+
+    /// The key's bytes.
+    #[inline]
+    fn bytes<'a>(&'a self, arena: &'a [u8]) -> &'a [u8] {
+        if self.is_stored() {
+            let start = u64::from_le_bytes(self.0[..8].try_into().expect("8 bytes")) as usize;
+            let mut len = [0u8; 8];
+            len[..7].copy_from_slice(&self.0[8..15]);
+            &arena[start..start + u64::from_le_bytes(len) as usize]
+        } else {
+            &self.0[..usize::from(self.0[15])]
+        }
+    }
+
+    /// The key's first 16 bytes, zero-padded, as a number: keys whose
+    /// prefixes differ order as their prefixes do.
+    fn prefix(&self, arena: &[u8]) -> u128 {
+        let key = self.bytes(arena);
+        let mut b = [0u8; 16];
+        let n = key.len().min(16);
+        b[..n].copy_from_slice(&key[..n]);
+        u128::from_be_bytes(b)
+    }
+}
+
 /// One record key's current winner.
 struct Slot {
     hash: u64,
-    /// The key's number in the key arena.
-    key: u32,
+    key: KeyRef,
     order: Ord2,
     at: RowAt,
 }
@@ -243,27 +301,21 @@ struct Slot {
 /// The whole-row merge, fed one version at a time: each version is a
 /// complete row (a partial version's absent columns are null).
 ///
-/// Keys are copied once into an arena, and the index compares a full hash
-/// before it compares key bytes, so a lookup touches the index and the
-/// arena, not the (much larger) batches the key came from.
+/// Short keys are held in the index itself and compared as one 16-byte
+/// value; longer ones are copied once into an arena, and the index compares
+/// a full hash before it compares their bytes. Either way a lookup touches
+/// the index (and the arena), not the much larger batches the key came from.
 pub(crate) struct RowMerger {
     schema: arrow::datatypes::SchemaRef,
     ordering: Option<usize>,
     event_time: bool,
     hasher: foldhash::fast::FixedState,
     table: hashbrown::HashTable<Slot>,
-    /// Key bytes, back to back; key `i` ends at `ends[i]`.
+    /// The bytes of keys too long to hold in the index, back to back.
     arena: Vec<u8>,
-    ends: Vec<usize>,
     batches: Vec<RecordBatch>,
     /// Memory held by `batches`.
     batch_bytes: usize,
-}
-
-fn arena_key<'a>(arena: &'a [u8], ends: &[usize], i: u32) -> &'a [u8] {
-    let i = i as usize;
-    let start = if i == 0 { 0 } else { ends[i - 1] };
-    &arena[start..ends[i]]
 }
 
 impl RowMerger {
@@ -276,7 +328,6 @@ impl RowMerger {
             hasher: foldhash::fast::FixedState::with_seed(0x7269_6275_7461_7279),
             table: hashbrown::HashTable::new(),
             arena: Vec::new(),
-            ends: Vec::new(),
             batches: Vec::new(),
             batch_bytes: 0,
         }
@@ -284,10 +335,7 @@ impl RowMerger {
 
     /// Memory held: the batches rows are taken from, and the key index.
     pub(crate) fn retained_bytes(&self) -> usize {
-        self.batch_bytes
-            + self.table.capacity() * std::mem::size_of::<Slot>()
-            + self.arena.capacity()
-            + self.ends.capacity() * std::mem::size_of::<usize>()
+        self.batch_bytes + self.table.capacity() * std::mem::size_of::<Slot>() + self.arena.capacity()
     }
 
     /// Replaces the batches by one batch of the current winning rows, so the
@@ -297,22 +345,36 @@ impl RowMerger {
         if self.batches.len() <= 1 && self.batches.first().is_none_or(|b| b.num_rows() == self.live()) {
             return Ok(());
         }
-        // Winners in the table's iteration order (stable while it is not
-        // changed), then by position for a gather that runs forward.
+        let winners = self.winners();
+        let state = self.gather(winners.iter().map(|p| row_of(p.0)).collect())?;
+        self.place(&winners, state.into_iter().collect());
+        Ok(())
+    }
+
+    /// The winning rows' places, in ascending order (so a gather runs
+    /// forward), each with its key's rank among the live keys in the index's
+    /// iteration order (stable while the index is not changed).
+    pub(crate) fn winners(&self) -> Vec<(RowAt, u32)> {
         let mut picks: Vec<(RowAt, u32)> =
             self.table.iter().filter(|s| s.at != DELETED).enumerate().map(|(i, s)| (s.at, i as u32)).collect();
         picks.sort_unstable();
-        let state = self.gather(picks.iter().map(|p| row_of(p.0)).collect())?;
-        let mut moved = vec![0 as RowAt; picks.len()];
-        for (pos, p) in picks.iter().enumerate() {
-            moved[p.1 as usize] = row_at(0, pos);
+        picks
+    }
+
+    /// Replaces the batches by `batches`, which hold the rows of `winners`
+    /// (from [`RowMerger::winners`], the index unchanged since) in that order.
+    pub(crate) fn place(&mut self, winners: &[(RowAt, u32)], batches: Vec<RecordBatch>) {
+        let mut moved = vec![0 as RowAt; winners.len()];
+        let mut places =
+            batches.iter().enumerate().flat_map(|(b, batch)| (0..batch.num_rows()).map(move |r| row_at(b, r)));
+        for p in winners {
+            moved[p.1 as usize] = places.next().expect("one row per winner");
         }
         for (s, at) in self.table.iter_mut().filter(|s| s.at != DELETED).zip(moved) {
             s.at = at;
         }
-        self.batch_bytes = state.as_ref().map_or(0, RecordBatch::get_array_memory_size);
-        self.batches = state.into_iter().collect();
-        Ok(())
+        self.batch_bytes = batches.iter().map(RecordBatch::get_array_memory_size).sum();
+        self.batches = batches;
     }
 
     /// Keys whose winner is a row.
@@ -330,7 +392,7 @@ impl RowMerger {
             .iter()
             .filter(|s| s.at == DELETED)
             .map(|s| {
-                let key = String::from_utf8_lossy(arena_key(&self.arena, &self.ends, s.key)).into_owned();
+                let key = String::from_utf8_lossy(s.key.bytes(&self.arena)).into_owned();
                 DeleteRecord { key, partition: String::new(), ordering: s.order.to_delete() }
             })
             .collect();
@@ -363,8 +425,15 @@ impl RowMerger {
     fn apply(&mut self, key: &[u8], order: Ord2, at: RowAt, always: bool) {
         use std::hash::BuildHasher;
         let hash = self.hasher.hash_one(key);
-        let (arena, ends) = (&self.arena, &self.ends);
-        match self.table.entry(hash, |s| s.hash == hash && arena_key(arena, ends, s.key) == key, |s| s.hash) {
+        let arena = &self.arena;
+        let inline = KeyRef::inline(key);
+        let found = match inline {
+            Some(k) => self.table.entry(hash, |s| s.key == k, |s| s.hash),
+            None => {
+                self.table.entry(hash, |s| s.hash == hash && s.key.is_stored() && s.key.bytes(arena) == key, |s| s.hash)
+            }
+        };
+        match found {
             hashbrown::hash_table::Entry::Occupied(mut e) => {
                 let s = e.get_mut();
                 if always || !self.event_time || order.cmp(&s.order) != Ordering::Less {
@@ -373,36 +442,62 @@ impl RowMerger {
                 }
             }
             hashbrown::hash_table::Entry::Vacant(v) => {
-                let id = self.ends.len() as u32;
-                v.insert(Slot { hash, key: id, order, at });
-                self.arena.extend_from_slice(key);
-                self.ends.push(self.arena.len());
+                let key = inline.unwrap_or_else(|| {
+                    self.arena.extend_from_slice(key);
+                    KeyRef::stored(self.arena.len() - key.len(), key.len())
+                });
+                v.insert(Slot { hash, key, order, at });
             }
         }
+    }
+
+    /// The column of the ordering value when versions are ordered by it
+    /// (event-time ordering), as an index into the meta-first schema.
+    pub(crate) fn event_time_ordering(&self) -> Option<usize> {
+        self.ordering.filter(|_| self.event_time)
+    }
+
+    /// Merges one version of `key` whose row is row `row` of source
+    /// `source`, a place that [`RowMerger::place`] later maps to rows.
+    #[inline]
+    pub(crate) fn push_key(&mut self, key: &[u8], order: Ord2, source: usize, row: usize) {
+        self.apply(key, order, row_at(source, row), false);
+    }
+
+    /// Merges the keys of `keys` (with their `ordering` values), whose rows
+    /// are rows `first_row..` of source `source`.
+    pub(crate) fn push_keys(
+        &mut self,
+        keys: &ArrayRef,
+        ordering: Option<&ArrayRef>,
+        source: usize,
+        first_row: usize,
+    ) -> Result<()> {
+        let keys = keys.as_string_opt::<i32>().ok_or_else(|| Error::Invalid {
+            what: "merge input".into(),
+            reason: "_hoodie_record_key is not a string column".into(),
+        })?;
+        let order_column = ordering.map(OrderColumn::of);
+        let order_nulls = ordering.and_then(|c| c.logical_nulls());
+        for r in 0..keys.len() {
+            if keys.is_null(r) {
+                continue;
+            }
+            let order = match &order_column {
+                Some(c) => c.at(order_nulls.as_ref(), r),
+                None => Ord2::Null,
+            };
+            self.apply(keys.value(r).as_bytes(), order, row_at(source, first_row + r), false);
+        }
+        Ok(())
     }
 
     /// Merges the next version in write order.
     pub(crate) fn push(&mut self, v: &Version) -> Result<()> {
         match v {
             Version::Rows(b) | Version::Partial { batch: b, .. } => {
-                let keys = b.column(RECORD_KEY).as_string_opt::<i32>().ok_or_else(|| Error::Invalid {
-                    what: "merge input".into(),
-                    reason: "_hoodie_record_key is not a string column".into(),
-                })?;
-                let bi = self.batches.len();
                 let ordering = self.ordering.filter(|_| self.event_time).map(|o| b.column(o));
-                let order_column = ordering.map(OrderColumn::of);
-                let order_nulls = ordering.and_then(|c| c.logical_nulls());
-                for r in 0..b.num_rows() {
-                    if keys.is_null(r) {
-                        continue;
-                    }
-                    let order = match &order_column {
-                        Some(c) => c.at(order_nulls.as_ref(), r),
-                        None => Ord2::Null,
-                    };
-                    self.apply(keys.value(r).as_bytes(), order, row_at(bi, r), false);
-                }
+                self.push_keys(b.column(RECORD_KEY), ordering, self.batches.len(), 0)?;
                 self.batch_bytes += b.get_array_memory_size();
                 self.batches.push(b.clone());
             }
@@ -423,19 +518,21 @@ impl RowMerger {
     /// The surviving rows, sorted by record key with `by_key`, else in
     /// write order; `None` when none survive.
     pub(crate) fn finish(self, by_key: bool) -> Result<Option<RecordBatch>> {
-        let mut picks: Vec<(RowAt, u32)> =
-            self.table.iter().filter(|s| s.at != DELETED).map(|s| (s.at, s.key)).collect();
-        if picks.is_empty() {
+        let live = self.table.iter().filter(|s| s.at != DELETED);
+        let indices: Vec<(usize, usize)> = if by_key {
+            // By key prefix, and by the whole key where prefixes tie.
+            let arena = &self.arena;
+            let mut picks: Vec<(u128, KeyRef, RowAt)> = live.map(|s| (s.key.prefix(arena), s.key, s.at)).collect();
+            picks.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.bytes(arena).cmp(b.1.bytes(arena))));
+            picks.iter().map(|p| row_of(p.2)).collect()
+        } else {
+            let mut picks: Vec<RowAt> = live.map(|s| s.at).collect();
+            picks.sort_unstable();
+            picks.into_iter().map(row_of).collect()
+        };
+        if indices.is_empty() {
             return Ok(None);
         }
-        if by_key {
-            let (arena, ends) = (&self.arena, &self.ends);
-            picks.sort_unstable_by(|a, b| arena_key(arena, ends, a.1).cmp(arena_key(arena, ends, b.1)));
-        } else {
-            picks.sort_unstable();
-        }
-        let indices: Vec<(usize, usize)> = picks.iter().map(|p| row_of(p.0)).collect();
-        drop(picks);
         self.gather(indices)
     }
 }

@@ -101,13 +101,7 @@ impl<'a> LogReader<'a> {
                     None => self.current = None,
                 }
             }
-            let Some(block) = self.blocks.next().await? else { return Ok(None) };
-            if let Some(t) = block.header(HeaderKey::InstantTime)
-                && let Ok(t) = InstantTime::parse(t)
-                && !self.timeline.is_completed(&t)
-            {
-                continue;
-            }
+            let Some(block) = self.blocks.next_live(self.timeline).await? else { return Ok(None) };
             let path = &self.blocks.name;
             match block.block_type {
                 BlockType::AvroData => {
@@ -121,15 +115,15 @@ impl<'a> LogReader<'a> {
                 }
                 BlockType::Delete => return Ok(Some(Version::Deletes(decode_delete_content(&block.content, path)?))),
                 BlockType::Command => {}
-                other => {
-                    return Err(Error::Invalid {
-                        what: path.clone(),
-                        reason: format!("{other:?} log blocks are not supported"),
-                    });
-                }
+                other => return Err(unsupported_block(other, path)),
             }
         }
     }
+}
+
+/// The error for a log block of a type no reader handles.
+pub(crate) fn unsupported_block(block_type: BlockType, path: &str) -> Error {
+    Error::Invalid { what: path.to_string(), reason: format!("{block_type:?} log blocks are not supported") }
 }
 
 /// Log files up to this size are read in one request; larger ones a block
@@ -137,10 +131,11 @@ impl<'a> LogReader<'a> {
 const WHOLE_LOG_BYTES: u64 = 8 << 20;
 
 /// The blocks of one log file, in file order.
-struct LogBlocks<'a> {
+pub(crate) struct LogBlocks<'a> {
     loc: &'a TableLocation,
     log: &'a object_store::path::Path,
-    name: String,
+    /// The file's path, for errors.
+    pub(crate) name: String,
     size: u64,
     offset: u64,
     /// The whole file's blocks, when it was small enough to read at once.
@@ -148,7 +143,22 @@ struct LogBlocks<'a> {
 }
 
 impl<'a> LogBlocks<'a> {
-    async fn open(loc: &'a TableLocation, log: &'a object_store::path::Path) -> Result<Self> {
+    /// The next block written by an instant that completed (every block of
+    /// a v8 log; pre-v8 logs may hold blocks of failed instants).
+    pub(crate) async fn next_live(&mut self, timeline: &Timeline) -> Result<Option<LogBlock>> {
+        while let Some(block) = self.next().await? {
+            if let Some(t) = block.header(HeaderKey::InstantTime)
+                && let Ok(t) = InstantTime::parse(t)
+                && !timeline.is_completed(&t)
+            {
+                continue;
+            }
+            return Ok(Some(block));
+        }
+        Ok(None)
+    }
+
+    pub(crate) async fn open(loc: &'a TableLocation, log: &'a object_store::path::Path) -> Result<Self> {
         let name = log.to_string();
         let got = loc.store.get(log).await.map_err(|e| tributary_timeline::Error::store("get", log, e))?;
         let size = got.meta.size;
@@ -260,17 +270,33 @@ pub struct BaseReader {
 impl BaseReader {
     /// Opens the base file at `path`.
     pub async fn open(loc: &TableLocation, schema: &TableSchema, path: &object_store::path::Path) -> Result<Self> {
+        Self::open_columns(loc, schema.arrow_with_meta(), path).await
+    }
+
+    /// Opens the base file at `path` for the columns of `target` only (a
+    /// projection of the table's `arrow_with_meta` schema).
+    pub async fn open_columns(
+        loc: &TableLocation,
+        target: &SchemaRef,
+        path: &object_store::path::Path,
+    ) -> Result<Self> {
         let name = path.to_string();
         let err = |e: &dyn std::fmt::Display| Error::Invalid { what: name.clone(), reason: e.to_string() };
         let size = loc.store.head(path).await.map_err(|e| tributary_timeline::Error::store("head", path, e))?.size;
         let reader = StoreFile { store: loc.store.clone(), path: path.clone(), size };
-        let stream = parquet::arrow::ParquetRecordBatchStreamBuilder::new(reader)
-            .await
-            .map_err(|e| err(&e))?
-            .with_batch_size(8192)
-            .build()
-            .map_err(|e| err(&e))?;
-        Ok(Self { stream, target: schema.arrow_with_meta().clone(), path: name })
+        let builder = parquet::arrow::ParquetRecordBatchStreamBuilder::new(reader).await.map_err(|e| err(&e))?;
+        // Only the file's columns that the target names are decoded.
+        let wanted: Vec<usize> = builder
+            .schema()
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| target.field_with_name(f.name()).is_ok())
+            .map(|(i, _)| i)
+            .collect();
+        let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), wanted);
+        let stream = builder.with_projection(mask).with_batch_size(8192).build().map_err(|e| err(&e))?;
+        Ok(Self { stream, target: target.clone(), path: name })
     }
 
     /// The next batch of rows, or `None` at the end.

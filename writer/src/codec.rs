@@ -610,6 +610,67 @@ mod tests {
         }
     }
 
+    /// A decoded value as the key scanner reports it.
+    fn scanned_at(c: &arrow::array::ArrayRef, row: usize) -> crate::decode::Scanned<'_> {
+        use crate::decode::Scanned;
+        use arrow::array::{Array, AsArray};
+        use arrow::datatypes as t;
+        if c.is_null(row) {
+            return Scanned::Null;
+        }
+        match c.data_type() {
+            t::DataType::Boolean => Scanned::Boolean(c.as_boolean().value(row)),
+            t::DataType::Int32 => Scanned::Long(c.as_primitive::<t::Int32Type>().value(row).into()),
+            t::DataType::Date32 => Scanned::Long(c.as_primitive::<t::Date32Type>().value(row).into()),
+            t::DataType::Int64 => Scanned::Long(c.as_primitive::<t::Int64Type>().value(row)),
+            t::DataType::Timestamp(t::TimeUnit::Millisecond, _) => {
+                Scanned::Long(c.as_primitive::<t::TimestampMillisecondType>().value(row))
+            }
+            t::DataType::Timestamp(t::TimeUnit::Microsecond, _) => {
+                Scanned::Long(c.as_primitive::<t::TimestampMicrosecondType>().value(row))
+            }
+            t::DataType::Float32 => Scanned::Float(c.as_primitive::<t::Float32Type>().value(row)),
+            t::DataType::Float64 => Scanned::Double(c.as_primitive::<t::Float64Type>().value(row)),
+            t::DataType::Utf8 => Scanned::Text(c.as_string::<i32>().value(row).as_bytes()),
+            t::DataType::Binary => Scanned::Bytes(c.as_binary::<i32>().value(row)),
+            other => panic!("no scanned form of {other}"),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn key_scan_reads_what_the_decoder_decodes(
+            records in proptest::collection::vec(flat_record(), 1..20),
+            key in proptest::sample::select(vec![5usize, 6]),
+            order in proptest::option::of(0usize..11),
+        ) {
+            let content = flat_content(records);
+            let batch = decode_data_block(&content, FLAT_SCHEMA, FLAT_SCHEMA, "x.log").unwrap();
+            let schema = crate::schema::arrow_schema_of(FLAT_SCHEMA).unwrap();
+            let scanner = ColumnDecoder::compile(FLAT_SCHEMA, &schema).unwrap().key_scanner(key, order).unwrap();
+            for (row, range) in crate::log_block::avro_record_ranges(&content, "x.log").unwrap().into_iter().enumerate() {
+                let (k, o) = scanner.scan(&content[range]).unwrap();
+                let want_key = match scanned_at(batch.column(key), row) {
+                    crate::decode::Scanned::Text(b) | crate::decode::Scanned::Bytes(b) => Some(b),
+                    _ => None,
+                };
+                proptest::prop_assert_eq!(k, want_key);
+                let want_order = order.map_or(crate::decode::Scanned::Null, |o| scanned_at(batch.column(o), row));
+                // Debug forms, so that NaN equals NaN.
+                proptest::prop_assert_eq!(format!("{o:?}"), format!("{want_order:?}"));
+            }
+        }
+    }
+
+    #[test]
+    fn key_scanner_needs_a_string_or_bytes_key() {
+        let schema = crate::schema::arrow_schema_of(FLAT_SCHEMA).unwrap();
+        let decoder = ColumnDecoder::compile(FLAT_SCHEMA, &schema).unwrap();
+        assert!(decoder.key_scanner(1, None).is_none());
+        assert!(decoder.key_scanner(5, Some(11)).is_none());
+        assert!(decoder.key_scanner(5, Some(10)).is_some());
+    }
+
     #[test]
     fn columnar_decoding_names_the_bad_record_and_field() {
         use apache_avro::types::Value as V;

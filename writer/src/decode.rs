@@ -90,7 +90,7 @@ struct Cursor<'a> {
     pos: usize,
 }
 
-impl Cursor<'_> {
+impl<'a> Cursor<'a> {
     #[inline(always)]
     fn long(&mut self) -> Result<i64, &'static str> {
         // Union branches, lengths and small numbers take one byte.
@@ -129,7 +129,7 @@ impl Cursor<'_> {
     }
 
     #[inline]
-    fn take(&mut self, n: usize) -> Result<&[u8], &'static str> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], &'static str> {
         let end = self.pos.checked_add(n).filter(|e| *e <= self.bytes.len()).ok_or("value runs past the record")?;
         let s = &self.bytes[self.pos..end];
         self.pos = end;
@@ -255,6 +255,11 @@ impl ColumnDecoder {
         Ok(())
     }
 
+    /// Rows pushed since the last batch.
+    pub fn rows(&self) -> usize {
+        self.columns.first().map_or(0, |c| c.nulls.len())
+    }
+
     /// Drops the rows gathered since the last batch.
     pub fn reset(&mut self) {
         for (step, col) in self.steps.iter().zip(self.columns.iter_mut()) {
@@ -272,6 +277,92 @@ impl ColumnDecoder {
             arrays.push(done.finish(&step.data_type)?);
         }
         RecordBatch::try_new(Arc::clone(&self.schema), arrays)
+    }
+}
+
+/// One field's value as [`KeyScanner::scan`] finds it, still in wire form.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scanned<'a> {
+    /// The null branch of a union.
+    Null,
+    /// A boolean.
+    Boolean(bool),
+    /// An int or long (including dates and timestamps).
+    Long(i64),
+    /// A float.
+    Float(f32),
+    /// A double.
+    Double(f64),
+    /// A string's UTF-8 bytes (not yet validated).
+    Text(&'a [u8]),
+    /// A bytes value.
+    Bytes(&'a [u8]),
+}
+
+/// Reads two fields of a record, a key and an ordering value, without
+/// decoding the rest: fields before them are skipped by their lengths, and
+/// the walk stops at the later of the two. This is what a merge needs from
+/// a version that may lose, at a fraction of a full decode.
+#[derive(Debug, Clone)]
+pub struct KeyScanner {
+    steps: Vec<Step>,
+    key: usize,
+    order: Option<usize>,
+}
+
+impl KeyScanner {
+    /// The key (`None` when null) and the ordering value ([`Scanned::Null`]
+    /// without an ordering field) of one record.
+    pub fn scan<'a>(&self, record: &'a [u8]) -> Result<(Option<&'a [u8]>, Scanned<'a>), DecodeError> {
+        let mut c = Cursor { bytes: record, pos: 0 };
+        let (mut key, mut order) = (None, Scanned::Null);
+        for (i, step) in self.steps.iter().enumerate() {
+            let fail = |reason: &str| DecodeError { field: step.name.clone(), reason: reason.to_string() };
+            if let Some(null_branch) = step.null_branch {
+                let branch = c.long().map_err(fail)?;
+                if branch as u64 == null_branch {
+                    continue;
+                }
+                if branch != 1 - null_branch as i64 {
+                    return Err(fail(&format!("union branch {branch} of a two-branch union")));
+                }
+            }
+            let value = match step.wire {
+                Wire::Boolean => Scanned::Boolean(c.take(1).map_err(fail)?[0] != 0),
+                Wire::Int | Wire::Long => Scanned::Long(c.long().map_err(fail)?),
+                Wire::Float => Scanned::Float(f32::from_le_bytes(c.fixed::<4>().map_err(fail)?)),
+                Wire::Double => Scanned::Double(f64::from_le_bytes(c.fixed::<8>().map_err(fail)?)),
+                Wire::Bytes { utf8 } => {
+                    let len = usize::try_from(c.long().map_err(fail)?).map_err(|_| fail("negative length"))?;
+                    let b = c.take(len).map_err(fail)?;
+                    if utf8 { Scanned::Text(b) } else { Scanned::Bytes(b) }
+                }
+            };
+            if i == self.key {
+                key = match value {
+                    Scanned::Text(b) | Scanned::Bytes(b) => Some(b),
+                    _ => None,
+                };
+            }
+            if Some(i) == self.order {
+                order = value;
+            }
+        }
+        Ok((key, order))
+    }
+}
+
+impl ColumnDecoder {
+    /// A scanner for field `key` (a string or bytes field) and field `order`
+    /// of the records this decoder reads; `None` when `key` is not such a
+    /// field or either index is out of range.
+    pub fn key_scanner(&self, key: usize, order: Option<usize>) -> Option<KeyScanner> {
+        let step = self.steps.get(key)?;
+        if !matches!(step.wire, Wire::Bytes { .. }) || order.is_some_and(|o| o >= self.steps.len()) {
+            return None;
+        }
+        let last = order.map_or(key, |o| o.max(key));
+        Some(KeyScanner { steps: self.steps[..=last].to_vec(), key, order })
     }
 }
 

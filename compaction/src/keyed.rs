@@ -1,0 +1,456 @@
+//! The key-first merge of a file slice: index first, decode the winners only.
+//!
+//! A slice's versions mostly lose: a key updated in five logs has four
+//! versions that no reader will see. Decoding every version into Arrow
+//! buffers, only to drop most of them, is most of the cost of a merge. So a
+//! slice whose logs hold plain data blocks of the table's own schema is
+//! merged in two passes over its files:
+//!
+//! 1. **Index.** Each log record is walked only as far as its record key and
+//!    ordering value (the fields before them are skipped by their lengths,
+//!    those after them not read at all); the base file is read for its key
+//!    and ordering columns only. Deletes are applied as they come. The merge
+//!    index ([`RowMerger`]) then knows each key's winner by its place: which
+//!    input, which record.
+//! 2. **Decode.** The files are read again, and only the winning records are
+//!    decoded (the others are passed over by their length prefixes); the
+//!    winning base rows are taken from the base file.
+//!
+//! The outcome is the [`RowMerger`] of the whole slice with the winning rows
+//! in place, merged exactly as if every version had been pushed to it.
+//! Anything this does not cover (partial blocks, blocks of another schema,
+//! fields the columnar decoder does not cover, sequence-group merges) is
+//! reported as `None` before a row is decoded, and the caller merges the
+//! slice the general way. So is a slice whose index or winning rows would
+//! not fit the memory budget.
+
+use arrow::datatypes::SchemaRef;
+use tributary_timeline::{TableConfig, TableLocation, Timeline};
+use tributary_writer::codec::decode_delete_content;
+use tributary_writer::decode::{ColumnDecoder, KeyScanner, Scanned};
+use tributary_writer::log_block::{BlockType, HeaderKey, LogBlock, avro_record_count, next_avro_record};
+use tributary_writer::schema::{RECORD_KEY, TableSchema, arrow_schema_of};
+
+use crate::error::{Error, Result};
+use crate::merge::{Ord2, RowMerger, Version, check_merger};
+use crate::slice::{BaseReader, LogBlocks, unsupported_block};
+
+/// Rows per decoded batch of winners.
+const WINNER_BATCH_ROWS: usize = 16 * 1024;
+
+/// The files of one slice, in write order.
+pub(crate) struct SliceFiles<'a> {
+    /// The base file, if any.
+    pub base: Option<&'a object_store::path::Path>,
+    /// The log files, in log order.
+    pub logs: &'a [object_store::path::Path],
+}
+
+/// What the merge reads a slice with.
+struct Plan<'a> {
+    loc: &'a TableLocation,
+    schema: &'a TableSchema,
+    timeline: &'a Timeline,
+    decoder: ColumnDecoder,
+    scanner: KeyScanner,
+    /// The base file's columns read by the index pass.
+    base_keys: SchemaRef,
+}
+
+/// Merges the slice `files` key first, within `budget` bytes; `None` when the
+/// slice is not one this merge covers or would not fit (see the module
+/// notes). The returned merger holds the winning rows.
+pub(crate) async fn merge_key_first(
+    loc: &TableLocation,
+    schema: &TableSchema,
+    config: &TableConfig,
+    timeline: &Timeline,
+    files: &SliceFiles<'_>,
+    budget: usize,
+) -> Result<Option<RowMerger>> {
+    check_merger(config)?;
+    if !config.sequence_groups.is_empty() {
+        return Ok(None);
+    }
+    let mut merger = RowMerger::new(schema, config.merge_mode);
+    let ordering = merger.event_time_ordering();
+    let log_schema = arrow_schema_of(schema.log_json())?;
+    let Some(decoder) = ColumnDecoder::compile(schema.log_json(), &log_schema) else { return Ok(None) };
+    let Some(scanner) = decoder.key_scanner(RECORD_KEY, ordering) else { return Ok(None) };
+    let with_meta = schema.arrow_with_meta();
+    let base_keys = std::sync::Arc::new(
+        with_meta
+            .project(&[Some(RECORD_KEY), ordering].into_iter().flatten().collect::<Vec<_>>())
+            .map_err(|e| Error::Invalid { what: format!("table {}", config.name), reason: e.to_string() })?,
+    );
+    let mut plan = Plan { loc, schema, timeline, decoder, scanner, base_keys };
+    let Some(sizes) = plan.index(files, &mut merger, budget).await? else { return Ok(None) };
+    // Decoded rows take about one and a half times their Avro bytes.
+    let winners = merger.winners();
+    let decoded = winners.len().saturating_mul(sizes.bytes_per_record()).saturating_mul(3) / 2;
+    if merger.retained_bytes().saturating_add(decoded) > budget / 4 * 3 {
+        tracing::debug!(winners = winners.len(), decoded, budget, "winning rows would outgrow the budget");
+        return Ok(None);
+    }
+    let batches = plan.decode_winners(files, &winners).await?;
+    merger.place(&winners, batches);
+    Ok(Some(merger))
+}
+
+/// What the index pass saw of the inputs' sizes.
+#[derive(Debug, Default)]
+struct Sizes {
+    records: usize,
+    bytes: usize,
+}
+
+impl Sizes {
+    /// Average Avro bytes per record (a guess of 256 with no log records).
+    fn bytes_per_record(&self) -> usize {
+        self.bytes.checked_div(self.records).unwrap_or(256).max(1)
+    }
+}
+
+/// The error of a record that could not be read: file, record and field.
+fn corrupt_record(path: &str, record: usize, detail: String) -> Error {
+    tributary_writer::Error::CorruptLog {
+        path: path.to_string(),
+        offset: 0,
+        reason: format!("data block record {}{detail}", record + 1),
+    }
+    .into()
+}
+
+/// The ordering value of a scanned field, exactly as the merge reads it from
+/// a decoded column.
+fn ordering_of(value: Scanned<'_>, path: &str, record: usize) -> Result<Ord2> {
+    Ok(match value {
+        Scanned::Long(v) => Ord2::Int(v),
+        Scanned::Float(v) => Ord2::Float(f64::from(v)),
+        Scanned::Double(v) => Ord2::Float(v),
+        Scanned::Text(b) => Ord2::Text(Box::new(
+            String::from_utf8(b.to_vec())
+                .map_err(|e| corrupt_record(path, record, format!(", ordering field: {e}")))?,
+        )),
+        Scanned::Null | Scanned::Boolean(_) | Scanned::Bytes(_) => Ord2::Null,
+    })
+}
+
+/// A data block the key-first merge can read: complete rows of the table's
+/// own log schema.
+fn readable(block: &LogBlock, schema: &TableSchema) -> bool {
+    block.header(HeaderKey::IsPartial) != Some("true")
+        && block.header(HeaderKey::Schema).is_none_or(|s| s == schema.log_json())
+}
+
+impl Plan<'_> {
+    /// The index pass: every version's key and ordering value into `merger`.
+    /// Sources are numbered as [`Plan::decode_winners`] numbers them: the
+    /// base file is source 0 (rows counted through the file), each data
+    /// block a source from 1 on (rows counted through the block). `None`
+    /// when a block is not readable or the index outgrows its part of the
+    /// budget.
+    async fn index(&self, files: &SliceFiles<'_>, merger: &mut RowMerger, budget: usize) -> Result<Option<Sizes>> {
+        let mut sizes = Sizes::default();
+        if let Some(base) = files.base {
+            let mut reader = BaseReader::open_columns(self.loc, &self.base_keys, base).await?;
+            let mut first_row = 0;
+            while let Some(b) = reader.next().await? {
+                merger.push_keys(b.column(0), (b.num_columns() > 1).then(|| b.column(1)), 0, first_row)?;
+                first_row += b.num_rows();
+            }
+        }
+        let mut source = 1;
+        for log in files.logs {
+            let mut blocks = LogBlocks::open(self.loc, log).await?;
+            while let Some(block) = blocks.next_live(self.timeline).await? {
+                let path = &blocks.name;
+                match block.block_type {
+                    BlockType::AvroData => {
+                        if !readable(&block, self.schema) {
+                            return Ok(None);
+                        }
+                        let content = &block.content[..];
+                        let (count, mut pos) = avro_record_count(content, path)?;
+                        for r in 0..count {
+                            let record = next_avro_record(content, &mut pos)
+                                .map_err(|reason| corrupt_record(path, r, format!(": {reason}")))?;
+                            let (key, order) = self
+                                .scanner
+                                .scan(record)
+                                .map_err(|e| corrupt_record(path, r, format!(", field `{}`: {}", e.field, e.reason)))?;
+                            sizes.records += 1;
+                            sizes.bytes += record.len();
+                            if let Some(key) = key {
+                                merger.push_key(key, ordering_of(order, path, r)?, source, r);
+                            }
+                        }
+                        source += 1;
+                    }
+                    BlockType::Delete => {
+                        merger.push(&Version::Deletes(decode_delete_content(&block.content, path)?))?
+                    }
+                    BlockType::Command => {}
+                    other => return Err(unsupported_block(other, path)),
+                }
+                if merger.retained_bytes() > budget / 4 {
+                    tracing::debug!(held = merger.retained_bytes(), budget, "key index outgrows the budget");
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(sizes))
+    }
+
+    /// The decode pass: the rows of `winners` (ascending places, as
+    /// [`RowMerger::winners`] gives them), in that order.
+    async fn decode_winners(
+        &mut self,
+        files: &SliceFiles<'_>,
+        winners: &[(u64, u32)],
+    ) -> Result<Vec<arrow::array::RecordBatch>> {
+        let place = |w: &(u64, u32)| ((w.0 >> 32) as usize, (w.0 & 0xffff_ffff) as usize);
+        let mut out = Vec::new();
+        let mut next = 0;
+        if let Some(base) = files.base
+            && winners.first().is_some_and(|w| place(w).0 == 0)
+        {
+            let mut reader = BaseReader::open(self.loc, self.schema, base).await?;
+            let mut first_row = 0;
+            while let Some(b) = reader.next().await? {
+                let end = first_row + b.num_rows();
+                let mut take = Vec::new();
+                while let Some((0, row)) = winners.get(next).map(place)
+                    && row < end
+                {
+                    take.push((row - first_row) as u32);
+                    next += 1;
+                }
+                if !take.is_empty() {
+                    let indices = arrow::array::UInt32Array::from(take);
+                    out.push(
+                        arrow::compute::take_record_batch(&b, &indices)
+                            .map_err(|e| Error::Invalid { what: base.to_string(), reason: e.to_string() })?,
+                    );
+                }
+                first_row = end;
+            }
+        }
+        let mut source = 1;
+        for log in files.logs {
+            if next == winners.len() {
+                break;
+            }
+            let mut blocks = LogBlocks::open(self.loc, log).await?;
+            while let Some(block) = blocks.next_live(self.timeline).await? {
+                if block.block_type != BlockType::AvroData {
+                    continue;
+                }
+                let path = &blocks.name;
+                let content = &block.content[..];
+                let (count, mut pos) = avro_record_count(content, path)?;
+                for r in 0..count {
+                    let Some((s, row)) = winners.get(next).map(place) else { break };
+                    if s != source {
+                        break;
+                    }
+                    let record = next_avro_record(content, &mut pos)
+                        .map_err(|reason| corrupt_record(path, r, format!(": {reason}")))?;
+                    if row != r {
+                        continue;
+                    }
+                    next += 1;
+                    if let Err(e) = self.decoder.push(record) {
+                        self.decoder.reset();
+                        return Err(corrupt_record(path, r, format!(", field `{}`: {}", e.field, e.reason)));
+                    }
+                    if self.decoder.rows() == WINNER_BATCH_ROWS {
+                        out.push(self.finish_batch(path)?);
+                    }
+                }
+                source += 1;
+            }
+        }
+        if self.decoder.rows() > 0 {
+            out.push(self.finish_batch("log records")?);
+        }
+        if next != winners.len() {
+            return Err(Error::Invalid {
+                what: "key-first merge".into(),
+                reason: format!("{} winning rows were not found on the second read", winners.len() - next),
+            });
+        }
+        Ok(out)
+    }
+
+    fn finish_batch(&mut self, path: &str) -> Result<arrow::array::RecordBatch> {
+        self.decoder.finish().map_err(|e| Error::Invalid { what: path.to_string(), reason: e.to_string() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use object_store::memory::InMemory;
+    use object_store::path::Path;
+    use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+    use proptest::prelude::*;
+    use tributary_timeline::MergeMode;
+    use tributary_writer::codec::{DataBlockEncoder, encode_delete_content};
+
+    use super::*;
+    use crate::merge::merge;
+    use crate::test_util::{Case, Write, case, sorted, write};
+
+    /// `versions` as files of a slice: the first as a Parquet base file when
+    /// `with_base` (and it is rows), the rest as logs of `per_log` blocks.
+    async fn slice_files(
+        store: &Arc<dyn ObjectStore>,
+        schema: &TableSchema,
+        versions: &[Version],
+        with_base: bool,
+        per_log: usize,
+    ) -> (Option<Path>, Vec<Path>) {
+        let mut rest = versions;
+        let mut base = None;
+        if with_base && let Some(Version::Rows(b)) = versions.first() {
+            let mut bytes = Vec::new();
+            let mut w = parquet::arrow::ArrowWriter::try_new(&mut bytes, b.schema(), None).unwrap();
+            w.write(b).unwrap();
+            w.close().unwrap();
+            let path = Path::from("t/base.parquet");
+            store.put(&path, PutPayload::from(bytes)).await.unwrap();
+            base = Some(path);
+            rest = &versions[1..];
+        }
+        let mut logs = Vec::new();
+        let mut encoder = DataBlockEncoder::new(schema).unwrap();
+        for (n, chunk) in rest.chunks(per_log).enumerate() {
+            let mut file = Vec::new();
+            for v in chunk {
+                let mut content = Vec::new();
+                let block_type = match v {
+                    Version::Rows(b) => {
+                        encoder.encode_content(std::slice::from_ref(b), &mut content).unwrap();
+                        BlockType::AvroData
+                    }
+                    Version::Deletes(ds) => {
+                        encode_delete_content(ds, &mut content);
+                        BlockType::Delete
+                    }
+                    Version::Partial { .. } => unreachable!("whole rows only"),
+                };
+                let header = vec![(HeaderKey::Schema, schema.log_json().to_string())];
+                LogBlock { block_type, header, content: content.into(), footer: Vec::new() }.encode_into(&mut file);
+            }
+            let path = Path::from(format!("t/.f1_{n}.log.1_0-1-0"));
+            store.put(&path, PutPayload::from(file)).await.unwrap();
+            logs.push(path);
+        }
+        (base, logs)
+    }
+
+    /// The key-first merge of `versions` laid out as files, sorted by key;
+    /// `None` when it declines the slice.
+    fn merge_files(
+        schema: &TableSchema,
+        config: &TableConfig,
+        versions: &[Version],
+        with_base: bool,
+        per_log: usize,
+    ) -> Result<Option<Option<Vec<arrow::array::ArrayRef>>>> {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        rt.block_on(async {
+            let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+            let loc = TableLocation::new(store.clone(), Path::from("t"));
+            let timeline = Timeline::load(&loc, config).await?;
+            let (base, logs) = slice_files(&store, schema, versions, with_base, per_log).await;
+            let files = SliceFiles { base: base.as_ref(), logs: &logs };
+            let Some(merger) = merge_key_first(&loc, schema, config, &timeline, &files, usize::MAX).await? else {
+                return Ok(None);
+            };
+            Ok(Some(merger.finish(true)?.map(|b| b.columns().to_vec())))
+        })
+    }
+
+    /// Whole rows and deletes only: partial writes become whole rows.
+    fn whole(writes: Vec<Write>) -> Vec<Write> {
+        writes.into_iter().map(|w| Write { kind: if w.kind == 1 { 0 } else { w.kind }, ..w }).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// Indexing keys, then decoding only the winners, gives exactly the
+        /// rows of decoding and merging every version, with a base file or
+        /// without, under either ordering.
+        #[test]
+        fn key_first_merges_like_the_whole_group(
+            writes in prop::collection::vec(write(), 1..12),
+            with_base in any::<bool>(),
+            per_log in 1usize..4,
+            commit_time in any::<bool>(),
+        ) {
+            let Case { schema, mut config, versions, .. } = case(&whole(writes), false);
+            if commit_time {
+                config.merge_mode = MergeMode::CommitTime;
+            }
+            let want = merge(&schema, &config, &versions).unwrap().map(sorted);
+            let got = merge_files(&schema, &config, &versions, with_base, per_log).unwrap();
+            prop_assert_eq!(got, Some(want));
+        }
+    }
+
+    #[test]
+    fn key_first_declines_partial_blocks_and_sequence_groups() {
+        let writes = vec![Write { kind: 0, present: (true, true), rows: vec![(1, 1, Some(1), Some(1))] }];
+        let Case { schema, config, versions, .. } = case(&writes, true);
+        assert_eq!(merge_files(&schema, &config, &versions, false, 1).unwrap(), None);
+
+        // A partial block (read under another schema) is left to the general merge.
+        let Case { schema, config, .. } = case(&writes, false);
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let declined = rt.block_on(async {
+            let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+            let loc = TableLocation::new(store.clone(), Path::from("t"));
+            let timeline = Timeline::load(&loc, &config).await.unwrap();
+            let header = vec![(HeaderKey::Schema, "{}".to_string()), (HeaderKey::IsPartial, "true".to_string())];
+            let mut file = Vec::new();
+            LogBlock { block_type: BlockType::AvroData, header, content: Vec::new().into(), footer: Vec::new() }
+                .encode_into(&mut file);
+            let logs = vec![Path::from("t/.f1_0.log.1_0-1-0")];
+            store.put(&logs[0], PutPayload::from(file)).await.unwrap();
+            let files = SliceFiles { base: None, logs: &logs };
+            merge_key_first(&loc, &schema, &config, &timeline, &files, usize::MAX).await.unwrap().is_none()
+        });
+        assert!(declined);
+    }
+
+    #[test]
+    fn a_corrupt_record_is_named_by_file_and_record() {
+        let writes = vec![Write { kind: 0, present: (true, true), rows: vec![(1, 1, None, None), (2, 2, None, None)] }];
+        let Case { schema, config, versions, .. } = case(&writes, false);
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let err = rt.block_on(async {
+            let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+            let loc = TableLocation::new(store.clone(), Path::from("t"));
+            let timeline = Timeline::load(&loc, &config).await.unwrap();
+            let Version::Rows(b) = &versions[0] else { unreachable!() };
+            let mut content = Vec::new();
+            DataBlockEncoder::new(&schema).unwrap().encode_content(std::slice::from_ref(b), &mut content).unwrap();
+            // The second record's commit time claims more bytes than the record has.
+            let (_, mut pos) = avro_record_count(&content, "x").unwrap();
+            next_avro_record(&content, &mut pos).unwrap();
+            content[pos + 4] = 0x7e;
+            let header = vec![(HeaderKey::Schema, schema.log_json().to_string())];
+            let mut file = Vec::new();
+            LogBlock { block_type: BlockType::AvroData, header, content: content.into(), footer: Vec::new() }
+                .encode_into(&mut file);
+            let logs = vec![Path::from("t/.f1_0.log.1_0-1-0")];
+            store.put(&logs[0], PutPayload::from(file)).await.unwrap();
+            let files = SliceFiles { base: None, logs: &logs };
+            merge_key_first(&loc, &schema, &config, &timeline, &files, usize::MAX).await.err().unwrap().to_string()
+        });
+        assert!(err.contains(".f1_0.log.1_0-1-0") && err.contains("record 2") && err.contains("field"), "{err}");
+    }
+}
