@@ -25,7 +25,7 @@ use tributary_timeline::{
     TimeGenerator, Timeline, TimelineWriter, WriteToken,
 };
 use tributary_writer::client::{marker_dir, remove_markers, rollback_files};
-use tributary_writer::schema::{FILE_NAME, TableSchema};
+use tributary_writer::schema::{COMMIT_SEQNO, FILE_NAME, META_FIELDS, RECORD_KEY, TableSchema};
 
 use crate::error::{Error, Result};
 use crate::keyed::{SliceFiles, merge_key_first};
@@ -37,6 +37,9 @@ use crate::spill::{RunMerger, SpillArea, Spiller};
 /// Most partitions a spilled group is split into; a budget so small that it
 /// asks for more is not honoured beyond this.
 const MAX_SPILL_PARTITIONS: usize = 1024;
+
+/// Rows gathered into key order at a time for the new base file.
+const OUTPUT_BATCH_ROWS: usize = 32 * 1024;
 
 /// Settings of a [`Compactor`].
 #[derive(Debug, Clone)]
@@ -269,7 +272,16 @@ impl Compactor {
             Err(e) => return Err(e.into()),
         }
         let out_path = self.loc.join(&rel);
-        let props = WriterProperties::builder()
+        // Record keys and sequence numbers are unique within a base file, so
+        // a dictionary of them would only be built to be given up.
+        let fields = self.schema.arrow_with_meta().fields();
+        let unique = [RECORD_KEY, COMMIT_SEQNO, META_FIELDS.len() + self.schema.key_index()];
+        let props = unique
+            .iter()
+            .filter_map(|&c| fields.get(c))
+            .fold(WriterProperties::builder(), |b, f| {
+                b.set_column_dictionary_enabled(parquet::schema::types::ColumnPath::from(f.name().as_str()), false)
+            })
             .set_max_row_group_row_count(Some(self.settings.row_group_rows.max(1024)))
             .set_compression(parquet::basic::Compression::SNAPPY)
             .build();
@@ -285,8 +297,8 @@ impl Compactor {
         let files = SliceFiles { base: inputs.iter().find(|(_, base)| *base).map(|(p, _)| p), logs: &logs };
         let keyed = merge_key_first(&self.loc, &self.schema, &self.config, timeline, &files, budget).await?;
         if let Some(merger) = keyed {
-            if let Some(sorted) = merger.finish(true)? {
-                let sorted = with_file_name(sorted, &name)?;
+            for sorted in merger.finish_in_batches(true, OUTPUT_BATCH_ROWS) {
+                let sorted = with_file_name(sorted?, &name)?;
                 rows += sorted.num_rows() as u64;
                 writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
             }
@@ -329,8 +341,8 @@ impl Compactor {
         };
         match sink {
             Sink::Fold { merger, .. } => {
-                if let Some(sorted) = merger.finish(true)? {
-                    let sorted = with_file_name(sorted, &name)?;
+                for sorted in merger.finish_in_batches(true, OUTPUT_BATCH_ROWS) {
+                    let sorted = with_file_name(sorted?, &name)?;
                     rows += sorted.num_rows() as u64;
                     writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
                 }

@@ -28,12 +28,12 @@ use arrow::datatypes::SchemaRef;
 use tributary_timeline::{TableConfig, TableLocation, Timeline};
 use tributary_writer::codec::decode_delete_content;
 use tributary_writer::decode::{ColumnDecoder, KeyScanner, Scanned};
-use tributary_writer::log_block::{BlockType, HeaderKey, LogBlock, avro_record_count, next_avro_record};
+use tributary_writer::log_block::{BlockType, HeaderKey};
 use tributary_writer::schema::{RECORD_KEY, TableSchema, arrow_schema_of};
 
 use crate::error::{Error, Result};
-use crate::merge::{Ord2, RowMerger, Version, check_merger};
-use crate::slice::{BaseReader, LogBlocks, unsupported_block};
+use crate::merge::{KeyBatch, Ord2, RowMerger, Version, check_merger};
+use crate::slice::{BaseReader, LogBlocks, LogEntry, Records, unsupported_block};
 
 /// Rows per decoded batch of winners.
 const WINNER_BATCH_ROWS: usize = 16 * 1024;
@@ -138,9 +138,24 @@ fn ordering_of(value: Scanned<'_>, path: &str, record: usize) -> Result<Ord2> {
 
 /// A data block the key-first merge can read: complete rows of the table's
 /// own log schema.
-fn readable(block: &LogBlock, schema: &TableSchema) -> bool {
+fn readable(block: &LogEntry, schema: &TableSchema) -> bool {
     block.header(HeaderKey::IsPartial) != Some("true")
         && block.header(HeaderKey::Schema).is_none_or(|s| s == schema.log_json())
+}
+
+/// A record that could not be read, named by its number in the block.
+fn record_error(e: Error, record: usize) -> Error {
+    match e {
+        Error::Writer(tributary_writer::Error::CorruptLog { path, offset, reason }) => {
+            tributary_writer::Error::CorruptLog {
+                path,
+                offset,
+                reason: format!("data block record {}: {reason}", record + 1),
+            }
+            .into()
+        }
+        other => other,
+    }
 }
 
 impl Plan<'_> {
@@ -154,6 +169,7 @@ impl Plan<'_> {
         let mut sizes = Sizes::default();
         if let Some(base) = files.base {
             let mut reader = BaseReader::open_columns(self.loc, &self.base_keys, base).await?;
+            merger.expect_keys(reader.num_rows());
             let mut first_row = 0;
             while let Some(b) = reader.next().await? {
                 merger.push_keys(b.column(0), (b.num_columns() > 1).then(|| b.column(1)), 0, first_row)?;
@@ -161,33 +177,43 @@ impl Plan<'_> {
             }
         }
         let mut source = 1;
+        let mut batch = KeyBatch::default();
         for log in files.logs {
             let mut blocks = LogBlocks::open(self.loc, log).await?;
-            while let Some(block) = blocks.next_live(self.timeline).await? {
+            while let Some(entry) = blocks.next_live_entry(self.timeline).await? {
                 let path = &blocks.name;
-                match block.block_type {
+                match entry.block_type() {
                     BlockType::AvroData => {
-                        if !readable(&block, self.schema) {
+                        if !readable(&entry, self.schema) {
                             return Ok(None);
                         }
-                        let content = &block.content[..];
-                        let (count, mut pos) = avro_record_count(content, path)?;
+                        let mut records = Records::open(entry, &blocks).await?;
+                        let count = records.count();
+                        // A slice's first block usually holds most of its keys.
+                        merger.expect_keys(count);
                         for r in 0..count {
-                            let record = next_avro_record(content, &mut pos)
-                                .map_err(|reason| corrupt_record(path, r, format!(": {reason}")))?;
+                            let record = if records.ready() {
+                                records.next_ready()
+                            } else {
+                                records.next().await.map_err(|e| record_error(e, r))?
+                            };
                             let (key, order) = self
                                 .scanner
                                 .scan(record)
                                 .map_err(|e| corrupt_record(path, r, format!(", field `{}`: {}", e.field, e.reason)))?;
                             sizes.records += 1;
                             sizes.bytes += record.len();
-                            if let Some(key) = key {
-                                merger.push_key(key, ordering_of(order, path, r)?, source, r);
+                            if let Some(key) = key
+                                && batch.push(key, ordering_of(order, path, r)?, source, r)
+                            {
+                                merger.push_batch(&mut batch);
                             }
                         }
+                        merger.push_batch(&mut batch);
                         source += 1;
                     }
                     BlockType::Delete => {
+                        let block = blocks.load(entry).await?;
                         merger.push(&Version::Deletes(decode_delete_content(&block.content, path)?))?
                     }
                     BlockType::Command => {}
@@ -242,30 +268,34 @@ impl Plan<'_> {
                 break;
             }
             let mut blocks = LogBlocks::open(self.loc, log).await?;
-            while let Some(block) = blocks.next_live(self.timeline).await? {
-                if block.block_type != BlockType::AvroData {
+            while let Some(entry) = blocks.next_live_entry(self.timeline).await? {
+                if entry.block_type() != BlockType::AvroData {
                     continue;
                 }
                 let path = &blocks.name;
-                let content = &block.content[..];
-                let (count, mut pos) = avro_record_count(content, path)?;
-                for r in 0..count {
-                    let Some((s, row)) = winners.get(next).map(place) else { break };
-                    if s != source {
-                        break;
-                    }
-                    let record = next_avro_record(content, &mut pos)
-                        .map_err(|reason| corrupt_record(path, r, format!(": {reason}")))?;
-                    if row != r {
-                        continue;
-                    }
-                    next += 1;
-                    if let Err(e) = self.decoder.push(record) {
-                        self.decoder.reset();
-                        return Err(corrupt_record(path, r, format!(", field `{}`: {}", e.field, e.reason)));
-                    }
-                    if self.decoder.rows() == WINNER_BATCH_ROWS {
-                        out.push(self.finish_batch(path)?);
+                if winners.get(next).is_some_and(|w| place(w).0 == source) {
+                    let mut records = Records::open(entry, &blocks).await?;
+                    for r in 0..records.count() {
+                        let Some((s, row)) = winners.get(next).map(place) else { break };
+                        if s != source {
+                            break;
+                        }
+                        let record = if records.ready() {
+                            records.next_ready()
+                        } else {
+                            records.next().await.map_err(|e| record_error(e, r))?
+                        };
+                        if row != r {
+                            continue;
+                        }
+                        next += 1;
+                        if let Err(e) = self.decoder.push(record) {
+                            self.decoder.reset();
+                            return Err(corrupt_record(path, r, format!(", field `{}`: {}", e.field, e.reason)));
+                        }
+                        if self.decoder.rows() == WINNER_BATCH_ROWS {
+                            out.push(self.finish_batch(path)?);
+                        }
                     }
                 }
                 source += 1;
@@ -298,6 +328,7 @@ mod tests {
     use proptest::prelude::*;
     use tributary_timeline::MergeMode;
     use tributary_writer::codec::{DataBlockEncoder, encode_delete_content};
+    use tributary_writer::log_block::{LogBlock, avro_record_count, next_avro_record};
 
     use super::*;
     use crate::merge::merge;

@@ -232,6 +232,30 @@ fn row_of(at: RowAt) -> (usize, usize) {
     ((at >> 32) as usize, (at & 0xffff_ffff) as usize)
 }
 
+/// Versions gathered for [`RowMerger::push_batch`]: keys back to back, and
+/// per version where its key ends, its ordering value and its place.
+#[derive(Default)]
+pub(crate) struct KeyBatch {
+    keys: Vec<u8>,
+    versions: Vec<(usize, Ord2, RowAt)>,
+    hashes: Vec<u64>,
+}
+
+impl KeyBatch {
+    /// Versions a batch gathers before it is merged: enough lookups to
+    /// overlap, few enough that the keys stay in the first-level cache.
+    pub(crate) const LEN: usize = 32;
+
+    /// Adds a version of `key` whose row is row `row` of source `source`;
+    /// true when the batch is full.
+    #[inline]
+    pub(crate) fn push(&mut self, key: &[u8], order: Ord2, source: usize, row: usize) -> bool {
+        self.keys.extend_from_slice(key);
+        self.versions.push((self.keys.len(), order, row_at(source, row)));
+        self.versions.len() >= Self::LEN
+    }
+}
+
 /// A record key in the index: up to [`KeyRef::INLINE`] bytes held in place
 /// (the last byte is the length), a longer key as its place in the key
 /// arena (the last byte is [`KeyRef::STORED`]).
@@ -425,6 +449,12 @@ impl RowMerger {
     fn apply(&mut self, key: &[u8], order: Ord2, at: RowAt, always: bool) {
         use std::hash::BuildHasher;
         let hash = self.hasher.hash_one(key);
+        self.apply_hashed(key, hash, order, at, always);
+    }
+
+    /// [`RowMerger::apply`] of a key whose hash is known.
+    #[inline]
+    fn apply_hashed(&mut self, key: &[u8], hash: u64, order: Ord2, at: RowAt, always: bool) {
         let arena = &self.arena;
         let inline = KeyRef::inline(key);
         let found = match inline {
@@ -457,11 +487,32 @@ impl RowMerger {
         self.ordering.filter(|_| self.event_time)
     }
 
-    /// Merges one version of `key` whose row is row `row` of source
-    /// `source`, a place that [`RowMerger::place`] later maps to rows.
-    #[inline]
-    pub(crate) fn push_key(&mut self, key: &[u8], order: Ord2, source: usize, row: usize) {
-        self.apply(key, order, row_at(source, row), false);
+    /// Sizes an empty index for `keys` keys, so that it does not grow (and
+    /// rehash) step by step; a no-op once the index holds keys.
+    pub(crate) fn expect_keys(&mut self, keys: usize) {
+        if self.table.is_empty() {
+            self.table.reserve(keys, |s| s.hash);
+        }
+    }
+
+    /// Merges the versions gathered in `batch` (in their order), and
+    /// empties it. The keys' hashes are all computed first, so the index
+    /// lookups that follow are independent of one another and their cache
+    /// misses overlap.
+    pub(crate) fn push_batch(&mut self, batch: &mut KeyBatch) {
+        use std::hash::BuildHasher;
+        batch.hashes.clear();
+        let mut start = 0;
+        for v in &batch.versions {
+            batch.hashes.push(self.hasher.hash_one(&batch.keys[start..v.0]));
+            start = v.0;
+        }
+        let mut start = 0;
+        for (v, hash) in batch.versions.drain(..).zip(&batch.hashes) {
+            self.apply_hashed(&batch.keys[start..v.0], *hash, v.1, v.2, false);
+            start = v.0;
+        }
+        batch.keys.clear();
     }
 
     /// Merges the keys of `keys` (with their `ordering` values), whose rows
@@ -477,17 +528,27 @@ impl RowMerger {
             what: "merge input".into(),
             reason: "_hoodie_record_key is not a string column".into(),
         })?;
+        use std::hash::BuildHasher;
         let order_column = ordering.map(OrderColumn::of);
         let order_nulls = ordering.and_then(|c| c.logical_nulls());
-        for r in 0..keys.len() {
-            if keys.is_null(r) {
-                continue;
+        // Hashes a chunk at a time, so the lookups overlap (see `push_batch`).
+        let mut hashes = [0u64; KeyBatch::LEN];
+        for chunk in (0..keys.len()).step_by(KeyBatch::LEN) {
+            let rows = chunk..keys.len().min(chunk + KeyBatch::LEN);
+            for r in rows.clone() {
+                hashes[r - chunk] = self.hasher.hash_one(keys.value(r).as_bytes());
             }
-            let order = match &order_column {
-                Some(c) => c.at(order_nulls.as_ref(), r),
-                None => Ord2::Null,
-            };
-            self.apply(keys.value(r).as_bytes(), order, row_at(source, first_row + r), false);
+            for r in rows {
+                if keys.is_null(r) {
+                    continue;
+                }
+                let order = match &order_column {
+                    Some(c) => c.at(order_nulls.as_ref(), r),
+                    None => Ord2::Null,
+                };
+                let at = row_at(source, first_row + r);
+                self.apply_hashed(keys.value(r).as_bytes(), hashes[r - chunk], order, at, false);
+            }
         }
         Ok(())
     }
@@ -518,8 +579,25 @@ impl RowMerger {
     /// The surviving rows, sorted by record key with `by_key`, else in
     /// write order; `None` when none survive.
     pub(crate) fn finish(self, by_key: bool) -> Result<Option<RecordBatch>> {
+        let indices = self.survivors(by_key);
+        if indices.is_empty() {
+            return Ok(None);
+        }
+        self.gather(indices)
+    }
+
+    /// [`RowMerger::finish`] in batches of at most `rows` rows, gathered as
+    /// they are pulled, so the surviving rows are never copied all at once.
+    pub(crate) fn finish_in_batches(self, by_key: bool, rows: usize) -> Survivors {
+        let indices = self.survivors(by_key);
+        Survivors { merger: self, indices, next: 0, rows: rows.max(1) }
+    }
+
+    /// Where the surviving rows are, in key order with `by_key`, else in
+    /// write order.
+    fn survivors(&self, by_key: bool) -> Vec<(usize, usize)> {
         let live = self.table.iter().filter(|s| s.at != DELETED);
-        let indices: Vec<(usize, usize)> = if by_key {
+        if by_key {
             // By key prefix, and by the whole key where prefixes tie.
             let arena = &self.arena;
             let mut picks: Vec<(u128, KeyRef, RowAt)> = live.map(|s| (s.key.prefix(arena), s.key, s.at)).collect();
@@ -529,10 +607,26 @@ impl RowMerger {
             let mut picks: Vec<RowAt> = live.map(|s| s.at).collect();
             picks.sort_unstable();
             picks.into_iter().map(row_of).collect()
-        };
-        if indices.is_empty() {
-            return Ok(None);
         }
-        self.gather(indices)
+    }
+}
+
+/// The surviving rows of a merge, a batch at a time: see
+/// [`RowMerger::finish_in_batches`].
+pub(crate) struct Survivors {
+    merger: RowMerger,
+    indices: Vec<(usize, usize)>,
+    next: usize,
+    rows: usize,
+}
+
+impl Iterator for Survivors {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let end = self.indices.len().min(self.next + self.rows);
+        let part = self.indices.get(self.next..end).filter(|p| !p.is_empty())?.to_vec();
+        self.next = end;
+        self.merger.gather(part).transpose()
     }
 }

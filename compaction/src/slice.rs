@@ -8,7 +8,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use tributary_timeline::fs_view::FileSlice;
 use tributary_timeline::{InstantTime, TableLocation, Timeline};
 use tributary_writer::codec::{DataBlockBatches, decode_delete_content};
-use tributary_writer::log_block::{BlockType, HeaderKey, LogBlock};
+use tributary_writer::log_block::{BlockHead, BlockType, HeaderKey, LogBlock};
 use tributary_writer::schema::TableSchema;
 
 use crate::error::{Error, Result};
@@ -128,7 +128,15 @@ pub(crate) fn unsupported_block(block_type: BlockType, path: &str) -> Error {
 
 /// Log files up to this size are read in one request; larger ones a block
 /// at a time, so a reader holds one block rather than the whole file.
-const WHOLE_LOG_BYTES: u64 = 8 << 20;
+/// (Unit tests stream every log, in tiny windows.)
+const WHOLE_LOG_BYTES: u64 = if cfg!(test) { 0 } else { 8 << 20 };
+
+/// Bytes read for a block's head in a large log file: enough for any
+/// header this crate writes, and for a whole small block.
+const HEAD_BYTES: u64 = if cfg!(test) { 2 << 10 } else { 64 << 10 };
+
+/// Bytes fetched at a time when a large data block's records are streamed.
+const WINDOW_BYTES: u64 = if cfg!(test) { 100 } else { 1 << 20 };
 
 /// The blocks of one log file, in file order.
 pub(crate) struct LogBlocks<'a> {
@@ -142,22 +150,32 @@ pub(crate) struct LogBlocks<'a> {
     whole: Option<std::vec::IntoIter<LogBlock>>,
 }
 
-impl<'a> LogBlocks<'a> {
-    /// The next block written by an instant that completed (every block of
-    /// a v8 log; pre-v8 logs may hold blocks of failed instants).
-    pub(crate) async fn next_live(&mut self, timeline: &Timeline) -> Result<Option<LogBlock>> {
-        while let Some(block) = self.next().await? {
-            if let Some(t) = block.header(HeaderKey::InstantTime)
-                && let Ok(t) = InstantTime::parse(t)
-                && !timeline.is_completed(&t)
-            {
-                continue;
-            }
-            return Ok(Some(block));
+/// One block of a log file: read, or (a large data block) only its head,
+/// its content left in the store to be streamed by [`Records`].
+pub(crate) enum LogEntry {
+    /// The whole block.
+    Loaded(LogBlock),
+    /// A data block's head; the block starts at `offset` of the file.
+    Stored { offset: u64, head: BlockHead },
+}
+
+impl LogEntry {
+    pub(crate) fn block_type(&self) -> BlockType {
+        match self {
+            LogEntry::Loaded(b) => b.block_type,
+            LogEntry::Stored { head, .. } => head.block_type,
         }
-        Ok(None)
     }
 
+    pub(crate) fn header(&self, key: HeaderKey) -> Option<&str> {
+        match self {
+            LogEntry::Loaded(b) => b.header(key),
+            LogEntry::Stored { head, .. } => head.header(key),
+        }
+    }
+}
+
+impl<'a> LogBlocks<'a> {
     pub(crate) async fn open(loc: &'a TableLocation, log: &'a object_store::path::Path) -> Result<Self> {
         let name = log.to_string();
         let got = loc.store.get(log).await.map_err(|e| tributary_timeline::Error::store("get", log, e))?;
@@ -171,29 +189,190 @@ impl<'a> LogBlocks<'a> {
         Ok(Self { loc, log, name, size, offset: 0, whole })
     }
 
-    async fn next(&mut self) -> Result<Option<LogBlock>> {
+    async fn range(&self, r: std::ops::Range<u64>) -> Result<bytes::Bytes> {
+        let log = self.log;
+        Ok(self.loc.store.get_range(log, r).await.map_err(|e| tributary_timeline::Error::store("get", log, e))?)
+    }
+
+    /// The next block written by an instant that completed (every block of
+    /// a v8 log; pre-v8 logs may hold blocks of failed instants).
+    pub(crate) async fn next_live(&mut self, timeline: &Timeline) -> Result<Option<LogBlock>> {
+        match self.next_live_entry(timeline).await? {
+            Some(e) => self.load(e).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// [`LogBlocks::next_live`], leaving a large data block's content in the
+    /// store.
+    pub(crate) async fn next_live_entry(&mut self, timeline: &Timeline) -> Result<Option<LogEntry>> {
+        while let Some(entry) = self.next_entry().await? {
+            if let Some(t) = entry.header(HeaderKey::InstantTime)
+                && let Ok(t) = InstantTime::parse(t)
+                && !timeline.is_completed(&t)
+            {
+                continue;
+            }
+            return Ok(Some(entry));
+        }
+        Ok(None)
+    }
+
+    /// The whole block of `entry`.
+    pub(crate) async fn load(&self, entry: LogEntry) -> Result<LogBlock> {
+        match entry {
+            LogEntry::Loaded(b) => Ok(b),
+            LogEntry::Stored { offset, head } => {
+                let bytes = self.range(offset..offset + head.framed_len as u64).await?;
+                Ok(LogBlock::decode_framed(bytes, offset, &self.name)?)
+            }
+        }
+    }
+
+    async fn next_entry(&mut self) -> Result<Option<LogEntry>> {
         if let Some(whole) = &mut self.whole {
-            return Ok(whole.next());
+            return Ok(whole.next().map(LogEntry::Loaded));
         }
         if self.offset >= self.size {
             return Ok(None);
         }
-        let (store, log) = (&self.loc.store, self.log);
-        let range = |r: std::ops::Range<u64>| async move {
-            store.get_range(log, r).await.map_err(|e| tributary_timeline::Error::store("get", log, e))
-        };
-        let head = range(self.offset..self.size.min(self.offset + LogBlock::FRAME_PREFIX as u64)).await?;
-        let len = LogBlock::framed_len(&head, self.offset, &self.name)? as u64;
-        let end = self.offset.checked_add(len).filter(|e| *e <= self.size).ok_or_else(|| {
-            tributary_writer::Error::CorruptLog {
+        let offset = self.offset;
+        let first = self.range(offset..self.size.min(offset + HEAD_BYTES)).await?;
+        let len = LogBlock::framed_len(&first, offset, &self.name)? as u64;
+        let end =
+            offset.checked_add(len).filter(|e| *e <= self.size).ok_or_else(|| tributary_writer::Error::CorruptLog {
                 path: self.name.clone(),
-                offset: self.offset,
+                offset,
                 reason: format!("block of {len} bytes runs past the end of the file"),
-            }
-        })?;
-        let block = LogBlock::decode_framed(range(self.offset..end).await?, self.offset, &self.name)?;
+            })?;
         self.offset = end;
-        Ok(Some(block))
+        if len <= first.len() as u64 {
+            return Ok(Some(LogEntry::Loaded(LogBlock::decode_framed(
+                first.slice(..len as usize),
+                offset,
+                &self.name,
+            )?)));
+        }
+        Ok(Some(match LogBlock::decode_head(&first, offset, &self.name)? {
+            Some(head) if head.block_type == BlockType::AvroData => LogEntry::Stored { offset, head },
+            // Other blocks, and heads longer than the first read, are read whole.
+            _ => LogEntry::Loaded(LogBlock::decode_framed(self.range(offset..end).await?, offset, &self.name)?),
+        }))
+    }
+}
+
+/// The records of one AVRO_DATA block, in order: from its content in memory,
+/// or streamed from the store a window at a time, so that a large block is
+/// never held whole. A record that spans two windows is copied out.
+pub(crate) struct Records {
+    store: std::sync::Arc<dyn object_store::ObjectStore>,
+    path: object_store::path::Path,
+    name: String,
+    window: bytes::Bytes,
+    at: usize,
+    /// The content not fetched yet.
+    unread: std::ops::Range<u64>,
+    carry: Vec<u8>,
+    count: usize,
+}
+
+impl Records {
+    /// The records of the data block `entry` of `blocks`.
+    pub(crate) async fn open(entry: LogEntry, blocks: &LogBlocks<'_>) -> Result<Self> {
+        let (window, unread) = match entry {
+            LogEntry::Loaded(b) => (b.content, 0..0),
+            LogEntry::Stored { offset, head } => {
+                // The footer and reverse pointer are checked first.
+                let content = offset + head.content.start as u64..offset + head.content.end as u64;
+                let tail = blocks.range(content.end..offset + head.framed_len as u64).await?;
+                LogBlock::decode_tail(&head, &tail, offset, &blocks.name)?;
+                (bytes::Bytes::new(), content)
+            }
+        };
+        let mut records = Self {
+            store: blocks.loc.store.clone(),
+            path: blocks.log.clone(),
+            name: blocks.name.clone(),
+            window,
+            at: 0,
+            unread,
+            carry: Vec::new(),
+            count: 0,
+        };
+        let version = records.i32().await?;
+        if version != tributary_writer::log_block::CONTENT_VERSION {
+            return Err(records.corrupt(format!("data block: unsupported content version {version}")));
+        }
+        let count = records.i32().await?;
+        records.count =
+            usize::try_from(count).map_err(|_| records.corrupt("data block: negative record count".into()))?;
+        Ok(records)
+    }
+
+    /// The block's record count.
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+
+    fn corrupt(&self, reason: String) -> Error {
+        tributary_writer::Error::CorruptLog { path: self.name.clone(), offset: 0, reason }.into()
+    }
+
+    async fn i32(&mut self) -> Result<i32> {
+        let b = self.take(4).await?;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// Whether the next record lies whole in the bytes at hand, so that
+    /// [`Records::next_ready`] can take it without a read.
+    #[inline]
+    pub(crate) fn ready(&self) -> bool {
+        let rest = &self.window[self.at..];
+        rest.first_chunk::<4>()
+            .is_some_and(|len| usize::try_from(i32::from_be_bytes(*len)).is_ok_and(|len| rest.len() - 4 >= len))
+    }
+
+    /// The next record, when [`Records::ready`] said it is at hand.
+    #[inline]
+    pub(crate) fn next_ready(&mut self) -> &[u8] {
+        let rest = &self.window[self.at..];
+        let len = i32::from_be_bytes(*rest.first_chunk::<4>().expect("ready")) as usize;
+        self.at += 4 + len;
+        &self.window[self.at - len..self.at]
+    }
+
+    /// The next record's bytes (after its length prefix). Call it at most
+    /// [`Records::count`] times.
+    pub(crate) async fn next(&mut self) -> Result<&[u8]> {
+        let len = self.i32().await?;
+        let len = usize::try_from(len).map_err(|_| self.corrupt("negative record length".into()))?;
+        self.take(len).await
+    }
+
+    /// The next `n` content bytes.
+    async fn take(&mut self, n: usize) -> Result<&[u8]> {
+        if self.window.len() - self.at >= n {
+            self.at += n;
+            return Ok(&self.window[self.at - n..self.at]);
+        }
+        self.carry.clear();
+        self.carry.extend_from_slice(&self.window[self.at..]);
+        while self.carry.len() < n {
+            if self.unread.is_empty() {
+                return Err(self.corrupt("data block: unexpected end of content".into()));
+            }
+            let want = ((n - self.carry.len()) as u64).max(WINDOW_BYTES).min(self.unread.end - self.unread.start);
+            let range = self.unread.start..self.unread.start + want;
+            self.window = self
+                .store
+                .get_range(&self.path, range.clone())
+                .await
+                .map_err(|e| tributary_timeline::Error::store("get", &self.path, e))?;
+            self.unread.start = range.end;
+            self.at = (n - self.carry.len()).min(self.window.len());
+            self.carry.extend_from_slice(&self.window[..self.at]);
+        }
+        Ok(&self.carry[..n])
     }
 }
 
@@ -265,6 +444,7 @@ pub struct BaseReader {
     stream: parquet::arrow::async_reader::ParquetRecordBatchStream<StoreFile>,
     target: SchemaRef,
     path: String,
+    rows: usize,
 }
 
 impl BaseReader {
@@ -285,6 +465,7 @@ impl BaseReader {
         let size = loc.store.head(path).await.map_err(|e| tributary_timeline::Error::store("head", path, e))?.size;
         let reader = StoreFile { store: loc.store.clone(), path: path.clone(), size };
         let builder = parquet::arrow::ParquetRecordBatchStreamBuilder::new(reader).await.map_err(|e| err(&e))?;
+        let rows = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
         // Only the file's columns that the target names are decoded.
         let wanted: Vec<usize> = builder
             .schema()
@@ -296,7 +477,12 @@ impl BaseReader {
             .collect();
         let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), wanted);
         let stream = builder.with_projection(mask).with_batch_size(8192).build().map_err(|e| err(&e))?;
-        Ok(Self { stream, target: target.clone(), path: name })
+        Ok(Self { stream, target: target.clone(), path: name, rows })
+    }
+
+    /// The file's row count, as its metadata gives it.
+    pub fn num_rows(&self) -> usize {
+        self.rows
     }
 
     /// The next batch of rows, or `None` at the end.

@@ -171,38 +171,86 @@ impl LogBlock {
     /// pointer), found at `offset` of the file `path`.
     pub fn decode_framed(bytes: bytes::Bytes, offset: u64, path: &str) -> Result<LogBlock> {
         let corrupt = |reason: String| Error::CorruptLog { path: path.to_string(), offset, reason };
-        let mut r = Reader { bytes: &bytes, pos: 0 };
-        if r.take(6).map_err(&corrupt)? != MAGIC {
-            return Err(corrupt("missing #HUDI# magic".into()));
+        let head = Self::decode_head(&bytes, offset, path)?;
+        let head = head.ok_or_else(|| corrupt("block ends inside its header".into()))?;
+        if head.framed_len != bytes.len() {
+            return Err(corrupt(format!("block size {} runs past the end of the file", head.framed_len - 14)));
         }
-        let block_size = r.i64().map_err(&corrupt)?;
-        let end = usize::try_from(block_size)
-            .ok()
-            .and_then(|s| s.checked_add(Self::FRAME_PREFIX))
-            .filter(|e| *e == bytes.len())
-            .ok_or_else(|| corrupt(format!("block size {block_size} runs past the end of the file")))?;
-        let version = r.i32().map_err(&corrupt)?;
-        if version != LOG_FORMAT_VERSION {
-            return Err(corrupt(format!("unsupported log format version {version}")));
+        let content = head.content.clone();
+        if content.end > bytes.len() {
+            return Err(corrupt(format!("content of {} bytes runs past the block", content.len())));
         }
-        let type_code = r.i32().map_err(&corrupt)?;
-        let block_type =
-            BlockType::from_i32(type_code).ok_or_else(|| corrupt(format!("unknown block type {type_code}")))?;
-        let header = r.map().map_err(&corrupt)?;
-        let content_len = r.i64().map_err(&corrupt)?;
-        let content_len =
-            usize::try_from(content_len).map_err(|_| corrupt(format!("negative content length {content_len}")))?;
-        let content_start = r.pos;
-        r.take(content_len).map_err(&corrupt)?;
-        let content = bytes.slice(content_start..r.pos);
+        let footer = Self::decode_tail(&head, &bytes[content.end..], offset, path)?;
+        Ok(LogBlock { block_type: head.block_type, header: head.header, content: bytes.slice(content), footer })
+    }
+
+    /// The head of the block whose first bytes are `bytes` (at least
+    /// [`Self::FRAME_PREFIX`] of them), found at `offset` of the file `path`:
+    /// its type, header and where its content lies. `None` when `bytes` end
+    /// before the head does. Lets a reader stream a large block's content
+    /// rather than hold all of it.
+    pub fn decode_head(bytes: &[u8], offset: u64, path: &str) -> Result<Option<BlockHead>> {
+        const SHORT: &str = "unexpected end of file";
+        let corrupt = |reason: String| Error::CorruptLog { path: path.to_string(), offset, reason };
+        let framed_len = Self::framed_len(bytes, offset, path)?;
+        let mut r = Reader { bytes, pos: Self::FRAME_PREFIX };
+        let parsed = (|| {
+            let version = r.i32()?;
+            if version != LOG_FORMAT_VERSION {
+                return Err(format!("unsupported log format version {version}"));
+            }
+            let type_code = r.i32()?;
+            let block_type = BlockType::from_i32(type_code).ok_or_else(|| format!("unknown block type {type_code}"))?;
+            let header = r.map()?;
+            let content_len = r.i64()?;
+            let content_len =
+                usize::try_from(content_len).map_err(|_| format!("negative content length {content_len}"))?;
+            Ok((block_type, header, content_len))
+        })();
+        match parsed {
+            Ok((block_type, header, content_len)) => {
+                let content = r.pos..r.pos.saturating_add(content_len);
+                Ok(Some(BlockHead { block_type, header, content, framed_len }))
+            }
+            Err(e) if e == SHORT && bytes.len() < framed_len => Ok(None),
+            Err(e) => Err(corrupt(e)),
+        }
+    }
+
+    /// Checks the bytes of a block after its content (`tail`: the footer
+    /// and the reverse pointer) against its head; returns the footer.
+    pub fn decode_tail(head: &BlockHead, tail: &[u8], offset: u64, path: &str) -> Result<Vec<(HeaderKey, String)>> {
+        let corrupt = |reason: String| Error::CorruptLog { path: path.to_string(), offset, reason };
+        let mut r = Reader { bytes: tail, pos: 0 };
         let footer = r.map().map_err(&corrupt)?;
         let reverse = r.i64().map_err(&corrupt)?;
-        if r.pos != end || reverse != block_size + 6 {
+        let block_size = (head.framed_len - Self::FRAME_PREFIX) as i64;
+        if r.pos != tail.len() || reverse != block_size + 6 {
             return Err(corrupt(format!(
                 "block size {block_size} and reverse pointer {reverse} disagree with the content"
             )));
         }
-        Ok(LogBlock { block_type, header, content, footer })
+        Ok(footer)
+    }
+}
+
+/// What [`LogBlock::decode_head`] reads of a block before its content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockHead {
+    /// The block's type.
+    pub block_type: BlockType,
+    /// Header entries, in file order.
+    pub header: Vec<(HeaderKey, String)>,
+    /// Where the content lies, in bytes from the block's magic.
+    pub content: std::ops::Range<usize>,
+    /// The whole block's length (magic, size field and body).
+    pub framed_len: usize,
+}
+
+impl BlockHead {
+    /// The header value of `key`, if present.
+    pub fn header(&self, key: HeaderKey) -> Option<&str> {
+        self.header.iter().find(|(k, _)| *k == key).map(|(_, v)| v.as_str())
     }
 }
 
