@@ -5,6 +5,7 @@ pub mod clean;
 pub mod columns;
 pub mod error;
 pub mod execute;
+mod index;
 mod keyed;
 pub mod merge;
 pub mod plan;

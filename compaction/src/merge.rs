@@ -21,6 +21,7 @@ use tributary_writer::codec::{DeleteRecord, OrderingValue};
 use tributary_writer::schema::{META_FIELDS, RECORD_KEY, TableSchema};
 
 use crate::error::{Error, Result};
+use crate::index::{KeyIndex, Probe};
 
 /// One unit of a slice, in write order.
 #[derive(Debug, Clone)]
@@ -45,13 +46,18 @@ pub fn is_unconditional(v: &OrderingValue) -> bool {
 }
 
 /// A comparable ordering value.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) enum Ord2 {
+    #[default]
     Null,
     Int(i64),
     Float(f64),
-    /// Boxed, so that a value (and an index slot) stays small.
+    /// Boxed, so that a value (and an index slot) stays small: a thin
+    /// pointer keeps the enum at 16 bytes, where `String` or `Box<str>`
+    /// would make it 24 or 32.
+    #[expect(clippy::box_collection, reason = "a thin pointer keeps every index slot small")]
     Text(Box<String>),
+    #[expect(clippy::box_collection, reason = "a thin pointer keeps every index slot small")]
     Bytes(Box<Vec<u8>>),
 }
 
@@ -259,7 +265,7 @@ impl KeyBatch {
 /// A record key in the index: up to [`KeyRef::INLINE`] bytes held in place
 /// (the last byte is the length), a longer key as its place in the key
 /// arena (the last byte is [`KeyRef::STORED`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct KeyRef([u8; 16]);
 
 impl KeyRef {
@@ -315,8 +321,8 @@ impl KeyRef {
 }
 
 /// One record key's current winner.
+#[derive(Default)]
 struct Slot {
-    hash: u64,
     key: KeyRef,
     order: Ord2,
     at: RowAt,
@@ -334,7 +340,7 @@ pub(crate) struct RowMerger {
     ordering: Option<usize>,
     event_time: bool,
     hasher: foldhash::fast::FixedState,
-    table: hashbrown::HashTable<Slot>,
+    table: KeyIndex<Slot>,
     /// The bytes of keys too long to hold in the index, back to back.
     arena: Vec<u8>,
     batches: Vec<RecordBatch>,
@@ -350,7 +356,7 @@ impl RowMerger {
             ordering,
             event_time: mode == MergeMode::EventTime && ordering.is_some(),
             hasher: foldhash::fast::FixedState::with_seed(0x7269_6275_7461_7279),
-            table: hashbrown::HashTable::new(),
+            table: KeyIndex::new(),
             arena: Vec::new(),
             batches: Vec::new(),
             batch_bytes: 0,
@@ -359,7 +365,7 @@ impl RowMerger {
 
     /// Memory held: the batches rows are taken from, and the key index.
     pub(crate) fn retained_bytes(&self) -> usize {
-        self.batch_bytes + self.table.capacity() * std::mem::size_of::<Slot>() + self.arena.capacity()
+        self.batch_bytes + self.table.allocated_bytes() + self.arena.capacity()
     }
 
     /// Replaces the batches by one batch of the current winning rows, so the
@@ -458,25 +464,24 @@ impl RowMerger {
         let arena = &self.arena;
         let inline = KeyRef::inline(key);
         let found = match inline {
-            Some(k) => self.table.entry(hash, |s| s.key == k, |s| s.hash),
-            None => {
-                self.table.entry(hash, |s| s.hash == hash && s.key.is_stored() && s.key.bytes(arena) == key, |s| s.hash)
-            }
+            Some(k) => self.table.probe(hash, |s| s.key == k),
+            None => self.table.probe(hash, |s| s.key.is_stored() && s.key.bytes(arena) == key),
         };
         match found {
-            hashbrown::hash_table::Entry::Occupied(mut e) => {
-                let s = e.get_mut();
-                if always || !self.event_time || order.cmp(&s.order) != Ordering::Less {
+            Probe::Found(i) => {
+                let event_time = self.event_time;
+                let s = self.table.get_mut(i);
+                if always || !event_time || order.cmp(&s.order) != Ordering::Less {
                     s.order = order;
                     s.at = at;
                 }
             }
-            hashbrown::hash_table::Entry::Vacant(v) => {
+            Probe::Vacant(i) => {
                 let key = inline.unwrap_or_else(|| {
                     self.arena.extend_from_slice(key);
                     KeyRef::stored(self.arena.len() - key.len(), key.len())
                 });
-                v.insert(Slot { hash, key, order, at });
+                self.table.insert(i, hash, Slot { key, order, at });
             }
         }
     }
@@ -491,8 +496,16 @@ impl RowMerger {
     /// rehash) step by step; a no-op once the index holds keys.
     pub(crate) fn expect_keys(&mut self, keys: usize) {
         if self.table.is_empty() {
-            self.table.reserve(keys, |s| s.hash);
+            self.table.reserve(keys);
         }
+    }
+
+    /// Starts the memory reads of the lookups of `hashes` (see
+    /// [`KeyIndex::touch`]).
+    #[inline]
+    fn touch(&self, hashes: &[u64]) {
+        let touched = hashes.iter().fold(0, |t, h| t ^ self.table.touch(*h));
+        std::hint::black_box(touched);
     }
 
     /// Merges the versions gathered in `batch` (in their order), and
@@ -507,6 +520,7 @@ impl RowMerger {
             batch.hashes.push(self.hasher.hash_one(&batch.keys[start..v.0]));
             start = v.0;
         }
+        self.touch(&batch.hashes);
         let mut start = 0;
         for (v, hash) in batch.versions.drain(..).zip(&batch.hashes) {
             self.apply_hashed(&batch.keys[start..v.0], *hash, v.1, v.2, false);
@@ -538,6 +552,7 @@ impl RowMerger {
             for r in rows.clone() {
                 hashes[r - chunk] = self.hasher.hash_one(keys.value(r).as_bytes());
             }
+            self.touch(&hashes[..rows.len()]);
             for r in rows {
                 if keys.is_null(r) {
                     continue;
