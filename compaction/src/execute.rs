@@ -28,7 +28,7 @@ use tributary_writer::client::{marker_dir, remove_markers, rollback_files};
 use tributary_writer::schema::{COMMIT_SEQNO, FILE_NAME, META_FIELDS, RECORD_KEY, TableSchema};
 
 use crate::error::{Error, Result};
-use crate::keyed::{SliceFiles, merge_key_first};
+use crate::keyed::{KeyFirst, SliceFiles, merge_key_first};
 use crate::merge::{RowMerger, Version, merge_as};
 use crate::plan::{PlanSettings, plan};
 use crate::slice::{BaseReader, LogReader};
@@ -295,42 +295,28 @@ impl Compactor {
         let logs: Vec<object_store::path::Path> =
             inputs.iter().filter(|(_, base)| !*base).map(|(p, _)| p.clone()).collect();
         let files = SliceFiles { base: inputs.iter().find(|(_, base)| *base).map(|(p, _)| p), logs: &logs };
-        let keyed = merge_key_first(&self.loc, &self.schema, &self.config, timeline, &files, budget).await?;
-        if let Some(merger) = keyed {
-            for sorted in merger.finish_in_batches(true, OUTPUT_BATCH_ROWS) {
-                let sorted = with_file_name(sorted?, &name)?;
-                rows += sorted.num_rows() as u64;
-                writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
-            }
-            return self.finish_group(op, writer, &out_path, rel, rows, bytes_read).await;
-        }
-        // Otherwise each input is read once, in write order, into memory or
-        // into spill partitions.
-        let mut sink = if partitions <= 1 {
-            Sink::Memory(Vec::new())
-        } else {
+        // A group whose inputs exceed its share of the budget may spill.
+        let mut spiller = None;
+        if partitions > 1 {
             let area = self.spill_area(instant, &op.file_id)?;
             area.clear().await?;
-            let spiller = Spiller::new(area, partitions, budget / (4 * partitions));
-            if self.config.sequence_groups.is_empty() {
-                Sink::Fold { merger: RowMerger::new(&self.schema, self.config.merge_mode), budget, spiller }
-            } else {
-                Sink::Spill(spiller)
-            }
-        };
-        for (p, is_base) in &inputs {
-            if *is_base {
-                let mut base = BaseReader::open(&self.loc, &self.schema, p).await?;
-                while let Some(b) = base.next().await? {
-                    sink.push(Version::Rows(b)).await?;
-                }
-            } else {
-                let mut log = LogReader::open(&self.loc, &self.schema, p, timeline).await?;
-                while let Some(v) = log.next().await? {
-                    sink.push(v).await?;
-                }
-            }
+            spiller = Some(Spiller::new(area, partitions, budget / (4 * partitions)));
         }
+        let keyed = merge_key_first(&self.loc, &self.schema, &self.config, timeline, &files, budget, spiller.as_mut());
+        let sink = match keyed.await? {
+            KeyFirst::Merged(merger) => {
+                for sorted in merger.finish_in_batches(true, OUTPUT_BATCH_ROWS) {
+                    let sorted = with_file_name(sorted?, &name)?;
+                    rows += sorted.num_rows() as u64;
+                    writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
+                }
+                return self.finish_group(op, writer, &out_path, rel, rows, bytes_read).await;
+            }
+            KeyFirst::Spilled => Sink::Spill(spiller.expect("the key-first merge spills only when given a spiller")),
+            // Otherwise each input is read once, in write order, into memory
+            // or into spill partitions.
+            KeyFirst::Declined => self.read_into(&inputs, timeline, spiller, budget).await?,
+        };
         // Merged, sorted rows with `_hoodie_file_name` set, or `None`.
         let merge_sorted = |versions: Vec<Version>, partial: bool| -> Result<Option<RecordBatch>> {
             let Some(merged) = merge_as(&self.schema, &self.config, &versions, partial, true)? else {
@@ -415,6 +401,38 @@ impl Compactor {
             ..Default::default()
         };
         Ok((stat, bytes_read))
+    }
+
+    /// Reads a group's `inputs` in write order into a sink: memory without
+    /// a `spiller`, else a fold that may spill, or spill partitions.
+    async fn read_into(
+        &self,
+        inputs: &[(object_store::path::Path, bool)],
+        timeline: &Timeline,
+        spiller: Option<Spiller>,
+        budget: usize,
+    ) -> Result<Sink> {
+        let mut sink = match spiller {
+            None => Sink::Memory(Vec::new()),
+            Some(spiller) if self.config.sequence_groups.is_empty() => {
+                Sink::Fold { merger: RowMerger::new(&self.schema, self.config.merge_mode), budget, spiller }
+            }
+            Some(spiller) => Sink::Spill(spiller),
+        };
+        for (p, is_base) in inputs {
+            if *is_base {
+                let mut base = BaseReader::open(&self.loc, &self.schema, p).await?;
+                while let Some(b) = base.next().await? {
+                    sink.push(Version::Rows(b)).await?;
+                }
+            } else {
+                let mut log = LogReader::open(&self.loc, &self.schema, p, timeline).await?;
+                while let Some(v) = log.next().await? {
+                    sink.push(v).await?;
+                }
+            }
+        }
+        Ok(sink)
     }
 
     /// The store and folder that hold the spill folders of compaction

@@ -24,6 +24,7 @@
 //! slice the general way. So is a slice whose index or winning rows would
 //! not fit the memory budget.
 
+use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use tributary_timeline::{TableConfig, TableLocation, Timeline};
 use tributary_writer::codec::decode_delete_content;
@@ -34,6 +35,7 @@ use tributary_writer::schema::{RECORD_KEY, TableSchema, arrow_schema_of};
 use crate::error::{Error, Result};
 use crate::merge::{KeyBatch, Ord2, RowMerger, Version, check_merger};
 use crate::slice::{BaseReader, LogBlocks, LogEntry, Records, unsupported_block};
+use crate::spill::Spiller;
 
 /// Rows per decoded batch of winners.
 const WINNER_BATCH_ROWS: usize = 16 * 1024;
@@ -57,9 +59,21 @@ struct Plan<'a> {
     base_keys: SchemaRef,
 }
 
-/// Merges the slice `files` key first, within `budget` bytes; `None` when the
-/// slice is not one this merge covers or would not fit (see the module
-/// notes). The returned merger holds the winning rows.
+/// What [`merge_key_first`] did with a slice.
+pub(crate) enum KeyFirst {
+    /// Not a slice it covers, or one whose key index would not fit: merge it
+    /// the general way. Nothing was written.
+    Declined,
+    /// Merged: the merger holds the winning rows.
+    Merged(RowMerger),
+    /// Merged: the winning rows (one per surviving key) were pushed to the
+    /// spiller, which was given, as they were too many to hold.
+    Spilled,
+}
+
+/// Merges the slice `files` key first, within `budget` bytes (see the module
+/// notes). The winning rows are kept when they fit the budget, else pushed
+/// to `spiller` when there is one.
 pub(crate) async fn merge_key_first(
     loc: &TableLocation,
     schema: &TableSchema,
@@ -67,16 +81,33 @@ pub(crate) async fn merge_key_first(
     timeline: &Timeline,
     files: &SliceFiles<'_>,
     budget: usize,
-) -> Result<Option<RowMerger>> {
+    spiller: Option<&mut Spiller>,
+) -> Result<KeyFirst> {
+    merge_key_first_within(loc, schema, config, timeline, files, budget, budget / 4 * 3, spiller).await
+}
+
+/// [`merge_key_first`], keeping the winners in memory only when they and
+/// the index take at most `keep` bytes.
+#[expect(clippy::too_many_arguments, reason = "the one place that sets the keep limit apart from the budget")]
+async fn merge_key_first_within(
+    loc: &TableLocation,
+    schema: &TableSchema,
+    config: &TableConfig,
+    timeline: &Timeline,
+    files: &SliceFiles<'_>,
+    budget: usize,
+    keep: usize,
+    spiller: Option<&mut Spiller>,
+) -> Result<KeyFirst> {
     check_merger(config)?;
     if !config.sequence_groups.is_empty() {
-        return Ok(None);
+        return Ok(KeyFirst::Declined);
     }
     let mut merger = RowMerger::new(schema, config.merge_mode);
     let ordering = merger.event_time_ordering();
     let log_schema = arrow_schema_of(schema.log_json())?;
-    let Some(decoder) = ColumnDecoder::compile(schema.log_json(), &log_schema) else { return Ok(None) };
-    let Some(scanner) = decoder.key_scanner(RECORD_KEY, ordering) else { return Ok(None) };
+    let Some(decoder) = ColumnDecoder::compile(schema.log_json(), &log_schema) else { return Ok(KeyFirst::Declined) };
+    let Some(scanner) = decoder.key_scanner(RECORD_KEY, ordering) else { return Ok(KeyFirst::Declined) };
     let with_meta = schema.arrow_with_meta();
     let base_keys = std::sync::Arc::new(
         with_meta
@@ -84,17 +115,44 @@ pub(crate) async fn merge_key_first(
             .map_err(|e| Error::Invalid { what: format!("table {}", config.name), reason: e.to_string() })?,
     );
     let mut plan = Plan { loc, schema, timeline, decoder, scanner, base_keys };
-    let Some(sizes) = plan.index(files, &mut merger, budget).await? else { return Ok(None) };
+    let Some(sizes) = plan.index(files, &mut merger, budget).await? else { return Ok(KeyFirst::Declined) };
     // Decoded rows take about one and a half times their Avro bytes.
     let winners = merger.winners();
     let decoded = winners.len().saturating_mul(sizes.bytes_per_record()).saturating_mul(3) / 2;
-    if merger.retained_bytes().saturating_add(decoded) > budget / 4 * 3 {
-        tracing::debug!(winners = winners.len(), decoded, budget, "winning rows would outgrow the budget");
-        return Ok(None);
+    if merger.retained_bytes().saturating_add(decoded) <= keep {
+        let Out::Keep(batches) = plan.decode_winners(files, &winners, Out::Keep(Vec::new())).await? else {
+            unreachable!("kept rows stay kept")
+        };
+        merger.place(&winners, batches);
+        return Ok(KeyFirst::Merged(merger));
     }
-    let batches = plan.decode_winners(files, &winners).await?;
-    merger.place(&winners, batches);
-    Ok(Some(merger))
+    let Some(spiller) = spiller else {
+        tracing::debug!(winners = winners.len(), decoded, budget, "winning rows would outgrow the budget");
+        return Ok(KeyFirst::Declined);
+    };
+    // Only the winners' places are needed from here on.
+    drop(merger);
+    tracing::debug!(winners = winners.len(), decoded, budget, "winning rows go to spill files");
+    plan.decode_winners(files, &winners, Out::Spill(spiller)).await?;
+    Ok(KeyFirst::Spilled)
+}
+
+/// Where decoded winning rows go.
+enum Out<'s> {
+    Keep(Vec<RecordBatch>),
+    Spill(&'s mut Spiller),
+}
+
+impl Out<'_> {
+    async fn push(&mut self, batch: RecordBatch) -> Result<()> {
+        match self {
+            Out::Keep(batches) => {
+                batches.push(batch);
+                Ok(())
+            }
+            Out::Spill(spiller) => spiller.push(Version::Rows(batch)).await,
+        }
+    }
 }
 
 /// What the index pass saw of the inputs' sizes.
@@ -219,7 +277,7 @@ impl Plan<'_> {
                     BlockType::Command => {}
                     other => return Err(unsupported_block(other, path)),
                 }
-                if merger.retained_bytes() > budget / 4 {
+                if merger.retained_bytes() > budget / 2 {
                     tracing::debug!(held = merger.retained_bytes(), budget, "key index outgrows the budget");
                     return Ok(None);
                 }
@@ -230,13 +288,13 @@ impl Plan<'_> {
 
     /// The decode pass: the rows of `winners` (ascending places, as
     /// [`RowMerger::winners`] gives them), in that order.
-    async fn decode_winners(
+    async fn decode_winners<'s>(
         &mut self,
         files: &SliceFiles<'_>,
         winners: &[(u64, u32)],
-    ) -> Result<Vec<arrow::array::RecordBatch>> {
+        mut out: Out<'s>,
+    ) -> Result<Out<'s>> {
         let place = |w: &(u64, u32)| ((w.0 >> 32) as usize, (w.0 & 0xffff_ffff) as usize);
-        let mut out = Vec::new();
         let mut next = 0;
         if let Some(base) = files.base
             && winners.first().is_some_and(|w| place(w).0 == 0)
@@ -254,10 +312,9 @@ impl Plan<'_> {
                 }
                 if !take.is_empty() {
                     let indices = arrow::array::UInt32Array::from(take);
-                    out.push(
-                        arrow::compute::take_record_batch(&b, &indices)
-                            .map_err(|e| Error::Invalid { what: base.to_string(), reason: e.to_string() })?,
-                    );
+                    let taken = arrow::compute::take_record_batch(&b, &indices)
+                        .map_err(|e| Error::Invalid { what: base.to_string(), reason: e.to_string() })?;
+                    out.push(taken).await?;
                 }
                 first_row = end;
             }
@@ -294,7 +351,7 @@ impl Plan<'_> {
                             return Err(corrupt_record(path, r, format!(", field `{}`: {}", e.field, e.reason)));
                         }
                         if self.decoder.rows() == WINNER_BATCH_ROWS {
-                            out.push(self.finish_batch(path)?);
+                            out.push(self.finish_batch(path)?).await?;
                         }
                     }
                 }
@@ -302,7 +359,7 @@ impl Plan<'_> {
             }
         }
         if self.decoder.rows() > 0 {
-            out.push(self.finish_batch("log records")?);
+            out.push(self.finish_batch("log records")?).await?;
         }
         if next != winners.len() {
             return Err(Error::Invalid {
@@ -313,7 +370,7 @@ impl Plan<'_> {
         Ok(out)
     }
 
-    fn finish_batch(&mut self, path: &str) -> Result<arrow::array::RecordBatch> {
+    fn finish_batch(&mut self, path: &str) -> Result<RecordBatch> {
         self.decoder.finish().map_err(|e| Error::Invalid { what: path.to_string(), reason: e.to_string() })
     }
 }
@@ -331,7 +388,8 @@ mod tests {
     use tributary_writer::log_block::{LogBlock, avro_record_count, next_avro_record};
 
     use super::*;
-    use crate::merge::merge;
+    use crate::merge::{merge, merge_as};
+    use crate::spill::SpillArea;
     use crate::test_util::{Case, Write, case, sorted, write};
 
     /// `versions` as files of a slice: the first as a Parquet base file when
@@ -390,6 +448,7 @@ mod tests {
         versions: &[Version],
         with_base: bool,
         per_log: usize,
+        spill: bool,
     ) -> Result<Option<Option<Vec<arrow::array::ArrayRef>>>> {
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         rt.block_on(async {
@@ -398,10 +457,33 @@ mod tests {
             let timeline = Timeline::load(&loc, config).await?;
             let (base, logs) = slice_files(&store, schema, versions, with_base, per_log).await;
             let files = SliceFiles { base: base.as_ref(), logs: &logs };
-            let Some(merger) = merge_key_first(&loc, schema, config, &timeline, &files, usize::MAX).await? else {
-                return Ok(None);
-            };
-            Ok(Some(merger.finish(true)?.map(|b| b.columns().to_vec())))
+            let area = SpillArea { store: Arc::new(InMemory::new()), dir: Path::from("spill") };
+            let mut spiller = Spiller::new(area, 3, 0);
+            let keep = if spill { 0 } else { usize::MAX };
+            let merged =
+                merge_key_first_within(&loc, schema, config, &timeline, &files, usize::MAX, keep, Some(&mut spiller));
+            match merged.await? {
+                KeyFirst::Declined => Ok(None),
+                KeyFirst::Merged(merger) => {
+                    assert!(!spill, "kept in memory only when that fits");
+                    Ok(Some(merger.finish(true)?.map(|b| b.columns().to_vec())))
+                }
+                KeyFirst::Spilled => {
+                    assert!(spill, "spilled only when the winners do not fit");
+                    // Each partition holds one row per key: merge them and sort.
+                    spiller.finish().await?;
+                    let mut parts = Vec::new();
+                    for p in 0..spiller.partitions() {
+                        let versions = spiller.versions(p).await?;
+                        parts.extend(merge_as(schema, config, &versions, false, false)?);
+                    }
+                    if parts.is_empty() {
+                        return Ok(Some(None));
+                    }
+                    let all = arrow::compute::concat_batches(&parts[0].schema(), &parts).unwrap();
+                    Ok(Some(Some(sorted(all))))
+                }
+            }
         })
     }
 
@@ -421,13 +503,14 @@ mod tests {
             with_base in any::<bool>(),
             per_log in 1usize..4,
             commit_time in any::<bool>(),
+            spill in any::<bool>(),
         ) {
             let Case { schema, mut config, versions, .. } = case(&whole(writes), false);
             if commit_time {
                 config.merge_mode = MergeMode::CommitTime;
             }
             let want = merge(&schema, &config, &versions).unwrap().map(sorted);
-            let got = merge_files(&schema, &config, &versions, with_base, per_log).unwrap();
+            let got = merge_files(&schema, &config, &versions, with_base, per_log, spill).unwrap();
             prop_assert_eq!(got, Some(want));
         }
     }
@@ -436,7 +519,7 @@ mod tests {
     fn key_first_declines_partial_blocks_and_sequence_groups() {
         let writes = vec![Write { kind: 0, present: (true, true), rows: vec![(1, 1, Some(1), Some(1))] }];
         let Case { schema, config, versions, .. } = case(&writes, true);
-        assert_eq!(merge_files(&schema, &config, &versions, false, 1).unwrap(), None);
+        assert_eq!(merge_files(&schema, &config, &versions, false, 1, false).unwrap(), None);
 
         // A partial block (read under another schema) is left to the general merge.
         let Case { schema, config, .. } = case(&writes, false);
@@ -452,7 +535,8 @@ mod tests {
             let logs = vec![Path::from("t/.f1_0.log.1_0-1-0")];
             store.put(&logs[0], PutPayload::from(file)).await.unwrap();
             let files = SliceFiles { base: None, logs: &logs };
-            merge_key_first(&loc, &schema, &config, &timeline, &files, usize::MAX).await.unwrap().is_none()
+            let merged = merge_key_first(&loc, &schema, &config, &timeline, &files, usize::MAX, None);
+            matches!(merged.await.unwrap(), KeyFirst::Declined)
         });
         assert!(declined);
     }
@@ -480,7 +564,8 @@ mod tests {
             let logs = vec![Path::from("t/.f1_0.log.1_0-1-0")];
             store.put(&logs[0], PutPayload::from(file)).await.unwrap();
             let files = SliceFiles { base: None, logs: &logs };
-            merge_key_first(&loc, &schema, &config, &timeline, &files, usize::MAX).await.err().unwrap().to_string()
+            let merged = merge_key_first(&loc, &schema, &config, &timeline, &files, usize::MAX, None);
+            merged.await.err().unwrap().to_string()
         });
         assert!(err.contains(".f1_0.log.1_0-1-0") && err.contains("record 2") && err.contains("field"), "{err}");
     }
