@@ -91,6 +91,10 @@ pub struct CompactionSummary {
     pub bytes_read: u64,
     /// Bytes written.
     pub bytes_written: u64,
+    /// File groups merged key first (only the winning records decoded).
+    pub key_first_groups: usize,
+    /// File groups merged through spill files.
+    pub spilled_groups: usize,
 }
 
 /// Plans and executes compactions of one table.
@@ -173,11 +177,14 @@ impl Compactor {
         let mut meta = CommitMetadata { compacted: true, operation_type: "COMPACT".into(), ..Default::default() };
         meta.extra_metadata.insert("schema".into(), self.schema.table_json());
         let (mut records, mut bytes_read, mut bytes_written) = (0u64, 0u64, 0u64);
+        let (mut key_first_groups, mut spilled_groups) = (0, 0);
         for r in results {
-            let (stat, read) = r.map_err(|e| invalid("compaction task", e))??;
+            let (group, stat) = r.map_err(|e| invalid("compaction task", e))??;
             records += stat.num_writes as u64;
             bytes_written += stat.file_size_in_bytes as u64;
-            bytes_read += read;
+            bytes_read += group.bytes_read;
+            key_first_groups += usize::from(group.key_first);
+            spilled_groups += usize::from(group.spilled);
             meta.partition_to_write_stats.entry(stat.partition_path.clone()).or_default().push(stat);
         }
         let content = meta.to_avro_container()?;
@@ -199,6 +206,8 @@ impl Compactor {
             records,
             bytes_read,
             bytes_written,
+            key_first_groups,
+            spilled_groups,
         })
     }
 
@@ -240,7 +249,7 @@ impl Compactor {
         op: &CompactionOperation,
         timeline: &Timeline,
         instant: &InstantTime,
-    ) -> Result<(WriteStat, u64)> {
+    ) -> Result<(GroupDone, WriteStat)> {
         let dir = self.loc.join(&op.partition_path);
         let mut inputs: Vec<(object_store::path::Path, bool)> = Vec::new();
         if let Some(base) = &op.data_file_path {
@@ -302,15 +311,18 @@ impl Compactor {
             area.clear().await?;
             spiller = Some(Spiller::new(area, partitions, budget / (4 * partitions)));
         }
-        let keyed = merge_key_first(&self.loc, &self.schema, &self.config, timeline, &files, budget, spiller.as_mut());
-        let sink = match keyed.await? {
+        let keyed =
+            merge_key_first(&self.loc, &self.schema, &self.config, timeline, &files, budget, spiller.as_mut()).await?;
+        let key_first = !matches!(keyed, KeyFirst::Declined);
+        let sink = match keyed {
             KeyFirst::Merged(merger) => {
                 for sorted in merger.finish_in_batches(true, OUTPUT_BATCH_ROWS) {
                     let sorted = with_file_name(sorted?, &name)?;
                     rows += sorted.num_rows() as u64;
                     writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
                 }
-                return self.finish_group(op, writer, &out_path, rel, rows, bytes_read).await;
+                let done = GroupDone { bytes_read, key_first: true, spilled: false };
+                return Ok((done, self.finish_group(op, writer, &out_path, rel, rows).await?));
             }
             KeyFirst::Spilled => Sink::Spill(spiller.expect("the key-first merge spills only when given a spiller")),
             // Otherwise each input is read once, in write order, into memory
@@ -325,6 +337,7 @@ impl Compactor {
             drop(versions);
             with_file_name(merged, &name).map(Some)
         };
+        let spilled = matches!(sink, Sink::Spill(_));
         match sink {
             Sink::Fold { merger, .. } => {
                 for sorted in merger.finish_in_batches(true, OUTPUT_BATCH_ROWS) {
@@ -364,7 +377,8 @@ impl Compactor {
                 area.clear().await?;
             }
         }
-        self.finish_group(op, writer, &out_path, rel, rows, bytes_read).await
+        let done = GroupDone { bytes_read, key_first, spilled };
+        Ok((done, self.finish_group(op, writer, &out_path, rel, rows).await?))
     }
 
     /// Closes a group's new base file and describes it.
@@ -375,8 +389,7 @@ impl Compactor {
         out_path: &object_store::path::Path,
         rel: String,
         rows: u64,
-        bytes_read: u64,
-    ) -> Result<(WriteStat, u64)> {
+    ) -> Result<WriteStat> {
         writer.close().await.map_err(|e| invalid(out_path.to_string(), e))?;
         let size = self
             .loc
@@ -400,7 +413,7 @@ impl Compactor {
             prev_base_file: op.data_file_path.clone(),
             ..Default::default()
         };
-        Ok((stat, bytes_read))
+        Ok(stat)
     }
 
     /// Reads a group's `inputs` in write order into a sink: memory without
@@ -480,6 +493,16 @@ impl Compactor {
         }
         Ok(())
     }
+}
+
+/// How one file group was compacted.
+struct GroupDone {
+    /// Bytes of its base and log files.
+    bytes_read: u64,
+    /// Merged key first.
+    key_first: bool,
+    /// Merged through spill files.
+    spilled: bool,
 }
 
 /// Where a file group's versions go as they are read.

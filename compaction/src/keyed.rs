@@ -73,7 +73,8 @@ pub(crate) enum KeyFirst {
 
 /// Merges the slice `files` key first, within `budget` bytes (see the module
 /// notes). The winning rows are kept when they fit the budget, else pushed
-/// to `spiller` when there is one.
+/// to `spiller`. Without a spiller (a group that fits its budget whole) the
+/// winners are always kept.
 pub(crate) async fn merge_key_first(
     loc: &TableLocation,
     schema: &TableSchema,
@@ -83,7 +84,10 @@ pub(crate) async fn merge_key_first(
     budget: usize,
     spiller: Option<&mut Spiller>,
 ) -> Result<KeyFirst> {
-    merge_key_first_within(loc, schema, config, timeline, files, budget, budget / 4 * 3, spiller).await
+    // Without a spiller the group fits its share whole, so what the key-first
+    // merge holds (less than the whole group) needs no limit.
+    let (budget, keep) = if spiller.is_some() { (budget, budget / 4 * 3) } else { (usize::MAX, usize::MAX) };
+    merge_key_first_within(loc, schema, config, timeline, files, budget, keep, spiller).await
 }
 
 /// [`merge_key_first`], keeping the winners in memory only when they and

@@ -378,8 +378,16 @@ async fn compact(
             }
             for s in &done {
                 println!(
-                    "compaction {} completed {}: {} groups, {} records, {} bytes read, {} bytes written, {secs:.2} s",
-                    s.instant, s.completed, s.groups, s.records, s.bytes_read, s.bytes_written
+                    "compaction {} completed {}: {} groups ({} key first, {} spilled), {} records, {} bytes read, \
+                     {} bytes written, {secs:.2} s",
+                    s.instant,
+                    s.completed,
+                    s.groups,
+                    s.key_first_groups,
+                    s.spilled_groups,
+                    s.records,
+                    s.bytes_read,
+                    s.bytes_written
                 );
             }
         });

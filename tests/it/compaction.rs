@@ -248,6 +248,33 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
         .map(|k| if number(k) % 2 == 0 { (k.clone(), 10, 10.0) } else { (k.clone(), 3, 3.0) })
         .collect();
     assert_eq!(before, expected);
+    // Each budget, on a copy of the table, gives the same rows by whichever
+    // path it takes; between them they take every path: key first in memory,
+    // key first with the winners spilled, and the general merge spilled (its
+    // key index alone over the budget).
+    let mut paths = std::collections::BTreeSet::new();
+    for budget_kib in [16, 64, 256, 512, 800, 832, 1024, 4096, 16384] {
+        let copy = tempfile::tempdir().unwrap();
+        copy_tree(&dir.path().join("t"), &copy.path().join("t"));
+        let t = Table::open_local(copy.path().join("t")).await.unwrap();
+        let settings = CompactorSettings { memory_budget: budget_kib << 10, ..Default::default() };
+        let done = t.compactor(&fast(), settings).await.unwrap().run_once().await.unwrap();
+        let s = &done[0];
+        let all = |n: usize| {
+            if n == s.groups {
+                Some(true)
+            } else if n == 0 {
+                Some(false)
+            } else {
+                None
+            }
+        };
+        paths.insert((all(s.key_first_groups), all(s.spilled_groups)));
+        assert_eq!(rows(&t, Query::ReadOptimized).await, before, "{budget_kib} KiB");
+    }
+    for path in [(Some(true), Some(false)), (Some(true), Some(true)), (Some(false), Some(true))] {
+        assert!(paths.contains(&path), "(key first, spilled) = {path:?} among {paths:?}");
+    }
     // A budget far below the group's size forces the merge through spill files.
     let settings = CompactorSettings { memory_budget: 64 << 10, ..Default::default() };
     let compactor = t.compactor(&fast(), settings).await.unwrap();
@@ -279,6 +306,19 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
                 keys.extend((0..k.len()).map(|i| k.value(i).to_string()));
             }
             assert!(keys.windows(2).all(|w| w[0] < w[1]), "sorted and unique");
+        }
+    }
+}
+
+/// Copies the folder `from` to `to`, recursively.
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
         }
     }
 }
