@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use arrow::row::{RowConverter, SortField};
 use futures::StreamExt;
-use tributary_compaction::merge;
-use tributary_compaction::slice::read_slice;
+use tributary_compaction::slice::{merge_slice, read_slice};
 use tributary_timeline::fs_view::{PlannedGroups, list_data_files};
 use tributary_timeline::metadata::CommitMetadata;
 use tributary_timeline::{Action, FileSystemView, InstantTime, State, Timeline, TimelineWriter};
@@ -115,22 +114,21 @@ impl Table {
             let (loc, schema, timeline, config) =
                 (self.location().clone(), schema.clone(), timeline.clone(), config.clone());
             tokio::spawn(async move {
-                let versions = read_slice(&loc, &schema, &slice, &timeline, base_only).await?;
-                if slice.logs.is_empty() || base_only {
-                    // A base file holds one row per key already: nothing to merge.
-                    let batches: Vec<RecordBatch> = versions
-                        .into_iter()
-                        .filter_map(|v| match v {
-                            tributary_compaction::Version::Rows(b) => Some(b),
-                            _ => None,
-                        })
-                        .collect();
-                    return Ok::<_, Error>(Some(
-                        arrow::compute::concat_batches(schema.arrow_with_meta(), &batches)
-                            .map_err(arrow_err("read"))?,
-                    ));
+                if !(slice.logs.is_empty() || base_only) {
+                    return Ok::<_, Error>(merge_slice(&loc, &schema, &config, &slice, &timeline).await?);
                 }
-                Ok::<_, Error>(merge(&schema, &config, &versions)?)
+                // A base file holds one row per key already: nothing to merge.
+                let batches: Vec<RecordBatch> = read_slice(&loc, &schema, &slice, &timeline, true)
+                    .await?
+                    .into_iter()
+                    .filter_map(|v| match v {
+                        tributary_compaction::Version::Rows(b) => Some(b),
+                        _ => None,
+                    })
+                    .collect();
+                Ok::<_, Error>(Some(
+                    arrow::compute::concat_batches(schema.arrow_with_meta(), &batches).map_err(arrow_err("read"))?,
+                ))
             })
         });
         let merged: Vec<_> = futures::stream::iter(jobs).buffer_unordered(parallelism).collect().await;

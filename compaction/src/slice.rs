@@ -6,7 +6,7 @@ use arrow::datatypes::SchemaRef;
 use object_store::ObjectStoreExt;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use tributary_timeline::fs_view::FileSlice;
-use tributary_timeline::{InstantTime, TableLocation, Timeline};
+use tributary_timeline::{InstantTime, TableConfig, TableLocation, Timeline};
 use tributary_writer::codec::{DataBlockBatches, decode_delete_content};
 use tributary_writer::log_block::{BlockHead, BlockType, HeaderKey, LogBlock};
 use tributary_writer::schema::TableSchema;
@@ -32,6 +32,25 @@ pub async fn read_slice(
         }
     }
     Ok(out)
+}
+
+/// The merged rows of a slice (base and logs), in write order; `None` when
+/// no row survives. Slices of whole rows in the table's own log schema are
+/// merged key first (only the winning log records are decoded); others are
+/// read whole and merged.
+pub async fn merge_slice(
+    loc: &TableLocation,
+    schema: &TableSchema,
+    config: &TableConfig,
+    slice: &FileSlice,
+    timeline: &Timeline,
+) -> Result<Option<RecordBatch>> {
+    let logs: Vec<object_store::path::Path> = slice.logs.iter().map(|l| l.file.path.clone()).collect();
+    let files = crate::keyed::SliceFiles { base: slice.base.as_ref().map(|b| &b.file.path), logs: &logs };
+    match crate::keyed::merge_key_first(loc, schema, config, timeline, &files, usize::MAX, None).await? {
+        crate::keyed::KeyFirst::Merged(merger) => merger.finish(false),
+        _ => crate::merge::merge(schema, config, &read_slice(loc, schema, slice, timeline, false).await?),
+    }
 }
 
 /// The rows of a base (Parquet) file.
