@@ -159,6 +159,13 @@ impl Out<'_> {
     }
 }
 
+/// Which record a pass is at: source number, file and record number.
+struct RecordAt<'p> {
+    source: usize,
+    path: &'p str,
+    r: usize,
+}
+
 /// What the index pass saw of the inputs' sizes.
 #[derive(Debug, Default)]
 struct Sizes {
@@ -253,22 +260,18 @@ impl Plan<'_> {
                         let count = records.count();
                         // A slice's first block usually holds most of its keys.
                         merger.expect_keys(count);
-                        for r in 0..count {
-                            let record = if records.ready() {
-                                records.next_ready()
-                            } else {
-                                records.next().await.map_err(|e| record_error(e, r))?
-                            };
-                            let (key, order) = self
-                                .scanner
-                                .scan(record)
-                                .map_err(|e| corrupt_record(path, r, format!(", field `{}`: {}", e.field, e.reason)))?;
-                            sizes.records += 1;
-                            sizes.bytes += record.len();
-                            if let Some(key) = key
-                                && batch.push(key, ordering_of(order, path, r)?, source, r)
-                            {
-                                merger.push_batch(&mut batch);
+                        let mut at = RecordAt { source, path, r: 0 };
+                        while at.r < count {
+                            // The records at hand without a pause, then one
+                            // that needs a read.
+                            while at.r < count && records.ready() {
+                                self.index_record(records.next_ready(), &at, merger, &mut batch, &mut sizes)?;
+                                at.r += 1;
+                            }
+                            if at.r < count {
+                                let record = records.next().await.map_err(|e| record_error(e, at.r))?;
+                                self.index_record(record, &at, merger, &mut batch, &mut sizes)?;
+                                at.r += 1;
                             }
                         }
                         merger.push_batch(&mut batch);
@@ -336,27 +339,33 @@ impl Plan<'_> {
                 let path = &blocks.name;
                 if winners.get(next).is_some_and(|w| place(w).0 == source) {
                     let mut records = Records::open(entry, &blocks).await?;
-                    for r in 0..records.count() {
-                        let Some((s, row)) = winners.get(next).map(place) else { break };
-                        if s != source {
-                            break;
+                    let count = records.count();
+                    let mut at = RecordAt { source, path, r: 0 };
+                    let mut done = Vec::new();
+                    // Up to the block's last winner: the records at hand
+                    // without a pause, then one that needs a read.
+                    let wanted = |next: usize| winners.get(next).map(place).filter(|w| w.0 == source);
+                    while at.r < count && wanted(next).is_some() {
+                        while at.r < count && records.ready() {
+                            let Some((_, row)) = wanted(next) else { break };
+                            let record = records.next_ready();
+                            if row == at.r {
+                                self.decode_winner(record, &at, &mut done)?;
+                                next += 1;
+                            }
+                            at.r += 1;
                         }
-                        let record = if records.ready() {
-                            records.next_ready()
-                        } else {
-                            records.next().await.map_err(|e| record_error(e, r))?
-                        };
-                        if row != r {
-                            continue;
+                        if at.r < count && wanted(next).is_some() && !records.ready() {
+                            let record = records.next().await.map_err(|e| record_error(e, at.r))?;
+                            if wanted(next).is_some_and(|w| w.1 == at.r) {
+                                self.decode_winner(record, &at, &mut done)?;
+                                next += 1;
+                            }
+                            at.r += 1;
                         }
-                        next += 1;
-                        if let Err(e) = self.decoder.push(record) {
-                            self.decoder.reset();
-                            return Err(corrupt_record(path, r, format!(", field `{}`: {}", e.field, e.reason)));
-                        }
-                        if self.decoder.rows() == WINNER_BATCH_ROWS {
-                            out.push(self.finish_batch(path)?).await?;
-                        }
+                    }
+                    for b in done {
+                        out.push(b).await?;
                     }
                 }
                 source += 1;
@@ -372,6 +381,44 @@ impl Plan<'_> {
             });
         }
         Ok(out)
+    }
+
+    /// Indexes the key and ordering value of the record `at`.
+    #[inline]
+    fn index_record(
+        &self,
+        record: &[u8],
+        at: &RecordAt<'_>,
+        merger: &mut RowMerger,
+        batch: &mut KeyBatch,
+        sizes: &mut Sizes,
+    ) -> Result<()> {
+        let (path, r) = (at.path, at.r);
+        let (key, order) = self
+            .scanner
+            .scan(record)
+            .map_err(|e| corrupt_record(path, r, format!(", field `{}`: {}", e.field, e.reason)))?;
+        sizes.records += 1;
+        sizes.bytes += record.len();
+        if let Some(key) = key
+            && batch.push(key, ordering_of(order, path, r)?, at.source, r)
+        {
+            merger.push_batch(batch);
+        }
+        Ok(())
+    }
+
+    /// Decodes the winning record `at`; a full batch of winners goes to `done`.
+    #[inline]
+    fn decode_winner(&mut self, record: &[u8], at: &RecordAt<'_>, done: &mut Vec<RecordBatch>) -> Result<()> {
+        if let Err(e) = self.decoder.push(record) {
+            self.decoder.reset();
+            return Err(corrupt_record(at.path, at.r, format!(", field `{}`: {}", e.field, e.reason)));
+        }
+        if self.decoder.rows() == WINNER_BATCH_ROWS {
+            done.push(self.finish_batch(at.path)?);
+        }
+        Ok(())
     }
 
     fn finish_batch(&mut self, path: &str) -> Result<RecordBatch> {
