@@ -281,25 +281,6 @@ impl Compactor {
             Err(e) => return Err(e.into()),
         }
         let out_path = self.loc.join(&rel);
-        // Record keys and sequence numbers are unique within a base file, so
-        // a dictionary of them would only be built to be given up.
-        let fields = self.schema.arrow_with_meta().fields();
-        let unique = [RECORD_KEY, COMMIT_SEQNO, META_FIELDS.len() + self.schema.key_index()];
-        let props = unique
-            .iter()
-            .filter_map(|&c| fields.get(c))
-            .fold(WriterProperties::builder(), |b, f| {
-                b.set_column_dictionary_enabled(parquet::schema::types::ColumnPath::from(f.name().as_str()), false)
-            })
-            .set_max_row_group_row_count(Some(self.settings.row_group_rows.max(1024)))
-            .set_compression(parquet::basic::Compression::SNAPPY)
-            .build();
-        let mut writer = AsyncArrowWriter::try_new(
-            BufWriter::new(self.loc.store.clone(), out_path.clone()),
-            self.schema.arrow_with_meta().clone(),
-            Some(props),
-        )
-        .map_err(|e| invalid(out_path.to_string(), e))?;
         let mut rows = 0u64;
         let logs: Vec<object_store::path::Path> =
             inputs.iter().filter(|(_, base)| !*base).map(|(p, _)| p.clone()).collect();
@@ -316,7 +297,11 @@ impl Compactor {
         let key_first = !matches!(keyed, KeyFirst::Declined);
         let sink = match keyed {
             KeyFirst::Merged(merger) => {
-                for sorted in merger.finish_in_batches(true, OUTPUT_BATCH_ROWS) {
+                let mut chunks = merger.finish_in_batches(true, OUTPUT_BATCH_ROWS);
+                let first = chunks.next().transpose()?;
+                // The first rows show which columns a dictionary would suit.
+                let mut writer = self.base_writer(&out_path, first.as_ref())?;
+                for sorted in first.map(Ok).into_iter().chain(chunks) {
                     let sorted = with_file_name(sorted?, &name)?;
                     rows += sorted.num_rows() as u64;
                     writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
@@ -338,6 +323,7 @@ impl Compactor {
             with_file_name(merged, &name).map(Some)
         };
         let spilled = matches!(sink, Sink::Spill(_));
+        let mut writer = self.base_writer(&out_path, None)?;
         match sink {
             Sink::Fold { merger, .. } => {
                 for sorted in merger.finish_in_batches(true, OUTPUT_BATCH_ROWS) {
@@ -379,6 +365,38 @@ impl Compactor {
         }
         let done = GroupDone { bytes_read, key_first, spilled };
         Ok((done, self.finish_group(op, writer, &out_path, rel, rows).await?))
+    }
+
+    /// The Parquet writer of a new base file at `path`. Columns unique within
+    /// a base file (record key, key field, sequence number) get no
+    /// dictionary, which would only be built to be given up; nor do columns
+    /// whose values in `sample` (rows about to be written) look as distinct.
+    fn base_writer(
+        &self,
+        path: &object_store::path::Path,
+        sample: Option<&RecordBatch>,
+    ) -> Result<AsyncArrowWriter<BufWriter>> {
+        let row_group_rows = self.settings.row_group_rows.max(1024);
+        let fields = self.schema.arrow_with_meta().fields();
+        let mut plain = vec![RECORD_KEY, COMMIT_SEQNO, META_FIELDS.len() + self.schema.key_index()];
+        if let Some(sample) = sample {
+            plain.extend((0..sample.num_columns()).filter(|&c| dictionary_overflows(sample.column(c), row_group_rows)));
+        }
+        let props = plain
+            .iter()
+            .filter_map(|&c| fields.get(c))
+            .fold(WriterProperties::builder(), |b, f| {
+                b.set_column_dictionary_enabled(parquet::schema::types::ColumnPath::from(f.name().as_str()), false)
+            })
+            .set_max_row_group_row_count(Some(row_group_rows))
+            .set_compression(parquet::basic::Compression::SNAPPY)
+            .build();
+        AsyncArrowWriter::try_new(
+            BufWriter::new(self.loc.store.clone(), path.clone()),
+            self.schema.arrow_with_meta().clone(),
+            Some(props),
+        )
+        .map_err(|e| invalid(path.to_string(), e))
     }
 
     /// Closes a group's new base file and describes it.
@@ -565,9 +583,52 @@ impl Sink {
     }
 }
 
+/// Whether a dictionary of `column`'s values would outgrow the Parquet
+/// writer's dictionary page limit (1 MiB, after which it falls back to plain
+/// encoding, the dictionary work wasted) within a row group of
+/// `row_group_rows` rows: judged from up to 4,096 of its values, when nearly
+/// all of them are distinct.
+fn dictionary_overflows(column: &ArrayRef, row_group_rows: usize) -> bool {
+    const SAMPLE: usize = 4096;
+    const DICTIONARY_LIMIT: usize = 1 << 20;
+    let n = column.len().min(SAMPLE);
+    if n < SAMPLE / 4 {
+        return false;
+    }
+    let field = arrow::row::SortField::new(column.data_type().clone());
+    let Ok(converter) = arrow::row::RowConverter::new(vec![field]) else { return false };
+    let Ok(rows) = converter.convert_columns(&[column.slice(0, n)]) else { return false };
+    let distinct: std::collections::HashSet<&[u8]> = rows.iter().map(|r| r.data()).collect();
+    let bytes: usize = rows.iter().map(|r| r.data().len()).sum();
+    distinct.len() * 10 >= n * 9 && row_group_rows.saturating_mul(bytes / n) > DICTIONARY_LIMIT
+}
+
 /// Rows with `_hoodie_file_name` set to the new base file.
 fn with_file_name(batch: RecordBatch, file_name: &str) -> Result<RecordBatch> {
     let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
     columns[FILE_NAME] = Arc::new(StringArray::from_iter_values(std::iter::repeat_n(file_name, batch.num_rows())));
     RecordBatch::try_new(batch.schema(), columns).map_err(|e| invalid("compaction", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, Float64Array, Int32Array, StringArray};
+
+    use super::dictionary_overflows;
+
+    #[test]
+    fn dictionaries_are_left_out_only_where_they_would_overflow() {
+        let unique: ArrayRef = Arc::new(Float64Array::from_iter_values((0..8192).map(|i| i as f64 * 1.5)));
+        let few: ArrayRef = Arc::new(Int32Array::from_iter_values((0..8192).map(|i| i % 7)));
+        let names: ArrayRef = Arc::new(StringArray::from_iter_values((0..8192).map(|i| format!("name-{i}"))));
+        assert!(dictionary_overflows(&unique, 128 * 1024));
+        assert!(dictionary_overflows(&names, 128 * 1024));
+        assert!(!dictionary_overflows(&few, 128 * 1024), "few distinct values suit a dictionary");
+        // Unique values whose dictionary stays under the limit in a small row group.
+        assert!(!dictionary_overflows(&unique, 16 * 1024));
+        // Too few rows to judge.
+        assert!(!dictionary_overflows(&unique.slice(0, 100), 128 * 1024));
+    }
 }
