@@ -17,12 +17,13 @@
 //!    winning base rows are taken from the base file.
 //!
 //! The outcome is the [`RowMerger`] of the whole slice with the winning rows
-//! in place, merged exactly as if every version had been pushed to it.
-//! Anything this does not cover (partial blocks, blocks of another schema,
-//! fields the columnar decoder does not cover, sequence-group merges) is
-//! reported as `None` before a row is decoded, and the caller merges the
-//! slice the general way. So is a slice whose index or winning rows would
-//! not fit the memory budget.
+//! in place, merged exactly as if every version had been pushed to it; or,
+//! when the winning rows would not fit the memory budget, those rows pushed
+//! to spill partitions as they are decoded. Anything this does not cover
+//! (partial blocks, blocks of another schema, fields the columnar decoder
+//! does not cover, sequence-group merges), and a slice whose key index alone
+//! outgrows half the budget, is [`KeyFirst::Declined`] before a row is
+//! decoded, and the caller merges the slice the general way.
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
@@ -33,7 +34,7 @@ use tributary_writer::log_block::{BlockType, HeaderKey};
 use tributary_writer::schema::{RECORD_KEY, TableSchema, arrow_schema_of};
 
 use crate::error::{Error, Result};
-use crate::merge::{KeyBatch, Ord2, RowMerger, Version, check_merger};
+use crate::merge::{KeyBatch, Ord2, RowMerger, Version, check_merger, row_of};
 use crate::slice::{BaseReader, LogBlocks, LogEntry, Records, unsupported_block};
 use crate::spill::Spiller;
 
@@ -301,7 +302,7 @@ impl Plan<'_> {
         winners: &[(u64, u32)],
         mut out: Out<'s>,
     ) -> Result<Out<'s>> {
-        let place = |w: &(u64, u32)| ((w.0 >> 32) as usize, (w.0 & 0xffff_ffff) as usize);
+        let place = |w: &(u64, u32)| row_of(w.0);
         let mut next = 0;
         if let Some(base) = files.base
             && winners.first().is_some_and(|w| place(w).0 == 0)

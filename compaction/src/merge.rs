@@ -234,7 +234,8 @@ fn row_at(batch: usize, row: usize) -> RowAt {
     ((batch as u64) << 32) | row as u64
 }
 
-fn row_of(at: RowAt) -> (usize, usize) {
+/// The (batch, row) of a place.
+pub(crate) fn row_of(at: RowAt) -> (usize, usize) {
     ((at >> 32) as usize, (at & 0xffff_ffff) as usize)
 }
 
@@ -509,9 +510,9 @@ impl RowMerger {
     }
 
     /// Merges the versions gathered in `batch` (in their order), and
-    /// empties it. The keys' hashes are all computed first, so the index
-    /// lookups that follow are independent of one another and their cache
-    /// misses overlap.
+    /// empties it. The keys' hashes are all computed, and the index slots
+    /// they start probing at read, before the first lookup, so the lookups'
+    /// cache misses overlap.
     pub(crate) fn push_batch(&mut self, batch: &mut KeyBatch) {
         use std::hash::BuildHasher;
         batch.hashes.clear();

@@ -148,7 +148,7 @@ pub(crate) fn unsupported_block(block_type: BlockType, path: &str) -> Error {
 /// Log files up to this size are read in one request; larger ones a block
 /// at a time, so a reader holds one block rather than the whole file.
 /// (Unit tests stream every log, in tiny windows.)
-const WHOLE_LOG_BYTES: u64 = if cfg!(test) { 0 } else { 8 << 20 };
+const WHOLE_LOG_BYTES: u64 = if cfg!(test) { 1 } else { 8 << 20 };
 
 /// Bytes read for a block's head in a large log file: enough for any
 /// header this crate writes, and for a whole small block.

@@ -52,7 +52,7 @@ pub(crate) fn write() -> impl Strategy<Value = Write> {
 /// bytes, so that the merge index holds keys both ways and sorts past
 /// equal prefixes.
 pub(crate) fn key_of(id: u8) -> String {
-    if id % 2 == 0 { format!("{}{id:03}", "p".repeat(14)) } else { format!("key{id:03}") }
+    if id.is_multiple_of(2) { format!("{}{id:03}", "p".repeat(14)) } else { format!("key{id:03}") }
 }
 
 pub(crate) fn version(schema: &TableSchema, w: &Write, n: usize) -> Version {

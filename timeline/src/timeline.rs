@@ -335,7 +335,7 @@ mod write_tests {
 
     use super::*;
     use crate::clock::ManualClock;
-    use crate::config::{BucketHash, BucketSpec, MergeMode, NewTableConfig};
+    use crate::config::{BucketHash, BucketSpec, NewTableConfig};
     use crate::lock::InProcessLock;
     use crate::partition::ensure_partition;
     use crate::truetime::{TimeGenerator, TimeMode};
