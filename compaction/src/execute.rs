@@ -28,7 +28,7 @@ use tributary_writer::client::{marker_dir, remove_markers, rollback_files};
 use tributary_writer::schema::{COMMIT_SEQNO, FILE_NAME, META_FIELDS, RECORD_KEY, TableSchema};
 
 use crate::error::{Error, Result};
-use crate::keyed::{KeyFirst, SliceFiles, merge_key_first};
+use crate::keyed::{KeyFirst, Limits, SliceFiles, merge_key_first};
 use crate::merge::{RowMerger, Version, merge_as};
 use crate::plan::{PlanSettings, plan};
 use crate::slice::{BaseReader, LogReader};
@@ -292,8 +292,9 @@ impl Compactor {
             area.clear().await?;
             spiller = Some(Spiller::new(area, partitions, budget / (4 * partitions)));
         }
+        let limits = Limits::of_share(budget, spiller.is_some());
         let keyed =
-            merge_key_first(&self.loc, &self.schema, &self.config, timeline, &files, budget, spiller.as_mut()).await?;
+            merge_key_first(&self.loc, &self.schema, &self.config, timeline, &files, limits, spiller.as_mut()).await?;
         let key_first = !matches!(keyed, KeyFirst::Declined);
         let sink = match keyed {
             KeyFirst::Merged(merger) => {

@@ -72,36 +72,38 @@ pub(crate) enum KeyFirst {
     Spilled,
 }
 
-/// Merges the slice `files` key first, within `budget` bytes (see the module
-/// notes). The winning rows are kept when they fit the budget, else pushed
-/// to `spiller`. Without a spiller (a group that fits its budget whole) the
-/// winners are always kept.
+/// What the key-first merge may hold, in bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// The key index: past this the merge is declined.
+    pub index: usize,
+    /// The index plus the winning rows: past this the winners are spilled.
+    pub keep: usize,
+}
+
+impl Limits {
+    /// No limits: for readers, which hold every row anyway.
+    pub(crate) const NONE: Limits = Limits { index: usize::MAX, keep: usize::MAX };
+
+    /// The limits of a group's `share` of the budget: half of it for the
+    /// index, three quarters for index and winners. A group that fits its
+    /// share whole (it has no spill partitions) needs none, as the key-first
+    /// merge holds less than the whole group.
+    pub(crate) fn of_share(share: usize, spills: bool) -> Limits {
+        if spills { Limits { index: share / 2, keep: share / 4 * 3 } } else { Limits::NONE }
+    }
+}
+
+/// Merges the slice `files` key first within `limits` (see the module
+/// notes). The winning rows are kept when they fit, else pushed to
+/// `spiller`, or the merge is declined without one.
 pub(crate) async fn merge_key_first(
     loc: &TableLocation,
     schema: &TableSchema,
     config: &TableConfig,
     timeline: &Timeline,
     files: &SliceFiles<'_>,
-    budget: usize,
-    spiller: Option<&mut Spiller>,
-) -> Result<KeyFirst> {
-    // Without a spiller the group fits its share whole, so what the key-first
-    // merge holds (less than the whole group) needs no limit.
-    let (budget, keep) = if spiller.is_some() { (budget, budget / 4 * 3) } else { (usize::MAX, usize::MAX) };
-    merge_key_first_within(loc, schema, config, timeline, files, budget, keep, spiller).await
-}
-
-/// [`merge_key_first`], keeping the winners in memory only when they and
-/// the index take at most `keep` bytes.
-#[expect(clippy::too_many_arguments, reason = "the one place that sets the keep limit apart from the budget")]
-async fn merge_key_first_within(
-    loc: &TableLocation,
-    schema: &TableSchema,
-    config: &TableConfig,
-    timeline: &Timeline,
-    files: &SliceFiles<'_>,
-    budget: usize,
-    keep: usize,
+    limits: Limits,
     spiller: Option<&mut Spiller>,
 ) -> Result<KeyFirst> {
     check_merger(config)?;
@@ -120,11 +122,11 @@ async fn merge_key_first_within(
             .map_err(|e| Error::Invalid { what: format!("table {}", config.name), reason: e.to_string() })?,
     );
     let mut plan = Plan { loc, schema, timeline, decoder, scanner, base_keys };
-    let Some(sizes) = plan.index(files, &mut merger, budget).await? else { return Ok(KeyFirst::Declined) };
+    let Some(sizes) = plan.index(files, &mut merger, limits.index).await? else { return Ok(KeyFirst::Declined) };
     // Decoded rows take about one and a half times their Avro bytes.
     let winners = merger.winners();
     let decoded = winners.len().saturating_mul(sizes.bytes_per_record()).saturating_mul(3) / 2;
-    if merger.retained_bytes().saturating_add(decoded) <= keep {
+    if merger.retained_bytes().saturating_add(decoded) <= limits.keep {
         let Out::Keep(batches) = plan.decode_winners(files, &winners, Out::Keep(Vec::new())).await? else {
             unreachable!("kept rows stay kept")
         };
@@ -132,12 +134,12 @@ async fn merge_key_first_within(
         return Ok(KeyFirst::Merged(merger));
     }
     let Some(spiller) = spiller else {
-        tracing::debug!(winners = winners.len(), decoded, budget, "winning rows would outgrow the budget");
+        tracing::debug!(winners = winners.len(), decoded, keep = limits.keep, "winning rows would outgrow the budget");
         return Ok(KeyFirst::Declined);
     };
     // Only the winners' places are needed from here on.
     drop(merger);
-    tracing::debug!(winners = winners.len(), decoded, budget, "winning rows go to spill files");
+    tracing::debug!(winners = winners.len(), decoded, keep = limits.keep, "winning rows go to spill files");
     plan.decode_winners(files, &winners, Out::Spill(spiller)).await?;
     Ok(KeyFirst::Spilled)
 }
@@ -233,9 +235,8 @@ impl Plan<'_> {
     /// Sources are numbered as [`Plan::decode_winners`] numbers them: the
     /// base file is source 0 (rows counted through the file), each data
     /// block a source from 1 on (rows counted through the block). `None`
-    /// when a block is not readable or the index outgrows its part of the
-    /// budget.
-    async fn index(&self, files: &SliceFiles<'_>, merger: &mut RowMerger, budget: usize) -> Result<Option<Sizes>> {
+    /// when a block is not readable or the index outgrows `limit` bytes.
+    async fn index(&self, files: &SliceFiles<'_>, merger: &mut RowMerger, limit: usize) -> Result<Option<Sizes>> {
         let mut sizes = Sizes::default();
         if let Some(base) = files.base {
             let mut reader = BaseReader::open_columns(self.loc, &self.base_keys, base).await?;
@@ -285,8 +286,8 @@ impl Plan<'_> {
                     BlockType::Command => {}
                     other => return Err(unsupported_block(other, path)),
                 }
-                if merger.retained_bytes() > budget / 2 {
-                    tracing::debug!(held = merger.retained_bytes(), budget, "key index outgrows the budget");
+                if merger.retained_bytes() > limit {
+                    tracing::debug!(held = merger.retained_bytes(), limit, "key index outgrows the budget");
                     return Ok(None);
                 }
             }
@@ -511,9 +512,8 @@ mod tests {
             let files = SliceFiles { base: base.as_ref(), logs: &logs };
             let area = SpillArea { store: Arc::new(InMemory::new()), dir: Path::from("spill") };
             let mut spiller = Spiller::new(area, 3, 0);
-            let keep = if spill { 0 } else { usize::MAX };
-            let merged =
-                merge_key_first_within(&loc, schema, config, &timeline, &files, usize::MAX, keep, Some(&mut spiller));
+            let limits = Limits { keep: if spill { 0 } else { usize::MAX }, ..Limits::NONE };
+            let merged = merge_key_first(&loc, schema, config, &timeline, &files, limits, Some(&mut spiller));
             match merged.await? {
                 KeyFirst::Declined => Ok(None),
                 KeyFirst::Merged(merger) => {
@@ -587,7 +587,7 @@ mod tests {
             let logs = vec![Path::from("t/.f1_0.log.1_0-1-0")];
             store.put(&logs[0], PutPayload::from(file)).await.unwrap();
             let files = SliceFiles { base: None, logs: &logs };
-            let merged = merge_key_first(&loc, &schema, &config, &timeline, &files, usize::MAX, None);
+            let merged = merge_key_first(&loc, &schema, &config, &timeline, &files, Limits::NONE, None);
             matches!(merged.await.unwrap(), KeyFirst::Declined)
         });
         assert!(declined);
@@ -616,7 +616,7 @@ mod tests {
             let logs = vec![Path::from("t/.f1_0.log.1_0-1-0")];
             store.put(&logs[0], PutPayload::from(file)).await.unwrap();
             let files = SliceFiles { base: None, logs: &logs };
-            let merged = merge_key_first(&loc, &schema, &config, &timeline, &files, usize::MAX, None);
+            let merged = merge_key_first(&loc, &schema, &config, &timeline, &files, Limits::NONE, None);
             merged.await.err().unwrap().to_string()
         });
         assert!(err.contains(".f1_0.log.1_0-1-0") && err.contains("record 2") && err.contains("field"), "{err}");

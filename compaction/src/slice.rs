@@ -47,7 +47,8 @@ pub async fn merge_slice(
 ) -> Result<Option<RecordBatch>> {
     let logs: Vec<object_store::path::Path> = slice.logs.iter().map(|l| l.file.path.clone()).collect();
     let files = crate::keyed::SliceFiles { base: slice.base.as_ref().map(|b| &b.file.path), logs: &logs };
-    match crate::keyed::merge_key_first(loc, schema, config, timeline, &files, usize::MAX, None).await? {
+    match crate::keyed::merge_key_first(loc, schema, config, timeline, &files, crate::keyed::Limits::NONE, None).await?
+    {
         crate::keyed::KeyFirst::Merged(merger) => merger.finish(false),
         _ => crate::merge::merge(schema, config, &read_slice(loc, schema, slice, timeline, false).await?),
     }
