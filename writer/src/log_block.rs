@@ -177,9 +177,6 @@ impl LogBlock {
             return Err(corrupt(format!("block size {} runs past the end of the file", head.framed_len - 14)));
         }
         let content = head.content.clone();
-        if content.end > bytes.len() {
-            return Err(corrupt(format!("content of {} bytes runs past the block", content.len())));
-        }
         let footer = Self::decode_tail(&head, &bytes[content.end..], offset, path)?;
         Ok(LogBlock { block_type: head.block_type, header: head.header, content: bytes.slice(content), footer })
     }
@@ -210,6 +207,9 @@ impl LogBlock {
         match parsed {
             Ok((block_type, header, content_len)) => {
                 let content = r.pos..r.pos.saturating_add(content_len);
+                if content.end > framed_len {
+                    return Err(corrupt(format!("content of {content_len} bytes runs past the block")));
+                }
                 Ok(Some(BlockHead { block_type, header, content, framed_len }))
             }
             Err(e) if e == SHORT && bytes.len() < framed_len => Ok(None),
@@ -424,6 +424,29 @@ mod tests {
                 prop_assert!(err.contains("x.log"), "{}", err);
             }
         }
+    }
+
+    #[test]
+    fn heads_read_from_a_prefix_and_check_the_content_length() {
+        let block = LogBlock {
+            block_type: BlockType::AvroData,
+            header: vec![(HeaderKey::InstantTime, "20250101000000000".into())],
+            content: vec![7; 40].into(),
+            footer: vec![],
+        };
+        let mut bytes = Vec::new();
+        block.encode_into(&mut bytes);
+        let head = LogBlock::decode_head(&bytes[..60], 0, "x.log").unwrap().unwrap();
+        assert_eq!(head.header(HeaderKey::InstantTime), Some("20250101000000000"));
+        assert_eq!(&bytes[head.content.clone()], &[7; 40][..]);
+        LogBlock::decode_tail(&head, &bytes[head.content.end..], 0, "x.log").unwrap();
+        // A prefix that ends inside the header asks for more bytes.
+        assert_eq!(LogBlock::decode_head(&bytes[..20], 0, "x.log").unwrap(), None);
+        // A content length past the block is an error naming the file.
+        let at = head.content.start - 8;
+        bytes[at..at + 8].copy_from_slice(&1000i64.to_be_bytes());
+        let err = LogBlock::decode_head(&bytes, 0, "x.log").unwrap_err().to_string();
+        assert!(err.contains("x.log") && err.contains("runs past the block"), "{err}");
     }
 
     #[test]
