@@ -10,6 +10,12 @@ pub enum Error {
     /// Table metadata could not be read or written.
     #[error(transparent)]
     Timeline(#[from] tributary_timeline::Error),
+    /// A Hudi format could not be encoded or decoded.
+    #[error(transparent)]
+    Format(#[from] tributary_format::Error),
+    /// Reading or merging a file slice failed.
+    #[error(transparent)]
+    Merge(#[from] tributary_merge::Error),
     /// Writing failed.
     #[error(transparent)]
     Writer(#[from] tributary_writer::Error),

@@ -8,11 +8,10 @@ use std::sync::Arc;
 
 use arrow::row::{RowConverter, SortField};
 use futures::StreamExt;
-use tributary_compaction::slice::{merge_slice, read_slice};
-use tributary_timeline::fs_view::{PlannedGroups, list_data_files};
-use tributary_timeline::metadata::CommitMetadata;
+use tributary_format::metadata::CommitMetadata;
+use tributary_format::schema::{META_FIELDS, PARTITION_PATH, RECORD_KEY, TableSchema};
+use tributary_merge::slice::{merge_slice, read_slice};
 use tributary_timeline::{Action, FileSystemView, InstantTime, State, Timeline, TimelineWriter};
-use tributary_writer::schema::{META_FIELDS, PARTITION_PATH, RECORD_KEY, TableSchema};
 
 use crate::error::{Error, Result};
 use crate::table::Table;
@@ -94,21 +93,13 @@ impl Table {
             timeline = timeline.filtered(|i| i.completed.as_ref().is_none_or(|c| c <= end));
         }
         let schema = self.schema(&full).await?;
-        let files = list_data_files(self.location()).await?;
-        let mut planned = PlannedGroups::new();
-        let writer = TimelineWriter::new(self.location(), self.config());
-        for c in timeline.pending_compactions() {
-            let bytes = writer.read(c, State::Requested).await?;
-            planned
-                .insert(c.requested.clone(), tributary_timeline::avro::plan_file_groups(&bytes, c.requested.as_str())?);
-        }
-        let view = FileSystemView::build(&timeline, files, &planned);
+        let view = FileSystemView::load(self.location(), self.config(), &timeline).await?;
         // Slices are independent: read and merge them on all cores.
         let schema = Arc::new(schema);
         let timeline = Arc::new(timeline);
         let base_only = options.query == Query::ReadOptimized;
         let config = Arc::new(self.config().clone());
-        tributary_compaction::merge::check_merger(&config)?;
+        tributary_merge::merge::check_merger(&config)?;
         let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
         let jobs = view.latest_slices().into_iter().map(|slice| {
             let (loc, schema, timeline, config) =
@@ -122,7 +113,7 @@ impl Table {
                     .await?
                     .into_iter()
                     .filter_map(|v| match v {
-                        tributary_compaction::Version::Rows(b) => Some(b),
+                        tributary_merge::Version::Rows(b) => Some(b),
                         _ => None,
                     })
                     .collect();

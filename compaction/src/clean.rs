@@ -36,16 +36,18 @@
 
 use std::collections::BTreeMap;
 
-use tributary_timeline::fs_view::FileSystemView;
-use tributary_timeline::table_services::{
+use tributary_format::table_services::{
     ActionInstant, CleanFileInfo, CleanMetadata, CleanPartitionMetadata, CleanerPlan, KEEP_LATEST_COMMITS,
 };
+use tributary_timeline::fs_view::FileSystemView;
 use tributary_timeline::{
     Action, Instant, InstantTime, State, TableConfig, TableLocation, TimeGenerator, Timeline, TimelineWriter,
 };
 
 use crate::error::{Error, Result};
-use crate::rollback::{complete_once, create_if_absent, delete_if_exists, file_name, fs_path, relative};
+use tributary_timeline::protocol::{Completion, complete_instant, delete_if_exists};
+
+use crate::rollback::{file_name, fs_path, relative};
 
 /// What one clean did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,7 +189,7 @@ async fn execute(
     let started = clock.now_millis();
     let writer = TimelineWriter::new(loc, config);
     let instant = Instant::requested(r.clone(), Action::Clean);
-    create_if_absent(&writer, &instant, State::Inflight, content).await?;
+    writer.create_if_absent(&instant, State::Inflight, content).await?;
 
     let mut partitions: BTreeMap<String, CleanPartitionMetadata> = BTreeMap::new();
     let mut deleted = Vec::new();
@@ -216,7 +218,9 @@ async fn execute(
         extra_metadata: plan.extra_metadata.clone(),
         ..Default::default()
     };
-    let completed = complete_once(loc, config, time, &instant, metadata.to_avro_container()?).await?;
+    let writer = TimelineWriter::new(loc, config);
+    let completed =
+        complete_instant(loc, &writer, time, &instant, metadata.to_avro_container()?, Completion::Shared).await?;
     tracing::info!(clean = %r, files = deleted.len(), earliest_commit_to_retain = %earliest, "cleaned");
     Ok(CleanSummary { instant: r.clone(), completed, earliest_commit_to_retain: earliest, deleted_files: deleted })
 }
@@ -227,7 +231,7 @@ mod tests {
     use std::time::Duration;
 
     use object_store::ObjectStoreExt;
-    use tributary_timeline::metadata::CompactionPlan;
+    use tributary_format::metadata::CompactionPlan;
     use tributary_timeline::partition::ensure_partition;
     use tributary_timeline::{InProcessLock, ManualClock, TimeMode, nbcc_file_id};
 

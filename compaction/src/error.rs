@@ -3,16 +3,19 @@
 /// Result alias of the compaction crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Errors of merging, planning, executing and cleaning.
+/// Errors of planning, executing, cleaning and rollback.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// Table metadata could not be read or written.
     #[error(transparent)]
     Timeline(#[from] tributary_timeline::Error),
-    /// Log or record handling failed.
+    /// A Hudi format could not be encoded or decoded.
     #[error(transparent)]
-    Writer(#[from] tributary_writer::Error),
+    Format(#[from] tributary_format::Error),
+    /// Reading or merging a file slice failed.
+    #[error(transparent)]
+    Merge(#[from] tributary_merge::Error),
     /// Data that cannot be merged as given.
     #[error("{what}: {reason}")]
     Invalid {

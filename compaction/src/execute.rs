@@ -18,21 +18,21 @@ use object_store::ObjectStoreExt;
 use object_store::buffered::BufWriter;
 use parquet::arrow::AsyncArrowWriter;
 use parquet::file::properties::WriterProperties;
-use tributary_timeline::metadata::{CommitMetadata, CompactionOperation, CompactionPlan, WriteStat};
-use tributary_timeline::store::join_relative;
+use tributary_format::metadata::{CommitMetadata, CompactionOperation, CompactionPlan, WriteStat};
+use tributary_format::schema::{COMMIT_SEQNO, FILE_NAME, META_FIELDS, RECORD_KEY, TableSchema};
+use tributary_timeline::protocol::marker::{self, remove_markers, rollback_files};
+use tributary_timeline::protocol::{Completion, complete_instant};
 use tributary_timeline::{
     Action, BaseFileName, FileSystemView, Instant, InstantTime, LockProvider, State, TableConfig, TableLocation,
     TimeGenerator, Timeline, TimelineWriter, WriteToken,
 };
-use tributary_writer::client::{marker_dir, remove_markers, rollback_files};
-use tributary_writer::schema::{COMMIT_SEQNO, FILE_NAME, META_FIELDS, RECORD_KEY, TableSchema};
 
 use crate::error::{Error, Result};
-use crate::keyed::{KeyFirst, Limits, SliceFiles, merge_key_first};
-use crate::merge::{RowMerger, Version, merge_as};
 use crate::plan::{PlanSettings, plan};
-use crate::slice::{BaseReader, LogReader};
-use crate::spill::{RunMerger, SpillArea, Spiller};
+use tributary_merge::keyed::{KeyFirst, Limits, SliceFiles, merge_key_first};
+use tributary_merge::merge::{RowMerger, Version, merge_as};
+use tributary_merge::slice::{BaseReader, LogReader};
+use tributary_merge::spill::{RunMerger, SpillArea, Spiller};
 
 /// Most partitions a spilled group is split into; a budget so small that it
 /// asks for more is not honoured beyond this.
@@ -71,7 +71,7 @@ impl Default for CompactorSettings {
             memory_budget: 256 << 20,
             spill_dir: None,
             row_group_rows: 128 * 1024,
-            heartbeat_expiry: crate::rollback::DEFAULT_HEARTBEAT_EXPIRY,
+            heartbeat_expiry: tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY,
         }
     }
 }
@@ -158,10 +158,7 @@ impl Compactor {
         let path = self.timeline.path_of(&pending, State::Requested)?;
         let plan = CompactionPlan::from_avro_container(&self.loc.get(&path).await?, path.as_ref())?;
         if pending.state == State::Requested {
-            match self.timeline.create(&pending, State::Inflight, Vec::new()).await {
-                Ok(_) | Err(tributary_timeline::Error::AlreadyExists { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
+            self.timeline.create_if_absent(&pending, State::Inflight, Vec::new()).await?;
         }
         // A crashed attempt may have left base files: remove them first.
         rollback_files(&self.loc, instant).await?;
@@ -188,16 +185,8 @@ impl Compactor {
             meta.partition_to_write_stats.entry(stat.partition_path.clone()).or_default().push(stat);
         }
         let content = meta.to_avro_container()?;
-        let writer = self.timeline.clone();
-        let mut done = pending.clone();
-        let completed = self
-            .time
-            .with_time(|c| async move {
-                done.completed = Some(c.clone());
-                writer.create(&done, State::Completed, content).await?;
-                Ok(c)
-            })
-            .await?;
+        let completed =
+            complete_instant(&self.loc, &self.timeline, &self.time, &pending, content, Completion::Owned).await?;
         remove_markers(&self.loc, instant).await?;
         Ok(CompactionSummary {
             instant: instant.clone(),
@@ -275,11 +264,7 @@ impl Compactor {
         }
         .to_string();
         let rel = if op.partition_path.is_empty() { name.clone() } else { format!("{}/{name}", op.partition_path) };
-        let marker = join_relative(&marker_dir(&self.loc, instant), &format!("{rel}.marker.CREATE"));
-        match self.loc.create(&marker, Vec::new()).await {
-            Ok(()) | Err(tributary_timeline::Error::AlreadyExists { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
+        marker::create_marker(&self.loc, instant, &op.partition_path, &name, marker::CREATE).await?;
         let out_path = self.loc.join(&rel);
         let mut rows = 0u64;
         let logs: Vec<object_store::path::Path> =
@@ -568,7 +553,7 @@ impl Sink {
                 };
                 self.spill_fold(pending).await
             }
-            Sink::Spill(spiller) => spiller.push(v).await,
+            Sink::Spill(spiller) => Ok(spiller.push(v).await?),
         }
     }
 

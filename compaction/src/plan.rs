@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use tributary_timeline::metadata::{CompactionOperation, CompactionPlan};
+use tributary_format::metadata::{CompactionOperation, CompactionPlan};
 use tributary_timeline::{FileSystemView, InstantTime};
 
 /// Which file groups a plan takes.

@@ -41,7 +41,7 @@ use std::time::Duration;
 use futures::TryStreamExt;
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
-use tributary_timeline::table_services::{
+use tributary_format::table_services::{
     InstantInfo, RollbackMetadata, RollbackPartitionMetadata, RollbackPlan, RollbackRequest,
 };
 use tributary_timeline::{
@@ -49,11 +49,10 @@ use tributary_timeline::{
     Timeline, TimelineWriter,
 };
 
-use crate::error::Result;
+use tributary_timeline::protocol::heartbeat::{heartbeat_expired, heartbeat_path};
+use tributary_timeline::protocol::{Completion, complete_instant, delete_if_exists, marker};
 
-/// How long a heartbeat may be silent before its writer counts as dead:
-/// Hudi's default interval (60 s) times its default tolerable misses (2).
-pub const DEFAULT_HEARTBEAT_EXPIRY: Duration = Duration::from_secs(2 * 60);
+use crate::error::Result;
 
 /// One failed delta commit that was rolled back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,28 +114,6 @@ pub async fn rollback_failed_writes(
     Ok(done)
 }
 
-/// `.hoodie/.heartbeat/<t>`.
-pub fn heartbeat_path(loc: &TableLocation, t: &InstantTime) -> Path {
-    loc.meta_dir().join(".heartbeat").join(t.as_str())
-}
-
-/// Whether the writer of `t` is dead by `clock` (see [`rollback_failed_writes`]).
-pub async fn heartbeat_expired(
-    loc: &TableLocation,
-    t: &InstantTime,
-    clock: &dyn Clock,
-    expiry: Duration,
-) -> Result<bool> {
-    let path = heartbeat_path(loc, t);
-    let last = match loc.store.head(&path).await {
-        Ok(meta) => meta.last_modified.timestamp_millis(),
-        Err(object_store::Error::NotFound { .. }) => t.to_millis().unwrap_or(0),
-        Err(e) => return Err(tributary_timeline::Error::store("head", &path, e).into()),
-    };
-    let expiry = i64::try_from(expiry.as_millis()).unwrap_or(i64::MAX);
-    Ok(clock.now_millis().saturating_sub(last) > expiry)
-}
-
 /// The pending rollback instants and their plans (unreadable plans are
 /// skipped with a warning: they are not ours to finish).
 async fn pending_rollbacks(
@@ -148,7 +125,7 @@ async fn pending_rollbacks(
     for i in timeline.pending().filter(|i| i.action == Action::Rollback) {
         let path = writer.path_of(i, State::Requested)?;
         let plan = match loc.get(&path).await {
-            Ok(bytes) => RollbackPlan::from_avro_container(&bytes, path.as_ref()),
+            Ok(bytes) => RollbackPlan::from_avro_container(&bytes, path.as_ref()).map_err(Into::into),
             Err(e) => Err(e),
         };
         match plan {
@@ -168,22 +145,8 @@ fn deltacommit_target(plan: &RollbackPlan) -> Option<InstantTime> {
 /// The rollback plan of `t`: one request per file its markers name, as Java's
 /// marker-based rollback plans them for table version 8.
 async fn plan_for(loc: &TableLocation, t: &InstantTime) -> Result<RollbackPlan> {
-    let dir = tributary_writer::client::marker_dir(loc, t);
-    let markers: Vec<Path> = loc
-        .store
-        .list(Some(&dir))
-        .map_ok(|m| m.location)
-        .try_collect()
-        .await
-        .map_err(|e| tributary_timeline::Error::store("list", &dir, e))?;
-    let mut files = BTreeSet::new();
-    for m in &markers {
-        let Some(parts) = m.prefix_match(&dir) else { continue };
-        let rel: Vec<String> = parts.map(|p| p.as_ref().to_string()).collect();
-        let Some((name, partition)) = rel.split_last() else { continue };
-        let Some((file, _kind)) = name.rsplit_once(".marker.") else { continue };
-        files.insert((partition.join("/"), file.to_string()));
-    }
+    let markers = marker::list_markers(loc, t).await?;
+    let files: BTreeSet<(String, String)> = markers.iter().filter_map(|m| marker::marked_file(loc, t, m)).collect();
     let rollback_requests = files
         .into_iter()
         .map(|(partition, file)| {
@@ -259,7 +222,7 @@ async fn execute(
     let started = clock.now_millis();
     let writer = TimelineWriter::new(loc, config);
     let instant = Instant::requested(rollback.clone(), Action::Rollback);
-    create_if_absent(&writer, &instant, State::Inflight, Vec::new()).await?;
+    writer.create_if_absent(&instant, State::Inflight, Vec::new()).await?;
 
     // Files the plan names, then any its markers name beyond them (the
     // writer may have flushed after planning), then the markers.
@@ -271,7 +234,7 @@ async fn execute(
             deleted.insert((r.partition_path.clone(), name.to_string()));
         }
     }
-    for p in tributary_writer::client::rollback_files(loc, t).await? {
+    for p in marker::rollback_files(loc, t).await? {
         let rel = loc.relative(&p);
         let (partition, name) = rel.rsplit_once('/').unwrap_or(("", rel.as_str()));
         deleted.insert((partition.to_string(), name.to_string()));
@@ -301,7 +264,8 @@ async fn execute(
         instants_rollback: vec![InstantInfo::new(t.as_str(), Action::DeltaCommit.name())],
         ..Default::default()
     };
-    let completed = complete_once(loc, config, time, &instant, metadata.to_avro_container()?).await?;
+    let completed =
+        complete_instant(loc, &writer, time, &instant, metadata.to_avro_container()?, Completion::Shared).await?;
     tracing::info!(instant = %t, %rollback, files = deleted.len(), "rolled back a failed delta commit");
     Ok(RolledBack {
         instant: t.clone(),
@@ -309,51 +273,6 @@ async fn execute(
         completed,
         deleted_files: deleted.iter().map(|(p, n)| relative(p, n)).collect(),
     })
-}
-
-/// Completes `instant` with `content` under the table lock, unless it has
-/// completed already (then its completion time is returned).
-pub(crate) async fn complete_once(
-    loc: &TableLocation,
-    config: &TableConfig,
-    time: &TimeGenerator,
-    instant: &Instant,
-    content: Vec<u8>,
-) -> Result<InstantTime> {
-    let writer = TimelineWriter::new(loc, config);
-    let completed = time
-        .with_time(|c| async move {
-            let timeline = Timeline::load(loc, config).await?;
-            if let Some(done) = timeline.get(&instant.requested).filter(|i| i.is_completed()) {
-                return Ok(done.completed.clone().unwrap_or(c));
-            }
-            let done = Instant { state: State::Completed, completed: Some(c.clone()), ..instant.clone() };
-            writer.create(&done, State::Completed, content).await?;
-            Ok(c)
-        })
-        .await?;
-    Ok(completed)
-}
-
-/// Creates a timeline file unless it exists.
-pub(crate) async fn create_if_absent(
-    writer: &TimelineWriter,
-    instant: &Instant,
-    state: State,
-    content: Vec<u8>,
-) -> Result<()> {
-    match writer.create(instant, state, content).await {
-        Ok(_) | Err(tributary_timeline::Error::AlreadyExists { .. }) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Deletes an object; one already gone counts as deleted.
-pub(crate) async fn delete_if_exists(loc: &TableLocation, path: &Path) -> Result<()> {
-    match loc.store.delete(path).await {
-        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-        Err(e) => Err(tributary_timeline::Error::store("delete", path, e).into()),
-    }
 }
 
 /// `<partition>/<name>`, or `<name>` when unpartitioned.
@@ -382,7 +301,7 @@ mod tests {
     use tributary_timeline::{InProcessLock, ManualClock, SystemClock, TimeMode};
 
     use super::*;
-    use tributary_writer::client::marker_dir;
+    use tributary_timeline::protocol::marker::marker_dir;
 
     struct Table {
         loc: TableLocation,
@@ -437,9 +356,15 @@ mod tests {
     }
 
     async fn rollback(tb: &Table) -> Vec<RolledBack> {
-        rollback_failed_writes(&tb.loc, &tb.config, &tb.time, tb.clock.as_ref(), DEFAULT_HEARTBEAT_EXPIRY)
-            .await
-            .unwrap()
+        rollback_failed_writes(
+            &tb.loc,
+            &tb.config,
+            &tb.time,
+            tb.clock.as_ref(),
+            tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY,
+        )
+        .await
+        .unwrap()
     }
 
     async fn timeline(tb: &Table) -> Timeline {
@@ -557,7 +482,9 @@ mod tests {
 
         // Completing twice keeps the first completion.
         let instant = Instant::requested(r.clone(), Action::Rollback);
-        let again = complete_once(&tb.loc, &tb.config, &tb.time, &instant, Vec::new()).await.unwrap();
+        let writer = TimelineWriter::new(&tb.loc, &tb.config);
+        let again =
+            complete_instant(&tb.loc, &writer, &tb.time, &instant, Vec::new(), Completion::Shared).await.unwrap();
         assert_eq!(again, rolled[0].completed);
         assert_eq!(timeline(&tb).await.warnings().len(), 0);
     }

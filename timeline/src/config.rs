@@ -8,6 +8,9 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub use tributary_format::schema::SequenceGroup;
+use tributary_format::schema::TableSchema;
+
 use crate::error::{Error, Result};
 
 /// Strategy id Hudi uses for event-time ordering.
@@ -128,30 +131,6 @@ pub struct BucketSpec {
     pub num_buckets: u32,
     /// Key-to-bucket hash.
     pub hash: BucketHash,
-}
-
-/// Columns whose values follow their own ordering field.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SequenceGroup {
-    /// The group's ordering (event-time) field; it belongs to the group.
-    pub ordering: String,
-    /// The other columns of the group.
-    pub columns: Vec<String>,
-}
-
-impl SequenceGroup {
-    /// Parses `ts_a=a1,a2`.
-    pub fn parse(text: &str) -> Option<Self> {
-        let (ordering, cols) = text.split_once('=')?;
-        let columns: Vec<String> = cols.split(',').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect();
-        let ordering = ordering.trim().to_string();
-        (!ordering.is_empty() && !columns.is_empty()).then_some(Self { ordering, columns })
-    }
-
-    /// `ts_a=a1,a2`.
-    pub fn render(&self) -> String {
-        format!("{}={}", self.ordering, self.columns.join(","))
-    }
 }
 
 /// Keys of `hoodie.properties` this library reads or writes.
@@ -582,6 +561,22 @@ impl TableConfig {
         }
         String::from_utf8(out)
             .map_err(|e| Error::InvalidInput { what: "hoodie.properties".into(), reason: e.to_string() })
+    }
+
+    /// The table's schema (its create schema) in the forms writers and
+    /// readers need, checked against the configured key, ordering and
+    /// partition fields.
+    pub fn table_schema(&self) -> Result<TableSchema> {
+        let json = self.create_schema.as_deref().ok_or_else(|| Error::InvalidInput {
+            what: format!("table {}", self.name),
+            reason: format!("{} is not set", keys::CREATE_SCHEMA),
+        })?;
+        Ok(TableSchema::new(
+            json,
+            self.record_key_field().unwrap_or_default(),
+            self.ordering_field.as_deref(),
+            self.partition_fields.first().map(String::as_str),
+        )?)
     }
 
     /// The single record key field, as the bucket index and writers need it.

@@ -121,14 +121,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// Avro metadata could not be encoded or decoded.
-    #[error("{path}: avro: {reason}")]
-    Avro {
-        /// The object involved.
-        path: String,
-        /// The Avro library's message.
-        reason: String,
-    },
+    /// A Hudi file format (timeline metadata, schema) could not be encoded or decoded.
+    #[error(transparent)]
+    Format(#[from] tributary_format::Error),
 }
 
 impl Error {

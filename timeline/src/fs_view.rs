@@ -222,7 +222,7 @@ impl FileSystemView {
             let writer = crate::timeline::TimelineWriter::new(loc, config);
             let path = writer.path_of(c, crate::instant::State::Requested)?;
             let bytes = loc.get(&path).await?;
-            planned.insert(c.requested.clone(), crate::avro::plan_file_groups(&bytes, path.as_ref())?);
+            planned.insert(c.requested.clone(), tributary_format::avro::plan_file_groups(&bytes, path.as_ref())?);
         }
         Ok(Self::build(timeline, files, &planned))
     }

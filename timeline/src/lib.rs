@@ -23,7 +23,6 @@
 //! # Ok(()) }
 //! ```
 
-pub mod avro;
 pub mod clock;
 pub mod config;
 pub mod error;
@@ -31,10 +30,9 @@ pub mod file_name;
 pub mod fs_view;
 pub mod instant;
 pub mod lock;
-pub mod metadata;
 pub mod partition;
+pub mod protocol;
 pub mod store;
-pub mod table_services;
 pub mod timeline;
 pub mod truetime;
 
@@ -45,7 +43,6 @@ pub use file_name::{BaseFileName, LogFileName, WriteToken, nbcc_file_id};
 pub use fs_view::{FileGroup, FileSlice, FileSystemView};
 pub use instant::{Action, Instant, InstantTime, State};
 pub use lock::{FileLock, InProcessLock, LeaseLock, LeaseSettings, LockGuard, LockProvider};
-pub use metadata::{CommitMetadata, CompactionOperation, CompactionPlan, CompactionStrategy, RuntimeStats, WriteStat};
 pub use store::{DurableLocalStore, TableLocation};
 pub use timeline::{Timeline, TimelineWriter};
 pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, TimeGenerator, TimeMode};
@@ -61,7 +58,5 @@ mod send_sync {
         assert_send_sync::<super::TableLocation>();
         assert_send_sync::<super::TableConfig>();
         assert_send_sync::<super::Error>();
-        assert_send_sync::<super::CommitMetadata>();
-        assert_send_sync::<super::CompactionPlan>();
     }
 }

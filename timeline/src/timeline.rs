@@ -25,11 +25,14 @@ pub struct Timeline {
 impl Timeline {
     /// Lists the table's timeline folder and parses it.
     pub async fn load(loc: &TableLocation, config: &TableConfig) -> Result<Self> {
-        let dir = timeline_dir(loc, config);
-        let listing = loc.store.list_with_delimiter(Some(&dir)).await.map_err(|e| Error::store("list", &dir, e))?;
+        Self::load_dir(loc, &timeline_dir(loc, config), config.timeline_layout).await
+    }
+
+    async fn load_dir(loc: &TableLocation, dir: &Path, layout: u32) -> Result<Self> {
+        let listing = loc.store.list_with_delimiter(Some(dir)).await.map_err(|e| Error::store("list", dir, e))?;
         let names: Vec<String> =
             listing.objects.iter().filter_map(|m| m.location.filename().map(String::from)).collect();
-        Ok(if config.timeline_layout >= 2 {
+        Ok(if layout >= 2 {
             Self::from_layout2_names(names.iter().map(String::as_str))
         } else {
             Self::from_layout1_names(names.iter().map(String::as_str))
@@ -256,6 +259,15 @@ impl TimelineWriter {
         Ok(path)
     }
 
+    /// Creates the file recording `instant` in `state` unless it exists
+    /// (a step re-run after a crash finds its file already there).
+    pub async fn create_if_absent(&self, instant: &Instant, state: State, content: Vec<u8>) -> Result<()> {
+        match self.create(instant, state, content).await {
+            Ok(_) | Err(Error::AlreadyExists { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The path of the file recording `instant` in `state`.
     pub fn path_of(&self, instant: &Instant, state: State) -> Result<Path> {
         if self.layout < 2 && state == State::Completed {
@@ -268,6 +280,11 @@ impl TimelineWriter {
     /// Reads the content of the file recording `instant` in `state`.
     pub async fn read(&self, instant: &Instant, state: State) -> Result<bytes::Bytes> {
         self.loc.get(&self.path_of(instant, state)?).await
+    }
+
+    /// Lists the timeline this writer writes.
+    pub async fn load(&self) -> Result<Timeline> {
+        Timeline::load_dir(&self.loc, &self.dir, self.layout).await
     }
 }
 

@@ -17,25 +17,26 @@ use std::time::Duration;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray, UInt32Array};
 use arrow::datatypes::DataType;
-use futures::TryStreamExt;
-use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutMode, PutPayload};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tributary_format::metadata::{CommitMetadata, WriteStat};
 use tributary_timeline::fs_view::PARTITION_METADATA;
-use tributary_timeline::metadata::{CommitMetadata, WriteStat};
 use tributary_timeline::partition::ensure_partition;
 use tributary_timeline::{
     Action, BaseFileName, Instant, InstantTime, LogFileName, State, TableConfig, TableLocation, TimeGenerator,
     TimelineWriter, WriteToken, nbcc_file_id,
 };
 
+use tributary_format::codec::{DataBlockEncoder, DeleteRecord, OrderingValue, encode_delete_content};
+use tributary_format::log_block::{BlockType, HeaderKey, begin_block, finish_block};
+use tributary_format::schema::TableSchema;
+use tributary_timeline::protocol::marker::{self, remove_markers, rollback_files};
+use tributary_timeline::protocol::{Completion, Heartbeat, complete_instant};
+
 use crate::bucket::BucketIndex;
-use crate::codec::{DataBlockEncoder, DeleteRecord, OrderingValue, encode_delete_content};
 use crate::error::{Error, Result};
 use crate::input::{Rows, rows_from_batch, rows_from_json};
-use crate::log_block::{BlockType, HeaderKey, begin_block, finish_block};
-use crate::schema::TableSchema;
 
 /// Extra-metadata key prefix under which checkpoints are stored.
 pub const CHECKPOINT_PREFIX: &str = "tributary.checkpoint.";
@@ -151,7 +152,7 @@ impl WriteClient {
         if settings.tasks == 0 {
             return Err(Error::InvalidInput { what: "tasks".into(), reason: "must be at least 1".into() });
         }
-        let full = TableSchema::from_config(&config)?;
+        let full = config.table_schema()?;
         let schema = Arc::new(match &settings.columns {
             Some(cols) => full.partial(cols, &config.sequence_groups)?,
             None => full,
@@ -191,7 +192,8 @@ impl WriteClient {
             .await?;
         let pending = Instant::requested(instant.clone(), Action::DeltaCommit);
         s.timeline.create(&pending, State::Inflight, Vec::new()).await?;
-        let heartbeat = Heartbeat::start(s.loc.clone(), &instant, s.settings.heartbeat_interval).await?;
+        let heartbeat =
+            Heartbeat::start(s.loc.clone(), &instant, s.time.clock().clone(), s.settings.heartbeat_interval).await?;
         let tasks = s.settings.tasks;
         let budget = (s.settings.buffer_bytes / tasks).max(1);
         let mut senders = Vec::with_capacity(tasks);
@@ -231,55 +233,6 @@ impl WriteClient {
             }
         }
         Ok(None)
-    }
-}
-
-/// The heartbeat of an inflight commit: `.hoodie/.heartbeat/<t>`, rewritten
-/// every interval so that recovery can tell a live writer from a dead one.
-#[derive(Debug)]
-struct Heartbeat {
-    path: Path,
-    loc: TableLocation,
-    task: JoinHandle<()>,
-}
-
-impl Drop for Heartbeat {
-    fn drop(&mut self) {
-        // A commit dropped without commit or abort stops beating; its
-        // instant then expires and recovery rolls it back.
-        self.task.abort();
-    }
-}
-
-impl Heartbeat {
-    async fn start(loc: TableLocation, instant: &InstantTime, every: Duration) -> Result<Self> {
-        let path = loc.meta_dir().clone().join(".heartbeat").join(instant.as_str());
-        let beat = |loc: TableLocation, path: Path| async move {
-            loc.store
-                .put(&path, PutPayload::new())
-                .await
-                .map(|_| ())
-                .map_err(|e| tributary_timeline::Error::store("put", &path, e))
-        };
-        beat(loc.clone(), path.clone()).await?;
-        let (l, p) = (loc.clone(), path.clone());
-        let task = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
-                if let Err(e) = beat(l.clone(), p.clone()).await {
-                    tracing::warn!("heartbeat {p}: {e}");
-                }
-            }
-        });
-        Ok(Self { path, loc, task })
-    }
-
-    async fn stop(self) -> Result<()> {
-        self.task.abort();
-        match self.loc.store.delete(&self.path).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(tributary_timeline::Error::store("delete", &self.path, e).into()),
-        }
     }
 }
 
@@ -458,32 +411,8 @@ impl Commit {
             meta.partition_to_write_stats.entry(f.partition.clone()).or_default().push(write_stat(f, &self.instant));
         }
         let content = meta.to_avro_container()?;
-        let mut done = Instant::requested(self.instant.clone(), Action::DeltaCommit);
-        let timeline = s.timeline.clone();
-        let loc = s.loc.clone();
-        let completed = s
-            .time
-            .with_time(|c| async move {
-                // A recovery that found this write's heartbeat expired withdraws
-                // the inflight file under this same lock; completing then would
-                // publish files it deletes.
-                let inflight = timeline.path_of(&done, State::Inflight)?;
-                match loc.store.head(&inflight).await {
-                    Ok(_) => {}
-                    Err(object_store::Error::NotFound { .. }) => {
-                        return Err(tributary_timeline::Error::Withdrawn {
-                            what: format!("commit {}", done.requested),
-                            reason: "rolled back by recovery (its heartbeat expired); write it again".into(),
-                        });
-                    }
-                    Err(e) => return Err(tributary_timeline::Error::store("head", &inflight, e)),
-                }
-                done.completed = Some(c.clone());
-                done.state = State::Completed;
-                timeline.create(&done, State::Completed, content).await?;
-                Ok(c)
-            })
-            .await?;
+        let pending = Instant::requested(self.instant.clone(), Action::DeltaCommit);
+        let completed = complete_instant(&s.loc, &s.timeline, &s.time, &pending, content, Completion::Owned).await?;
         self.cleanup_markers().await?;
         if let Some(h) = self.heartbeat.take() {
             h.stop().await?;
@@ -525,56 +454,8 @@ impl Commit {
     }
 
     async fn cleanup_markers(&self) -> Result<()> {
-        remove_markers(&self.shared.loc, &self.instant).await
+        Ok(remove_markers(&self.shared.loc, &self.instant).await?)
     }
-}
-
-/// `.hoodie/.temp/<t>`: the folder of instant `t`'s write markers.
-pub fn marker_dir(loc: &TableLocation, instant: &InstantTime) -> Path {
-    loc.meta_dir().join(".temp").join(instant.as_str())
-}
-
-/// Deletes instant `t`'s markers once what they name is committed.
-pub async fn remove_markers(loc: &TableLocation, instant: &InstantTime) -> Result<()> {
-    let markers = list_paths(loc, &marker_dir(loc, instant)).await?;
-    delete_all(loc, markers).await
-}
-
-async fn list_paths(loc: &TableLocation, dir: &Path) -> Result<Vec<Path>> {
-    loc.store
-        .list(Some(dir))
-        .map_ok(|m| m.location)
-        .try_collect()
-        .await
-        .map_err(|e| tributary_timeline::Error::store("list", dir, e).into())
-}
-
-async fn delete_all(loc: &TableLocation, paths: Vec<Path>) -> Result<()> {
-    for p in paths {
-        match loc.store.delete(&p).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(tributary_timeline::Error::store("delete", &p, e).into()),
-        }
-    }
-    Ok(())
-}
-
-/// Deletes the data files an uncompleted instant wrote, as named by its
-/// markers, then the markers. Returns the data files deleted.
-pub async fn rollback_files(loc: &TableLocation, instant: &InstantTime) -> Result<Vec<Path>> {
-    let dir = marker_dir(loc, instant);
-    let markers = list_paths(loc, &dir).await?;
-    let mut data = Vec::new();
-    for m in &markers {
-        let Some(parts) = m.prefix_match(&dir) else { continue };
-        let rel: Vec<String> = parts.map(|p| p.as_ref().to_string()).collect();
-        let Some((name, partition)) = rel.split_last() else { continue };
-        let Some((file, _)) = name.rsplit_once(".marker.") else { continue };
-        data.push(partition.iter().fold(loc.root.clone(), |p, part| p.join(part.as_str())).join(file));
-    }
-    delete_all(loc, data.clone()).await?;
-    delete_all(loc, markers).await?;
-    Ok(data)
 }
 
 fn write_stat(f: &FileWrite, instant: &InstantTime) -> WriteStat {
@@ -807,14 +688,7 @@ impl TaskContext {
             }
             .to_string();
             let rel = if partition.is_empty() { name.clone() } else { format!("{partition}/{name}") };
-            let marker = tributary_timeline::store::join_relative(
-                &marker_dir(&loc, &self.instant),
-                &format!("{}{}.marker.APPEND", dir_prefix(partition), name),
-            );
-            match loc.create(&marker, Vec::new()).await {
-                Ok(()) | Err(tributary_timeline::Error::AlreadyExists { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
+            marker::create_marker(&loc, &self.instant, partition, &name, marker::APPEND).await?;
             let path = loc.join(&rel);
             match loc.store.put_opts(&path, PutPayload::from(bytes.clone()), PutMode::Create.into()).await {
                 Ok(_) => {
@@ -854,10 +728,6 @@ impl TaskContext {
         RecordBatch::try_new(self.shared.schema.arrow_with_meta().clone(), columns)
             .map_err(|e| Error::InvalidInput { what: "rows".into(), reason: e.to_string() })
     }
-}
-
-fn dir_prefix(partition: &str) -> String {
-    if partition.is_empty() { String::new() } else { format!("{partition}/") }
 }
 
 /// The ordering value of row `r` of column `c`, as a delete record carries it.

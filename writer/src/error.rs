@@ -3,23 +3,16 @@
 /// Result alias of the writer crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Errors of bucketing, the log format and the write client.
+/// Errors of bucketing, input conversion and the write client.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// Table metadata could not be read or written.
     #[error(transparent)]
     Timeline(#[from] tributary_timeline::Error),
-    /// A log file's bytes do not follow the HOODIE_LOG format.
-    #[error("{path}: corrupt log block at byte {offset}: {reason}")]
-    CorruptLog {
-        /// The log file.
-        path: String,
-        /// Where the bad block starts.
-        offset: u64,
-        /// What is wrong.
-        reason: String,
-    },
+    /// A Hudi format could not be encoded or decoded.
+    #[error(transparent)]
+    Format(#[from] tributary_format::Error),
     /// One input record is invalid; nothing of its commit becomes visible.
     #[error("{input} line {record}{}: {reason}", field.as_ref().map(|f| format!(": field `{f}`")).unwrap_or_default())]
     BadRecord {

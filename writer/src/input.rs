@@ -19,7 +19,7 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::schema::{IS_DELETED, TableSchema};
+use tributary_format::schema::{IS_DELETED, TableSchema};
 
 /// Validated rows in the table's column layout, with delete flags.
 #[derive(Debug, Clone)]

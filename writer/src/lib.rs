@@ -1,18 +1,14 @@
-//! Tributary writer: bucket routing and the Hudi log format (HOODIE_LOG
-//! blocks). The write client builds on these.
+//! Tributary's writer: bucket routing ([`bucket`]), input conversion from
+//! Arrow and JSON ([`input`]) and the write client ([`client`]), which
+//! writes each commit's rows as new log files and completes the commit
+//! through the timeline's commit protocol.
 
 pub mod bucket;
 pub mod client;
-pub mod codec;
-pub mod decode;
 pub mod error;
 pub mod input;
-pub mod log_block;
-pub mod schema;
 
 pub use bucket::BucketIndex;
 pub use client::{Commit, CommitSummary, FileWrite, WriteClient, WriteSettings};
 pub use error::{Error, Result};
 pub use input::Rows;
-pub use log_block::{BlockType, HeaderKey, LogBlock};
-pub use schema::TableSchema;

@@ -27,11 +27,11 @@
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
+use tributary_format::codec::decode_delete_content;
+use tributary_format::decode::{ColumnDecoder, KeyScanner, Scanned};
+use tributary_format::log_block::{BlockType, HeaderKey};
+use tributary_format::schema::{RECORD_KEY, TableSchema, arrow_schema_of};
 use tributary_timeline::{TableConfig, TableLocation, Timeline};
-use tributary_writer::codec::decode_delete_content;
-use tributary_writer::decode::{ColumnDecoder, KeyScanner, Scanned};
-use tributary_writer::log_block::{BlockType, HeaderKey};
-use tributary_writer::schema::{RECORD_KEY, TableSchema, arrow_schema_of};
 
 use crate::error::{Error, Result};
 use crate::merge::{KeyBatch, Ord2, RowMerger, Version, check_merger, row_of};
@@ -42,7 +42,7 @@ use crate::spill::Spiller;
 const WINNER_BATCH_ROWS: usize = 16 * 1024;
 
 /// The files of one slice, in write order.
-pub(crate) struct SliceFiles<'a> {
+pub struct SliceFiles<'a> {
     /// The base file, if any.
     pub base: Option<&'a object_store::path::Path>,
     /// The log files, in log order.
@@ -61,7 +61,7 @@ struct Plan<'a> {
 }
 
 /// What [`merge_key_first`] did with a slice.
-pub(crate) enum KeyFirst {
+pub enum KeyFirst {
     /// Not a slice it covers, or one whose key index would not fit: merge it
     /// the general way. Nothing was written.
     Declined,
@@ -74,7 +74,7 @@ pub(crate) enum KeyFirst {
 
 /// What the key-first merge may hold, in bytes.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
+pub struct Limits {
     /// The key index: past this the merge is declined.
     pub index: usize,
     /// The index plus the winning rows: past this the winners are spilled.
@@ -83,13 +83,13 @@ pub(crate) struct Limits {
 
 impl Limits {
     /// No limits: for readers, which hold every row anyway.
-    pub(crate) const NONE: Limits = Limits { index: usize::MAX, keep: usize::MAX };
+    pub const NONE: Limits = Limits { index: usize::MAX, keep: usize::MAX };
 
     /// The limits of a group's `share` of the budget: half of it for the
     /// index, three quarters for index and winners. A group that fits its
     /// share whole (it has no spill partitions) needs none, as the key-first
     /// merge holds less than the whole group.
-    pub(crate) fn of_share(share: usize, spills: bool) -> Limits {
+    pub fn of_share(share: usize, spills: bool) -> Limits {
         if spills { Limits { index: share / 2, keep: share / 4 * 3 } } else { Limits::NONE }
     }
 }
@@ -97,7 +97,7 @@ impl Limits {
 /// Merges the slice `files` key first within `limits` (see the module
 /// notes). The winning rows are kept when they fit, else pushed to
 /// `spiller`, or the merge is declined without one.
-pub(crate) async fn merge_key_first(
+pub async fn merge_key_first(
     loc: &TableLocation,
     schema: &TableSchema,
     config: &TableConfig,
@@ -185,7 +185,7 @@ impl Sizes {
 
 /// The error of a record that could not be read: file, record and field.
 fn corrupt_record(path: &str, record: usize, detail: String) -> Error {
-    tributary_writer::Error::CorruptLog {
+    tributary_format::Error::CorruptLog {
         path: path.to_string(),
         offset: 0,
         reason: format!("data block record {}{detail}", record + 1),
@@ -218,8 +218,8 @@ fn readable(block: &LogEntry, schema: &TableSchema) -> bool {
 /// A record that could not be read, named by its number in the block.
 fn record_error(e: Error, record: usize) -> Error {
     match e {
-        Error::Writer(tributary_writer::Error::CorruptLog { path, offset, reason }) => {
-            tributary_writer::Error::CorruptLog {
+        Error::Format(tributary_format::Error::CorruptLog { path, offset, reason }) => {
+            tributary_format::Error::CorruptLog {
                 path,
                 offset,
                 reason: format!("data block record {}: {reason}", record + 1),
@@ -436,9 +436,9 @@ mod tests {
     use object_store::path::Path;
     use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
     use proptest::prelude::*;
+    use tributary_format::codec::{DataBlockEncoder, encode_delete_content};
+    use tributary_format::log_block::{LogBlock, avro_record_count, next_avro_record};
     use tributary_timeline::MergeMode;
-    use tributary_writer::codec::{DataBlockEncoder, encode_delete_content};
-    use tributary_writer::log_block::{LogBlock, avro_record_count, next_avro_record};
 
     use super::*;
     use crate::merge::{merge, merge_as};

@@ -29,8 +29,8 @@ use arrow::ipc::writer::StreamWriter;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use tributary_writer::codec::{DeleteRecord, decode_delete_content, encode_delete_content};
-use tributary_writer::schema::RECORD_KEY;
+use tributary_format::codec::{DeleteRecord, decode_delete_content, encode_delete_content};
+use tributary_format::schema::RECORD_KEY;
 
 use crate::error::{Error, Result};
 use crate::merge::Version;

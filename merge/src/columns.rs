@@ -18,8 +18,8 @@ use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, new_null_array};
+use tributary_format::schema::{META_FIELDS, RECORD_KEY, TableSchema};
 use tributary_timeline::{MergeMode, TableConfig};
-use tributary_writer::schema::{META_FIELDS, RECORD_KEY, TableSchema};
 
 use crate::error::{Error, Result};
 use crate::merge::{Ord2, Version, is_unconditional, ordering_at};

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use serde_json::{Value, json};
-use tributary_timeline::TableConfig;
 
 use crate::error::{Error, Result};
 
@@ -30,6 +29,30 @@ pub const PARTITION_PATH: usize = 3;
 pub const FILE_NAME: usize = 4;
 /// The column whose `true` marks a delete.
 pub const IS_DELETED: &str = "_hoodie_is_deleted";
+
+/// Columns whose values follow their own ordering field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SequenceGroup {
+    /// The group's ordering (event-time) field; it belongs to the group.
+    pub ordering: String,
+    /// The other columns of the group.
+    pub columns: Vec<String>,
+}
+
+impl SequenceGroup {
+    /// Parses `ts_a=a1,a2`.
+    pub fn parse(text: &str) -> Option<Self> {
+        let (ordering, cols) = text.split_once('=')?;
+        let columns: Vec<String> = cols.split(',').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect();
+        let ordering = ordering.trim().to_string();
+        (!ordering.is_empty() && !columns.is_empty()).then_some(Self { ordering, columns })
+    }
+
+    /// `ts_a=a1,a2`.
+    pub fn render(&self) -> String {
+        format!("{}={}", self.ordering, self.columns.join(","))
+    }
+}
 
 /// A table's schema in the forms the writer and readers need.
 #[derive(Debug, Clone)]
@@ -103,21 +126,6 @@ fn meta_field(name: &str) -> Value {
 }
 
 impl TableSchema {
-    /// The schema of `config` (its create schema), validated against the
-    /// configured key, ordering and partition fields.
-    pub fn from_config(config: &TableConfig) -> Result<Self> {
-        let json = config.create_schema.as_deref().ok_or_else(|| Error::InvalidInput {
-            what: format!("table {}", config.name),
-            reason: "hoodie.table.create.schema is not set".into(),
-        })?;
-        Self::new(
-            json,
-            config.record_key_field().unwrap_or_default(),
-            config.ordering_field.as_deref(),
-            config.partition_fields.first().map(String::as_str),
-        )
-    }
-
     /// Builds the schema forms from the table's Avro schema JSON (without meta fields).
     pub fn new(avro_json: &str, key: &str, ordering: Option<&str>, partition: Option<&str>) -> Result<Self> {
         let bad = |reason: String| Error::InvalidInput { what: "table schema".into(), reason };
@@ -157,7 +165,7 @@ impl TableSchema {
     /// (the record key and partition field are always included), in table
     /// order. A column of a sequence group needs that group's ordering
     /// field; an unknown column is an error.
-    pub fn partial(&self, columns: &[String], groups: &[tributary_timeline::SequenceGroup]) -> Result<Self> {
+    pub fn partial(&self, columns: &[String], groups: &[SequenceGroup]) -> Result<Self> {
         let bad = |reason: String| Err(Error::InvalidInput { what: "--columns".into(), reason });
         for c in columns {
             if self.arrow.index_of(c).is_err() {

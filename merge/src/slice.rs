@@ -5,11 +5,11 @@ use arrow::array::{ArrayRef, RecordBatch, new_null_array};
 use arrow::datatypes::SchemaRef;
 use object_store::ObjectStoreExt;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use tributary_format::codec::{DataBlockBatches, decode_delete_content};
+use tributary_format::log_block::{BlockHead, BlockType, HeaderKey, LogBlock};
+use tributary_format::schema::TableSchema;
 use tributary_timeline::fs_view::FileSlice;
 use tributary_timeline::{InstantTime, TableConfig, TableLocation, Timeline};
-use tributary_writer::codec::{DataBlockBatches, decode_delete_content};
-use tributary_writer::log_block::{BlockHead, BlockType, HeaderKey, LogBlock};
-use tributary_writer::schema::TableSchema;
 
 use crate::error::{Error, Result};
 use crate::merge::Version;
@@ -142,7 +142,7 @@ impl<'a> LogReader<'a> {
 }
 
 /// The error for a log block of a type no reader handles.
-pub(crate) fn unsupported_block(block_type: BlockType, path: &str) -> Error {
+pub fn unsupported_block(block_type: BlockType, path: &str) -> Error {
     Error::Invalid { what: path.to_string(), reason: format!("{block_type:?} log blocks are not supported") }
 }
 
@@ -159,7 +159,7 @@ const HEAD_BYTES: u64 = if cfg!(test) { 2 << 10 } else { 64 << 10 };
 const WINDOW_BYTES: u64 = if cfg!(test) { 100 } else { 1 << 20 };
 
 /// The blocks of one log file, in file order.
-pub(crate) struct LogBlocks<'a> {
+pub struct LogBlocks<'a> {
     loc: &'a TableLocation,
     log: &'a object_store::path::Path,
     /// The file's path, for errors.
@@ -172,7 +172,7 @@ pub(crate) struct LogBlocks<'a> {
 
 /// One block of a log file: read, or (a large data block) only its head,
 /// its content left in the store to be streamed by [`Records`].
-pub(crate) enum LogEntry {
+pub enum LogEntry {
     /// The whole block.
     Loaded(LogBlock),
     /// A data block's head; the block starts at `offset` of the file.
@@ -180,14 +180,14 @@ pub(crate) enum LogEntry {
 }
 
 impl LogEntry {
-    pub(crate) fn block_type(&self) -> BlockType {
+    pub fn block_type(&self) -> BlockType {
         match self {
             LogEntry::Loaded(b) => b.block_type,
             LogEntry::Stored { head, .. } => head.block_type,
         }
     }
 
-    pub(crate) fn header(&self, key: HeaderKey) -> Option<&str> {
+    pub fn header(&self, key: HeaderKey) -> Option<&str> {
         match self {
             LogEntry::Loaded(b) => b.header(key),
             LogEntry::Stored { head, .. } => head.header(key),
@@ -196,7 +196,7 @@ impl LogEntry {
 }
 
 impl<'a> LogBlocks<'a> {
-    pub(crate) async fn open(loc: &'a TableLocation, log: &'a object_store::path::Path) -> Result<Self> {
+    pub async fn open(loc: &'a TableLocation, log: &'a object_store::path::Path) -> Result<Self> {
         let name = log.to_string();
         let got = loc.store.get(log).await.map_err(|e| tributary_timeline::Error::store("get", log, e))?;
         let size = got.meta.size;
@@ -216,7 +216,7 @@ impl<'a> LogBlocks<'a> {
 
     /// The next block written by an instant that completed (every block of
     /// a v8 log; pre-v8 logs may hold blocks of failed instants).
-    pub(crate) async fn next_live(&mut self, timeline: &Timeline) -> Result<Option<LogBlock>> {
+    pub async fn next_live(&mut self, timeline: &Timeline) -> Result<Option<LogBlock>> {
         match self.next_live_entry(timeline).await? {
             Some(e) => self.load(e).await.map(Some),
             None => Ok(None),
@@ -225,7 +225,7 @@ impl<'a> LogBlocks<'a> {
 
     /// [`LogBlocks::next_live`], leaving a large data block's content in the
     /// store.
-    pub(crate) async fn next_live_entry(&mut self, timeline: &Timeline) -> Result<Option<LogEntry>> {
+    pub async fn next_live_entry(&mut self, timeline: &Timeline) -> Result<Option<LogEntry>> {
         while let Some(entry) = self.next_entry().await? {
             if let Some(t) = entry.header(HeaderKey::InstantTime)
                 && let Ok(t) = InstantTime::parse(t)
@@ -239,7 +239,7 @@ impl<'a> LogBlocks<'a> {
     }
 
     /// The whole block of `entry`.
-    pub(crate) async fn load(&self, entry: LogEntry) -> Result<LogBlock> {
+    pub async fn load(&self, entry: LogEntry) -> Result<LogBlock> {
         match entry {
             LogEntry::Loaded(b) => Ok(b),
             LogEntry::Stored { offset, head } => {
@@ -260,7 +260,7 @@ impl<'a> LogBlocks<'a> {
         let first = self.range(offset..self.size.min(offset + HEAD_BYTES)).await?;
         let len = LogBlock::framed_len(&first, offset, &self.name)? as u64;
         let end =
-            offset.checked_add(len).filter(|e| *e <= self.size).ok_or_else(|| tributary_writer::Error::CorruptLog {
+            offset.checked_add(len).filter(|e| *e <= self.size).ok_or_else(|| tributary_format::Error::CorruptLog {
                 path: self.name.clone(),
                 offset,
                 reason: format!("block of {len} bytes runs past the end of the file"),
@@ -284,7 +284,7 @@ impl<'a> LogBlocks<'a> {
 /// The records of one AVRO_DATA block, in order: from its content in memory,
 /// or streamed from the store a window at a time, so that a large block is
 /// never held whole. A record that spans two windows is copied out.
-pub(crate) struct Records {
+pub struct Records {
     store: std::sync::Arc<dyn object_store::ObjectStore>,
     path: object_store::path::Path,
     name: String,
@@ -298,7 +298,7 @@ pub(crate) struct Records {
 
 impl Records {
     /// The records of the data block `entry` of `blocks`.
-    pub(crate) async fn open(entry: LogEntry, blocks: &LogBlocks<'_>) -> Result<Self> {
+    pub async fn open(entry: LogEntry, blocks: &LogBlocks<'_>) -> Result<Self> {
         let (window, unread) = match entry {
             LogEntry::Loaded(b) => (b.content, 0..0),
             LogEntry::Stored { offset, head } => {
@@ -320,7 +320,7 @@ impl Records {
             count: 0,
         };
         let version = records.i32().await?;
-        if version != tributary_writer::log_block::CONTENT_VERSION {
+        if version != tributary_format::log_block::CONTENT_VERSION {
             return Err(records.corrupt(format!("data block: unsupported content version {version}")));
         }
         let count = records.i32().await?;
@@ -330,12 +330,12 @@ impl Records {
     }
 
     /// The block's record count.
-    pub(crate) fn count(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.count
     }
 
     fn corrupt(&self, reason: String) -> Error {
-        tributary_writer::Error::CorruptLog { path: self.name.clone(), offset: 0, reason }.into()
+        tributary_format::Error::CorruptLog { path: self.name.clone(), offset: 0, reason }.into()
     }
 
     async fn i32(&mut self) -> Result<i32> {
@@ -346,7 +346,7 @@ impl Records {
     /// Whether the next record lies whole in the bytes at hand, so that
     /// [`Records::next_ready`] can take it without a read.
     #[inline]
-    pub(crate) fn ready(&self) -> bool {
+    pub fn ready(&self) -> bool {
         let rest = &self.window[self.at..];
         rest.first_chunk::<4>()
             .is_some_and(|len| usize::try_from(i32::from_be_bytes(*len)).is_ok_and(|len| rest.len() - 4 >= len))
@@ -354,7 +354,7 @@ impl Records {
 
     /// The next record, when [`Records::ready`] said it is at hand.
     #[inline]
-    pub(crate) fn next_ready(&mut self) -> &[u8] {
+    pub fn next_ready(&mut self) -> &[u8] {
         let rest = &self.window[self.at..];
         let len = i32::from_be_bytes(*rest.first_chunk::<4>().expect("ready")) as usize;
         self.at += 4 + len;
@@ -363,7 +363,7 @@ impl Records {
 
     /// The next record's bytes (after its length prefix). Call it at most
     /// [`Records::count`] times.
-    pub(crate) async fn next(&mut self) -> Result<&[u8]> {
+    pub async fn next(&mut self) -> Result<&[u8]> {
         let len = self.i32().await?;
         let len = usize::try_from(len).map_err(|_| self.corrupt("negative record length".into()))?;
         self.take(len).await

@@ -3,14 +3,14 @@
 //!
 //! Both are stored as Avro object container files holding one record. We
 //! write them with the exact writer schemas Java Hudi 1.x embeds (copied from
-//! a Spark-written v8 table into `timeline/schemas/`), because Avro resolves
+//! a Spark-written v8 table into `format/schemas/`), because Avro resolves
 //! named types by full name and Java readers expect
 //! `org.apache.hudi.avro.model.*`. Decoding accepts any writer's container
 //! and reads fields by name: missing or null fields take their defaults.
 //!
 //! ```
-//! # fn main() -> tributary_timeline::Result<()> {
-//! use tributary_timeline::{CommitMetadata, WriteStat};
+//! # fn main() -> tributary_format::Result<()> {
+//! use tributary_format::{CommitMetadata, WriteStat};
 //!
 //! let mut commit = CommitMetadata { operation_type: "UPSERT".into(), ..Default::default() };
 //! commit.partition_to_write_stats.entry("city=chennai".into()).or_default().push(WriteStat {

@@ -1,0 +1,112 @@
+//! Heartbeats: `.hoodie/.heartbeat/<t>`, rewritten every interval while
+//! instant `t` is inflight, so that recovery can tell a live writer from a
+//! dead one.
+//!
+//! Each beat writes the writer's clock reading (milliseconds since the
+//! epoch, as decimal text) into the file, and [`heartbeat_age`] measures
+//! against that reading, so the age depends only on the injected clocks,
+//! never on a store's modification times (which object stores set from
+//! their own clocks, and test stores not at all). Java's heartbeat client
+//! reads the file's modification time, which a rewrite refreshes too.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use object_store::ObjectStoreExt;
+use object_store::PutPayload;
+use object_store::path::Path;
+use tokio::task::JoinHandle;
+
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::instant::InstantTime;
+use crate::store::TableLocation;
+
+/// How long a heartbeat may go unrefreshed before its instant counts as a
+/// failed write: twice Hudi's default interval of 60 s.
+pub const DEFAULT_HEARTBEAT_EXPIRY: Duration = Duration::from_secs(2 * 60);
+
+/// `.hoodie/.heartbeat/<t>`.
+pub fn heartbeat_path(loc: &TableLocation, t: &InstantTime) -> Path {
+    loc.meta_dir().join(".heartbeat").join(t.as_str())
+}
+
+async fn beat(loc: &TableLocation, path: &Path, clock: &dyn Clock) -> Result<()> {
+    let now = clock.now_millis().to_string();
+    loc.store.put(path, PutPayload::from(now.into_bytes())).await.map(|_| ()).map_err(|e| Error::store("put", path, e))
+}
+
+/// How long ago, by `clock`, the writer of `t` last beat. A missing
+/// heartbeat counts from `t` itself (a writer that died before its first
+/// beat); a heartbeat whose content is not a time (Java writes empty files)
+/// counts from the store's modification time, the only time it has.
+pub async fn heartbeat_age(loc: &TableLocation, t: &InstantTime, clock: &dyn Clock) -> Result<Duration> {
+    let path = heartbeat_path(loc, t);
+    let last = match loc.store.get(&path).await {
+        Ok(got) => {
+            let modified = got.meta.last_modified.timestamp_millis();
+            let bytes = got.bytes().await.map_err(|e| Error::store("get", &path, e))?;
+            std::str::from_utf8(&bytes).ok().and_then(|s| s.trim().parse::<i64>().ok()).unwrap_or(modified)
+        }
+        Err(object_store::Error::NotFound { .. }) => t.to_millis().unwrap_or(0),
+        Err(e) => return Err(Error::store("get", &path, e)),
+    };
+    let age = clock.now_millis().saturating_sub(last);
+    Ok(Duration::from_millis(u64::try_from(age).unwrap_or(0)))
+}
+
+/// Whether the writer of `t` is dead by `clock`: its heartbeat is older
+/// than `expiry`.
+pub async fn heartbeat_expired(
+    loc: &TableLocation,
+    t: &InstantTime,
+    clock: &dyn Clock,
+    expiry: Duration,
+) -> Result<bool> {
+    Ok(heartbeat_age(loc, t, clock).await? > expiry)
+}
+
+/// A running heartbeat. Dropping it stops the beats (the file stays, goes
+/// stale, and recovery then rolls the instant back); [`Heartbeat::stop`]
+/// stops them and deletes the file.
+#[derive(Debug)]
+pub struct Heartbeat {
+    path: Path,
+    loc: TableLocation,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Heartbeat {
+    /// Writes the first beat of `instant`, then one every `every`.
+    pub async fn start(
+        loc: TableLocation,
+        instant: &InstantTime,
+        clock: Arc<dyn Clock>,
+        every: Duration,
+    ) -> Result<Self> {
+        let path = heartbeat_path(&loc, instant);
+        beat(&loc, &path, clock.as_ref()).await?;
+        let (l, p) = (loc.clone(), path.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                if let Err(e) = beat(&l, &p, clock.as_ref()).await {
+                    tracing::warn!("heartbeat {p}: {e}");
+                }
+            }
+        });
+        Ok(Self { path, loc, task })
+    }
+
+    /// Stops the beats and deletes the heartbeat file.
+    pub async fn stop(self) -> Result<()> {
+        self.task.abort();
+        super::delete_if_exists(&self.loc, &self.path).await
+    }
+}

@@ -1,0 +1,87 @@
+//! Write markers: `.hoodie/.temp/<t>/<partition>/<file>.marker.<type>`.
+//!
+//! Before an instant creates a data file it creates the file's marker, so
+//! the markers of an instant that never completes name every file it may
+//! have written. Completing an instant deletes its markers; rolling one back
+//! deletes the files they name, then the markers.
+
+use futures::TryStreamExt;
+use object_store::path::Path;
+
+use crate::error::{Error, Result};
+use crate::instant::InstantTime;
+use crate::store::{TableLocation, join_relative};
+
+/// The marker type of a new log file (Hudi's `IOType.APPEND`).
+pub const APPEND: &str = "APPEND";
+/// The marker type of a new base file (Hudi's `IOType.CREATE`).
+pub const CREATE: &str = "CREATE";
+
+/// `.hoodie/.temp/<t>`: the folder of instant `t`'s markers.
+pub fn marker_dir(loc: &TableLocation, instant: &InstantTime) -> Path {
+    loc.meta_dir().join(".temp").join(instant.as_str())
+}
+
+/// The marker of data file `name` in `partition` (`""` when unpartitioned)
+/// written by instant `t`, of type `kind` ([`APPEND`] or [`CREATE`]).
+pub fn marker_path(loc: &TableLocation, instant: &InstantTime, partition: &str, name: &str, kind: &str) -> Path {
+    join_relative(&marker_dir(loc, instant), partition).join(format!("{name}.marker.{kind}"))
+}
+
+/// Creates the marker of data file `name` before the file is written.
+pub async fn create_marker(
+    loc: &TableLocation,
+    instant: &InstantTime,
+    partition: &str,
+    name: &str,
+    kind: &str,
+) -> Result<()> {
+    // A retried flush finds its marker already there.
+    match loc.create(&marker_path(loc, instant, partition, name, kind), Vec::new()).await {
+        Ok(()) | Err(Error::AlreadyExists { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Every marker of instant `t`.
+pub async fn list_markers(loc: &TableLocation, instant: &InstantTime) -> Result<Vec<Path>> {
+    let dir = marker_dir(loc, instant);
+    loc.store.list(Some(&dir)).map_ok(|m| m.location).try_collect().await.map_err(|e| Error::store("list", &dir, e))
+}
+
+/// The data file a marker of instant `t` names, as `(partition, file name)`;
+/// `None` for an object that is not a marker.
+pub fn marked_file(loc: &TableLocation, instant: &InstantTime, marker: &Path) -> Option<(String, String)> {
+    let dir = marker_dir(loc, instant);
+    let rel: Vec<String> = marker.prefix_match(&dir)?.map(|p| p.as_ref().to_string()).collect();
+    let (name, partition) = rel.split_last()?;
+    let (file, _) = name.rsplit_once(".marker.")?;
+    Some((partition.join("/"), file.to_string()))
+}
+
+/// Deletes instant `t`'s markers once what they name is committed.
+pub async fn remove_markers(loc: &TableLocation, instant: &InstantTime) -> Result<()> {
+    let markers = list_markers(loc, instant).await?;
+    delete_all(loc, &markers).await
+}
+
+/// Deletes the data files an uncompleted instant wrote, as named by its
+/// markers, then the markers. Returns the data files deleted.
+pub async fn rollback_files(loc: &TableLocation, instant: &InstantTime) -> Result<Vec<Path>> {
+    let markers = list_markers(loc, instant).await?;
+    let data: Vec<Path> = markers
+        .iter()
+        .filter_map(|m| marked_file(loc, instant, m))
+        .map(|(partition, file)| join_relative(&loc.root, &partition).join(file))
+        .collect();
+    delete_all(loc, &data).await?;
+    delete_all(loc, &markers).await?;
+    Ok(data)
+}
+
+async fn delete_all(loc: &TableLocation, paths: &[Path]) -> Result<()> {
+    for p in paths {
+        super::delete_if_exists(loc, p).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,35 @@
+//! The commit protocol's shared steps, one implementation each, used by the
+//! write client, the compactor, the cleaner and recovery:
+//!
+//! - [`marker`]: a marker under `.hoodie/.temp/<t>/` names every data file an
+//!   instant writes, before the file exists, so a failed instant's files can
+//!   be found and deleted;
+//! - [`heartbeat`]: a writer keeps `.hoodie/.heartbeat/<t>` fresh while its
+//!   instant is inflight; the time of each beat is written in the file, so
+//!   its age is measured by the injected clock, not by the store;
+//! - [`complete`]: the completion time is issued and `<t>_<c>.<action>` is
+//!   created inside one hold of the table lock, which is what makes the order
+//!   of completion times the order of visibility.
+//!
+//! `docs/design.md` draws the whole sequence.
+
+pub mod complete;
+pub mod heartbeat;
+pub mod marker;
+
+pub use complete::{Completion, complete_instant};
+pub use heartbeat::{DEFAULT_HEARTBEAT_EXPIRY, Heartbeat};
+
+use object_store::ObjectStoreExt;
+use object_store::path::Path;
+
+use crate::error::{Error, Result};
+use crate::store::TableLocation;
+
+/// Deletes an object; one already gone counts as deleted.
+pub async fn delete_if_exists(loc: &TableLocation, path: &Path) -> Result<()> {
+    match loc.store.delete(path).await {
+        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+        Err(e) => Err(Error::store("delete", path, e)),
+    }
+}
