@@ -1,9 +1,12 @@
 //! The compaction crate's one error type.
 
+use tributary_format::ErrorKind;
+
 /// Result alias of the compaction crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Errors of planning, executing, cleaning and rollback.
+/// Errors of planning, executing, cleaning and rollback. [`Error::kind`]
+/// tells the caller what to do.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -16,7 +19,7 @@ pub enum Error {
     /// Reading or merging a file slice failed.
     #[error(transparent)]
     Merge(#[from] tributary_merge::Error),
-    /// Data that cannot be merged as given.
+    /// A request or setting that cannot be carried out as given.
     #[error("{what}: {reason}")]
     Invalid {
         /// What was being processed.
@@ -24,4 +27,35 @@ pub enum Error {
         /// Why it failed.
         reason: String,
     },
+    /// Writing a new base file to the store failed; the compaction can be
+    /// run again.
+    #[error("writing {path}: {reason}")]
+    Unavailable {
+        /// The file being written.
+        path: String,
+        /// What failed.
+        reason: String,
+    },
+    /// A bug: a compaction task panicked, or an invariant does not hold.
+    #[error("internal error in {what}: {reason}")]
+    Internal {
+        /// What was being done, naming the instant and file group.
+        what: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// What the caller can do about this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Timeline(e) => e.kind(),
+            Error::Format(e) => e.kind(),
+            Error::Merge(e) => e.kind(),
+            Error::Invalid { .. } => ErrorKind::InvalidInput,
+            Error::Unavailable { .. } => ErrorKind::Unavailable,
+            Error::Internal { .. } => ErrorKind::Internal,
+        }
+    }
 }

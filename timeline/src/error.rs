@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+pub use tributary_format::ErrorKind;
+
 /// Result alias used throughout the timeline crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -127,6 +129,21 @@ pub enum Error {
 }
 
 impl Error {
+    /// What the caller can do about this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::MissingConfig { .. }
+            | Error::InvalidConfig { .. }
+            | Error::UnsupportedVersion { .. }
+            | Error::InvalidName { .. }
+            | Error::InvalidInput { .. } => ErrorKind::InvalidInput,
+            Error::AlreadyExists { .. } | Error::LockLost { .. } | Error::Withdrawn { .. } => ErrorKind::Conflict,
+            Error::Corrupt { .. } => ErrorKind::Corrupt,
+            Error::LockTimeout { .. } | Error::Store { .. } | Error::Io { .. } => ErrorKind::Unavailable,
+            Error::Format(e) => e.kind(),
+        }
+    }
+
     /// Wraps an object-store error, naming the operation and path.
     pub fn store(op: &'static str, path: impl ToString, source: object_store::Error) -> Self {
         match source {
