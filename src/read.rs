@@ -10,7 +10,7 @@ use arrow::row::{RowConverter, SortField};
 use futures::StreamExt;
 use tributary_format::metadata::CommitMetadata;
 use tributary_format::schema::{META_FIELDS, PARTITION_PATH, RECORD_KEY, TableSchema};
-use tributary_merge::slice::{merge_slice, read_slice};
+use tributary_merge::{RowOrder, SliceFiles, SliceMerge, merge_slice};
 use tributary_timeline::{Action, FileSystemView, InstantTime, State, Timeline, TimelineWriter};
 
 use crate::error::{Error, Result};
@@ -99,27 +99,19 @@ impl Table {
         let timeline = Arc::new(timeline);
         let base_only = options.query == Query::ReadOptimized;
         let config = Arc::new(self.config().clone());
-        tributary_merge::merge::check_merger(&config)?;
+        tributary_merge::rules::check_merger(&config)?;
         let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
         let jobs = view.latest_slices().into_iter().map(|slice| {
             let (loc, schema, timeline, config) =
                 (self.location().clone(), schema.clone(), timeline.clone(), config.clone());
             tokio::spawn(async move {
-                if !(slice.logs.is_empty() || base_only) {
-                    return Ok::<_, Error>(merge_slice(&loc, &schema, &config, &slice, &timeline).await?);
-                }
-                // A base file holds one row per key already: nothing to merge.
-                let batches: Vec<RecordBatch> = read_slice(&loc, &schema, &slice, &timeline, true)
-                    .await?
-                    .into_iter()
-                    .filter_map(|v| match v {
-                        tributary_merge::Version::Rows(b) => Some(b),
-                        _ => None,
-                    })
-                    .collect();
-                Ok::<_, Error>(Some(
-                    arrow::compute::concat_batches(schema.arrow_with_meta(), &batches).map_err(arrow_err("read"))?,
-                ))
+                let base = slice.base.as_ref().map(|b| b.file.path.clone());
+                let logs: Vec<_> =
+                    if base_only { Vec::new() } else { slice.logs.iter().map(|l| l.file.path.clone()).collect() };
+                let files = SliceFiles { base: base.as_ref(), logs: &logs };
+                let ctx = SliceMerge { loc: &loc, schema: &schema, config: &config, timeline: &timeline };
+                let merged = merge_slice(&ctx, &files, RowOrder::Write, None).await?;
+                Ok::<_, Error>(merged.into_batches().await?)
             })
         });
         let merged: Vec<_> = futures::stream::iter(jobs).buffer_unordered(parallelism).collect().await;

@@ -29,17 +29,7 @@ use tributary_timeline::{
 
 use crate::error::{Error, Result};
 use crate::plan::{PlanSettings, plan};
-use tributary_merge::keyed::{KeyFirst, Limits, SliceFiles, merge_key_first};
-use tributary_merge::merge::{RowMerger, Version, merge_as};
-use tributary_merge::slice::{BaseReader, LogReader};
-use tributary_merge::spill::{RunMerger, SpillArea, Spiller};
-
-/// Most partitions a spilled group is split into; a budget so small that it
-/// asks for more is not honoured beyond this.
-const MAX_SPILL_PARTITIONS: usize = 1024;
-
-/// Rows gathered into key order at a time for the new base file.
-const OUTPUT_BATCH_ROWS: usize = 32 * 1024;
+use tributary_merge::{Budget, RowOrder, Share, SliceFiles, SliceMerge, SpillArea, merge_slice};
 
 /// Settings of a [`Compactor`].
 #[derive(Debug, Clone)]
@@ -109,6 +99,17 @@ pub struct Compactor {
     settings: CompactorSettings,
 }
 
+/// A failed write of a new base file: the store's failure (retryable) or
+/// the Parquet encoder's (a bug).
+fn write_failed(path: &object_store::path::Path, e: parquet::errors::ParquetError) -> Error {
+    match e {
+        parquet::errors::ParquetError::External(inner) => {
+            Error::Unavailable { path: path.to_string(), reason: inner.to_string() }
+        }
+        e => Error::Internal { what: format!("encoding {path}"), reason: e.to_string() },
+    }
+}
+
 fn invalid(what: impl Into<String>, reason: impl ToString) -> Error {
     Error::Invalid { what: what.into(), reason: reason.to_string() }
 }
@@ -176,7 +177,10 @@ impl Compactor {
         let (mut records, mut bytes_read, mut bytes_written) = (0u64, 0u64, 0u64);
         let (mut key_first_groups, mut spilled_groups) = (0, 0);
         for r in results {
-            let (group, stat) = r.map_err(|e| invalid("compaction task", e))??;
+            let (group, stat) = r.map_err(|e| Error::Internal {
+                what: format!("compaction {instant} of {}", self.loc),
+                reason: format!("a file group's task failed: {e}"),
+            })??;
             records += stat.num_writes as u64;
             bytes_written += stat.file_size_in_bytes as u64;
             bytes_read += group.bytes_read;
@@ -240,22 +244,14 @@ impl Compactor {
         instant: &InstantTime,
     ) -> Result<(GroupDone, WriteStat)> {
         let dir = self.loc.join(&op.partition_path);
-        let mut inputs: Vec<(object_store::path::Path, bool)> = Vec::new();
-        if let Some(base) = &op.data_file_path {
-            inputs.push((dir.clone().join(base.as_str()), true));
-        }
-        for log in &op.delta_file_paths {
-            inputs.push((dir.clone().join(log.as_str()), false));
-        }
+        let base = op.data_file_path.as_ref().map(|b| dir.clone().join(b.as_str()));
+        let logs: Vec<object_store::path::Path> =
+            op.delta_file_paths.iter().map(|l| dir.clone().join(l.as_str())).collect();
         let mut bytes_read = 0u64;
-        for (p, _) in &inputs {
+        for p in base.iter().chain(&logs) {
             let meta = self.loc.store.head(p).await.map_err(|e| tributary_timeline::Error::store("head", p, e))?;
             bytes_read += meta.size;
         }
-        // Decoded rows take a few times their encoded size; the budget is
-        // shared by the groups compacted at once.
-        let budget = (self.settings.memory_budget / self.settings.parallelism.max(1)).max(1);
-        let partitions = (bytes_read as usize).saturating_mul(3).div_ceil(budget).min(MAX_SPILL_PARTITIONS);
         let name = BaseFileName {
             file_id: op.file_id.clone(),
             write_token: WriteToken::new(index, 0, 0),
@@ -266,90 +262,26 @@ impl Compactor {
         let rel = if op.partition_path.is_empty() { name.clone() } else { format!("{}/{name}", op.partition_path) };
         marker::create_marker(&self.loc, instant, &op.partition_path, &name, marker::CREATE).await?;
         let out_path = self.loc.join(&rel);
+        let ctx = SliceMerge { loc: &self.loc, schema: &self.schema, config: &self.config, timeline };
+        let budget = Budget {
+            share: Share::of_budget(self.settings.memory_budget, self.settings.parallelism),
+            input_bytes: bytes_read,
+            spill: self.spill_area(instant, &op.file_id)?,
+        };
+        let files = SliceFiles { base: base.as_ref(), logs: &logs };
+        let mut merged = merge_slice(&ctx, &files, RowOrder::Key, Some(&budget)).await?;
+        // The first rows show which columns a dictionary would suit.
+        let first = merged.next_batch().await?;
+        let mut writer = self.base_writer(&out_path, first.as_ref())?;
         let mut rows = 0u64;
-        let logs: Vec<object_store::path::Path> =
-            inputs.iter().filter(|(_, base)| !*base).map(|(p, _)| p.clone()).collect();
-        let files = SliceFiles { base: inputs.iter().find(|(_, base)| *base).map(|(p, _)| p), logs: &logs };
-        // A group whose inputs exceed its share of the budget may spill.
-        let mut spiller = None;
-        if partitions > 1 {
-            let area = self.spill_area(instant, &op.file_id)?;
-            area.clear().await?;
-            spiller = Some(Spiller::new(area, partitions, budget / (4 * partitions)));
+        let mut next = first;
+        while let Some(sorted) = next {
+            let sorted = with_file_name(sorted, &name)?;
+            rows += sorted.num_rows() as u64;
+            writer.write(&sorted).await.map_err(|e| write_failed(&out_path, e))?;
+            next = merged.next_batch().await?;
         }
-        let limits = Limits::of_share(budget, spiller.is_some());
-        let keyed =
-            merge_key_first(&self.loc, &self.schema, &self.config, timeline, &files, limits, spiller.as_mut()).await?;
-        let key_first = !matches!(keyed, KeyFirst::Declined);
-        let sink = match keyed {
-            KeyFirst::Merged(merger) => {
-                let mut chunks = merger.finish_in_batches(true, OUTPUT_BATCH_ROWS);
-                let first = chunks.next().transpose()?;
-                // The first rows show which columns a dictionary would suit.
-                let mut writer = self.base_writer(&out_path, first.as_ref())?;
-                for sorted in first.map(Ok).into_iter().chain(chunks) {
-                    let sorted = with_file_name(sorted?, &name)?;
-                    rows += sorted.num_rows() as u64;
-                    writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
-                }
-                let done = GroupDone { bytes_read, key_first: true, spilled: false };
-                return Ok((done, self.finish_group(op, writer, &out_path, rel, rows).await?));
-            }
-            KeyFirst::Spilled => Sink::Spill(spiller.expect("the key-first merge spills only when given a spiller")),
-            // Otherwise each input is read once, in write order, into memory
-            // or into spill partitions.
-            KeyFirst::Declined => self.read_into(&inputs, timeline, spiller, budget).await?,
-        };
-        // Merged, sorted rows with `_hoodie_file_name` set, or `None`.
-        let merge_sorted = |versions: Vec<Version>, partial: bool| -> Result<Option<RecordBatch>> {
-            let Some(merged) = merge_as(&self.schema, &self.config, &versions, partial, true)? else {
-                return Ok(None);
-            };
-            drop(versions);
-            with_file_name(merged, &name).map(Some)
-        };
-        let spilled = matches!(sink, Sink::Spill(_));
-        let mut writer = self.base_writer(&out_path, None)?;
-        match sink {
-            Sink::Fold { merger, .. } => {
-                for sorted in merger.finish_in_batches(true, OUTPUT_BATCH_ROWS) {
-                    let sorted = with_file_name(sorted?, &name)?;
-                    rows += sorted.num_rows() as u64;
-                    writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
-                }
-            }
-            Sink::Memory(versions) => {
-                let partial = versions.iter().any(|v| matches!(v, Version::Partial { .. }));
-                if let Some(sorted) = merge_sorted(versions, partial)? {
-                    rows += sorted.num_rows() as u64;
-                    writer.write(&sorted).await.map_err(|e| invalid(out_path.to_string(), e))?;
-                }
-            }
-            Sink::Spill(mut spiller) => {
-                spiller.finish().await?;
-                let mut runs = Vec::with_capacity(partitions);
-                for part in 0..spiller.partitions() {
-                    let Some(sorted) = merge_sorted(spiller.versions(part).await?, spiller.partial())? else {
-                        continue;
-                    };
-                    rows += sorted.num_rows() as u64;
-                    runs.push(spiller.write_run(part, &sorted).await?);
-                }
-                tracing::debug!(
-                    file_id = %op.file_id,
-                    partitions,
-                    spilled_bytes = spiller.spilled_bytes,
-                    "file group merged through spill files"
-                );
-                let area = spiller.area().clone();
-                let mut merger = RunMerger::new(area.clone(), runs);
-                while let Some(b) = merger.next_batch().await? {
-                    writer.write(&b).await.map_err(|e| invalid(out_path.to_string(), e))?;
-                }
-                area.clear().await?;
-            }
-        }
-        let done = GroupDone { bytes_read, key_first, spilled };
+        let done = GroupDone { bytes_read, key_first: merged.key_first(), spilled: merged.spilled() };
         Ok((done, self.finish_group(op, writer, &out_path, rel, rows).await?))
     }
 
@@ -382,7 +314,7 @@ impl Compactor {
             self.schema.arrow_with_meta().clone(),
             Some(props),
         )
-        .map_err(|e| invalid(path.to_string(), e))
+        .map_err(|e| Error::Internal { what: format!("opening the Parquet writer of {path}"), reason: e.to_string() })
     }
 
     /// Closes a group's new base file and describes it.
@@ -394,7 +326,7 @@ impl Compactor {
         rel: String,
         rows: u64,
     ) -> Result<WriteStat> {
-        writer.close().await.map_err(|e| invalid(out_path.to_string(), e))?;
+        writer.close().await.map_err(|e| write_failed(out_path, e))?;
         let size = self
             .loc
             .store
@@ -418,38 +350,6 @@ impl Compactor {
             ..Default::default()
         };
         Ok(stat)
-    }
-
-    /// Reads a group's `inputs` in write order into a sink: memory without
-    /// a `spiller`, else a fold that may spill, or spill partitions.
-    async fn read_into(
-        &self,
-        inputs: &[(object_store::path::Path, bool)],
-        timeline: &Timeline,
-        spiller: Option<Spiller>,
-        budget: usize,
-    ) -> Result<Sink> {
-        let mut sink = match spiller {
-            None => Sink::Memory(Vec::new()),
-            Some(spiller) if self.config.sequence_groups.is_empty() => {
-                Sink::Fold { merger: RowMerger::new(&self.schema, self.config.merge_mode), budget, spiller }
-            }
-            Some(spiller) => Sink::Spill(spiller),
-        };
-        for (p, is_base) in inputs {
-            if *is_base {
-                let mut base = BaseReader::open(&self.loc, &self.schema, p).await?;
-                while let Some(b) = base.next().await? {
-                    sink.push(Version::Rows(b)).await?;
-                }
-            } else {
-                let mut log = LogReader::open(&self.loc, &self.schema, p, timeline).await?;
-                while let Some(v) = log.next().await? {
-                    sink.push(v).await?;
-                }
-            }
-        }
-        Ok(sink)
     }
 
     /// The store and folder that hold the spill folders of compaction
@@ -509,66 +409,6 @@ struct GroupDone {
     spilled: bool,
 }
 
-/// Where a file group's versions go as they are read.
-enum Sink {
-    /// Kept, for a group that fits its share of the budget.
-    Memory(Vec<Version>),
-    /// Merged as they come, for a group whose inputs exceed its share but
-    /// whose merged rows may not: once what the merge holds passes 3/8 of
-    /// the share, the losing rows are dropped (a fold). The rest of the share
-    /// is left for what a fold gathers, the log block being decoded and the
-    /// Parquet writer. A group whose winners alone take over a quarter of the
-    /// share, or that holds partial versions, moves its merged state into
-    /// spill partitions and goes on there.
-    Fold { merger: RowMerger, budget: usize, spiller: Spiller },
-    /// Partitioned into spill files.
-    Spill(Spiller),
-}
-
-impl Sink {
-    async fn push(&mut self, v: Version) -> Result<()> {
-        match self {
-            Sink::Memory(versions) => {
-                versions.push(v);
-                Ok(())
-            }
-            Sink::Fold { merger, budget, .. } => {
-                let pending = match v {
-                    Version::Partial { .. } => Some(v),
-                    v => {
-                        merger.push(&v)?;
-                        if merger.retained_bytes() <= *budget / 8 * 3 {
-                            return Ok(());
-                        }
-                        merger.fold()?;
-                        if merger.retained_bytes() <= *budget / 4 {
-                            return Ok(());
-                        }
-                        tracing::debug!(
-                            held = merger.retained_bytes(),
-                            "merged rows outgrow the budget share: spilling"
-                        );
-                        None
-                    }
-                };
-                self.spill_fold(pending).await
-            }
-            Sink::Spill(spiller) => Ok(spiller.push(v).await?),
-        }
-    }
-
-    /// Moves a fold's merged state, then `pending`, into its spill partitions.
-    async fn spill_fold(&mut self, pending: Option<Version>) -> Result<()> {
-        if let Sink::Fold { merger, mut spiller, .. } = std::mem::replace(self, Sink::Memory(Vec::new())) {
-            for v in merger.into_versions()?.into_iter().chain(pending) {
-                spiller.push(v).await?;
-            }
-            *self = Sink::Spill(spiller);
-        }
-        Ok(())
-    }
-}
-
 /// Whether a dictionary of `column`'s values would outgrow the Parquet
 /// writer's dictionary page limit (1 MiB, after which it falls back to plain
 /// encoding, the dictionary work wasted) within a row group of
@@ -593,7 +433,8 @@ fn dictionary_overflows(column: &ArrayRef, row_group_rows: usize) -> bool {
 fn with_file_name(batch: RecordBatch, file_name: &str) -> Result<RecordBatch> {
     let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
     columns[FILE_NAME] = Arc::new(StringArray::from_iter_values(std::iter::repeat_n(file_name, batch.num_rows())));
-    RecordBatch::try_new(batch.schema(), columns).map_err(|e| invalid("compaction", e))
+    RecordBatch::try_new(batch.schema(), columns)
+        .map_err(|e| Error::Internal { what: format!("setting {file_name} in its rows"), reason: e.to_string() })
 }
 
 #[cfg(test)]

@@ -38,9 +38,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use futures::TryStreamExt;
 use object_store::ObjectStoreExt;
-use object_store::path::Path;
 use tributary_format::table_services::{
     InstantInfo, RollbackMetadata, RollbackPartitionMetadata, RollbackPlan, RollbackRequest,
 };
@@ -296,7 +294,9 @@ pub(crate) fn file_name(path: &str) -> &str {
 mod tests {
     use std::sync::Arc;
 
+    use futures::TryStreamExt;
     use object_store::memory::InMemory;
+    use object_store::path::Path;
     use tributary_timeline::partition::ensure_partition;
     use tributary_timeline::{InProcessLock, ManualClock, SystemClock, TimeMode};
 

@@ -1,6 +1,6 @@
 //! Reading Avro timeline files (object container files, one record each).
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use apache_avro::types::Value;
 
@@ -37,27 +37,6 @@ pub fn string_field<'a>(v: &'a Value, name: &str) -> Option<&'a str> {
         Value::String(s) => Some(s),
         _ => None,
     }
-}
-
-/// The `(partitionPath, fileId)` pairs of a `HoodieCompactionPlan`.
-pub fn plan_file_groups(bytes: &[u8], path: &str) -> Result<BTreeSet<(String, String)>> {
-    if bytes.is_empty() {
-        return Ok(BTreeSet::new());
-    }
-    let plan = read_single_record(bytes, path)?;
-    let Some(Value::Array(ops)) = field(&plan, "operations") else {
-        return Ok(BTreeSet::new());
-    };
-    ops.iter()
-        .map(|op| {
-            let file_id = string_field(op, "fileId").ok_or_else(|| Error::Corrupt {
-                path: path.to_string(),
-                reason: "compaction operation without fileId".into(),
-            })?;
-            let partition = string_field(op, "partitionPath").unwrap_or("");
-            Ok((partition.to_string(), file_id.to_string()))
-        })
-        .collect()
 }
 
 /// Parses an Avro schema held in this crate (a bundled `.avsc`), naming it in errors.
@@ -294,4 +273,58 @@ pub(crate) fn embedded(cell: &'static EmbeddedCell, pretty: &str, name: &str) ->
 /// Writes `record` as the single record of a container under a bundled schema.
 pub(crate) fn encode_embedded(embedded: &Embedded, record: Value, what: &str) -> Result<Vec<u8>> {
     write_single_record(&embedded.schema, &embedded.json, record, what)
+}
+
+/// The non-null branch (index 1) of a `["null", T]` union.
+pub(crate) fn some(v: Value) -> Value {
+    Value::Union(1, Box::new(v))
+}
+
+/// A `["null", T]` union: null (index 0) or the value (index 1).
+pub(crate) fn opt(v: Option<Value>) -> Value {
+    match v {
+        Some(v) => some(v),
+        None => Value::Union(0, Box::new(Value::Null)),
+    }
+}
+
+/// An array of strings.
+pub(crate) fn string_array(items: &[String]) -> Value {
+    Value::Array(items.iter().cloned().map(Value::String).collect())
+}
+
+/// A map of strings.
+pub(crate) fn string_map(m: &BTreeMap<String, String>) -> Value {
+    Value::Map(m.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect())
+}
+
+/// A map-of-string field; `None` when missing or null.
+pub(crate) fn opt_strings(v: &Value, name: &str, path: &str) -> Result<Option<BTreeMap<String, String>>> {
+    opt_map_of(v, name, path, "string", |x| match x {
+        Value::String(s) => Some(s.clone()),
+        _ => None,
+    })
+}
+
+/// Fails unless `v` is a record (naming `what` was expected).
+pub(crate) fn expect_record(v: &Value, what: &str, path: &str) -> Result<()> {
+    match plain(v) {
+        Value::Record(_) => Ok(()),
+        _ => Err(corrupt(path, format!("expected a {what} record"))),
+    }
+}
+
+/// The single record of a non-empty container, checked to be a record.
+pub(crate) fn read_record(bytes: &[u8], path: &str, what: &str) -> Result<Value> {
+    if bytes.is_empty() {
+        return Err(corrupt(path, format!("empty file where a {what} was expected")));
+    }
+    let record = read_single_record(bytes, path)?;
+    expect_record(&record, what, path)?;
+    Ok(record)
+}
+
+/// A corrupt-metadata error naming the file.
+pub(crate) fn corrupt(path: &str, reason: String) -> Error {
+    Error::Corrupt { path: path.to_string(), reason }
 }

@@ -13,8 +13,8 @@
 //! their defaults.
 //!
 //! ```
-//! # fn main() -> tributary_timeline::Result<()> {
-//! use tributary_timeline::table_services::{InstantInfo, RollbackPlan, RollbackRequest};
+//! # fn main() -> tributary_format::Result<()> {
+//! use tributary_format::table_services::{InstantInfo, RollbackPlan, RollbackRequest};
 //!
 //! let plan = RollbackPlan {
 //!     instant_to_rollback: Some(InstantInfo::new("20251220210108078", "deltacommit")),
@@ -35,9 +35,12 @@ use std::collections::{BTreeMap, HashMap};
 use apache_avro::types::Value;
 use serde::{Deserialize, Serialize};
 
-use crate::avro::{self, opt_bool, opt_int, opt_long, opt_map, opt_map_of, opt_record, opt_string, string_list};
+use crate::avro::{
+    self, corrupt, expect_record, opt, opt_bool, opt_int, opt_long, opt_map, opt_map_of, opt_record, opt_string,
+    opt_strings, read_record, some, string_array, string_list, string_map,
+};
 use crate::avro::{Embedded, EmbeddedCell};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The writer schema of `org.apache.hudi.avro.model.HoodieCleanerPlan`.
 pub const CLEANER_PLAN_SCHEMA: &str = include_str!("../schemas/HoodieCleanerPlan.avsc");
@@ -618,40 +621,9 @@ fn instant_info_from_avro(v: &Value, path: &str) -> Result<InstantInfo> {
     })
 }
 
-/// The single record of a non-empty container, checked to be a record.
-fn read_record(bytes: &[u8], path: &str, what: &str) -> Result<Value> {
-    if bytes.is_empty() {
-        return Err(corrupt(path, format!("empty file where a {what} was expected")));
-    }
-    let record = avro::read_single_record(bytes, path)?;
-    expect_record(&record, what, path)?;
-    Ok(record)
-}
-
-/// The non-null branch (index 1) of a `["null", T]` union.
-fn some(v: Value) -> Value {
-    Value::Union(1, Box::new(v))
-}
-
-/// A `["null", T]` union: null (index 0) or the value (index 1).
-fn opt(v: Option<Value>) -> Value {
-    match v {
-        Some(v) => some(v),
-        None => Value::Union(0, Box::new(Value::Null)),
-    }
-}
-
 /// The `int` branch (index 0) of an `["int", "null"]` union.
 fn int_first(n: i32) -> Value {
     Value::Union(0, Box::new(Value::Int(n)))
-}
-
-fn string_array(items: &[String]) -> Value {
-    Value::Array(items.iter().cloned().map(Value::String).collect())
-}
-
-fn string_map(m: &BTreeMap<String, String>) -> Value {
-    Value::Map(m.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect())
 }
 
 fn long_map(m: &BTreeMap<String, i64>) -> Value {
@@ -672,14 +644,6 @@ fn strings_of(v: &Value, name: &str, path: &str) -> Result<Vec<String>> {
         .collect()
 }
 
-/// A map-of-string field; `None` when missing or null.
-fn opt_strings(v: &Value, name: &str, path: &str) -> Result<Option<BTreeMap<String, String>>> {
-    opt_map_of(v, name, path, "string", |x| match x {
-        Value::String(s) => Some(s.clone()),
-        _ => None,
-    })
-}
-
 /// A map-of-long field (ints widened); `None` when missing or null.
 fn opt_longs(v: &Value, name: &str, path: &str) -> Result<Option<BTreeMap<String, i64>>> {
     opt_map_of(v, name, path, "long", |x| match x {
@@ -689,20 +653,10 @@ fn opt_longs(v: &Value, name: &str, path: &str) -> Result<Option<BTreeMap<String
     })
 }
 
-fn expect_record(v: &Value, what: &str, path: &str) -> Result<()> {
-    match avro::plain(v) {
-        Value::Record(_) => Ok(()),
-        _ => Err(corrupt(path, format!("expected a {what} record"))),
-    }
-}
-
-fn corrupt(path: &str, reason: String) -> Error {
-    Error::Corrupt { path: path.to_string(), reason }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
     use apache_avro::Schema;
 
     /// Full names of the records defined in `s`, in definition order.

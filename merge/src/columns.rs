@@ -22,7 +22,8 @@ use tributary_format::schema::{META_FIELDS, RECORD_KEY, TableSchema};
 use tributary_timeline::{MergeMode, TableConfig};
 
 use crate::error::{Error, Result};
-use crate::merge::{Ord2, Version, is_unconditional, ordering_at};
+use crate::ordering::{Ord2, is_unconditional, ordering_at};
+use crate::version::Version;
 
 /// What decides a column's value.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -110,7 +111,7 @@ pub fn merge_columns(schema: &TableSchema, config: &TableConfig, versions: &[Ver
             }
             Version::Rows(_) | Version::Partial { .. } => {
                 let (b, present) = batches[bi];
-                let keys = b.column(RECORD_KEY).as_string_opt::<i32>().ok_or_else(|| Error::Invalid {
+                let keys = b.column(RECORD_KEY).as_string_opt::<i32>().ok_or_else(|| Error::Internal {
                     what: "merge input".into(),
                     reason: "_hoodie_record_key is not a string column".into(),
                 })?;
@@ -190,14 +191,12 @@ pub fn merge_columns(schema: &TableSchema, config: &TableConfig, versions: &[Ver
             arrow::compute::interleave(&arrays, &picks)
         })
         .collect::<std::result::Result<_, _>>()
-        .map_err(|e| Error::Invalid { what: "merge".into(), reason: e.to_string() })?;
+        .map_err(|e| Error::arrow("column merge", e))?;
     let mut columns = columns;
     if let Some(o) = table_ord {
         columns[o] = keep_row_ordering(&columns[o], &live, o)?;
     }
-    RecordBatch::try_new(full.clone(), columns)
-        .map(Some)
-        .map_err(|e| Error::Invalid { what: "merge".into(), reason: format!("merged rows: {e}") })
+    RecordBatch::try_new(full.clone(), columns).map(Some).map_err(|e| Error::arrow("column merge: merged rows", e))
 }
 
 /// A row re-created after a delete by a version without the table's ordering
@@ -209,7 +208,7 @@ fn keep_row_ordering(col: &ArrayRef, live: &[&RowState], o: usize) -> Result<Arr
     if patch.iter().all(Option::is_none) {
         return Ok(col.clone());
     }
-    let err = |e: arrow::error::ArrowError| Error::Invalid { what: "merge".into(), reason: e.to_string() };
+    let err = |e: arrow::error::ArrowError| Error::arrow("column merge", e);
     let values: ArrayRef = match patch.iter().flatten().next() {
         Some(Ord2::Float(_)) => Arc::new(arrow::array::Float64Array::from_iter(
             patch.iter().map(|p| p.and_then(|v| if let Ord2::Float(f) = v { Some(*f) } else { None })),

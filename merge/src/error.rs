@@ -46,6 +46,24 @@ pub enum Error {
 }
 
 impl Error {
+    /// A Parquet read of `path` that failed: a store failure underneath is
+    /// the store's (retryable) error, anything else means the file does not
+    /// read as Parquet.
+    pub fn parquet(path: &str, e: parquet::errors::ParquetError) -> Self {
+        match e {
+            parquet::errors::ParquetError::External(inner) => match inner.downcast::<object_store::Error>() {
+                Ok(store) => Error::Timeline(tributary_timeline::Error::store("get", path, *store)),
+                Err(other) => Error::Corrupt { path: path.to_string(), reason: other.to_string() },
+            },
+            e => Error::Corrupt { path: path.to_string(), reason: e.to_string() },
+        }
+    }
+
+    /// An Arrow kernel that refused data the merge built: a bug.
+    pub fn arrow(what: impl Into<String>, e: arrow::error::ArrowError) -> Self {
+        Error::Internal { what: what.into(), reason: e.to_string() }
+    }
+
     /// What the caller can do about this error.
     pub fn kind(&self) -> ErrorKind {
         match self {

@@ -31,26 +31,21 @@ use tributary_format::codec::decode_delete_content;
 use tributary_format::decode::{ColumnDecoder, KeyScanner, Scanned};
 use tributary_format::log_block::{BlockType, HeaderKey};
 use tributary_format::schema::{RECORD_KEY, TableSchema, arrow_schema_of};
-use tributary_timeline::{TableConfig, TableLocation, Timeline};
+use tributary_timeline::{TableLocation, Timeline};
 
 use crate::error::{Error, Result};
-use crate::merge::{KeyBatch, Ord2, RowMerger, Version, check_merger, row_of};
-use crate::slice::{BaseReader, LogBlocks, LogEntry, Records, unsupported_block};
+use crate::limits::Limits;
+use crate::ordering::Ord2;
+use crate::read::{BaseReader, LogBlocks, LogEntry, Records, SliceFiles, SliceMerge, unsupported_block};
+use crate::rows::{KeyBatch, RowMerger, row_of};
 use crate::spill::Spiller;
+use crate::version::Version;
 
 /// Rows per decoded batch of winners.
 const WINNER_BATCH_ROWS: usize = 16 * 1024;
 
-/// The files of one slice, in write order.
-pub struct SliceFiles<'a> {
-    /// The base file, if any.
-    pub base: Option<&'a object_store::path::Path>,
-    /// The log files, in log order.
-    pub logs: &'a [object_store::path::Path],
-}
-
 /// What the merge reads a slice with.
-struct Plan<'a> {
+struct SliceScan<'a> {
     loc: &'a TableLocation,
     schema: &'a TableSchema,
     timeline: &'a Timeline,
@@ -72,41 +67,16 @@ pub enum KeyFirst {
     Spilled,
 }
 
-/// What the key-first merge may hold, in bytes.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// The key index: past this the merge is declined.
-    pub index: usize,
-    /// The index plus the winning rows: past this the winners are spilled.
-    pub keep: usize,
-}
-
-impl Limits {
-    /// No limits: for readers, which hold every row anyway.
-    pub const NONE: Limits = Limits { index: usize::MAX, keep: usize::MAX };
-
-    /// The limits of a group's `share` of the budget: half of it for the
-    /// index, three quarters for index and winners. A group that fits its
-    /// share whole (it has no spill partitions) needs none, as the key-first
-    /// merge holds less than the whole group.
-    pub fn of_share(share: usize, spills: bool) -> Limits {
-        if spills { Limits { index: share / 2, keep: share / 4 * 3 } } else { Limits::NONE }
-    }
-}
-
 /// Merges the slice `files` key first within `limits` (see the module
 /// notes). The winning rows are kept when they fit, else pushed to
 /// `spiller`, or the merge is declined without one.
 pub async fn merge_key_first(
-    loc: &TableLocation,
-    schema: &TableSchema,
-    config: &TableConfig,
-    timeline: &Timeline,
+    ctx: &SliceMerge<'_>,
     files: &SliceFiles<'_>,
     limits: Limits,
     spiller: Option<&mut Spiller>,
 ) -> Result<KeyFirst> {
-    check_merger(config)?;
+    let SliceMerge { loc, schema, config, timeline } = *ctx;
     if !config.sequence_groups.is_empty() {
         return Ok(KeyFirst::Declined);
     }
@@ -119,15 +89,15 @@ pub async fn merge_key_first(
     let base_keys = std::sync::Arc::new(
         with_meta
             .project(&[Some(RECORD_KEY), ordering].into_iter().flatten().collect::<Vec<_>>())
-            .map_err(|e| Error::Invalid { what: format!("table {}", config.name), reason: e.to_string() })?,
+            .map_err(|e| Error::arrow(format!("key columns of table {}", config.name), e))?,
     );
-    let mut plan = Plan { loc, schema, timeline, decoder, scanner, base_keys };
-    let Some(sizes) = plan.index(files, &mut merger, limits.index).await? else { return Ok(KeyFirst::Declined) };
+    let mut scan = SliceScan { loc, schema, timeline, decoder, scanner, base_keys };
+    let Some(sizes) = scan.index(files, &mut merger, limits.index).await? else { return Ok(KeyFirst::Declined) };
     // Decoded rows take about one and a half times their Avro bytes.
     let winners = merger.winners();
     let decoded = winners.len().saturating_mul(sizes.bytes_per_record()).saturating_mul(3) / 2;
     if merger.retained_bytes().saturating_add(decoded) <= limits.keep {
-        let Out::Keep(batches) = plan.decode_winners(files, &winners, Out::Keep(Vec::new())).await? else {
+        let Out::Keep(batches) = scan.decode_winners(files, &winners, Out::Keep(Vec::new())).await? else {
             unreachable!("kept rows stay kept")
         };
         merger.place(&winners, batches);
@@ -140,7 +110,7 @@ pub async fn merge_key_first(
     // Only the winners' places are needed from here on.
     drop(merger);
     tracing::debug!(winners = winners.len(), decoded, keep = limits.keep, "winning rows go to spill files");
-    plan.decode_winners(files, &winners, Out::Spill(spiller)).await?;
+    scan.decode_winners(files, &winners, Out::Spill(spiller)).await?;
     Ok(KeyFirst::Spilled)
 }
 
@@ -230,9 +200,9 @@ fn record_error(e: Error, record: usize) -> Error {
     }
 }
 
-impl Plan<'_> {
+impl SliceScan<'_> {
     /// The index pass: every version's key and ordering value into `merger`.
-    /// Sources are numbered as [`Plan::decode_winners`] numbers them: the
+    /// Sources are numbered as [`SliceScan::decode_winners`] numbers them: the
     /// base file is source 0 (rows counted through the file), each data
     /// block a source from 1 on (rows counted through the block). `None`
     /// when a block is not readable or the index outgrows `limit` bytes.
@@ -322,7 +292,7 @@ impl Plan<'_> {
                 if !take.is_empty() {
                     let indices = arrow::array::UInt32Array::from(take);
                     let taken = arrow::compute::take_record_batch(&b, &indices)
-                        .map_err(|e| Error::Invalid { what: base.to_string(), reason: e.to_string() })?;
+                        .map_err(|e| Error::arrow(format!("winning rows of {base}"), e))?;
                     out.push(taken).await?;
                 }
                 first_row = end;
@@ -377,7 +347,7 @@ impl Plan<'_> {
             out.push(self.finish_batch("log records")?).await?;
         }
         if next != winners.len() {
-            return Err(Error::Invalid {
+            return Err(Error::Internal {
                 what: "key-first merge".into(),
                 reason: format!("{} winning rows were not found on the second read", winners.len() - next),
             });
@@ -424,7 +394,7 @@ impl Plan<'_> {
     }
 
     fn finish_batch(&mut self, path: &str) -> Result<RecordBatch> {
-        self.decoder.finish().map_err(|e| Error::Invalid { what: path.to_string(), reason: e.to_string() })
+        self.decoder.finish().map_err(|e| Error::Corrupt { path: path.to_string(), reason: e.to_string() })
     }
 }
 
@@ -438,10 +408,10 @@ mod tests {
     use proptest::prelude::*;
     use tributary_format::codec::{DataBlockEncoder, encode_delete_content};
     use tributary_format::log_block::{LogBlock, avro_record_count, next_avro_record};
-    use tributary_timeline::MergeMode;
+    use tributary_timeline::{MergeMode, TableConfig};
 
     use super::*;
-    use crate::merge::{merge, merge_as};
+    use crate::rules::{merge, merge_as};
     use crate::spill::SpillArea;
     use crate::test_util::{Case, Write, case, sorted, write};
 
@@ -513,7 +483,8 @@ mod tests {
             let area = SpillArea { store: Arc::new(InMemory::new()), dir: Path::from("spill") };
             let mut spiller = Spiller::new(area, 3, 0);
             let limits = Limits { keep: if spill { 0 } else { usize::MAX }, ..Limits::NONE };
-            let merged = merge_key_first(&loc, schema, config, &timeline, &files, limits, Some(&mut spiller));
+            let ctx = SliceMerge { loc: &loc, schema, config, timeline: &timeline };
+            let merged = merge_key_first(&ctx, &files, limits, Some(&mut spiller));
             match merged.await? {
                 KeyFirst::Declined => Ok(None),
                 KeyFirst::Merged(merger) => {
@@ -587,7 +558,8 @@ mod tests {
             let logs = vec![Path::from("t/.f1_0.log.1_0-1-0")];
             store.put(&logs[0], PutPayload::from(file)).await.unwrap();
             let files = SliceFiles { base: None, logs: &logs };
-            let merged = merge_key_first(&loc, &schema, &config, &timeline, &files, Limits::NONE, None);
+            let ctx = SliceMerge { loc: &loc, schema: &schema, config: &config, timeline: &timeline };
+            let merged = merge_key_first(&ctx, &files, Limits::NONE, None);
             matches!(merged.await.unwrap(), KeyFirst::Declined)
         });
         assert!(declined);
@@ -616,7 +588,8 @@ mod tests {
             let logs = vec![Path::from("t/.f1_0.log.1_0-1-0")];
             store.put(&logs[0], PutPayload::from(file)).await.unwrap();
             let files = SliceFiles { base: None, logs: &logs };
-            let merged = merge_key_first(&loc, &schema, &config, &timeline, &files, Limits::NONE, None);
+            let ctx = SliceMerge { loc: &loc, schema: &schema, config: &config, timeline: &timeline };
+            let merged = merge_key_first(&ctx, &files, Limits::NONE, None);
             merged.await.err().unwrap().to_string()
         });
         assert!(err.contains(".f1_0.log.1_0-1-0") && err.contains("record 2") && err.contains("field"), "{err}");

@@ -1,14 +1,39 @@
 //! Tributary's record merge, shared by snapshot readers and the compactor.
+//! Each rule has one file:
+//!
+//! | file | owns |
+//! |---|---|
+//! | [`version`] | a version: rows, partial rows or deletes, in write order |
+//! | [`ordering`] | ordering values and how they compare; the zero-sentinel delete |
+//! | [`rules`] | which rule merges a slice; whether this build knows the table's merger |
+//! | `rows` | the row rule and the merge index that applies it |
+//! | `columns` | the column rule: partial rows and sequence groups |
+//! | `index` | the open-addressing key index behind `rows` |
+//! | `keyed` | the key-first merge: index keys first, decode only the winners |
+//! | [`limits`] | the memory policy: what a slice merge may hold before it folds or spills |
+//! | [`spill`] | spill partitions, sorted runs and their merge |
+//! | `read` | reading a slice's base and log files as versions |
+//! | [`slice`] | the one entry point: merge a file slice, for readers and the compactor |
 
-pub mod columns;
+mod columns;
 pub mod error;
 mod index;
-pub mod keyed;
-pub mod merge;
+mod keyed;
+pub mod limits;
+pub mod ordering;
+mod read;
+mod rows;
+pub mod rules;
 pub mod slice;
 pub mod spill;
 #[cfg(test)]
 pub(crate) mod test_util;
+pub mod version;
 
 pub use error::{Error, Result};
-pub use merge::{Version, merge};
+pub use limits::Share;
+pub use read::{SliceFiles, SliceMerge};
+pub use rules::merge;
+pub use slice::{Budget, Merged, RowOrder, merge_slice};
+pub use spill::SpillArea;
+pub use version::Version;

@@ -1,552 +1,306 @@
-//! Reading a file slice: base Parquet rows and log blocks, as versions in
-//! write order for the merge. Shared by the snapshot reader and the compactor.
+//! The one entry point for merging a file slice, used by snapshot reads and
+//! by the compactor.
+//!
+//! A slice (a base file and the logs placed on it, in write order) is merged
+//! the cheapest way that is exact:
+//!
+//! 1. A slice without logs is its base file's rows: nothing to merge.
+//! 2. A slice whose logs hold whole rows of the table's own schema is merged
+//!    key first ([`crate::keyed`]): only the winning log records are decoded,
+//!    and the winners are kept or, past the [`Limits`](crate::limits::Limits)
+//!    of the share, spilled.
+//! 3. Anything else is read once, in write order, into a sink chosen by the
+//!    memory policy ([`crate::limits`]): all versions in memory when the
+//!    slice fits its share; else a fold (merge as read, drop the losers)
+//!    that hands its state on to spill partitions if the winners still
+//!    outgrow the share; or spill partitions straight away for partial rows
+//!    and sequence groups. Spilled partitions are merged one at a time into
+//!    sorted runs, and the runs are merged by key.
+//!
+//! The merged rows come out as a [`Merged`] stream of batches, in write
+//! order (readers) or record-key order (the compactor).
 
-use arrow::array::{ArrayRef, RecordBatch, new_null_array};
-use arrow::datatypes::SchemaRef;
-use object_store::ObjectStoreExt;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use tributary_format::codec::{DataBlockBatches, decode_delete_content};
-use tributary_format::log_block::{BlockHead, BlockType, HeaderKey, LogBlock};
-use tributary_format::schema::TableSchema;
-use tributary_timeline::fs_view::FileSlice;
-use tributary_timeline::{InstantTime, TableConfig, TableLocation, Timeline};
+use std::collections::VecDeque;
+
+use arrow::array::RecordBatch;
+use object_store::path::Path;
 
 use crate::error::{Error, Result};
-use crate::merge::Version;
+use crate::keyed::{KeyFirst, merge_key_first};
+use crate::limits::{Limits, Share};
+use crate::read::{BaseReader, LogReader, SliceFiles, SliceMerge, read_parquet};
+use crate::rows::{RowMerger, Survivors};
+use crate::rules::{merge_as, sort_by_key};
+use crate::spill::{RunMerger, SpillArea, Spiller};
+use crate::version::Version;
 
-/// The versions of one slice in write order: base rows, then each log's blocks.
-pub async fn read_slice(
-    loc: &TableLocation,
-    schema: &TableSchema,
-    slice: &FileSlice,
-    timeline: &Timeline,
-    base_only: bool,
-) -> Result<Vec<Version>> {
-    let mut out = Vec::new();
-    if let Some(base) = &slice.base {
-        out.extend(read_base(loc, schema, &base.file.path).await?);
-    }
-    if !base_only {
-        for log in &slice.logs {
-            out.extend(read_log(loc, schema, &log.file.path, timeline).await?);
-        }
-    }
-    Ok(out)
+/// Rows per batch of merged output.
+const OUTPUT_BATCH_ROWS: usize = 32 * 1024;
+
+/// The order merged rows come out in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowOrder {
+    /// Write order: what readers return.
+    Write,
+    /// Record-key order: what a new base file holds.
+    Key,
 }
 
-/// The merged rows of a slice (base and logs), in write order; `None` when
-/// no row survives. Slices of whole rows in the table's own log schema are
-/// merged key first (only the winning log records are decoded); others are
-/// read whole and merged.
+/// A bounded merge: the slice's share of a memory budget, its files' encoded
+/// size, and where it may spill.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    /// The slice's share of the budget.
+    pub share: Share,
+    /// The encoded size of the slice's files, in bytes.
+    pub input_bytes: u64,
+    /// Where spill files go; cleared before and after use.
+    pub spill: SpillArea,
+}
+
+/// The merged rows of a slice, a batch at a time, and how they were merged.
+pub struct Merged {
+    source: Source,
+    key_first: bool,
+    spilled: bool,
+}
+
+enum Source {
+    Batches(VecDeque<RecordBatch>),
+    Survivors(Survivors),
+    Runs { runs: RunMerger, area: SpillArea },
+}
+
+impl Merged {
+    /// Whether the slice was merged key first.
+    pub fn key_first(&self) -> bool {
+        self.key_first
+    }
+
+    /// Whether the merge went through spill files.
+    pub fn spilled(&self) -> bool {
+        self.spilled
+    }
+
+    /// The next batch of merged rows; `None` once all have been returned.
+    /// Spill files are deleted once the last batch is read.
+    pub async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        match &mut self.source {
+            Source::Batches(batches) => Ok(batches.pop_front()),
+            Source::Survivors(survivors) => survivors.next().transpose(),
+            Source::Runs { runs, area } => {
+                let next = runs.next_batch().await?;
+                if next.is_none() {
+                    area.clear().await?;
+                }
+                Ok(next)
+            }
+        }
+    }
+
+    /// Every remaining batch of merged rows, for readers.
+    pub async fn into_batches(mut self) -> Result<Vec<RecordBatch>> {
+        let mut out = Vec::new();
+        while let Some(b) = self.next_batch().await? {
+            out.push(b);
+        }
+        Ok(out)
+    }
+
+    fn batches(batches: impl IntoIterator<Item = RecordBatch>, key_first: bool, spilled: bool) -> Self {
+        Merged { source: Source::Batches(batches.into_iter().collect()), key_first, spilled }
+    }
+}
+
+/// Merges the slice `files` (see the module notes). Without a `budget` the
+/// merge holds what it needs (readers); with one it stays within its share,
+/// spilling where the policy says.
 pub async fn merge_slice(
-    loc: &TableLocation,
-    schema: &TableSchema,
-    config: &TableConfig,
-    slice: &FileSlice,
-    timeline: &Timeline,
-) -> Result<Option<RecordBatch>> {
-    let logs: Vec<object_store::path::Path> = slice.logs.iter().map(|l| l.file.path.clone()).collect();
-    let files = crate::keyed::SliceFiles { base: slice.base.as_ref().map(|b| &b.file.path), logs: &logs };
-    match crate::keyed::merge_key_first(loc, schema, config, timeline, &files, crate::keyed::Limits::NONE, None).await?
-    {
-        crate::keyed::KeyFirst::Merged(merger) => merger.finish(false),
-        _ => crate::merge::merge(schema, config, &read_slice(loc, schema, slice, timeline, false).await?),
+    ctx: &SliceMerge<'_>,
+    files: &SliceFiles<'_>,
+    order: RowOrder,
+    budget: Option<&Budget>,
+) -> Result<Merged> {
+    crate::rules::check_merger(ctx.config)?;
+    if files.logs.is_empty() {
+        return base_rows(ctx, files.base, order, budget.is_some()).await;
     }
-}
-
-/// The rows of a base (Parquet) file.
-pub async fn read_base(
-    loc: &TableLocation,
-    schema: &TableSchema,
-    path: &object_store::path::Path,
-) -> Result<Vec<Version>> {
-    let bytes = loc.get(path).await?;
-    Ok(read_parquet(bytes, schema.arrow_with_meta(), path.as_ref())?.into_iter().map(Version::Rows).collect())
-}
-
-/// The versions in one log file, block by block. Blocks of instants that
-/// did not complete (possible in pre-v8 logs) are skipped.
-pub async fn read_log(
-    loc: &TableLocation,
-    schema: &TableSchema,
-    log: &object_store::path::Path,
-    timeline: &Timeline,
-) -> Result<Vec<Version>> {
-    let mut reader = LogReader::open(loc, schema, log, timeline).await?;
-    let mut out = Vec::new();
-    while let Some(v) = reader.next().await? {
-        out.push(v);
-    }
-    Ok(out)
-}
-
-/// Rows decoded per step when a log is read.
-const LOG_BATCH_ROWS: usize = 16 * 1024;
-
-/// The versions of one log file in write order, decoded as they are pulled:
-/// a log holds one block at a time and one decoded batch of it. Blocks of
-/// instants that did not complete (possible in pre-v8 logs) are skipped.
-pub struct LogReader<'a> {
-    blocks: LogBlocks<'a>,
-    schema: &'a TableSchema,
-    timeline: &'a Timeline,
-    /// The data block being decoded, and whether it is partial.
-    current: Option<(DataBlockBatches, bool)>,
-}
-
-impl<'a> LogReader<'a> {
-    /// Opens the log file `log` of the table at `loc`.
-    pub async fn open(
-        loc: &'a TableLocation,
-        schema: &'a TableSchema,
-        log: &'a object_store::path::Path,
-        timeline: &'a Timeline,
-    ) -> Result<Self> {
-        Ok(Self { blocks: LogBlocks::open(loc, log).await?, schema, timeline, current: None })
-    }
-
-    /// The next version, or `None` at the end of the file.
-    pub async fn next(&mut self) -> Result<Option<Version>> {
-        loop {
-            if let Some((batches, partial)) = &mut self.current {
-                match batches.next() {
-                    Some(b) => {
-                        let b = b?;
-                        return Ok(Some(if *partial {
-                            widen(b, self.schema.arrow_with_meta(), &self.blocks.name)?
-                        } else {
-                            Version::Rows(b)
-                        }));
-                    }
-                    None => self.current = None,
-                }
-            }
-            let Some(block) = self.blocks.next_live(self.timeline).await? else { return Ok(None) };
-            let path = &self.blocks.name;
-            match block.block_type {
-                BlockType::AvroData => {
-                    let writer_json = block.header(HeaderKey::Schema).unwrap_or(self.schema.log_json());
-                    let partial = block.header(HeaderKey::IsPartial) == Some("true");
-                    // A partial block is read as written, then widened to the table.
-                    let reader_json = if partial { writer_json } else { self.schema.log_json() };
-                    let batches =
-                        DataBlockBatches::new(block.content.clone(), writer_json, reader_json, path, LOG_BATCH_ROWS)?;
-                    self.current = Some((batches, partial));
-                }
-                BlockType::Delete => return Ok(Some(Version::Deletes(decode_delete_content(&block.content, path)?))),
-                BlockType::Command => {}
-                other => return Err(unsupported_block(other, path)),
-            }
+    let by_key = order == RowOrder::Key;
+    let mut spiller = None;
+    if let Some(b) = budget {
+        let partitions = b.share.partitions(b.input_bytes);
+        if partitions > 1 {
+            b.spill.clear().await?;
+            spiller = Some(Spiller::new(b.spill.clone(), partitions, b.share.spill_buffer(partitions)));
         }
     }
-}
-
-/// The error for a log block of a type no reader handles.
-pub fn unsupported_block(block_type: BlockType, path: &str) -> Error {
-    Error::Invalid { what: path.to_string(), reason: format!("{block_type:?} log blocks are not supported") }
-}
-
-/// Log files up to this size are read in one request; larger ones a block
-/// at a time, so a reader holds one block rather than the whole file.
-/// (Unit tests stream every log, in tiny windows.)
-const WHOLE_LOG_BYTES: u64 = if cfg!(test) { 1 } else { 8 << 20 };
-
-/// Bytes read for a block's head in a large log file: enough for any
-/// header this crate writes, and for a whole small block.
-const HEAD_BYTES: u64 = if cfg!(test) { 2 << 10 } else { 64 << 10 };
-
-/// Bytes fetched at a time when a large data block's records are streamed.
-const WINDOW_BYTES: u64 = if cfg!(test) { 100 } else { 1 << 20 };
-
-/// The blocks of one log file, in file order.
-pub struct LogBlocks<'a> {
-    loc: &'a TableLocation,
-    log: &'a object_store::path::Path,
-    /// The file's path, for errors.
-    pub(crate) name: String,
-    size: u64,
-    offset: u64,
-    /// The whole file's blocks, when it was small enough to read at once.
-    whole: Option<std::vec::IntoIter<LogBlock>>,
-}
-
-/// One block of a log file: read, or (a large data block) only its head,
-/// its content left in the store to be streamed by [`Records`].
-pub enum LogEntry {
-    /// The whole block.
-    Loaded(LogBlock),
-    /// A data block's head; the block starts at `offset` of the file.
-    Stored { offset: u64, head: BlockHead },
-}
-
-impl LogEntry {
-    pub fn block_type(&self) -> BlockType {
-        match self {
-            LogEntry::Loaded(b) => b.block_type,
-            LogEntry::Stored { head, .. } => head.block_type,
+    let limits = budget.map_or(Limits::NONE, |b| b.share.key_first(spiller.is_some()));
+    let keyed = merge_key_first(ctx, files, limits, spiller.as_mut()).await?;
+    let key_first = !matches!(keyed, KeyFirst::Declined);
+    let sink = match keyed {
+        KeyFirst::Merged(merger) => {
+            let source = match order {
+                RowOrder::Write => return Ok(Merged::batches(merger.finish(false)?, true, false)),
+                RowOrder::Key => Source::Survivors(merger.finish_in_batches(true, OUTPUT_BATCH_ROWS)),
+            };
+            return Ok(Merged { source, key_first: true, spilled: false });
         }
-    }
-
-    pub fn header(&self, key: HeaderKey) -> Option<&str> {
-        match self {
-            LogEntry::Loaded(b) => b.header(key),
-            LogEntry::Stored { head, .. } => head.header(key),
-        }
-    }
-}
-
-impl<'a> LogBlocks<'a> {
-    pub async fn open(loc: &'a TableLocation, log: &'a object_store::path::Path) -> Result<Self> {
-        let name = log.to_string();
-        let got = loc.store.get(log).await.map_err(|e| tributary_timeline::Error::store("get", log, e))?;
-        let size = got.meta.size;
-        let whole = if size <= WHOLE_LOG_BYTES {
-            let bytes = got.bytes().await.map_err(|e| tributary_timeline::Error::store("get", log, e))?;
-            Some(LogBlock::decode_all(&bytes, &name)?.into_iter())
-        } else {
-            None
-        };
-        Ok(Self { loc, log, name, size, offset: 0, whole })
-    }
-
-    async fn range(&self, r: std::ops::Range<u64>) -> Result<bytes::Bytes> {
-        let log = self.log;
-        Ok(self.loc.store.get_range(log, r).await.map_err(|e| tributary_timeline::Error::store("get", log, e))?)
-    }
-
-    /// The next block written by an instant that completed (every block of
-    /// a v8 log; pre-v8 logs may hold blocks of failed instants).
-    pub async fn next_live(&mut self, timeline: &Timeline) -> Result<Option<LogBlock>> {
-        match self.next_live_entry(timeline).await? {
-            Some(e) => self.load(e).await.map(Some),
-            None => Ok(None),
-        }
-    }
-
-    /// [`LogBlocks::next_live`], leaving a large data block's content in the
-    /// store.
-    pub async fn next_live_entry(&mut self, timeline: &Timeline) -> Result<Option<LogEntry>> {
-        while let Some(entry) = self.next_entry().await? {
-            if let Some(t) = entry.header(HeaderKey::InstantTime)
-                && let Ok(t) = InstantTime::parse(t)
-                && !timeline.is_completed(&t)
-            {
-                continue;
-            }
-            return Ok(Some(entry));
-        }
-        Ok(None)
-    }
-
-    /// The whole block of `entry`.
-    pub async fn load(&self, entry: LogEntry) -> Result<LogBlock> {
-        match entry {
-            LogEntry::Loaded(b) => Ok(b),
-            LogEntry::Stored { offset, head } => {
-                let bytes = self.range(offset..offset + head.framed_len as u64).await?;
-                Ok(LogBlock::decode_framed(bytes, offset, &self.name)?)
-            }
-        }
-    }
-
-    async fn next_entry(&mut self) -> Result<Option<LogEntry>> {
-        if let Some(whole) = &mut self.whole {
-            return Ok(whole.next().map(LogEntry::Loaded));
-        }
-        if self.offset >= self.size {
-            return Ok(None);
-        }
-        let offset = self.offset;
-        let first = self.range(offset..self.size.min(offset + HEAD_BYTES)).await?;
-        let len = LogBlock::framed_len(&first, offset, &self.name)? as u64;
-        let end =
-            offset.checked_add(len).filter(|e| *e <= self.size).ok_or_else(|| tributary_format::Error::CorruptLog {
-                path: self.name.clone(),
-                offset,
-                reason: format!("block of {len} bytes runs past the end of the file"),
-            })?;
-        self.offset = end;
-        if len <= first.len() as u64 {
-            return Ok(Some(LogEntry::Loaded(LogBlock::decode_framed(
-                first.slice(..len as usize),
-                offset,
-                &self.name,
-            )?)));
-        }
-        Ok(Some(match LogBlock::decode_head(&first, offset, &self.name)? {
-            Some(head) if head.block_type == BlockType::AvroData => LogEntry::Stored { offset, head },
-            // Other blocks, and heads longer than the first read, are read whole.
-            _ => LogEntry::Loaded(LogBlock::decode_framed(self.range(offset..end).await?, offset, &self.name)?),
-        }))
-    }
-}
-
-/// The records of one AVRO_DATA block, in order: from its content in memory,
-/// or streamed from the store a window at a time, so that a large block is
-/// never held whole. A record that spans two windows is copied out.
-pub struct Records {
-    store: std::sync::Arc<dyn object_store::ObjectStore>,
-    path: object_store::path::Path,
-    name: String,
-    window: bytes::Bytes,
-    at: usize,
-    /// The content not fetched yet.
-    unread: std::ops::Range<u64>,
-    carry: Vec<u8>,
-    count: usize,
-}
-
-impl Records {
-    /// The records of the data block `entry` of `blocks`.
-    pub async fn open(entry: LogEntry, blocks: &LogBlocks<'_>) -> Result<Self> {
-        let (window, unread) = match entry {
-            LogEntry::Loaded(b) => (b.content, 0..0),
-            LogEntry::Stored { offset, head } => {
-                // The footer and reverse pointer are checked first.
-                let content = offset + head.content.start as u64..offset + head.content.end as u64;
-                let tail = blocks.range(content.end..offset + head.framed_len as u64).await?;
-                LogBlock::decode_tail(&head, &tail, offset, &blocks.name)?;
-                (bytes::Bytes::new(), content)
-            }
-        };
-        let mut records = Self {
-            store: blocks.loc.store.clone(),
-            path: blocks.log.clone(),
-            name: blocks.name.clone(),
-            window,
-            at: 0,
-            unread,
-            carry: Vec::new(),
-            count: 0,
-        };
-        let version = records.i32().await?;
-        if version != tributary_format::log_block::CONTENT_VERSION {
-            return Err(records.corrupt(format!("data block: unsupported content version {version}")));
-        }
-        let count = records.i32().await?;
-        records.count =
-            usize::try_from(count).map_err(|_| records.corrupt("data block: negative record count".into()))?;
-        Ok(records)
-    }
-
-    /// The block's record count.
-    pub fn count(&self) -> usize {
-        self.count
-    }
-
-    fn corrupt(&self, reason: String) -> Error {
-        tributary_format::Error::CorruptLog { path: self.name.clone(), offset: 0, reason }.into()
-    }
-
-    async fn i32(&mut self) -> Result<i32> {
-        let b = self.take(4).await?;
-        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    /// Whether the next record lies whole in the bytes at hand, so that
-    /// [`Records::next_ready`] can take it without a read.
-    #[inline]
-    pub fn ready(&self) -> bool {
-        let rest = &self.window[self.at..];
-        rest.first_chunk::<4>()
-            .is_some_and(|len| usize::try_from(i32::from_be_bytes(*len)).is_ok_and(|len| rest.len() - 4 >= len))
-    }
-
-    /// The next record, when [`Records::ready`] said it is at hand.
-    #[inline]
-    pub fn next_ready(&mut self) -> &[u8] {
-        let rest = &self.window[self.at..];
-        let len = i32::from_be_bytes(*rest.first_chunk::<4>().expect("ready")) as usize;
-        self.at += 4 + len;
-        &self.window[self.at - len..self.at]
-    }
-
-    /// The next record's bytes (after its length prefix). Call it at most
-    /// [`Records::count`] times.
-    pub async fn next(&mut self) -> Result<&[u8]> {
-        let len = self.i32().await?;
-        let len = usize::try_from(len).map_err(|_| self.corrupt("negative record length".into()))?;
-        self.take(len).await
-    }
-
-    /// The next `n` content bytes.
-    async fn take(&mut self, n: usize) -> Result<&[u8]> {
-        if self.window.len() - self.at >= n {
-            self.at += n;
-            return Ok(&self.window[self.at - n..self.at]);
-        }
-        self.carry.clear();
-        self.carry.extend_from_slice(&self.window[self.at..]);
-        while self.carry.len() < n {
-            if self.unread.is_empty() {
-                return Err(self.corrupt("data block: unexpected end of content".into()));
-            }
-            let want = ((n - self.carry.len()) as u64).max(WINDOW_BYTES).min(self.unread.end - self.unread.start);
-            let range = self.unread.start..self.unread.start + want;
-            self.window = self
-                .store
-                .get_range(&self.path, range.clone())
-                .await
-                .map_err(|e| tributary_timeline::Error::store("get", &self.path, e))?;
-            self.unread.start = range.end;
-            self.at = (n - self.carry.len()).min(self.window.len());
-            self.carry.extend_from_slice(&self.window[..self.at]);
-        }
-        Ok(&self.carry[..n])
-    }
-}
-
-/// A partial batch laid out as the whole table: absent columns are nulls and
-/// marked absent.
-fn widen(part: RecordBatch, target: &SchemaRef, path: &str) -> Result<Version> {
-    let mut present = Vec::with_capacity(target.fields().len());
-    let columns: Vec<ArrayRef> = target
-        .fields()
-        .iter()
-        .map(|f| match part.column_by_name(f.name()) {
-            Some(c) => {
-                present.push(true);
-                if c.data_type() == f.data_type() {
-                    Ok(c.clone())
-                } else {
-                    arrow::compute::cast(c, f.data_type()).map_err(|e| Error::Invalid {
-                        what: path.to_string(),
-                        reason: format!("column {}: {e}", f.name()),
-                    })
-                }
-            }
+        KeyFirst::Spilled => match spiller {
+            Some(spiller) => Sink::Spill(spiller),
             None => {
-                present.push(false);
-                Ok(new_null_array(f.data_type(), part.num_rows()))
+                return Err(Error::Internal {
+                    what: format!("merging a slice of {}", ctx.loc),
+                    reason: "the key-first merge spilled without a spiller".into(),
+                });
             }
-        })
-        .collect::<Result<_>>()?;
-    // Absent columns are null even where the table says non-null.
-    let nullable = arrow::datatypes::Schema::new(
-        target.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
-    );
-    let batch = RecordBatch::try_new(std::sync::Arc::new(nullable), columns)
-        .map_err(|e| Error::Invalid { what: path.to_string(), reason: e.to_string() })?;
-    Ok(Version::Partial { batch, present: present.into() })
+        },
+        KeyFirst::Declined => read_into(ctx, files, spiller, budget.map(|b| b.share)).await?,
+    };
+    let merged = match sink {
+        Sink::Memory(versions) => {
+            let partial = versions.iter().any(|v| matches!(v, Version::Partial { .. }));
+            Merged::batches(merge_as(ctx.schema, ctx.config, &versions, partial, by_key)?, false, false)
+        }
+        Sink::Fold { merger, .. } => Merged {
+            source: Source::Survivors(merger.finish_in_batches(by_key, OUTPUT_BATCH_ROWS)),
+            key_first,
+            spilled: false,
+        },
+        Sink::Spill(mut spiller) => {
+            spiller.finish().await?;
+            let mut runs = Vec::with_capacity(spiller.partitions());
+            for part in 0..spiller.partitions() {
+                let versions = spiller.versions(part).await?;
+                if let Some(sorted) = merge_as(ctx.schema, ctx.config, &versions, spiller.partial(), true)? {
+                    drop(versions);
+                    runs.push(spiller.write_run(part, &sorted).await?);
+                }
+            }
+            tracing::debug!(
+                partitions = spiller.partitions(),
+                spilled_bytes = spiller.spilled_bytes,
+                "file slice merged through spill files"
+            );
+            let area = spiller.area().clone();
+            Merged { source: Source::Runs { runs: RunMerger::new(area.clone(), runs), area }, key_first, spilled: true }
+        }
+    };
+    Ok(merged)
 }
 
-/// Reads a Parquet file, matching columns to `target` by name (casting
-/// types, filling absent nullable columns with nulls).
-pub fn read_parquet(bytes: bytes::Bytes, target: &SchemaRef, path: &str) -> Result<Vec<RecordBatch>> {
-    let err = |e: &dyn std::fmt::Display| Error::Invalid { what: path.to_string(), reason: e.to_string() };
-    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
-        .map_err(|e| err(&e))?
-        .with_batch_size(8192)
-        .build()
-        .map_err(|e| err(&e))?;
-    reader.map(|b| conform(b.map_err(|e| err(&e))?, target, path)).collect()
-}
-
-/// `b` laid out as `target`: columns matched by name, cast where the types
-/// differ, absent ones null.
-fn conform(b: RecordBatch, target: &SchemaRef, path: &str) -> Result<RecordBatch> {
-    let err = |e: &dyn std::fmt::Display| Error::Invalid { what: path.to_string(), reason: e.to_string() };
-    let columns: Vec<ArrayRef> = target
-        .fields()
-        .iter()
-        .map(|f| match b.column_by_name(f.name()) {
-            Some(c) if c.data_type() == f.data_type() => Ok(c.clone()),
-            Some(c) => arrow::compute::cast(c, f.data_type()).map_err(|e| err(&format!("column {}: {e}", f.name()))),
-            None => Ok(new_null_array(f.data_type(), b.num_rows())),
-        })
-        .collect::<Result<_>>()?;
-    RecordBatch::try_new(target.clone(), columns).map_err(|e| err(&e))
-}
-
-/// The rows of a base (Parquet) file, read a row group at a time through
-/// the store rather than as one object, for files that may not fit in memory.
-pub struct BaseReader {
-    stream: parquet::arrow::async_reader::ParquetRecordBatchStream<StoreFile>,
-    target: SchemaRef,
-    path: String,
-    rows: usize,
-}
-
-impl BaseReader {
-    /// Opens the base file at `path`.
-    pub async fn open(loc: &TableLocation, schema: &TableSchema, path: &object_store::path::Path) -> Result<Self> {
-        Self::open_columns(loc, schema.arrow_with_meta(), path).await
-    }
-
-    /// Opens the base file at `path` for the columns of `target` only (a
-    /// projection of the table's `arrow_with_meta` schema).
-    pub async fn open_columns(
-        loc: &TableLocation,
-        target: &SchemaRef,
-        path: &object_store::path::Path,
-    ) -> Result<Self> {
-        let name = path.to_string();
-        let err = |e: &dyn std::fmt::Display| Error::Invalid { what: name.clone(), reason: e.to_string() };
-        let size = loc.store.head(path).await.map_err(|e| tributary_timeline::Error::store("head", path, e))?.size;
-        let reader = StoreFile { store: loc.store.clone(), path: path.clone(), size };
-        let builder = parquet::arrow::ParquetRecordBatchStreamBuilder::new(reader).await.map_err(|e| err(&e))?;
-        let rows = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
-        // Only the file's columns that the target names are decoded.
-        let wanted: Vec<usize> = builder
-            .schema()
-            .fields()
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| target.field_with_name(f.name()).is_ok())
-            .map(|(i, _)| i)
-            .collect();
-        let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), wanted);
-        let stream = builder.with_projection(mask).with_batch_size(8192).build().map_err(|e| err(&e))?;
-        Ok(Self { stream, target: target.clone(), path: name, rows })
-    }
-
-    /// The file's row count, as its metadata gives it.
-    pub fn num_rows(&self) -> usize {
-        self.rows
-    }
-
-    /// The next batch of rows, or `None` at the end.
-    pub async fn next(&mut self) -> Result<Option<RecordBatch>> {
-        use futures::StreamExt;
-        match self.stream.next().await {
-            None => Ok(None),
-            Some(b) => {
-                let b = b.map_err(|e| Error::Invalid { what: self.path.clone(), reason: e.to_string() })?;
-                conform(b, &self.target, &self.path).map(Some)
+/// The rows of a slice without logs: its base file's, as they are. A merge
+/// without a budget (a reader) reads the file in one request; a bounded one
+/// a row group at a time.
+async fn base_rows(ctx: &SliceMerge<'_>, base: Option<&Path>, order: RowOrder, bounded: bool) -> Result<Merged> {
+    let mut batches = Vec::new();
+    match base {
+        Some(path) if !bounded => {
+            let bytes = ctx.loc.get(path).await?;
+            batches = read_parquet(bytes, ctx.schema.arrow_with_meta(), path.as_ref())?;
+        }
+        Some(path) => {
+            let mut reader = BaseReader::open(ctx.loc, ctx.schema, path).await?;
+            while let Some(b) = reader.next().await? {
+                batches.push(b);
             }
         }
+        None => {}
     }
+    // A base file holds one row per key, in key order when Tributary wrote
+    // it; other writers' base files are sorted here when key order is asked.
+    if order == RowOrder::Key && !batches.is_empty() {
+        let all = arrow::compute::concat_batches(ctx.schema.arrow_with_meta(), &batches)
+            .map_err(|e| Error::arrow(format!("reading the base file of a slice of {}", ctx.loc), e))?;
+        batches = vec![sort_by_key(&all)?];
+    }
+    Ok(Merged::batches(batches, false, false))
 }
 
-/// A Parquet file read through the store by ranges.
-pub struct StoreFile {
-    store: std::sync::Arc<dyn object_store::ObjectStore>,
-    path: object_store::path::Path,
-    size: u64,
+/// Reads a slice's files in write order into the sink the memory policy
+/// picks: memory without a `spiller`, else a fold that may spill, or spill
+/// partitions straight away for tables with sequence groups.
+async fn read_into(
+    ctx: &SliceMerge<'_>,
+    files: &SliceFiles<'_>,
+    spiller: Option<Spiller>,
+    share: Option<Share>,
+) -> Result<Sink> {
+    let mut sink = match (spiller, share) {
+        (Some(spiller), Some(share)) if ctx.config.sequence_groups.is_empty() => {
+            Sink::Fold { merger: RowMerger::new(ctx.schema, ctx.config.merge_mode), share, spiller }
+        }
+        (Some(spiller), _) => Sink::Spill(spiller),
+        (None, _) => Sink::Memory(Vec::new()),
+    };
+    if let Some(base) = files.base {
+        let mut reader = BaseReader::open(ctx.loc, ctx.schema, base).await?;
+        while let Some(b) = reader.next().await? {
+            sink.push(Version::Rows(b)).await?;
+        }
+    }
+    for log in files.logs {
+        let mut reader = LogReader::open(ctx.loc, ctx.schema, log, ctx.timeline).await?;
+        while let Some(v) = reader.next().await? {
+            sink.push(v).await?;
+        }
+    }
+    Ok(sink)
 }
 
-impl parquet::arrow::async_reader::AsyncFileReader for StoreFile {
-    fn get_bytes(
-        &mut self,
-        range: std::ops::Range<u64>,
-    ) -> futures::future::BoxFuture<'_, parquet::errors::Result<bytes::Bytes>> {
-        Box::pin(async move {
-            self.store
-                .get_range(&self.path, range)
-                .await
-                .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
-        })
+/// Where a slice's versions go as they are read.
+enum Sink {
+    /// Kept, for a slice that fits its share of the budget.
+    Memory(Vec<Version>),
+    /// Merged as they come: once what the merge holds passes
+    /// [`Share::fold_at`], the losing rows are dropped (a fold). A slice
+    /// whose winners alone still take over [`Share::spill_after_fold`], or
+    /// that holds partial versions, moves its merged state into spill
+    /// partitions and goes on there.
+    Fold { merger: RowMerger, share: Share, spiller: Spiller },
+    /// Partitioned into spill files.
+    Spill(Spiller),
+}
+
+impl Sink {
+    async fn push(&mut self, v: Version) -> Result<()> {
+        match self {
+            Sink::Memory(versions) => {
+                versions.push(v);
+                Ok(())
+            }
+            Sink::Fold { merger, share, .. } => {
+                let pending = match v {
+                    Version::Partial { .. } => Some(v),
+                    v => {
+                        merger.push(&v)?;
+                        if merger.retained_bytes() <= share.fold_at() {
+                            return Ok(());
+                        }
+                        merger.fold()?;
+                        if merger.retained_bytes() <= share.spill_after_fold() {
+                            return Ok(());
+                        }
+                        tracing::debug!(
+                            held = merger.retained_bytes(),
+                            "merged rows outgrow the budget share: spilling"
+                        );
+                        None
+                    }
+                };
+                self.spill_fold(pending).await
+            }
+            Sink::Spill(spiller) => spiller.push(v).await,
+        }
     }
 
-    fn get_metadata<'a>(
-        &'a mut self,
-        _options: Option<&'a parquet::arrow::arrow_reader::ArrowReaderOptions>,
-    ) -> futures::future::BoxFuture<'a, parquet::errors::Result<std::sync::Arc<parquet::file::metadata::ParquetMetaData>>>
-    {
-        Box::pin(async move {
-            let size = self.size;
-            let metadata = parquet::file::metadata::ParquetMetaDataReader::new().load_and_finish(self, size).await?;
-            Ok(std::sync::Arc::new(metadata))
-        })
+    /// Moves a fold's merged state, then `pending`, into its spill partitions.
+    async fn spill_fold(&mut self, pending: Option<Version>) -> Result<()> {
+        if let Sink::Fold { merger, mut spiller, .. } = std::mem::replace(self, Sink::Memory(Vec::new())) {
+            for v in merger.into_versions()?.into_iter().chain(pending) {
+                spiller.push(v).await?;
+            }
+            *self = Sink::Spill(spiller);
+        }
+        Ok(())
     }
 }

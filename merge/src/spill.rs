@@ -33,7 +33,7 @@ use tributary_format::codec::{DeleteRecord, decode_delete_content, encode_delete
 use tributary_format::schema::RECORD_KEY;
 
 use crate::error::{Error, Result};
-use crate::merge::Version;
+use crate::version::Version;
 
 /// Most rows per chunk of a sorted run, and per batch handed to the output.
 const RUN_CHUNK_ROWS: usize = 16 * 1024;
@@ -52,7 +52,7 @@ pub struct SpillArea {
 }
 
 fn invalid(what: &Path, reason: impl ToString) -> Error {
-    Error::Invalid { what: what.to_string(), reason: reason.to_string() }
+    Error::Internal { what: format!("spill file {what}"), reason: reason.to_string() }
 }
 
 fn store_err(op: &'static str, path: &Path, e: object_store::Error) -> Error {
@@ -158,7 +158,7 @@ impl Spiller {
     }
 
     /// Whether the group holds partial versions (pass it to
-    /// [`crate::merge::merge_as`] for every partition).
+    /// [`crate::rules::merge_as`] for every partition).
     pub fn partial(&self) -> bool {
         self.partial
     }
@@ -424,7 +424,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::merge::{merge, merge_as};
+    use crate::rules::{merge, merge_as};
     use crate::test_util::{Case, case, sorted, write};
 
     proptest! {
@@ -491,7 +491,7 @@ mod tests {
         ) {
             let Case { schema, config, versions, want } = case(&writes, false);
 
-            let mut merger = crate::merge::RowMerger::new(&schema, config.merge_mode);
+            let mut merger = crate::rows::RowMerger::new(&schema, config.merge_mode);
             let hand_on = versions
                 .iter()
                 .position(|v| matches!(v, Version::Partial { .. }))

@@ -7,9 +7,10 @@ use proptest::prelude::*;
 use tributary_format::codec::{DeleteRecord, OrderingValue};
 use tributary_format::schema::SequenceGroup;
 use tributary_format::schema::TableSchema;
-use tributary_timeline::{BucketHash, BucketSpec, NewTableConfig, TableConfig};
+use tributary_timeline::{NewTableConfig, TableConfig};
 
-use crate::merge::{Version, merge};
+use crate::rules::merge;
+use crate::version::Version;
 
 pub(crate) const SCHEMA: &str = r#"{"type":"record","name":"r","fields":[
     {"name":"id","type":"string"},{"name":"ts","type":"long"},
@@ -111,5 +112,5 @@ pub(crate) fn case(writes: &[Write], grouped: bool) -> Case {
 }
 
 pub(crate) fn sorted(b: RecordBatch) -> Vec<ArrayRef> {
-    crate::merge::sort_by_key(&b).unwrap().columns().to_vec()
+    crate::rules::sort_by_key(&b).unwrap().columns().to_vec()
 }

@@ -12,6 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::TryStreamExt;
 use object_store::path::Path;
 
+use tributary_format::metadata::CompactionPlan;
+
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::file_name::{BaseFileName, LogFileName};
@@ -218,11 +220,18 @@ impl FileSystemView {
     pub async fn load(loc: &TableLocation, config: &TableConfig, timeline: &Timeline) -> Result<Self> {
         let files = list_data_files(loc).await?;
         let mut planned = PlannedGroups::new();
+        let writer = crate::timeline::TimelineWriter::new(loc, config);
         for c in timeline.pending_compactions() {
-            let writer = crate::timeline::TimelineWriter::new(loc, config);
             let path = writer.path_of(c, crate::instant::State::Requested)?;
             let bytes = loc.get(&path).await?;
-            planned.insert(c.requested.clone(), tributary_format::avro::plan_file_groups(&bytes, path.as_ref())?);
+            // An empty requested file plans no file group.
+            let groups = if bytes.is_empty() {
+                BTreeSet::new()
+            } else {
+                let plan = CompactionPlan::from_avro_container(&bytes, path.as_ref())?;
+                plan.operations.into_iter().map(|op| (op.partition_path, op.file_id)).collect()
+            };
+            planned.insert(c.requested.clone(), groups);
         }
         Ok(Self::build(timeline, files, &planned))
     }

@@ -38,7 +38,7 @@ pub mod truetime;
 
 pub use clock::{Clock, ManualClock, OffsetClock, SystemClock};
 pub use config::{BucketHash, BucketSpec, MergeMode, NewTableConfig, SequenceGroup, TableConfig, TableType};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use file_name::{BaseFileName, LogFileName, WriteToken, nbcc_file_id};
 pub use fs_view::{FileGroup, FileSlice, FileSystemView};
 pub use instant::{Action, Instant, InstantTime, State};

@@ -67,3 +67,84 @@ pub async fn complete_instant(
     })
     .await
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use object_store::memory::InMemory;
+    use object_store::path::Path;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::config::{NewTableConfig, TableConfig};
+    use crate::instant::Action;
+    use crate::lock::InProcessLock;
+    use crate::truetime::TimeMode;
+    use crate::{ErrorKind, Timeline};
+
+    struct Fixture {
+        loc: TableLocation,
+        config: TableConfig,
+        writer: TimelineWriter,
+        time: TimeGenerator,
+    }
+
+    fn fixture() -> Fixture {
+        let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("t"));
+        let config = TableConfig::new_table(&NewTableConfig::new("t", "id", "ts", "{}"));
+        let writer = TimelineWriter::new(&loc, &config);
+        let clock = Arc::new(ManualClock::new(1_766_264_468_078));
+        let time = TimeGenerator::new(
+            TimeMode::HybridLogical,
+            Duration::from_millis(200),
+            clock,
+            Arc::new(InProcessLock::new()),
+        );
+        Fixture { loc, config, writer, time }
+    }
+
+    async fn started(f: &Fixture, action: Action) -> Instant {
+        let t = f.time.new_instant().await.unwrap();
+        let instant = Instant::requested(t, action);
+        f.writer.create(&instant, State::Requested, Vec::new()).await.unwrap();
+        f.writer.create(&instant, State::Inflight, Vec::new()).await.unwrap();
+        instant
+    }
+
+    #[tokio::test]
+    async fn an_owned_instant_completes_after_its_start_and_becomes_visible() {
+        let f = fixture();
+        let instant = started(&f, Action::DeltaCommit).await;
+        let c = complete_instant(&f.loc, &f.writer, &f.time, &instant, Vec::new(), Completion::Owned).await.unwrap();
+        assert!(c > instant.requested);
+        let timeline = Timeline::load(&f.loc, &f.config).await.unwrap();
+        assert_eq!(timeline.completion_time(&instant.requested), Some(&c));
+    }
+
+    #[tokio::test]
+    async fn an_owned_instant_whose_inflight_file_was_withdrawn_does_not_complete() {
+        let f = fixture();
+        let instant = started(&f, Action::DeltaCommit).await;
+        crate::protocol::delete_if_exists(&f.loc, &f.writer.path_of(&instant, State::Inflight).unwrap()).await.unwrap();
+        let err =
+            complete_instant(&f.loc, &f.writer, &f.time, &instant, Vec::new(), Completion::Owned).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Conflict);
+        assert!(err.to_string().contains(instant.requested.as_str()), "{err}");
+        let timeline = Timeline::load(&f.loc, &f.config).await.unwrap();
+        assert!(!timeline.is_completed(&instant.requested));
+    }
+
+    #[tokio::test]
+    async fn a_shared_instant_completes_once() {
+        let f = fixture();
+        let instant = started(&f, Action::Rollback).await;
+        let first =
+            complete_instant(&f.loc, &f.writer, &f.time, &instant, Vec::new(), Completion::Shared).await.unwrap();
+        let again =
+            complete_instant(&f.loc, &f.writer, &f.time, &instant, Vec::new(), Completion::Shared).await.unwrap();
+        assert_eq!(first, again);
+        assert!(Timeline::load(&f.loc, &f.config).await.unwrap().warnings().is_empty());
+    }
+}

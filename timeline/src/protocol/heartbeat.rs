@@ -110,3 +110,47 @@ impl Heartbeat {
         super::delete_if_exists(&self.loc, &self.path).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use object_store::memory::InMemory;
+
+    use super::*;
+    use crate::clock::ManualClock;
+
+    fn table() -> TableLocation {
+        TableLocation::new(Arc::new(InMemory::new()), Path::from("t"))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn age_is_measured_from_the_time_written_in_the_heartbeat() {
+        let loc = table();
+        let writer_clock = Arc::new(ManualClock::new(1_766_264_468_078));
+        let t = InstantTime::from_millis(1_766_264_400_000).unwrap();
+        let beat = Heartbeat::start(loc.clone(), &t, writer_clock.clone(), Duration::from_secs(3600)).await.unwrap();
+
+        // The recovering actor's clock, 90 s ahead of the beat: not expired.
+        let reader = ManualClock::new(1_766_264_468_078 + 90_000);
+        assert_eq!(heartbeat_age(&loc, &t, &reader).await.unwrap(), Duration::from_secs(90));
+        assert!(!heartbeat_expired(&loc, &t, &reader, DEFAULT_HEARTBEAT_EXPIRY).await.unwrap());
+        reader.advance(31_000);
+        assert!(heartbeat_expired(&loc, &t, &reader, DEFAULT_HEARTBEAT_EXPIRY).await.unwrap());
+
+        // Stopped: the file is gone and the age counts from the instant.
+        beat.stop().await.unwrap();
+        let age = heartbeat_age(&loc, &t, &reader).await.unwrap();
+        assert_eq!(age, Duration::from_millis(68_078 + 121_000));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_beat_writes_the_writers_clock() {
+        let loc = table();
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let t = InstantTime::from_millis(999_000).unwrap();
+        let _beat = Heartbeat::start(loc.clone(), &t, clock.clone(), Duration::from_secs(60)).await.unwrap();
+        clock.advance(60_000);
+        tokio::time::sleep(Duration::from_secs(61)).await;
+        let reader = ManualClock::new(1_060_000);
+        assert_eq!(heartbeat_age(&loc, &t, &reader).await.unwrap(), Duration::ZERO);
+    }
+}

@@ -1,229 +1,23 @@
-//! The one merge of record versions, shared by the snapshot reader and the
-//! compactor.
+//! The row rule, and the merge index that applies it at scale.
 //!
-//! Inputs are the versions of a file slice in write order: base rows first,
-//! then each log's data and delete blocks in log order. Per record key:
-//! - event-time ordering: the larger ordering value wins; on a tie the later
-//!   write wins (log over base, later log over earlier);
-//! - commit-time ordering: the later write wins;
-//! - a delete wins like a version with its ordering value, and a delete
-//!   without one (null, or Hudi's zero sentinel: Spark writes `int 0` or
-//!   `long 0` for deletes that carry no event time) always wins.
+//! Versions are fed one at a time (or a [`KeyBatch`] at a time) into a hash
+//! index of record keys ([`crate::index`]). A slot holds the key itself when
+//! it is at most 15 bytes (compared as one 16-byte value), else its place in
+//! a key arena; the winner's ordering value; and where the winning row is
+//! (batch, row) or that a delete won. The surviving rows are gathered at the
+//! end, in write order for readers or in key order for the compactor.
 
 use std::cmp::Ordering;
-use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use arrow::datatypes::{DataType, TimeUnit};
-use tributary_format::codec::{DeleteRecord, OrderingValue};
+use tributary_format::codec::DeleteRecord;
 use tributary_format::schema::{META_FIELDS, RECORD_KEY, TableSchema};
-use tributary_timeline::config::SEQUENCE_GROUPS_STRATEGY_ID;
-use tributary_timeline::{MergeMode, TableConfig};
+use tributary_timeline::MergeMode;
 
 use crate::error::{Error, Result};
 use crate::index::{KeyIndex, Probe};
-
-/// One unit of a slice, in write order.
-#[derive(Debug, Clone)]
-pub enum Version {
-    /// Rows with meta columns first (the table's `arrow_with_meta` schema).
-    Rows(RecordBatch),
-    /// Rows of a partial writer, laid out as the table; `present[c]` says
-    /// whether column `c` was written (absent columns keep their values).
-    Partial {
-        /// The rows, absent columns null.
-        batch: RecordBatch,
-        /// Which columns were written.
-        present: Arc<[bool]>,
-    },
-    /// Deleted keys.
-    Deletes(Vec<DeleteRecord>),
-}
-
-/// Whether a delete carries no event time and so always wins.
-pub fn is_unconditional(v: &OrderingValue) -> bool {
-    matches!(v, OrderingValue::Null | OrderingValue::Int(0) | OrderingValue::Long(0))
-}
-
-/// A comparable ordering value.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub enum Ord2 {
-    #[default]
-    Null,
-    Int(i64),
-    Float(f64),
-    /// Boxed, so that a value (and an index slot) stays small: a thin
-    /// pointer keeps the enum at 16 bytes, where `String` or `Box<str>`
-    /// would make it 24 or 32.
-    #[expect(clippy::box_collection, reason = "a thin pointer keeps every index slot small")]
-    Text(Box<String>),
-    #[expect(clippy::box_collection, reason = "a thin pointer keeps every index slot small")]
-    Bytes(Box<Vec<u8>>),
-}
-
-impl Ord2 {
-    pub fn cmp(&self, other: &Ord2) -> Ordering {
-        use Ord2::*;
-        match (self, other) {
-            (Null, Null) => Ordering::Equal,
-            (Null, _) => Ordering::Less,
-            (_, Null) => Ordering::Greater,
-            (Int(a), Int(b)) => a.cmp(b),
-            (Float(a), Float(b)) => a.total_cmp(b),
-            (Int(a), Float(b)) => (*a as f64).total_cmp(b),
-            (Float(a), Int(b)) => a.total_cmp(&(*b as f64)),
-            (Text(a), Text(b)) => a.cmp(b),
-            (Bytes(a), Bytes(b)) => a.cmp(b),
-            // Mixed kinds cannot be ordered meaningfully; keep write order.
-            _ => Ordering::Equal,
-        }
-    }
-
-    /// The delete ordering value that reads back as this value.
-    pub fn to_delete(&self) -> OrderingValue {
-        match self {
-            Ord2::Null => OrderingValue::Null,
-            Ord2::Int(i) => OrderingValue::Long(*i),
-            Ord2::Float(f) => OrderingValue::Double(*f),
-            Ord2::Text(t) => OrderingValue::String(t.to_string()),
-            Ord2::Bytes(b) => OrderingValue::Bytes(b.to_vec()),
-        }
-    }
-
-    pub fn from_delete(v: &OrderingValue) -> Self {
-        match v {
-            OrderingValue::Null => Ord2::Null,
-            OrderingValue::Int(i) => Ord2::Int(i64::from(*i)),
-            OrderingValue::Long(i) => Ord2::Int(*i),
-            OrderingValue::Float(f) => Ord2::Float(f64::from(*f)),
-            OrderingValue::Double(f) => Ord2::Float(*f),
-            OrderingValue::Bytes(b) => Ord2::Bytes(Box::new(b.clone())),
-            OrderingValue::String(s) => Ord2::Text(Box::new(s.clone())),
-        }
-    }
-}
-
-pub fn ordering_at(c: &ArrayRef, r: usize) -> Ord2 {
-    use arrow::datatypes as t;
-    if c.is_null(r) {
-        return Ord2::Null;
-    }
-    match c.data_type() {
-        DataType::Int32 => Ord2::Int(i64::from(c.as_primitive::<t::Int32Type>().value(r))),
-        DataType::Int64 => Ord2::Int(c.as_primitive::<t::Int64Type>().value(r)),
-        DataType::Date32 => Ord2::Int(i64::from(c.as_primitive::<t::Date32Type>().value(r))),
-        DataType::Timestamp(TimeUnit::Millisecond, _) => {
-            Ord2::Int(c.as_primitive::<t::TimestampMillisecondType>().value(r))
-        }
-        DataType::Timestamp(TimeUnit::Microsecond, _) => {
-            Ord2::Int(c.as_primitive::<t::TimestampMicrosecondType>().value(r))
-        }
-        DataType::Float32 => Ord2::Float(f64::from(c.as_primitive::<t::Float32Type>().value(r))),
-        DataType::Float64 => Ord2::Float(c.as_primitive::<t::Float64Type>().value(r)),
-        DataType::Utf8 => Ord2::Text(Box::new(c.as_string::<i32>().value(r).to_string())),
-        DataType::Decimal128(..) => Ord2::Int(c.as_primitive::<t::Decimal128Type>().value(r) as i64),
-        _ => Ord2::Null,
-    }
-}
-
-/// Merges the versions of one slice under the table's rules; returns the
-/// surviving rows (schema `schema.arrow_with_meta()`), or `None` when nothing
-/// survives. Refuses custom mergers it does not know rather than misread.
-pub fn merge(schema: &TableSchema, config: &TableConfig, versions: &[Version]) -> Result<Option<RecordBatch>> {
-    let partial = versions.iter().any(|v| matches!(v, Version::Partial { .. }));
-    merge_as(schema, config, versions, partial, false)
-}
-
-/// [`merge`] of part of a slice's keys, where `partial` says whether the
-/// whole slice holds partial versions, so every part merges the same way;
-/// with `by_key` the rows come sorted by record key.
-pub fn merge_as(
-    schema: &TableSchema,
-    config: &TableConfig,
-    versions: &[Version],
-    partial: bool,
-    by_key: bool,
-) -> Result<Option<RecordBatch>> {
-    check_merger(config)?;
-    if partial || !config.sequence_groups.is_empty() {
-        let merged = crate::columns::merge_columns(schema, config, versions)?;
-        match merged {
-            Some(b) if by_key => sort_by_key(&b).map(Some),
-            other => Ok(other),
-        }
-    } else {
-        let mut merger = RowMerger::new(schema, config.merge_mode);
-        for v in versions {
-            merger.push(v)?;
-        }
-        merger.finish(by_key)
-    }
-}
-
-/// Rows sorted by record key.
-pub fn sort_by_key(batch: &RecordBatch) -> Result<RecordBatch> {
-    let fail =
-        |e: arrow::error::ArrowError| Error::Invalid { what: "sort by record key".into(), reason: e.to_string() };
-    let idx = arrow::compute::sort_to_indices(batch.column(RECORD_KEY), None, None).map_err(fail)?;
-    arrow::compute::take_record_batch(batch, &idx).map_err(fail)
-}
-
-/// Whether this build can merge the table's records.
-pub fn check_merger(config: &TableConfig) -> Result<()> {
-    if config.merge_mode == MergeMode::Custom && config.merge_strategy_id != SEQUENCE_GROUPS_STRATEGY_ID {
-        return Err(Error::Invalid {
-            what: format!("table {}", config.name),
-            reason: format!(
-                "merge mode CUSTOM with strategy {} is not supported; refusing to guess how records merge",
-                config.merge_strategy_id
-            ),
-        });
-    }
-    Ok(())
-}
-
-/// A batch's ordering column, read without a type check per row.
-enum OrderColumn<'a> {
-    Int32(&'a [i32]),
-    Int64(&'a [i64]),
-    Float32(&'a [f32]),
-    Float64(&'a [f64]),
-    Other(&'a ArrayRef),
-}
-
-impl<'a> OrderColumn<'a> {
-    fn of(c: &'a ArrayRef) -> Self {
-        use arrow::datatypes as t;
-        match c.data_type() {
-            DataType::Int32 => Self::Int32(c.as_primitive::<t::Int32Type>().values()),
-            DataType::Date32 => Self::Int32(c.as_primitive::<t::Date32Type>().values()),
-            DataType::Int64 => Self::Int64(c.as_primitive::<t::Int64Type>().values()),
-            DataType::Timestamp(TimeUnit::Millisecond, _) => {
-                Self::Int64(c.as_primitive::<t::TimestampMillisecondType>().values())
-            }
-            DataType::Timestamp(TimeUnit::Microsecond, _) => {
-                Self::Int64(c.as_primitive::<t::TimestampMicrosecondType>().values())
-            }
-            DataType::Float32 => Self::Float32(c.as_primitive::<t::Float32Type>().values()),
-            DataType::Float64 => Self::Float64(c.as_primitive::<t::Float64Type>().values()),
-            _ => Self::Other(c),
-        }
-    }
-
-    #[inline]
-    fn at(&self, nulls: Option<&arrow::buffer::NullBuffer>, r: usize) -> Ord2 {
-        if nulls.is_some_and(|n| n.is_null(r)) {
-            return Ord2::Null;
-        }
-        match self {
-            Self::Int32(v) => Ord2::Int(i64::from(v[r])),
-            Self::Int64(v) => Ord2::Int(v[r]),
-            Self::Float32(v) => Ord2::Float(f64::from(v[r])),
-            Self::Float64(v) => Ord2::Float(v[r]),
-            Self::Other(c) => ordering_at(c, r),
-        }
-    }
-}
+use crate::ordering::{Ord2, OrderColumn, is_unconditional};
+use crate::version::Version;
 
 /// Where a key's winning row is: `batch << 32 | row`, or [`DELETED`].
 type RowAt = u64;
@@ -445,10 +239,8 @@ impl RowMerger {
                 arrow::compute::interleave(&arrays, &indices)
             })
             .collect::<std::result::Result<_, _>>()
-            .map_err(|e| Error::Invalid { what: "merge".into(), reason: e.to_string() })?;
-        RecordBatch::try_new(self.schema.clone(), columns)
-            .map(Some)
-            .map_err(|e| Error::Invalid { what: "merge".into(), reason: e.to_string() })
+            .map_err(|e| Error::arrow("row merge", e))?;
+        RecordBatch::try_new(self.schema.clone(), columns).map(Some).map_err(|e| Error::arrow("row merge", e))
     }
 
     /// Applies one key's version: a row at `at`, or a delete.
@@ -539,7 +331,7 @@ impl RowMerger {
         source: usize,
         first_row: usize,
     ) -> Result<()> {
-        let keys = keys.as_string_opt::<i32>().ok_or_else(|| Error::Invalid {
+        let keys = keys.as_string_opt::<i32>().ok_or_else(|| Error::Internal {
             what: "merge input".into(),
             reason: "_hoodie_record_key is not a string column".into(),
         })?;

@@ -1,0 +1,107 @@
+//! The memory policy of a slice merge: one place for every fraction.
+//!
+//! The compactor's budget is shared by the groups it merges at once, so each
+//! slice merge gets a [`Share`] of it. Within a share:
+//!
+//! - decoded rows are estimated at three times their encoded bytes, so a
+//!   slice whose files take more than a third of the share is merged in
+//!   bounded memory, with `P` = estimate / share spill partitions (at most
+//!   [`MAX_SPILL_PARTITIONS`]), each buffering a quarter of the share split
+//!   `P` ways before it writes a spill object;
+//! - the key-first merge may hold a key index of half the share
+//!   ([`Limits::index`]), and index plus winning rows (estimated at one and a
+//!   half times their Avro bytes) of three quarters ([`Limits::keep`]); past
+//!   that the winners are spilled;
+//! - the general merge folds (drops the rows that lost) once what it holds
+//!   passes 3/8 of the share ([`Share::fold_at`]), and hands its state on to
+//!   spill partitions when the winners alone still take over a quarter
+//!   ([`Share::spill_after_fold`]); the rest of the share is for what a fold
+//!   gathers, the block being decoded and the Parquet writer.
+//!
+//! Readers merge without a share: they hold every row they return anyway.
+
+/// At most this many spill partitions per slice.
+pub const MAX_SPILL_PARTITIONS: usize = 1024;
+
+/// What the key-first merge may hold, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The key index: past this the key-first merge is declined.
+    pub index: usize,
+    /// The index plus the winning rows: past this the winners are spilled.
+    pub keep: usize,
+}
+
+impl Limits {
+    /// No limits: for readers, which hold every row anyway.
+    pub const NONE: Limits = Limits { index: usize::MAX, keep: usize::MAX };
+}
+
+/// One slice merge's share of a memory budget, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Share(usize);
+
+impl Share {
+    /// The share of each of `parallelism` merges running at once under
+    /// `budget` bytes.
+    pub fn of_budget(budget: usize, parallelism: usize) -> Self {
+        Share((budget / parallelism.max(1)).max(1))
+    }
+
+    /// The share in bytes.
+    pub fn bytes(self) -> usize {
+        self.0
+    }
+
+    /// How many spill partitions a slice of `input_bytes` encoded bytes
+    /// needs; 1 means it is merged in memory.
+    pub fn partitions(self, input_bytes: u64) -> usize {
+        usize::try_from(input_bytes)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(3)
+            .div_ceil(self.0)
+            .clamp(1, MAX_SPILL_PARTITIONS)
+    }
+
+    /// Bytes each of `partitions` spill partitions buffers before it writes.
+    pub fn spill_buffer(self, partitions: usize) -> usize {
+        self.0 / (4 * partitions.max(1))
+    }
+
+    /// The key-first merge's limits. A slice merged in memory needs none, as
+    /// the key-first merge holds less than the whole slice.
+    pub fn key_first(self, spills: bool) -> Limits {
+        if spills { Limits { index: self.0 / 2, keep: self.0 / 4 * 3 } } else { Limits::NONE }
+    }
+
+    /// What the general merge may hold before it folds.
+    pub fn fold_at(self) -> usize {
+        self.0 / 8 * 3
+    }
+
+    /// What the winners may still take after a fold before the merge goes on
+    /// through spill partitions.
+    pub fn spill_after_fold(self) -> usize {
+        self.0 / 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fractions_of_a_share() {
+        let share = Share::of_budget(256 << 20, 2);
+        assert_eq!(share.bytes(), 128 << 20);
+        assert_eq!(share.partitions(0), 1);
+        assert_eq!(share.partitions((128 << 20) / 3), 1);
+        assert_eq!(share.partitions(128 << 20), 3);
+        assert_eq!(share.partitions(u64::MAX), MAX_SPILL_PARTITIONS);
+        assert_eq!(share.spill_buffer(4), 8 << 20);
+        assert_eq!(share.key_first(false), Limits::NONE);
+        assert_eq!(share.key_first(true), Limits { index: 64 << 20, keep: 96 << 20 });
+        assert_eq!(share.fold_at(), 48 << 20);
+        assert_eq!(share.spill_after_fold(), 32 << 20);
+    }
+}

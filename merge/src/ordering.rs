@@ -1,0 +1,151 @@
+//! Ordering values: what the event-time rule compares.
+//!
+//! A version's ordering value is its ordering field (`hoodie.table.ordering.fields`),
+//! or the value a delete carries. Integers, dates, timestamps and decimals
+//! compare as integers, floats in total order, strings and bytes
+//! lexicographically; null orders below every value. A delete without an
+//! ordering value (null, or Hudi's zero sentinel: Spark writes `int 0` or
+//! `long 0` for deletes that carry no event time) always wins.
+
+use std::cmp::Ordering;
+
+use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::datatypes::{DataType, TimeUnit};
+use tributary_format::codec::OrderingValue;
+
+/// Whether a delete carries no event time and so always wins.
+pub fn is_unconditional(v: &OrderingValue) -> bool {
+    matches!(v, OrderingValue::Null | OrderingValue::Int(0) | OrderingValue::Long(0))
+}
+
+/// A comparable ordering value.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) enum Ord2 {
+    /// No value: orders below every value.
+    #[default]
+    Null,
+    /// Integers, dates, timestamps and decimals (unscaled).
+    Int(i64),
+    /// Floating-point values, in IEEE total order.
+    Float(f64),
+    /// Boxed, so that a value (and an index slot) stays small: a thin
+    /// pointer keeps the enum at 16 bytes, where `String` or `Box<str>`
+    /// would make it 24 or 32.
+    #[expect(clippy::box_collection, reason = "a thin pointer keeps every index slot small")]
+    Text(Box<String>),
+    /// Bytes, in lexicographic order.
+    #[expect(clippy::box_collection, reason = "a thin pointer keeps every index slot small")]
+    Bytes(Box<Vec<u8>>),
+}
+
+impl Ord2 {
+    /// Compares two ordering values; values of different kinds compare
+    /// equal, so write order decides between them.
+    pub(crate) fn cmp(&self, other: &Ord2) -> Ordering {
+        use Ord2::*;
+        match (self, other) {
+            (Null, Null) => Ordering::Equal,
+            (Null, _) => Ordering::Less,
+            (_, Null) => Ordering::Greater,
+            (Int(a), Int(b)) => a.cmp(b),
+            (Float(a), Float(b)) => a.total_cmp(b),
+            (Int(a), Float(b)) => (*a as f64).total_cmp(b),
+            (Float(a), Int(b)) => a.total_cmp(&(*b as f64)),
+            (Text(a), Text(b)) => a.cmp(b),
+            (Bytes(a), Bytes(b)) => a.cmp(b),
+            // Mixed kinds cannot be ordered meaningfully; keep write order.
+            _ => Ordering::Equal,
+        }
+    }
+
+    /// The delete ordering value that reads back as this value.
+    pub(crate) fn to_delete(&self) -> OrderingValue {
+        match self {
+            Ord2::Null => OrderingValue::Null,
+            Ord2::Int(i) => OrderingValue::Long(*i),
+            Ord2::Float(f) => OrderingValue::Double(*f),
+            Ord2::Text(t) => OrderingValue::String(t.to_string()),
+            Ord2::Bytes(b) => OrderingValue::Bytes(b.to_vec()),
+        }
+    }
+
+    /// The ordering value a delete record carries.
+    pub(crate) fn from_delete(v: &OrderingValue) -> Self {
+        match v {
+            OrderingValue::Null => Ord2::Null,
+            OrderingValue::Int(i) => Ord2::Int(i64::from(*i)),
+            OrderingValue::Long(i) => Ord2::Int(*i),
+            OrderingValue::Float(f) => Ord2::Float(f64::from(*f)),
+            OrderingValue::Double(f) => Ord2::Float(*f),
+            OrderingValue::Bytes(b) => Ord2::Bytes(Box::new(b.clone())),
+            OrderingValue::String(s) => Ord2::Text(Box::new(s.clone())),
+        }
+    }
+}
+
+/// The ordering value of row `r` of column `c`.
+pub(crate) fn ordering_at(c: &ArrayRef, r: usize) -> Ord2 {
+    use arrow::datatypes as t;
+    if c.is_null(r) {
+        return Ord2::Null;
+    }
+    match c.data_type() {
+        DataType::Int32 => Ord2::Int(i64::from(c.as_primitive::<t::Int32Type>().value(r))),
+        DataType::Int64 => Ord2::Int(c.as_primitive::<t::Int64Type>().value(r)),
+        DataType::Date32 => Ord2::Int(i64::from(c.as_primitive::<t::Date32Type>().value(r))),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => {
+            Ord2::Int(c.as_primitive::<t::TimestampMillisecondType>().value(r))
+        }
+        DataType::Timestamp(TimeUnit::Microsecond, _) => {
+            Ord2::Int(c.as_primitive::<t::TimestampMicrosecondType>().value(r))
+        }
+        DataType::Float32 => Ord2::Float(f64::from(c.as_primitive::<t::Float32Type>().value(r))),
+        DataType::Float64 => Ord2::Float(c.as_primitive::<t::Float64Type>().value(r)),
+        DataType::Utf8 => Ord2::Text(Box::new(c.as_string::<i32>().value(r).to_string())),
+        DataType::Decimal128(..) => Ord2::Int(c.as_primitive::<t::Decimal128Type>().value(r) as i64),
+        _ => Ord2::Null,
+    }
+}
+
+/// A batch's ordering column, read without a type check per row.
+pub(crate) enum OrderColumn<'a> {
+    Int32(&'a [i32]),
+    Int64(&'a [i64]),
+    Float32(&'a [f32]),
+    Float64(&'a [f64]),
+    Other(&'a ArrayRef),
+}
+
+impl<'a> OrderColumn<'a> {
+    pub(crate) fn of(c: &'a ArrayRef) -> Self {
+        use arrow::datatypes as t;
+        match c.data_type() {
+            DataType::Int32 => Self::Int32(c.as_primitive::<t::Int32Type>().values()),
+            DataType::Date32 => Self::Int32(c.as_primitive::<t::Date32Type>().values()),
+            DataType::Int64 => Self::Int64(c.as_primitive::<t::Int64Type>().values()),
+            DataType::Timestamp(TimeUnit::Millisecond, _) => {
+                Self::Int64(c.as_primitive::<t::TimestampMillisecondType>().values())
+            }
+            DataType::Timestamp(TimeUnit::Microsecond, _) => {
+                Self::Int64(c.as_primitive::<t::TimestampMicrosecondType>().values())
+            }
+            DataType::Float32 => Self::Float32(c.as_primitive::<t::Float32Type>().values()),
+            DataType::Float64 => Self::Float64(c.as_primitive::<t::Float64Type>().values()),
+            _ => Self::Other(c),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn at(&self, nulls: Option<&arrow::buffer::NullBuffer>, r: usize) -> Ord2 {
+        if nulls.is_some_and(|n| n.is_null(r)) {
+            return Ord2::Null;
+        }
+        match self {
+            Self::Int32(v) => Ord2::Int(i64::from(v[r])),
+            Self::Int64(v) => Ord2::Int(v[r]),
+            Self::Float32(v) => Ord2::Float(f64::from(v[r])),
+            Self::Float64(v) => Ord2::Float(v[r]),
+            Self::Other(c) => ordering_at(c, r),
+        }
+    }
+}

@@ -1,0 +1,513 @@
+//! Reading a file slice: what a slice merge reads ([`SliceFiles`] with a
+//! [`SliceMerge`] context), and base Parquet rows and log blocks as versions
+//! in write order.
+
+use arrow::array::{ArrayRef, RecordBatch, new_null_array};
+use arrow::datatypes::SchemaRef;
+use object_store::ObjectStoreExt;
+use object_store::path::Path;
+use tributary_format::codec::{DataBlockBatches, decode_delete_content};
+use tributary_format::log_block::{BlockHead, BlockType, HeaderKey, LogBlock};
+use tributary_format::schema::TableSchema;
+use tributary_timeline::{InstantTime, TableConfig, TableLocation, Timeline};
+
+use crate::error::{Error, Result};
+use crate::version::Version;
+
+/// The files of one slice, in write order.
+#[derive(Debug, Clone, Copy)]
+pub struct SliceFiles<'a> {
+    /// The base file, if any.
+    pub base: Option<&'a Path>,
+    /// The log files, in log order.
+    pub logs: &'a [Path],
+}
+
+/// What a slice merge reads with: the table, its schema and config, and the
+/// timeline that says which log blocks are committed.
+#[derive(Debug, Clone, Copy)]
+pub struct SliceMerge<'a> {
+    /// The table.
+    pub loc: &'a TableLocation,
+    /// The schema rows are merged in.
+    pub schema: &'a TableSchema,
+    /// The table's configuration (merge mode, sequence groups).
+    pub config: &'a TableConfig,
+    /// The timeline the slice was taken from.
+    pub timeline: &'a Timeline,
+}
+
+/// Rows decoded per step when a log is read.
+const LOG_BATCH_ROWS: usize = 16 * 1024;
+
+/// The versions of one log file in write order, decoded as they are pulled:
+/// a log holds one block at a time and one decoded batch of it. Blocks of
+/// instants that did not complete (possible in pre-v8 logs) are skipped.
+pub struct LogReader<'a> {
+    blocks: LogBlocks<'a>,
+    schema: &'a TableSchema,
+    timeline: &'a Timeline,
+    /// The data block being decoded, and whether it is partial.
+    current: Option<(DataBlockBatches, bool)>,
+}
+
+impl<'a> LogReader<'a> {
+    /// Opens the log file `log` of the table at `loc`.
+    pub async fn open(
+        loc: &'a TableLocation,
+        schema: &'a TableSchema,
+        log: &'a object_store::path::Path,
+        timeline: &'a Timeline,
+    ) -> Result<Self> {
+        Ok(Self { blocks: LogBlocks::open(loc, log).await?, schema, timeline, current: None })
+    }
+
+    /// The next version, or `None` at the end of the file.
+    pub async fn next(&mut self) -> Result<Option<Version>> {
+        loop {
+            if let Some((batches, partial)) = &mut self.current {
+                match batches.next() {
+                    Some(b) => {
+                        let b = b?;
+                        return Ok(Some(if *partial {
+                            widen(b, self.schema.arrow_with_meta(), &self.blocks.name)?
+                        } else {
+                            Version::Rows(b)
+                        }));
+                    }
+                    None => self.current = None,
+                }
+            }
+            let Some(block) = self.blocks.next_live(self.timeline).await? else { return Ok(None) };
+            let path = &self.blocks.name;
+            match block.block_type {
+                BlockType::AvroData => {
+                    let writer_json = block.header(HeaderKey::Schema).unwrap_or(self.schema.log_json());
+                    let partial = block.header(HeaderKey::IsPartial) == Some("true");
+                    // A partial block is read as written, then widened to the table.
+                    let reader_json = if partial { writer_json } else { self.schema.log_json() };
+                    let batches =
+                        DataBlockBatches::new(block.content.clone(), writer_json, reader_json, path, LOG_BATCH_ROWS)?;
+                    self.current = Some((batches, partial));
+                }
+                BlockType::Delete => return Ok(Some(Version::Deletes(decode_delete_content(&block.content, path)?))),
+                BlockType::Command => {}
+                other => return Err(unsupported_block(other, path)),
+            }
+        }
+    }
+}
+
+/// The error for a log block of a type no reader handles.
+pub fn unsupported_block(block_type: BlockType, path: &str) -> Error {
+    Error::Invalid { what: path.to_string(), reason: format!("{block_type:?} log blocks are not supported") }
+}
+
+/// Log files up to this size are read in one request; larger ones a block
+/// at a time, so a reader holds one block rather than the whole file.
+/// (Unit tests stream every log, in tiny windows.)
+const WHOLE_LOG_BYTES: u64 = if cfg!(test) { 1 } else { 8 << 20 };
+
+/// Bytes read for a block's head in a large log file: enough for any
+/// header this crate writes, and for a whole small block.
+const HEAD_BYTES: u64 = if cfg!(test) { 2 << 10 } else { 64 << 10 };
+
+/// Bytes fetched at a time when a large data block's records are streamed.
+const WINDOW_BYTES: u64 = if cfg!(test) { 100 } else { 1 << 20 };
+
+/// The blocks of one log file, in file order.
+pub struct LogBlocks<'a> {
+    loc: &'a TableLocation,
+    log: &'a object_store::path::Path,
+    /// The file's path, for errors.
+    pub(crate) name: String,
+    size: u64,
+    offset: u64,
+    /// The whole file's blocks, when it was small enough to read at once.
+    whole: Option<std::vec::IntoIter<LogBlock>>,
+}
+
+/// One block of a log file: read, or (a large data block) only its head,
+/// its content left in the store to be streamed by [`Records`].
+pub enum LogEntry {
+    /// The whole block.
+    Loaded(LogBlock),
+    /// A data block's head; the block starts at `offset` of the file.
+    Stored { offset: u64, head: BlockHead },
+}
+
+impl LogEntry {
+    pub fn block_type(&self) -> BlockType {
+        match self {
+            LogEntry::Loaded(b) => b.block_type,
+            LogEntry::Stored { head, .. } => head.block_type,
+        }
+    }
+
+    pub fn header(&self, key: HeaderKey) -> Option<&str> {
+        match self {
+            LogEntry::Loaded(b) => b.header(key),
+            LogEntry::Stored { head, .. } => head.header(key),
+        }
+    }
+}
+
+impl<'a> LogBlocks<'a> {
+    pub async fn open(loc: &'a TableLocation, log: &'a object_store::path::Path) -> Result<Self> {
+        let name = log.to_string();
+        let got = loc.store.get(log).await.map_err(|e| tributary_timeline::Error::store("get", log, e))?;
+        let size = got.meta.size;
+        let whole = if size <= WHOLE_LOG_BYTES {
+            let bytes = got.bytes().await.map_err(|e| tributary_timeline::Error::store("get", log, e))?;
+            Some(LogBlock::decode_all(&bytes, &name)?.into_iter())
+        } else {
+            None
+        };
+        Ok(Self { loc, log, name, size, offset: 0, whole })
+    }
+
+    async fn range(&self, r: std::ops::Range<u64>) -> Result<bytes::Bytes> {
+        let log = self.log;
+        Ok(self.loc.store.get_range(log, r).await.map_err(|e| tributary_timeline::Error::store("get", log, e))?)
+    }
+
+    /// The next block written by an instant that completed (every block of
+    /// a v8 log; pre-v8 logs may hold blocks of failed instants).
+    pub async fn next_live(&mut self, timeline: &Timeline) -> Result<Option<LogBlock>> {
+        match self.next_live_entry(timeline).await? {
+            Some(e) => self.load(e).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// [`LogBlocks::next_live`], leaving a large data block's content in the
+    /// store.
+    pub async fn next_live_entry(&mut self, timeline: &Timeline) -> Result<Option<LogEntry>> {
+        while let Some(entry) = self.next_entry().await? {
+            if let Some(t) = entry.header(HeaderKey::InstantTime)
+                && let Ok(t) = InstantTime::parse(t)
+                && !timeline.is_completed(&t)
+            {
+                continue;
+            }
+            return Ok(Some(entry));
+        }
+        Ok(None)
+    }
+
+    /// The whole block of `entry`.
+    pub async fn load(&self, entry: LogEntry) -> Result<LogBlock> {
+        match entry {
+            LogEntry::Loaded(b) => Ok(b),
+            LogEntry::Stored { offset, head } => {
+                let bytes = self.range(offset..offset + head.framed_len as u64).await?;
+                Ok(LogBlock::decode_framed(bytes, offset, &self.name)?)
+            }
+        }
+    }
+
+    async fn next_entry(&mut self) -> Result<Option<LogEntry>> {
+        if let Some(whole) = &mut self.whole {
+            return Ok(whole.next().map(LogEntry::Loaded));
+        }
+        if self.offset >= self.size {
+            return Ok(None);
+        }
+        let offset = self.offset;
+        let first = self.range(offset..self.size.min(offset + HEAD_BYTES)).await?;
+        let len = LogBlock::framed_len(&first, offset, &self.name)? as u64;
+        let end =
+            offset.checked_add(len).filter(|e| *e <= self.size).ok_or_else(|| tributary_format::Error::CorruptLog {
+                path: self.name.clone(),
+                offset,
+                reason: format!("block of {len} bytes runs past the end of the file"),
+            })?;
+        self.offset = end;
+        if len <= first.len() as u64 {
+            return Ok(Some(LogEntry::Loaded(LogBlock::decode_framed(
+                first.slice(..len as usize),
+                offset,
+                &self.name,
+            )?)));
+        }
+        Ok(Some(match LogBlock::decode_head(&first, offset, &self.name)? {
+            Some(head) if head.block_type == BlockType::AvroData => LogEntry::Stored { offset, head },
+            // Other blocks, and heads longer than the first read, are read whole.
+            _ => LogEntry::Loaded(LogBlock::decode_framed(self.range(offset..end).await?, offset, &self.name)?),
+        }))
+    }
+}
+
+/// The records of one AVRO_DATA block, in order: from its content in memory,
+/// or streamed from the store a window at a time, so that a large block is
+/// never held whole. A record that spans two windows is copied out.
+pub struct Records {
+    store: std::sync::Arc<dyn object_store::ObjectStore>,
+    path: object_store::path::Path,
+    name: String,
+    window: bytes::Bytes,
+    at: usize,
+    /// The content not fetched yet.
+    unread: std::ops::Range<u64>,
+    carry: Vec<u8>,
+    count: usize,
+}
+
+impl Records {
+    /// The records of the data block `entry` of `blocks`.
+    pub async fn open(entry: LogEntry, blocks: &LogBlocks<'_>) -> Result<Self> {
+        let (window, unread) = match entry {
+            LogEntry::Loaded(b) => (b.content, 0..0),
+            LogEntry::Stored { offset, head } => {
+                // The footer and reverse pointer are checked first.
+                let content = offset + head.content.start as u64..offset + head.content.end as u64;
+                let tail = blocks.range(content.end..offset + head.framed_len as u64).await?;
+                LogBlock::decode_tail(&head, &tail, offset, &blocks.name)?;
+                (bytes::Bytes::new(), content)
+            }
+        };
+        let mut records = Self {
+            store: blocks.loc.store.clone(),
+            path: blocks.log.clone(),
+            name: blocks.name.clone(),
+            window,
+            at: 0,
+            unread,
+            carry: Vec::new(),
+            count: 0,
+        };
+        let version = records.i32().await?;
+        if version != tributary_format::log_block::CONTENT_VERSION {
+            return Err(records.corrupt(format!("data block: unsupported content version {version}")));
+        }
+        let count = records.i32().await?;
+        records.count =
+            usize::try_from(count).map_err(|_| records.corrupt("data block: negative record count".into()))?;
+        Ok(records)
+    }
+
+    /// The block's record count.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    fn corrupt(&self, reason: String) -> Error {
+        tributary_format::Error::CorruptLog { path: self.name.clone(), offset: 0, reason }.into()
+    }
+
+    async fn i32(&mut self) -> Result<i32> {
+        let b = self.take(4).await?;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// Whether the next record lies whole in the bytes at hand, so that
+    /// [`Records::next_ready`] can take it without a read.
+    #[inline]
+    pub fn ready(&self) -> bool {
+        let rest = &self.window[self.at..];
+        rest.first_chunk::<4>()
+            .is_some_and(|len| usize::try_from(i32::from_be_bytes(*len)).is_ok_and(|len| rest.len() - 4 >= len))
+    }
+
+    /// The next record, when [`Records::ready`] said it is at hand.
+    #[inline]
+    pub fn next_ready(&mut self) -> &[u8] {
+        let rest = &self.window[self.at..];
+        let len = i32::from_be_bytes(*rest.first_chunk::<4>().expect("ready")) as usize;
+        self.at += 4 + len;
+        &self.window[self.at - len..self.at]
+    }
+
+    /// The next record's bytes (after its length prefix). Call it at most
+    /// [`Records::count`] times.
+    pub async fn next(&mut self) -> Result<&[u8]> {
+        let len = self.i32().await?;
+        let len = usize::try_from(len).map_err(|_| self.corrupt("negative record length".into()))?;
+        self.take(len).await
+    }
+
+    /// The next `n` content bytes.
+    async fn take(&mut self, n: usize) -> Result<&[u8]> {
+        if self.window.len() - self.at >= n {
+            self.at += n;
+            return Ok(&self.window[self.at - n..self.at]);
+        }
+        self.carry.clear();
+        self.carry.extend_from_slice(&self.window[self.at..]);
+        while self.carry.len() < n {
+            if self.unread.is_empty() {
+                return Err(self.corrupt("data block: unexpected end of content".into()));
+            }
+            let want = ((n - self.carry.len()) as u64).max(WINDOW_BYTES).min(self.unread.end - self.unread.start);
+            let range = self.unread.start..self.unread.start + want;
+            self.window = self
+                .store
+                .get_range(&self.path, range.clone())
+                .await
+                .map_err(|e| tributary_timeline::Error::store("get", &self.path, e))?;
+            self.unread.start = range.end;
+            self.at = (n - self.carry.len()).min(self.window.len());
+            self.carry.extend_from_slice(&self.window[..self.at]);
+        }
+        Ok(&self.carry[..n])
+    }
+}
+
+/// A partial batch laid out as the whole table: absent columns are nulls and
+/// marked absent.
+fn widen(part: RecordBatch, target: &SchemaRef, path: &str) -> Result<Version> {
+    let mut present = Vec::with_capacity(target.fields().len());
+    let columns: Vec<ArrayRef> = target
+        .fields()
+        .iter()
+        .map(|f| match part.column_by_name(f.name()) {
+            Some(c) => {
+                present.push(true);
+                if c.data_type() == f.data_type() {
+                    Ok(c.clone())
+                } else {
+                    arrow::compute::cast(c, f.data_type()).map_err(|e| Error::Corrupt {
+                        path: path.to_string(),
+                        reason: format!("column {}: {e}", f.name()),
+                    })
+                }
+            }
+            None => {
+                present.push(false);
+                Ok(new_null_array(f.data_type(), part.num_rows()))
+            }
+        })
+        .collect::<Result<_>>()?;
+    // Absent columns are null even where the table says non-null.
+    let nullable = arrow::datatypes::Schema::new(
+        target.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
+    );
+    let batch = RecordBatch::try_new(std::sync::Arc::new(nullable), columns)
+        .map_err(|e| Error::Corrupt { path: path.to_string(), reason: e.to_string() })?;
+    Ok(Version::Partial { batch, present: present.into() })
+}
+
+/// Reads a whole Parquet file (`bytes`), matching columns to `target` by
+/// name (casting types, filling absent nullable columns with nulls).
+pub fn read_parquet(bytes: bytes::Bytes, target: &SchemaRef, path: &str) -> Result<Vec<RecordBatch>> {
+    let err = |e| Error::parquet(path, e);
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .map_err(err)?
+        .with_batch_size(8192)
+        .build()
+        .map_err(err)?;
+    reader
+        .map(|b| {
+            conform(b.map_err(|e| Error::Corrupt { path: path.to_string(), reason: e.to_string() })?, target, path)
+        })
+        .collect()
+}
+
+/// `b` laid out as `target`: columns matched by name, cast where the types
+/// differ, absent ones null.
+fn conform(b: RecordBatch, target: &SchemaRef, path: &str) -> Result<RecordBatch> {
+    let err = |e: &dyn std::fmt::Display| Error::Corrupt { path: path.to_string(), reason: e.to_string() };
+    let columns: Vec<ArrayRef> = target
+        .fields()
+        .iter()
+        .map(|f| match b.column_by_name(f.name()) {
+            Some(c) if c.data_type() == f.data_type() => Ok(c.clone()),
+            Some(c) => arrow::compute::cast(c, f.data_type()).map_err(|e| err(&format!("column {}: {e}", f.name()))),
+            None => Ok(new_null_array(f.data_type(), b.num_rows())),
+        })
+        .collect::<Result<_>>()?;
+    RecordBatch::try_new(target.clone(), columns).map_err(|e| err(&e))
+}
+
+/// The rows of a base (Parquet) file, read a row group at a time through
+/// the store rather than as one object, for files that may not fit in memory.
+pub struct BaseReader {
+    stream: parquet::arrow::async_reader::ParquetRecordBatchStream<StoreFile>,
+    target: SchemaRef,
+    path: String,
+    rows: usize,
+}
+
+impl BaseReader {
+    /// Opens the base file at `path`.
+    pub async fn open(loc: &TableLocation, schema: &TableSchema, path: &object_store::path::Path) -> Result<Self> {
+        Self::open_columns(loc, schema.arrow_with_meta(), path).await
+    }
+
+    /// Opens the base file at `path` for the columns of `target` only (a
+    /// projection of the table's `arrow_with_meta` schema).
+    pub async fn open_columns(
+        loc: &TableLocation,
+        target: &SchemaRef,
+        path: &object_store::path::Path,
+    ) -> Result<Self> {
+        let name = path.to_string();
+        let err = |e| Error::parquet(&name, e);
+        let size = loc.store.head(path).await.map_err(|e| tributary_timeline::Error::store("head", path, e))?.size;
+        let reader = StoreFile { store: loc.store.clone(), path: path.clone(), size };
+        let builder = parquet::arrow::ParquetRecordBatchStreamBuilder::new(reader).await.map_err(err)?;
+        let rows = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
+        // Only the file's columns that the target names are decoded.
+        let wanted: Vec<usize> = builder
+            .schema()
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| target.field_with_name(f.name()).is_ok())
+            .map(|(i, _)| i)
+            .collect();
+        let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), wanted);
+        let stream = builder.with_projection(mask).with_batch_size(8192).build().map_err(err)?;
+        Ok(Self { stream, target: target.clone(), path: name, rows })
+    }
+
+    /// The file's row count, as its metadata gives it.
+    pub fn num_rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The next batch of rows, or `None` at the end.
+    pub async fn next(&mut self) -> Result<Option<RecordBatch>> {
+        use futures::StreamExt;
+        match self.stream.next().await {
+            None => Ok(None),
+            Some(b) => {
+                let b = b.map_err(|e| Error::parquet(&self.path, e))?;
+                conform(b, &self.target, &self.path).map(Some)
+            }
+        }
+    }
+}
+
+/// A Parquet file read through the store by ranges.
+pub struct StoreFile {
+    store: std::sync::Arc<dyn object_store::ObjectStore>,
+    path: object_store::path::Path,
+    size: u64,
+}
+
+impl parquet::arrow::async_reader::AsyncFileReader for StoreFile {
+    fn get_bytes(
+        &mut self,
+        range: std::ops::Range<u64>,
+    ) -> futures::future::BoxFuture<'_, parquet::errors::Result<bytes::Bytes>> {
+        Box::pin(async move {
+            self.store
+                .get_range(&self.path, range)
+                .await
+                .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
+        })
+    }
+
+    fn get_metadata<'a>(
+        &'a mut self,
+        _options: Option<&'a parquet::arrow::arrow_reader::ArrowReaderOptions>,
+    ) -> futures::future::BoxFuture<'a, parquet::errors::Result<std::sync::Arc<parquet::file::metadata::ParquetMetaData>>>
+    {
+        Box::pin(async move {
+            let size = self.size;
+            let metadata = parquet::file::metadata::ParquetMetaDataReader::new().load_and_finish(self, size).await?;
+            Ok(std::sync::Arc::new(metadata))
+        })
+    }
+}

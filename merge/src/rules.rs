@@ -1,0 +1,76 @@
+//! Which rule merges a slice's versions: the row rule ([`crate::rows`]) for
+//! whole rows, the column rule ([`crate::columns`]) when any version is
+//! partial or the table has sequence groups; and whether this build knows
+//! the table's merger at all.
+//!
+//! Per record key, versions are taken in write order (base rows, then each
+//! log's data and delete blocks in log order):
+//! - event-time ordering: the larger ordering value wins; on a tie the later
+//!   write wins (log over base, later log over earlier);
+//! - commit-time ordering: the later write wins;
+//! - a delete wins like a version with its ordering value, and a delete
+//!   without one ([`crate::ordering::is_unconditional`]) always wins.
+
+use arrow::array::RecordBatch;
+use tributary_format::schema::{RECORD_KEY, TableSchema};
+use tributary_timeline::config::SEQUENCE_GROUPS_STRATEGY_ID;
+use tributary_timeline::{MergeMode, TableConfig};
+
+use crate::error::{Error, Result};
+use crate::rows::RowMerger;
+use crate::version::Version;
+
+/// Merges the versions of one slice under the table's rules; returns the
+/// surviving rows (schema `schema.arrow_with_meta()`), or `None` when nothing
+/// survives. Refuses custom mergers it does not know rather than misread.
+pub fn merge(schema: &TableSchema, config: &TableConfig, versions: &[Version]) -> Result<Option<RecordBatch>> {
+    let partial = versions.iter().any(|v| matches!(v, Version::Partial { .. }));
+    merge_as(schema, config, versions, partial, false)
+}
+
+/// [`merge`] of part of a slice's keys, where `partial` says whether the
+/// whole slice holds partial versions, so every part merges the same way;
+/// with `by_key` the rows come sorted by record key.
+pub fn merge_as(
+    schema: &TableSchema,
+    config: &TableConfig,
+    versions: &[Version],
+    partial: bool,
+    by_key: bool,
+) -> Result<Option<RecordBatch>> {
+    check_merger(config)?;
+    if partial || !config.sequence_groups.is_empty() {
+        let merged = crate::columns::merge_columns(schema, config, versions)?;
+        match merged {
+            Some(b) if by_key => sort_by_key(&b).map(Some),
+            other => Ok(other),
+        }
+    } else {
+        let mut merger = RowMerger::new(schema, config.merge_mode);
+        for v in versions {
+            merger.push(v)?;
+        }
+        merger.finish(by_key)
+    }
+}
+
+/// Rows sorted by record key.
+pub fn sort_by_key(batch: &RecordBatch) -> Result<RecordBatch> {
+    let fail = |e: arrow::error::ArrowError| Error::arrow("sort by record key", e);
+    let idx = arrow::compute::sort_to_indices(batch.column(RECORD_KEY), None, None).map_err(fail)?;
+    arrow::compute::take_record_batch(batch, &idx).map_err(fail)
+}
+
+/// Whether this build can merge the table's records.
+pub fn check_merger(config: &TableConfig) -> Result<()> {
+    if config.merge_mode == MergeMode::Custom && config.merge_strategy_id != SEQUENCE_GROUPS_STRATEGY_ID {
+        return Err(Error::Invalid {
+            what: format!("table {}", config.name),
+            reason: format!(
+                "merge mode CUSTOM with strategy {} is not supported; refusing to guess how records merge",
+                config.merge_strategy_id
+            ),
+        });
+    }
+    Ok(())
+}
