@@ -37,3 +37,18 @@ pub use rules::merge;
 pub use slice::{Budget, Merged, RowOrder, merge_slice};
 pub use spill::SpillArea;
 pub use version::Version;
+
+#[cfg(test)]
+mod send_sync {
+    fn assert_send_sync<T: Send + Sync>() {}
+    fn assert_send<T: Send>() {}
+    #[test]
+    fn public_types_are_send_sync() {
+        assert_send_sync::<super::Error>();
+        assert_send_sync::<super::Version>();
+        assert_send_sync::<super::Budget>();
+        assert_send_sync::<super::Share>();
+        assert_send_sync::<super::SpillArea>();
+        assert_send::<super::Merged>();
+    }
+}
