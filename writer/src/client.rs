@@ -90,7 +90,7 @@ impl WriteClient {
     /// instants from `time`.
     pub fn new(loc: TableLocation, config: TableConfig, time: TimeGenerator, settings: WriteSettings) -> Result<Self> {
         let bucket = config.bucket.ok_or_else(|| Error::InvalidInput {
-            what: format!("table {}", config.name),
+            what: format!("{loc} (table {})", config.name),
             reason: "no bucket count in hoodie.properties (hoodie.bucket.index.num.buckets); create it with tributary"
                 .into(),
         })?;

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering as AtomicOrdering;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray, UInt32Array};
+use arrow::array::{Array, AsArray, RecordBatch, StringArray, UInt32Array};
 use arrow::datatypes::DataType;
 use object_store::ObjectStoreExt;
 use tokio::sync::mpsc;
@@ -70,19 +70,24 @@ pub struct Commit {
     shared: Arc<Shared>,
     instant: InstantTime,
     senders: Vec<mpsc::Sender<Piece>>,
-    handles: Vec<JoinHandle<Result<Vec<FileWrite>>>>,
+    /// Each writer task's number and handle, in the order of `senders`.
+    handles: Vec<(usize, JoinHandle<Result<Vec<FileWrite>>>)>,
     heartbeat: Option<Heartbeat>,
     route: Vec<u32>,
     rows: u64,
     cancelled: Arc<std::sync::atomic::AtomicBool>,
 }
 
-fn as_strings(col: &ArrayRef, what: &str) -> Result<Arc<StringArray>> {
+/// Column `index` of `rows` as text. A failure comes from the table's
+/// schema (a key or partition type with no text form), so it names the
+/// table and the field.
+fn as_strings(shared: &Shared, rows: &Rows, index: usize, what: &str) -> Result<Arc<StringArray>> {
+    let col = rows.batch.column(index);
     let c = match col.data_type() {
         DataType::Utf8 => col.clone(),
         _ => arrow::compute::cast(col, &DataType::Utf8).map_err(|e| Error::InvalidInput {
-            what: what.to_string(),
-            reason: format!("cannot render as text: {e}"),
+            what: format!("{}: {what} `{}`", shared.loc, shared.schema.field_name(index)),
+            reason: format!("cannot render {} as text: {e}", col.data_type()),
         })?,
     };
     Ok(Arc::new(c.as_string::<i32>().clone()))
@@ -100,7 +105,7 @@ impl Commit {
         for task in 0..tasks {
             let (tx, rx) = mpsc::channel(shared.settings.channel_depth.max(1));
             let ctx = TaskContext::new(shared.clone(), instant.clone(), task as u64, budget, cancelled.clone())?;
-            handles.push(tokio::spawn(ctx.run(rx)));
+            handles.push((task, tokio::spawn(ctx.run(rx))));
             senders.push(tx);
         }
         Ok(Commit {
@@ -145,7 +150,7 @@ impl Commit {
         }
         let s = self.shared.clone();
         let schema = &s.schema;
-        let keys = as_strings(rows.batch.column(schema.key_index()), "record key")?;
+        let keys = as_strings(&s, &rows, schema.key_index(), "record key field")?;
         let n = rows.len();
         s.index.route(keys.iter().map(|k| k.unwrap_or_default()), &mut self.route);
         // Partition of each row, interned.
@@ -154,7 +159,7 @@ impl Commit {
         match schema.partition_index() {
             None => partitions.push(Arc::from("")),
             Some(p) => {
-                let values = as_strings(rows.batch.column(p), "partition field")?;
+                let values = as_strings(&s, &rows, p, "partition field")?;
                 let field = schema.field_name(p);
                 let mut seen: HashMap<&str, u32> = HashMap::new();
                 for (r, slot) in part_of_row.iter_mut().enumerate() {
@@ -196,27 +201,30 @@ impl Commit {
     }
 
     async fn task_failure(&mut self, task: usize) -> Result<()> {
-        let handle = self.handles.remove(task);
+        let (number, handle) = self.handles.remove(task);
         self.senders.remove(task);
         match handle.await {
             Ok(Err(e)) => Err(e),
-            Ok(Ok(_)) => Err(Error::InvalidInput { what: "writer task".into(), reason: "stopped early".into() }),
-            Err(e) => Err(Error::InvalidInput { what: "writer task".into(), reason: e.to_string() }),
+            Ok(Ok(_)) => Err(self.task_error(number, "stopped before its input ended".into())),
+            Err(e) => Err(self.task_error(number, join_failure(e))),
         }
+    }
+
+    /// A writer task that panicked or stopped unexpectedly: a bug.
+    fn task_error(&self, task: usize, reason: String) -> Error {
+        Error::Task { table: self.shared.loc.to_string(), instant: self.instant.to_string(), task, reason }
     }
 
     async fn finish_tasks(&mut self) -> Result<Vec<FileWrite>> {
         self.senders.clear();
         let mut files = Vec::new();
         let mut first_err = None;
-        for h in self.handles.drain(..) {
+        let handles = std::mem::take(&mut self.handles);
+        for (task, h) in handles {
             match h.await {
                 Ok(Ok(f)) => files.extend(f),
                 Ok(Err(e)) => first_err = first_err.or(Some(e)),
-                Err(e) => {
-                    first_err =
-                        first_err.or(Some(Error::InvalidInput { what: "writer task".into(), reason: e.to_string() }))
-                }
+                Err(e) => first_err = first_err.or_else(|| Some(self.task_error(task, join_failure(e)))),
             }
         }
         match first_err {
@@ -295,6 +303,20 @@ impl Commit {
     async fn cleanup_markers(&self) -> Result<()> {
         Ok(remove_markers(&self.shared.loc, &self.instant).await?)
     }
+}
+
+/// Why a writer task's handle failed: it panicked (with its message) or was cancelled.
+fn join_failure(e: tokio::task::JoinError) -> String {
+    if !e.is_panic() {
+        return "was cancelled".into();
+    }
+    let payload = e.into_panic();
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into());
+    format!("panicked: {message}")
 }
 
 fn write_stat(f: &FileWrite, instant: &InstantTime) -> WriteStat {

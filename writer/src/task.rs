@@ -124,8 +124,8 @@ impl TaskContext {
         }
         if !keep.is_empty() {
             let idx = UInt32Array::from(keep);
-            let arrow_err =
-                |e: arrow::error::ArrowError| Error::InvalidInput { what: "rows".into(), reason: e.to_string() };
+            // The rows were validated and the indices are theirs: a failure is a bug.
+            let arrow_err = |e| internal(&self.shared, &self.instant, "buffering rows", e);
             let batch = arrow::compute::take_record_batch(&p.rows.batch, &idx).map_err(arrow_err)?;
             let keys = arrow::compute::take(p.keys.as_ref(), &idx, None).map_err(arrow_err)?;
             let size = batch.get_array_memory_size() + keys.get_array_memory_size();
@@ -220,7 +220,12 @@ impl TaskContext {
                 with_meta.push(self.meta_batch(batch, keys, partition, &file_id)?);
             }
             let open = begin_block(&mut self.out, BlockType::AvroData, &header);
-            self.encoder.encode_content(&with_meta, &mut self.out)?;
+            self.encoder.encode_content(&with_meta, &mut self.out).map_err(|cause| Error::Encode {
+                table: self.shared.loc.to_string(),
+                instant: self.instant.to_string(),
+                file: if partition.is_empty() { file_id.clone() } else { format!("{partition}/{file_id}") },
+                cause: Box::new(cause),
+            })?;
             finish_block(&mut self.out, open, &[]);
             blocks += 1;
         }
@@ -283,7 +288,17 @@ impl TaskContext {
         let mut columns = vec![constant(t), seq, keys.clone(), constant(partition), constant(file_id)];
         columns.extend(batch.columns().iter().cloned());
         RecordBatch::try_new(self.shared.schema.arrow_with_meta().clone(), columns)
-            .map_err(|e| Error::InvalidInput { what: "rows".into(), reason: e.to_string() })
+            .map_err(|e| internal(&self.shared, &self.instant, "adding the meta columns", e))
+    }
+}
+
+/// An Arrow kernel refused rows the writer built or validated itself: a bug.
+fn internal(shared: &Shared, instant: &InstantTime, what: &str, e: arrow::error::ArrowError) -> Error {
+    Error::Internal {
+        table: shared.loc.to_string(),
+        instant: instant.to_string(),
+        what: what.into(),
+        reason: e.to_string(),
     }
 }
 
