@@ -1,0 +1,89 @@
+//! Failures say what the caller can do: the CLI's exit code is the error's
+//! kind (2 invalid input, 3 corrupt, 4 unavailable, 5 conflict, 70 internal)
+//! and its message names the input, table and record.
+
+use crate::support::{init_trips, tributary, trips_schema};
+
+/// Runs `tributary`, requiring exit code `code` and no panic; returns stderr.
+fn fails_with(code: i32, args: &[&str]) -> String {
+    let out = tributary(args);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(code), "tributary {args:?}:\n{stderr}");
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+#[test]
+fn a_record_without_its_ordering_value_is_invalid_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = init_trips(dir.path(), "t", &["--partition-field", "city"]);
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(
+        &input,
+        "{\"uuid\":\"a\",\"ts\":1,\"rider\":\"A\",\"fare\":1.5,\"city\":\"paris\"}\n\
+         {\"uuid\":\"b\",\"rider\":\"B\",\"fare\":1.5,\"city\":\"rome\"}\n",
+    )
+    .unwrap();
+    let err = fails_with(2, &["write", table.to_str().unwrap(), "--input", input.to_str().unwrap()]);
+    assert!(
+        err.contains("in.jsonl line 2: field `ts`: missing ordering value; nothing of this commit was written"),
+        "{err}"
+    );
+}
+
+#[test]
+fn malformed_json_is_invalid_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = init_trips(dir.path(), "t", &[]);
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, "{\"uuid\":\"a\",\n").unwrap();
+    let err = fails_with(2, &["write", table.to_str().unwrap(), "--input", input.to_str().unwrap()]);
+    assert!(err.contains("in.jsonl line 1: malformed JSON"), "{err}");
+}
+
+#[test]
+fn a_missing_table_is_invalid_input_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no_such_table");
+    let m = missing.to_str().unwrap();
+    for args in [vec!["timeline", m], vec!["read", m], vec!["write", m, "--input", m]] {
+        let err = fails_with(2, &args);
+        assert!(err.contains(&format!("{m}: not a Hudi table")), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_missing_input_file_and_a_bad_instant_are_invalid_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = init_trips(dir.path(), "t", &[]);
+    let t = table.to_str().unwrap();
+    let missing = dir.path().join("nothing.jsonl");
+    let err = fails_with(2, &["write", t, "--input", missing.to_str().unwrap()]);
+    assert!(err.contains(&format!("cannot open {}", missing.display())), "{err}");
+    let err = fails_with(2, &["read", t, "--as-of", "yesterday"]);
+    assert!(err.contains("--as-of"), "{err}");
+}
+
+#[test]
+fn creating_over_an_existing_table_is_a_conflict() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = init_trips(dir.path(), "t", &[]);
+    let schema = trips_schema(dir.path());
+    let t = table.to_str().unwrap();
+    let err = fails_with(
+        5,
+        &["init", t, "--schema", schema.to_str().unwrap(), "--record-key", "uuid", "--ordering-field", "ts"],
+    );
+    assert!(err.contains(&format!("{t}: a table already exists here")), "{err}");
+}
+
+#[test]
+fn help_documents_the_exit_codes() {
+    let out = tributary(&["--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    for line in ["2   invalid input", "3   corrupt data", "4   unavailable", "5   conflict", "70  internal error"] {
+        assert!(help.contains(line), "`{line}` missing from --help:\n{help}");
+    }
+}
