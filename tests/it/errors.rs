@@ -2,6 +2,13 @@
 //! kind (2 invalid input, 3 corrupt, 4 unavailable, 5 conflict, 70 internal)
 //! and its message names the input, table and record.
 
+use std::time::Duration;
+
+use tributary::{CreateOptions, Table, TimeSettings};
+use tributary_format::ErrorKind;
+use tributary_timeline::TimeMode;
+use tributary_writer::WriteSettings;
+
 use crate::support::{init_trips, tributary, trips_schema};
 
 /// Runs `tributary`, requiring exit code `code` and no panic; returns stderr.
@@ -86,4 +93,42 @@ fn help_documents_the_exit_codes() {
     for line in ["2   invalid input", "3   corrupt data", "4   unavailable", "5   conflict", "70  internal error"] {
         assert!(help.contains(line), "`{line}` missing from --help:\n{help}");
     }
+}
+
+/// A commit one of whose writer tasks failed mid-commit cannot take more
+/// rows or complete: the failed task's rows are lost, so completing it would
+/// publish part of what was written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_whose_writer_task_failed_cannot_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = r#"{"type":"record","name":"trips","fields":[
+        {"name":"uuid","type":"string"},{"name":"ts","type":"long"},{"name":"city","type":"string"}]}"#;
+    let mut options = CreateOptions::new(schema, "uuid", "ts");
+    options.partition_field = Some("city".into());
+    options.buckets = 1;
+    let table = Table::create_local(dir.path().join("t"), options).await.unwrap();
+    // A file where the partition folder must go: the task's flush fails.
+    std::fs::write(dir.path().join("t").join("city=rome"), b"in the way").unwrap();
+    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
+    let client = table.write_client(&time, WriteSettings { tasks: 1, buffer_bytes: 1, ..Default::default() }).unwrap();
+    let mut commit = client.start_commit().await.unwrap();
+    let row = [serde_json::json!({"uuid": "a", "ts": 1, "city": "rome"})];
+    let mut failure = None;
+    for i in 0..500 {
+        if let Err(e) = commit.write_json(&row, "rows", i + 1).await {
+            failure = Some(e);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let failure = failure.expect("a later write reports the failed task");
+    assert_eq!(failure.kind(), ErrorKind::Unavailable, "{failure}");
+    let again = commit.write_json(&row, "rows", 1).await.unwrap_err();
+    assert_eq!(again.kind(), ErrorKind::InvalidInput, "{again}");
+    assert!(again.to_string().contains("an earlier write of this commit failed"), "{again}");
+    let instant = commit.instant().clone();
+    let err = commit.commit().await.unwrap_err();
+    assert!(err.to_string().contains(instant.as_str()), "{err}");
+    let timeline = table.timeline().await.unwrap();
+    assert!(timeline.instants().is_empty(), "nothing of the commit stays: {:?}", timeline.instants());
 }

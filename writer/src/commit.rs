@@ -76,6 +76,8 @@ pub struct Commit {
     route: Vec<u32>,
     rows: u64,
     cancelled: Arc<std::sync::atomic::AtomicBool>,
+    /// A writer task failed during a write: the commit can only be aborted.
+    failed: bool,
 }
 
 /// Column `index` of `rows` as text. A failure comes from the table's
@@ -117,6 +119,7 @@ impl Commit {
             route: Vec::new(),
             rows: 0,
             cancelled,
+            failed: false,
         })
     }
 
@@ -145,6 +148,9 @@ impl Commit {
 
     /// Routes validated rows to the writer tasks. Waits when their channels are full.
     pub async fn write(&mut self, rows: Rows) -> Result<()> {
+        if self.failed {
+            return Err(self.failed_error());
+        }
         if rows.is_empty() {
             return Ok(());
         }
@@ -201,6 +207,9 @@ impl Commit {
     }
 
     async fn task_failure(&mut self, task: usize) -> Result<()> {
+        // Its rows are lost and the remaining tasks would own other buckets:
+        // nothing more can be written or committed.
+        self.failed = true;
         let (number, handle) = self.handles.remove(task);
         self.senders.remove(task);
         match handle.await {
@@ -208,6 +217,10 @@ impl Commit {
             Ok(Ok(_)) => Err(self.task_error(number, "stopped before its input ended".into())),
             Err(e) => Err(self.task_error(number, join_failure(e))),
         }
+    }
+
+    fn failed_error(&self) -> Error {
+        Error::Failed { table: self.shared.loc.to_string(), instant: self.instant.to_string() }
     }
 
     /// A writer task that panicked or stopped unexpectedly: a bug.
@@ -242,7 +255,11 @@ impl Commit {
     /// offset) under this client's writer id in the same atomic step.
     pub async fn commit_with_checkpoint(mut self, checkpoint: Option<String>) -> Result<CommitSummary> {
         let files = match self.finish_tasks().await {
-            Ok(f) => f,
+            Ok(f) if !self.failed => f,
+            Ok(_) => {
+                self.cleanup().await;
+                return Err(self.failed_error());
+            }
             Err(e) => {
                 self.cleanup().await;
                 return Err(e);

@@ -54,6 +54,18 @@ pub enum Error {
         /// The encoder's error.
         cause: Box<tributary_format::Error>,
     },
+    /// A write of this commit failed earlier (that call returned why), so
+    /// the commit can neither take more rows nor complete: abort it and
+    /// write the rows again in a new commit. A misuse of the API.
+    #[error(
+        "{table}: instant {instant}: an earlier write of this commit failed; abort it and write again in a new commit"
+    )]
+    Failed {
+        /// The table.
+        table: String,
+        /// The commit's instant.
+        instant: String,
+    },
     /// A writer task of a commit panicked, was cancelled or stopped before
     /// its input ended: a bug in Tributary. Abort the commit; nothing of it
     /// becomes visible.
@@ -90,7 +102,7 @@ impl Error {
             Error::Timeline(e) => e.kind(),
             Error::Format(e) => e.kind(),
             Error::Encode { cause, .. } => cause.kind(),
-            Error::BadRecord { .. } | Error::InvalidInput { .. } => ErrorKind::InvalidInput,
+            Error::BadRecord { .. } | Error::InvalidInput { .. } | Error::Failed { .. } => ErrorKind::InvalidInput,
             Error::Task { .. } | Error::Internal { .. } => ErrorKind::Internal,
         }
     }
@@ -132,6 +144,8 @@ mod tests {
         assert_eq!(task.kind(), ErrorKind::Internal);
         let msg = task.to_string();
         assert!(msg.contains("/t") && msg.contains("20250101000000000") && msg.contains("task 1"), "{msg}");
+        let failed = Error::Failed { table: "/t".into(), instant: "i".into() };
+        assert_eq!(failed.kind(), ErrorKind::InvalidInput);
         let internal = Error::Internal {
             table: "/t".into(),
             instant: "i".into(),
