@@ -1,9 +1,14 @@
 //! The root crate's error type.
 
+use tributary_format::ErrorKind;
+
 /// Result alias of the root crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Errors of the table API, readers and CLI.
+///
+/// [`Error::kind`] says what the caller can do; the `tributary` binary exits
+/// with its [`ErrorKind::exit_code`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -42,4 +47,65 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A bug in Tributary: a reader task panicked, or an Arrow kernel refused
+    /// data the reader built itself. Report it.
+    #[error("{table}: {what}: {reason} (a bug in Tributary: please report it)")]
+    Internal {
+        /// The table.
+        table: String,
+        /// The step that failed.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// What the caller can do about this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Timeline(e) => e.kind(),
+            Error::Format(e) => e.kind(),
+            Error::Merge(e) => e.kind(),
+            Error::Writer(e) => e.kind(),
+            Error::Compaction(e) => e.kind(),
+            Error::NotATable { .. } | Error::InvalidInput { .. } => ErrorKind::InvalidInput,
+            Error::TableExists { .. } => ErrorKind::Conflict,
+            Error::Internal { .. } => ErrorKind::Internal,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_say_what_to_do() {
+        assert_eq!(Error::NotATable { path: "/t".into() }.kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            Error::InvalidInput { what: "--buckets".into(), reason: "x".into() }.kind(),
+            ErrorKind::InvalidInput
+        );
+        assert_eq!(Error::TableExists { path: "/t".into() }.kind(), ErrorKind::Conflict);
+        let internal = Error::Internal { table: "/t".into(), what: "read".into(), reason: "x".into() };
+        assert_eq!(internal.kind(), ErrorKind::Internal);
+        assert!(internal.to_string().starts_with("/t: read: x"), "{internal}");
+        let store = tributary_timeline::Error::store(
+            "get",
+            "/t/.hoodie/hoodie.properties",
+            object_store::Error::Generic { store: "test", source: "disk gone".into() },
+        );
+        assert_eq!(Error::from(store).kind(), ErrorKind::Unavailable);
+        let lock = tributary_timeline::Error::LockLost { lock: "l".into(), reason: "x".into() };
+        assert_eq!(Error::from(lock).kind(), ErrorKind::Conflict);
+        let corrupt = tributary_format::Error::CorruptLog { path: "/t/x.log".into(), offset: 7, reason: "x".into() };
+        assert_eq!(Error::from(corrupt).kind(), ErrorKind::Corrupt);
+        let bad =
+            tributary_writer::Error::BadRecord { input: "in.jsonl".into(), record: 2, field: None, reason: "x".into() };
+        assert_eq!(Error::from(bad).kind(), ErrorKind::InvalidInput);
+        let task =
+            tributary_writer::Error::Task { table: "/t".into(), instant: "i".into(), task: 0, reason: "x".into() };
+        assert_eq!(Error::from(task).kind(), ErrorKind::Internal);
+    }
 }

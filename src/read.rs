@@ -11,7 +11,7 @@ use futures::StreamExt;
 use tributary_format::metadata::CommitMetadata;
 use tributary_format::schema::{META_FIELDS, PARTITION_PATH, RECORD_KEY, TableSchema};
 use tributary_merge::{RowOrder, SliceFiles, SliceMerge, merge_slice};
-use tributary_timeline::{Action, FileSystemView, InstantTime, State, Timeline, TimelineWriter};
+use tributary_timeline::{Action, FileSystemView, InstantTime, State, TableLocation, Timeline, TimelineWriter};
 
 use crate::error::{Error, Result};
 use crate::table::Table;
@@ -47,8 +47,14 @@ pub struct ReadOptions {
     pub unordered: bool,
 }
 
-fn arrow_err(what: &str) -> impl Fn(arrow::error::ArrowError) -> Error + '_ {
-    move |e| Error::InvalidInput { what: what.to_string(), reason: e.to_string() }
+/// An Arrow kernel refused batches the reader built itself: a bug.
+fn arrow_err<'a>(table: &'a TableLocation, what: &'a str) -> impl Fn(arrow::error::ArrowError) -> Error + 'a {
+    move |e| Error::Internal { table: table.to_string(), what: what.to_string(), reason: e.to_string() }
+}
+
+/// A read task that panicked or was cancelled: a bug.
+fn join_err(table: &TableLocation, group: &str, e: tokio::task::JoinError) -> Error {
+    Error::Internal { table: table.to_string(), what: format!("reading file group {group}"), reason: e.to_string() }
 }
 
 impl Table {
@@ -56,7 +62,7 @@ impl Table {
     pub async fn schema(&self, timeline: &Timeline) -> Result<TableSchema> {
         let cfg = self.config();
         let key = cfg.record_key_field().ok_or_else(|| Error::InvalidInput {
-            what: "hoodie.table.recordkey.fields".into(),
+            what: format!("{}: hoodie.table.recordkey.fields", self.location()),
             reason: format!("expected one record key field, found {:?}", cfg.record_key_fields),
         })?;
         let partition = cfg.partition_fields.first().map(String::as_str);
@@ -104,7 +110,12 @@ impl Table {
         let jobs = view.latest_slices().into_iter().map(|slice| {
             let (loc, schema, timeline, config) =
                 (self.location().clone(), schema.clone(), timeline.clone(), config.clone());
-            tokio::spawn(async move {
+            let group = if slice.partition.is_empty() {
+                slice.file_id.clone()
+            } else {
+                format!("{}/{}", slice.partition, slice.file_id)
+            };
+            let job = tokio::spawn(async move {
                 let base = slice.base.as_ref().map(|b| b.file.path.clone());
                 let logs: Vec<_> =
                     if base_only { Vec::new() } else { slice.logs.iter().map(|l| l.file.path.clone()).collect() };
@@ -112,30 +123,34 @@ impl Table {
                 let ctx = SliceMerge { loc: &loc, schema: &schema, config: &config, timeline: &timeline };
                 let merged = merge_slice(&ctx, &files, RowOrder::Write, None).await?;
                 Ok::<_, Error>(merged.into_batches().await?)
-            })
+            });
+            async move { (group, job.await) }
         });
         let merged: Vec<_> = futures::stream::iter(jobs).buffer_unordered(parallelism).collect().await;
         let mut parts = Vec::with_capacity(merged.len());
-        for m in merged {
-            let m = m.map_err(|e| Error::InvalidInput { what: "read".into(), reason: e.to_string() })??;
+        let loc = self.location();
+        for (group, m) in merged {
+            let m = m.map_err(|e| join_err(loc, &group, e))??;
             parts.extend(m);
         }
-        let all = arrow::compute::concat_batches(schema.arrow_with_meta(), &parts).map_err(arrow_err("read"))?;
+        let all = arrow::compute::concat_batches(schema.arrow_with_meta(), &parts)
+            .map_err(arrow_err(loc, "concatenating file slices"))?;
         let all = match &options.query {
-            Query::Incremental { begin, end } => filter_completed_in(&all, &full, begin, end)?,
+            Query::Incremental { begin, end } => filter_completed_in(loc, &all, &full, begin, end)?,
             _ => all,
         };
-        let sorted = if options.unordered { all } else { sort_by_partition_and_key(&all)? };
+        let sorted = if options.unordered { all } else { sort_by_partition_and_key(loc, &all)? };
         if options.with_meta {
             Ok(sorted)
         } else {
             let keep: Vec<usize> = (META_FIELDS.len()..sorted.num_columns()).collect();
-            sorted.project(&keep).map_err(arrow_err("read"))
+            sorted.project(&keep).map_err(arrow_err(loc, "dropping the meta columns"))
         }
     }
 }
 
 fn filter_completed_in(
+    loc: &TableLocation,
     batch: &RecordBatch,
     timeline: &Timeline,
     begin: &InstantTime,
@@ -151,22 +166,22 @@ fn filter_completed_in(
         .iter()
         .map(|t| Some(t.and_then(|t| completion.get(t)).is_some_and(|c| *c > begin && *c <= end)))
         .collect();
-    arrow::compute::filter_record_batch(batch, &mask).map_err(arrow_err("incremental read"))
+    arrow::compute::filter_record_batch(batch, &mask).map_err(arrow_err(loc, "incremental read"))
 }
 
-fn sort_by_partition_and_key(batch: &RecordBatch) -> Result<RecordBatch> {
+fn sort_by_partition_and_key(loc: &TableLocation, batch: &RecordBatch) -> Result<RecordBatch> {
     if batch.num_rows() == 0 {
         return Ok(batch.clone());
     }
     // Row format turns the two-column comparison into one memcmp.
     let cols = [batch.column(PARTITION_PATH).clone(), batch.column(RECORD_KEY).clone()];
     let converter = RowConverter::new(cols.iter().map(|c| SortField::new(c.data_type().clone())).collect())
-        .map_err(arrow_err("sort"))?;
-    let rows = converter.convert_columns(&cols).map_err(arrow_err("sort"))?;
+        .map_err(arrow_err(loc, "sort"))?;
+    let rows = converter.convert_columns(&cols).map_err(arrow_err(loc, "sort"))?;
     let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
     order.sort_unstable_by(|a, b| rows.row(*a as usize).cmp(&rows.row(*b as usize)));
     let idx = arrow::array::UInt32Array::from(order);
-    arrow::compute::take_record_batch(batch, &idx).map_err(arrow_err("sort"))
+    arrow::compute::take_record_batch(batch, &idx).map_err(arrow_err(loc, "sort"))
 }
 
 /// A convenience for tests and tools: the number of rows of a read.

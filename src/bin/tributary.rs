@@ -1,4 +1,8 @@
 //! The `tributary` command-line tool.
+//!
+//! On failure it prints `error: <message>` to standard error and exits with
+//! a code that says what the caller can do (see [`EXIT_CODES`]): the
+//! [`ErrorKind::exit_code`] of the error's kind.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,6 +12,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use tributary::{CreateOptions, Query, ReadOptions, Table, TimeSettings};
+use tributary_format::ErrorKind;
 use tributary_timeline::{BucketHash, InstantTime, MergeMode, TimeMode};
 use tributary_writer::WriteSettings;
 
@@ -16,11 +21,27 @@ use tributary_writer::WriteSettings;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// What the exit codes mean; shown by `--help`. Each code is
+/// [`ErrorKind::exit_code`] of the error's kind.
+const EXIT_CODES: &str = "\
+Exit codes:
+  0   success
+  1   any other failure (for example writing the output failed)
+  2   invalid input: fix the record, option, schema or table path and run again
+      (also for command-line usage errors); nothing of the failed commit is visible
+  3   corrupt data: a file of the table is damaged (the message names it);
+      retrying will not help
+  4   unavailable: storage or the table lock is unavailable right now;
+      the same command may succeed later
+  5   conflict: another writer or a recovery got there first; start over
+  70  internal error: a bug in Tributary; please report it";
+
 #[derive(Parser)]
 #[command(
     name = "tributary",
     version,
-    about = "Non-blocking concurrent upserts into Apache Hudi v8 Merge-on-Read tables"
+    about = "Non-blocking concurrent upserts into Apache Hudi v8 Merge-on-Read tables",
+    after_help = EXIT_CODES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -223,8 +244,67 @@ enum FormatArg {
     Table,
 }
 
+/// A failure the binary itself finds (an input file it cannot open, a
+/// malformed line or argument), with what the caller can do about it.
+#[derive(Debug)]
+struct CliError {
+    kind: ErrorKind,
+    message: String,
+}
+
+impl CliError {
+    fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
+    }
+
+    /// A local file that cannot be opened or read: a path or permission the
+    /// caller can fix, or a device that may come back.
+    fn io(message: String, e: &std::io::Error) -> Self {
+        use std::io::ErrorKind as Io;
+        let kind = match e.kind() {
+            Io::NotFound | Io::PermissionDenied | Io::InvalidData | Io::InvalidInput => ErrorKind::InvalidInput,
+            _ => ErrorKind::Unavailable,
+        };
+        Self { kind, message }
+    }
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// The kind of the first error in `e`'s chain that has one.
+fn error_kind(e: &anyhow::Error) -> Option<ErrorKind> {
+    e.chain().find_map(|c| {
+        if let Some(e) = c.downcast_ref::<CliError>() {
+            Some(e.kind)
+        } else if let Some(e) = c.downcast_ref::<tributary::Error>() {
+            Some(e.kind())
+        } else if let Some(e) = c.downcast_ref::<tributary_writer::Error>() {
+            Some(e.kind())
+        } else if let Some(e) = c.downcast_ref::<tributary_compaction::Error>() {
+            Some(e.kind())
+        } else if let Some(e) = c.downcast_ref::<tributary_merge::Error>() {
+            Some(e.kind())
+        } else if let Some(e) = c.downcast_ref::<tributary_timeline::Error>() {
+            Some(e.kind())
+        } else {
+            c.downcast_ref::<tributary_format::Error>().map(|e| e.kind())
+        }
+    })
+}
+
+/// The exit code for a failed run: its kind's code, else 1.
+fn exit_code(e: &anyhow::Error) -> ExitCode {
+    error_kind(e).map_or(ExitCode::FAILURE, |k| ExitCode::from(k.exit_code()))
+}
+
 fn instant_arg(s: &str, what: &str) -> anyhow::Result<InstantTime> {
-    InstantTime::parse(s).map_err(|e| anyhow::anyhow!("{what}: {e}"))
+    InstantTime::parse(s).map_err(|e| CliError::new(ErrorKind::InvalidInput, format!("{what}: {e}")).into())
 }
 
 async fn write(
@@ -241,7 +321,8 @@ async fn write(
         None => (Box::new(std::io::BufReader::new(std::io::stdin())), "stdin".into()),
         Some(p) if p.as_os_str() == "-" => (Box::new(std::io::BufReader::new(std::io::stdin())), "stdin".into()),
         Some(p) => {
-            let f = std::fs::File::open(p).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", p.display()))?;
+            let f =
+                std::fs::File::open(p).map_err(|e| CliError::io(format!("cannot open {}: {e}", p.display()), &e))?;
             (Box::new(std::io::BufReader::with_capacity(1 << 20, f)), p.display().to_string())
         }
     };
@@ -262,21 +343,24 @@ async fn write(
         let at_end = next.is_none();
         if let Some((i, line)) = next {
             let failed = match line {
-                Err(e) => Some(format!("{source} line {}: cannot read: {e}", i + 1)),
+                Err(e) => Some(CliError::io(format!("{source} line {}: cannot read: {e}", i + 1), &e)),
                 Ok(l) if l.trim().is_empty() => None,
                 Ok(l) => match serde_json::from_str(&l) {
                     Ok(v) => {
                         chunk.push((i + 1, v));
                         None
                     }
-                    Err(e) => Some(format!("{source} line {}: malformed JSON: {e}", i + 1)),
+                    Err(e) => Some(CliError::new(
+                        ErrorKind::InvalidInput,
+                        format!("{source} line {}: malformed JSON: {e}", i + 1),
+                    )),
                 },
             };
-            if let Some(msg) = failed {
+            if let Some(e) = failed {
                 if let Some(c) = commit.take() {
                     c.abort().await?;
                 }
-                anyhow::bail!("{msg}; nothing of this commit was written");
+                return Err(CliError::new(e.kind, format!("{}; nothing of this commit was written", e.message)).into());
             }
         }
         let full = chunk.len() >= 4096 || in_commit + chunk.len() >= limit;
@@ -291,7 +375,7 @@ async fn write(
                         if let Some(c) = commit.take() {
                             c.abort().await?;
                         }
-                        anyhow::bail!("{e}; nothing of this commit was written");
+                        return Err(CliError::new(e.kind(), format!("{e}; nothing of this commit was written")).into());
                     }
                 }
             }
@@ -441,7 +525,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             sequence_groups,
         } => {
             let schema_json = std::fs::read_to_string(&schema)
-                .map_err(|e| anyhow::anyhow!("cannot read schema {}: {e}", schema.display()))?;
+                .map_err(|e| CliError::io(format!("cannot read schema {}: {e}", schema.display()), &e))?;
             let mut options = CreateOptions::new(schema_json, record_key, ordering_field);
             options.schema_source = schema.display().to_string();
             options.partition_field = partition_field;
@@ -452,8 +536,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             options.sequence_groups = sequence_groups
                 .iter()
                 .map(|g| {
-                    tributary_timeline::SequenceGroup::parse(g)
-                        .ok_or_else(|| anyhow::anyhow!("--sequence-group `{g}`: expected ordering_field=col1,col2"))
+                    tributary_timeline::SequenceGroup::parse(g).ok_or_else(|| {
+                        CliError::new(
+                            ErrorKind::InvalidInput,
+                            format!("--sequence-group `{g}`: expected ordering_field=col1,col2"),
+                        )
+                        .into()
+                    })
                 })
                 .collect::<anyhow::Result<_>>()?;
             options.merge_mode = match merge_mode {
@@ -572,7 +661,41 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            exit_code(&e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_its_code_documented() {
+        for kind in [
+            ErrorKind::InvalidInput,
+            ErrorKind::Corrupt,
+            ErrorKind::Unavailable,
+            ErrorKind::Conflict,
+            ErrorKind::Internal,
+        ] {
+            let line = format!("\n  {:<3} {kind}", kind.exit_code());
+            assert!(EXIT_CODES.contains(&line), "{line:?} missing from:\n{EXIT_CODES}");
+        }
+    }
+
+    #[test]
+    fn the_kind_is_found_through_context() {
+        let bad = tributary_writer::Error::BadRecord { input: "in".into(), record: 2, field: None, reason: "x".into() };
+        let e = anyhow::Error::from(tributary::Error::from(bad)).context("writing");
+        assert_eq!(error_kind(&e), Some(ErrorKind::InvalidInput));
+        let e = anyhow::Error::from(tributary_timeline::Error::LockTimeout {
+            lock: "l".into(),
+            waited: Duration::from_secs(1),
+        });
+        assert_eq!(error_kind(&e), Some(ErrorKind::Unavailable));
+        let e = anyhow::Error::from(CliError::new(ErrorKind::InvalidInput, "--as-of: bad"));
+        assert_eq!(error_kind(&e), Some(ErrorKind::InvalidInput));
+        assert_eq!(error_kind(&anyhow::anyhow!("broken pipe")), None);
     }
 }

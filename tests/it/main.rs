@@ -5,6 +5,7 @@
 mod client;
 mod compaction;
 mod corpus;
+mod errors;
 mod init;
 mod instants;
 mod live;

@@ -87,11 +87,11 @@ pub fn tributary_ok(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// Runs `tributary`, requiring a clean failure (exit code 1, not a panic); returns stderr.
+/// Runs `tributary`, requiring a clean failure (a documented exit code, not a panic); returns stderr.
 pub fn tributary_err(args: &[&str]) -> String {
     let out = tributary(args);
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(1), "tributary {args:?} should fail cleanly:\n{stderr}");
+    assert!(matches!(out.status.code(), Some(1..=5 | 70)), "tributary {args:?} should fail cleanly:\n{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     stderr
 }

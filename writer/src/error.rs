@@ -1,9 +1,17 @@
 //! The writer crate's one error type.
 
+use tributary_format::ErrorKind;
+
 /// Result alias of the writer crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Errors of bucketing, input conversion and the write client.
+///
+/// [`Error::kind`] says what the caller can do: fix the input
+/// ([`Error::BadRecord`], [`Error::InvalidInput`]), retry or start over
+/// (storage and lock failures, reported through [`Error::Timeline`]), or
+/// report a bug ([`Error::Task`], [`Error::Internal`]). Messages name the
+/// table, the instant and the file or record involved where known.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -33,4 +41,117 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// Buffered rows of a commit could not be encoded as a log block; the
+    /// cause's kind says what to do. Nothing of the commit becomes visible.
+    #[error("{table}: instant {instant}: encoding log file group {file}: {cause}")]
+    Encode {
+        /// The table.
+        table: String,
+        /// The commit's instant.
+        instant: String,
+        /// The file group (`partition/file id`) being written.
+        file: String,
+        /// The encoder's error.
+        cause: Box<tributary_format::Error>,
+    },
+    /// A write of this commit failed earlier (that call returned why), so
+    /// the commit can neither take more rows nor complete: abort it and
+    /// write the rows again in a new commit. A misuse of the API.
+    #[error(
+        "{table}: instant {instant}: an earlier write of this commit failed; abort it and write again in a new commit"
+    )]
+    Failed {
+        /// The table.
+        table: String,
+        /// The commit's instant.
+        instant: String,
+    },
+    /// A writer task of a commit panicked, was cancelled or stopped before
+    /// its input ended: a bug in Tributary. Abort the commit; nothing of it
+    /// becomes visible.
+    #[error("{table}: instant {instant}: writer task {task} {reason} (a bug in Tributary: please report it)")]
+    Task {
+        /// The table.
+        table: String,
+        /// The commit's instant.
+        instant: String,
+        /// Which writer task (0-based).
+        task: usize,
+        /// What happened to it.
+        reason: String,
+    },
+    /// An invariant of the writer broke (an Arrow kernel refused rows that
+    /// were already validated): a bug in Tributary. Abort the commit.
+    #[error("{table}: instant {instant}: {what}: {reason} (a bug in Tributary: please report it)")]
+    Internal {
+        /// The table.
+        table: String,
+        /// The commit's instant.
+        instant: String,
+        /// The step that failed.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// What the caller can do about this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Timeline(e) => e.kind(),
+            Error::Format(e) => e.kind(),
+            Error::Encode { cause, .. } => cause.kind(),
+            Error::BadRecord { .. } | Error::InvalidInput { .. } | Error::Failed { .. } => ErrorKind::InvalidInput,
+            Error::Task { .. } | Error::Internal { .. } => ErrorKind::Internal,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_say_what_to_do() {
+        let bad =
+            Error::BadRecord { input: "in.jsonl".into(), record: 2, field: Some("ts".into()), reason: "x".into() };
+        assert_eq!(bad.kind(), ErrorKind::InvalidInput);
+        assert_eq!(Error::InvalidInput { what: "tasks".into(), reason: "x".into() }.kind(), ErrorKind::InvalidInput);
+        let store = tributary_timeline::Error::store(
+            "put",
+            "t/.hoodie/x",
+            object_store::Error::Generic { store: "test", source: "disk gone".into() },
+        );
+        assert_eq!(Error::from(store).kind(), ErrorKind::Unavailable);
+        let exists = tributary_timeline::Error::store(
+            "put",
+            "t/.hoodie/x",
+            object_store::Error::AlreadyExists { path: "t/.hoodie/x".into(), source: "exists".into() },
+        );
+        assert_eq!(Error::from(exists).kind(), ErrorKind::Conflict);
+        let corrupt = tributary_format::Error::Corrupt { path: "t/x.log".into(), reason: "x".into() };
+        assert_eq!(Error::from(corrupt).kind(), ErrorKind::Corrupt);
+        let encode = Error::Encode {
+            table: "/t".into(),
+            instant: "20250101000000000".into(),
+            file: "city=rome/00000001-0000-0000-0000-000000000000-0".into(),
+            cause: Box::new(tributary_format::Error::InvalidInput { what: "records".into(), reason: "x".into() }),
+        };
+        assert_eq!(encode.kind(), ErrorKind::InvalidInput);
+        let task =
+            Error::Task { table: "/t".into(), instant: "20250101000000000".into(), task: 1, reason: "panicked".into() };
+        assert_eq!(task.kind(), ErrorKind::Internal);
+        let msg = task.to_string();
+        assert!(msg.contains("/t") && msg.contains("20250101000000000") && msg.contains("task 1"), "{msg}");
+        let failed = Error::Failed { table: "/t".into(), instant: "i".into() };
+        assert_eq!(failed.kind(), ErrorKind::InvalidInput);
+        let internal = Error::Internal {
+            table: "/t".into(),
+            instant: "i".into(),
+            what: "buffering rows".into(),
+            reason: "x".into(),
+        };
+        assert_eq!(internal.kind(), ErrorKind::Internal);
+    }
 }

@@ -1,14 +1,18 @@
 //! Tributary's writer: bucket routing ([`bucket`]), input conversion from
-//! Arrow and JSON ([`input`]) and the write client ([`client`]), which
-//! writes each commit's rows as new log files and completes the commit
-//! through the timeline's commit protocol.
+//! Arrow and JSON ([`input`]), the write client ([`client`]) and its open
+//! commits ([`commit`]), whose writer tasks write each commit's rows as new
+//! log files and which complete the commit through the timeline's commit
+//! protocol.
 
 pub mod bucket;
 pub mod client;
+pub mod commit;
 pub mod error;
 pub mod input;
+mod task;
 
 pub use bucket::BucketIndex;
-pub use client::{Commit, CommitSummary, FileWrite, WriteClient, WriteSettings};
+pub use client::{WriteClient, WriteSettings};
+pub use commit::{Commit, CommitSummary, FileWrite};
 pub use error::{Error, Result};
 pub use input::Rows;

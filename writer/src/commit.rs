@@ -1,0 +1,360 @@
+//! An open commit: routing rows to the writer tasks, then completing the
+//! instant with the files they wrote (or withdrawing it).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering as AtomicOrdering;
+
+use arrow::array::{Array, AsArray, RecordBatch, StringArray, UInt32Array};
+use arrow::datatypes::DataType;
+use object_store::ObjectStoreExt;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tributary_format::metadata::{CommitMetadata, WriteStat};
+use tributary_timeline::protocol::marker::{remove_markers, rollback_files};
+use tributary_timeline::protocol::{Completion, Heartbeat, complete_instant};
+use tributary_timeline::{Action, Instant, InstantTime, State};
+
+use crate::client::{CHECKPOINT_PREFIX, Shared};
+use crate::error::{Error, Result};
+use crate::input::{Rows, rows_from_batch, rows_from_json};
+use crate::task::{Piece, TaskContext};
+
+/// One log file a commit wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileWrite {
+    /// Partition path.
+    pub partition: String,
+    /// File group id.
+    pub file_id: String,
+    /// Bare log file name.
+    pub name: String,
+    /// Log version.
+    pub version: u32,
+    /// Data records written.
+    pub records: u64,
+    /// Delete entries written.
+    pub deletes: u64,
+    /// Blocks written.
+    pub blocks: u64,
+    /// File size in bytes.
+    pub bytes: u64,
+}
+
+/// What a completed commit did.
+#[derive(Debug, Clone)]
+pub struct CommitSummary {
+    /// The commit's requested instant.
+    pub instant: InstantTime,
+    /// Its completion time.
+    pub completed: InstantTime,
+    /// Files written.
+    pub files: Vec<FileWrite>,
+}
+
+impl CommitSummary {
+    /// Data records plus deletes written.
+    pub fn records(&self) -> u64 {
+        self.files.iter().map(|f| f.records + f.deletes).sum()
+    }
+
+    /// Bytes written.
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.bytes).sum()
+    }
+}
+
+/// An open commit. Finish it with [`Commit::commit`] or [`Commit::abort`].
+#[derive(Debug)]
+pub struct Commit {
+    shared: Arc<Shared>,
+    instant: InstantTime,
+    senders: Vec<mpsc::Sender<Piece>>,
+    /// Each writer task's number and handle, in the order of `senders`.
+    handles: Vec<(usize, JoinHandle<Result<Vec<FileWrite>>>)>,
+    heartbeat: Option<Heartbeat>,
+    route: Vec<u32>,
+    rows: u64,
+    cancelled: Arc<std::sync::atomic::AtomicBool>,
+    /// A writer task failed during a write: the commit can only be aborted.
+    failed: bool,
+}
+
+/// Column `index` of `rows` as text. A failure comes from the table's
+/// schema (a key or partition type with no text form), so it names the
+/// table and the field.
+fn as_strings(shared: &Shared, rows: &Rows, index: usize, what: &str) -> Result<Arc<StringArray>> {
+    let col = rows.batch.column(index);
+    let c = match col.data_type() {
+        DataType::Utf8 => col.clone(),
+        _ => arrow::compute::cast(col, &DataType::Utf8).map_err(|e| Error::InvalidInput {
+            what: format!("{}: {what} `{}`", shared.loc, shared.schema.field_name(index)),
+            reason: format!("cannot render {} as text: {e}", col.data_type()),
+        })?,
+    };
+    Ok(Arc::new(c.as_string::<i32>().clone()))
+}
+
+impl Commit {
+    /// Spawns the writer tasks of a commit whose instant is inflight and
+    /// whose heartbeat runs.
+    pub(crate) fn open(shared: Arc<Shared>, instant: InstantTime, heartbeat: Heartbeat) -> Result<Self> {
+        let tasks = shared.settings.tasks;
+        let budget = (shared.settings.buffer_bytes / tasks).max(1);
+        let mut senders = Vec::with_capacity(tasks);
+        let mut handles = Vec::with_capacity(tasks);
+        let cancelled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for task in 0..tasks {
+            let (tx, rx) = mpsc::channel(shared.settings.channel_depth.max(1));
+            let ctx = TaskContext::new(shared.clone(), instant.clone(), task as u64, budget, cancelled.clone())?;
+            handles.push((task, tokio::spawn(ctx.run(rx))));
+            senders.push(tx);
+        }
+        Ok(Commit {
+            shared,
+            instant,
+            senders,
+            handles,
+            heartbeat: Some(heartbeat),
+            route: Vec::new(),
+            rows: 0,
+            cancelled,
+            failed: false,
+        })
+    }
+
+    /// The commit's requested instant; log files are named by it.
+    pub fn instant(&self) -> &InstantTime {
+        &self.instant
+    }
+
+    /// Rows accepted so far.
+    pub fn rows_written(&self) -> u64 {
+        self.rows
+    }
+
+    /// Validates an Arrow batch and writes it.
+    pub async fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        let rows = rows_from_batch(&self.shared.schema, batch, "batch")?;
+        self.write(rows).await
+    }
+
+    /// Validates JSON records (the row API) and writes them. `source` and
+    /// `first_record` name records in errors.
+    pub async fn write_json(&mut self, records: &[serde_json::Value], source: &str, first_record: usize) -> Result<()> {
+        let rows = rows_from_json(&self.shared.schema, records, source, first_record)?;
+        self.write(rows).await
+    }
+
+    /// Routes validated rows to the writer tasks. Waits when their channels are full.
+    pub async fn write(&mut self, rows: Rows) -> Result<()> {
+        if self.failed {
+            return Err(self.failed_error());
+        }
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let s = self.shared.clone();
+        let schema = &s.schema;
+        let keys = as_strings(&s, &rows, schema.key_index(), "record key field")?;
+        let n = rows.len();
+        s.index.route(keys.iter().map(|k| k.unwrap_or_default()), &mut self.route);
+        // Partition of each row, interned.
+        let mut partitions: Vec<Arc<str>> = Vec::new();
+        let mut part_of_row: Vec<u32> = vec![0; n];
+        match schema.partition_index() {
+            None => partitions.push(Arc::from("")),
+            Some(p) => {
+                let values = as_strings(&s, &rows, p, "partition field")?;
+                let field = schema.field_name(p);
+                let mut seen: HashMap<&str, u32> = HashMap::new();
+                for (r, slot) in part_of_row.iter_mut().enumerate() {
+                    let v = if values.is_null(r) { "__HIVE_DEFAULT_PARTITION__" } else { values.value(r) };
+                    *slot = *seen.entry(v).or_insert_with(|| {
+                        partitions.push(if s.config.hive_style_partitioning {
+                            Arc::from(format!("{field}={v}"))
+                        } else {
+                            Arc::from(v)
+                        });
+                        (partitions.len() - 1) as u32
+                    });
+                }
+            }
+        }
+        let mut groups: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
+        for (r, (&p, &b)) in part_of_row.iter().zip(&self.route).enumerate() {
+            groups.entry((p, b)).or_default().push(r as u32);
+        }
+        let rows = Arc::new(rows);
+        let mut groups: Vec<((u32, u32), Vec<u32>)> = groups.into_iter().collect();
+        groups.sort_unstable_by_key(|(k, _)| *k);
+        for ((p, bucket), idx) in groups {
+            let task = (bucket as usize) % self.senders.len();
+            let piece = Piece {
+                rows: rows.clone(),
+                keys: keys.clone(),
+                partition: partitions[p as usize].clone(),
+                bucket,
+                indices: UInt32Array::from(idx),
+            };
+            if self.senders[task].send(piece).await.is_err() {
+                // The task stopped: its error surfaces at commit.
+                return self.task_failure(task).await;
+            }
+        }
+        self.rows += n as u64;
+        Ok(())
+    }
+
+    async fn task_failure(&mut self, task: usize) -> Result<()> {
+        // Its rows are lost and the remaining tasks would own other buckets:
+        // nothing more can be written or committed.
+        self.failed = true;
+        let (number, handle) = self.handles.remove(task);
+        self.senders.remove(task);
+        match handle.await {
+            Ok(Err(e)) => Err(e),
+            Ok(Ok(_)) => Err(self.task_error(number, "stopped before its input ended".into())),
+            Err(e) => Err(self.task_error(number, join_failure(e))),
+        }
+    }
+
+    fn failed_error(&self) -> Error {
+        Error::Failed { table: self.shared.loc.to_string(), instant: self.instant.to_string() }
+    }
+
+    /// A writer task that panicked or stopped unexpectedly: a bug.
+    fn task_error(&self, task: usize, reason: String) -> Error {
+        Error::Task { table: self.shared.loc.to_string(), instant: self.instant.to_string(), task, reason }
+    }
+
+    async fn finish_tasks(&mut self) -> Result<Vec<FileWrite>> {
+        self.senders.clear();
+        let mut files = Vec::new();
+        let mut first_err = None;
+        let handles = std::mem::take(&mut self.handles);
+        for (task, h) in handles {
+            match h.await {
+                Ok(Ok(f)) => files.extend(f),
+                Ok(Err(e)) => first_err = first_err.or(Some(e)),
+                Err(e) => first_err = first_err.or_else(|| Some(self.task_error(task, join_failure(e)))),
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(files),
+        }
+    }
+
+    /// Completes the commit. Visible to readers once this returns.
+    pub async fn commit(self) -> Result<CommitSummary> {
+        self.commit_with_checkpoint(None).await
+    }
+
+    /// Completes the commit, recording `checkpoint` (for example a source
+    /// offset) under this client's writer id in the same atomic step.
+    pub async fn commit_with_checkpoint(mut self, checkpoint: Option<String>) -> Result<CommitSummary> {
+        let files = match self.finish_tasks().await {
+            Ok(f) if !self.failed => f,
+            Ok(_) => {
+                self.cleanup().await;
+                return Err(self.failed_error());
+            }
+            Err(e) => {
+                self.cleanup().await;
+                return Err(e);
+            }
+        };
+        let s = self.shared.clone();
+        let mut meta = CommitMetadata { operation_type: "UPSERT".into(), compacted: false, ..Default::default() };
+        meta.extra_metadata.insert("schema".into(), s.schema.full_table_json());
+        if let Some(cp) = checkpoint {
+            meta.extra_metadata.insert(format!("{CHECKPOINT_PREFIX}{}", s.settings.writer_id), cp);
+        }
+        for f in &files {
+            meta.partition_to_write_stats.entry(f.partition.clone()).or_default().push(write_stat(f, &self.instant));
+        }
+        let content = meta.to_avro_container()?;
+        let pending = Instant::requested(self.instant.clone(), Action::DeltaCommit);
+        let completed = complete_instant(&s.loc, &s.timeline, &s.time, &pending, content, Completion::Owned).await?;
+        self.cleanup_markers().await?;
+        if let Some(h) = self.heartbeat.take() {
+            h.stop().await?;
+        }
+        Ok(CommitSummary { instant: self.instant.clone(), completed, files })
+    }
+
+    /// Abandons the commit: stops the tasks and deletes every file they wrote
+    /// (found through the markers). Nothing of it is or becomes visible.
+    pub async fn abort(mut self) -> Result<()> {
+        // Tasks stop without flushing; one mid-write finishes it first, so
+        // its marker and file exist before the rollback below looks.
+        self.cancelled.store(true, AtomicOrdering::SeqCst);
+        let _ = self.finish_tasks().await;
+        self.cleanup().await;
+        Ok(())
+    }
+
+    async fn cleanup(&mut self) {
+        if let Err(e) = rollback_files(&self.shared.loc, &self.instant).await {
+            tracing::warn!(instant = %self.instant, "deleting files of an aborted commit: {e}");
+        }
+        // With its files gone, the pending instant itself is withdrawn.
+        let pending = Instant::requested(self.instant.clone(), Action::DeltaCommit);
+        for state in [State::Inflight, State::Requested] {
+            let deleted = match self.shared.timeline.path_of(&pending, state) {
+                Ok(p) => self.shared.loc.store.delete(&p).await.map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(e) = deleted {
+                tracing::warn!(instant = %self.instant, "withdrawing the aborted instant: {e}");
+            }
+        }
+        if let Some(h) = self.heartbeat.take()
+            && let Err(e) = h.stop().await
+        {
+            tracing::warn!(instant = %self.instant, "stopping heartbeat: {e}");
+        }
+    }
+
+    async fn cleanup_markers(&self) -> Result<()> {
+        Ok(remove_markers(&self.shared.loc, &self.instant).await?)
+    }
+}
+
+/// Why a writer task's handle failed: it panicked (with its message) or was cancelled.
+fn join_failure(e: tokio::task::JoinError) -> String {
+    if !e.is_panic() {
+        return "was cancelled".into();
+    }
+    let payload = e.into_panic();
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into());
+    format!("panicked: {message}")
+}
+
+fn write_stat(f: &FileWrite, instant: &InstantTime) -> WriteStat {
+    let path = if f.partition.is_empty() { f.name.clone() } else { format!("{}/{}", f.partition, f.name) };
+    WriteStat {
+        file_id: f.file_id.clone(),
+        path,
+        prev_commit: instant.to_string(),
+        num_writes: (f.records + f.deletes) as i64,
+        num_deletes: f.deletes as i64,
+        num_inserts: f.records as i64,
+        total_write_bytes: f.bytes as i64,
+        partition_path: f.partition.clone(),
+        total_log_records: (f.records + f.deletes) as i64,
+        total_log_files: Some(1),
+        total_log_blocks: f.blocks as i64,
+        file_size_in_bytes: f.bytes as i64,
+        log_version: Some(f.version as i32),
+        log_offset: Some(0),
+        base_file: Some(String::new()),
+        log_files: Some(vec![f.name.clone()]),
+        ..Default::default()
+    }
+}
