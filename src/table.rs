@@ -769,3 +769,27 @@ fn default_name(loc: &TableLocation, local_dir: Option<&std::path::Path>) -> Str
     };
     last.unwrap_or_default().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_round_trip_with_durations_in_milliseconds() {
+        let settings = TableSettings {
+            time: TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(50) },
+            lock: LockKind::InProcess,
+            lock_owner: Some("host-a".into()),
+            ..Default::default()
+        };
+        let json = serde_json::to_value(&settings).unwrap();
+        assert_eq!(json["time"]["mode"], "hybrid-logical");
+        assert_eq!(json["time"]["max_clock_skew_ms"], 50);
+        assert_eq!(json["lock"], "in-process");
+        assert_eq!(json["heartbeat_expiry_ms"], 120_000);
+        assert_eq!(serde_json::from_value::<TableSettings>(json).unwrap(), settings);
+        assert_eq!(serde_json::from_str::<TableSettings>("{}").unwrap(), TableSettings::default());
+        let bad = serde_json::from_str::<TableSettings>(r#"{"time": {"mode": "fast"}}"#).unwrap_err().to_string();
+        assert!(bad.contains("wait-for-skew"), "{bad}");
+    }
+}

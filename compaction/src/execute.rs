@@ -120,15 +120,10 @@ pub struct Compactor {
 /// # use object_store::{memory::InMemory, path::Path};
 /// # use tributary_compaction::execute::{Compactor, CompactorSettings};
 /// # use tributary_format::schema::TableSchema;
-/// # use tributary_timeline::config::NewTableConfig;
 /// # use tributary_timeline::*;
-/// # let schema_json = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"ts","type":"long"}]}"#;
-/// # let config = TableConfig::new_table(&NewTableConfig {
-/// #     name: "t".into(), database: None, record_key: "id".into(), ordering_field: "ts".into(),
-/// #     partition_field: None, hive_style_partitioning: true, merge_mode: MergeMode::EventTime,
-/// #     bucket: BucketSpec { num_buckets: 1, hash: BucketHash::Murmur3 }, schema_json: schema_json.into(),
-/// #     sequence_groups: Vec::new() });
-/// # let schema = TableSchema::new(schema_json, "id", Some("ts"), None).unwrap();
+/// let schema_json = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"ts","type":"long"}]}"#;
+/// let config = TableConfig::new_table(&NewTableConfig::new("t", "id", "ts", schema_json));
+/// let schema = TableSchema::new(schema_json, "id", Some("ts"), None)?;
 /// let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("t"));
 /// let clock = Arc::new(ManualClock::new(1_766_264_468_078));
 /// let time = TimeGenerator::new(TimeMode::HybridLogical, Duration::from_millis(200), clock.clone(),
@@ -140,9 +135,9 @@ pub struct Compactor {
 ///     .with_exec_lock(Arc::new(InProcessLock::new()))
 ///     .with_spill(Arc::new(InMemory::new()), Path::from("spill"))
 ///     .with_settings(CompactorSettings { memory_budget: 64 << 20, ..Default::default() })
-///     .build()
-///     .unwrap();
+///     .build()?;
 /// # let _ = compactor;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
@@ -707,6 +702,30 @@ mod tests {
     use std::sync::Arc;
 
     fn assert_send_sync<T: Send + Sync>() {}
+
+    #[tokio::test]
+    async fn the_builder_names_what_is_missing() {
+        use tributary_timeline::{InProcessLock, ManualClock, TimeGenerator, TimeMode};
+        let (loc, config) = crate::test_util::memory_table().await;
+        let schema_json = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"ts","type":"long"},{"name":"city","type":"string"}]}"#;
+        let schema = tributary_format::schema::TableSchema::new(schema_json, "id", Some("ts"), Some("city")).unwrap();
+        let clock = Arc::new(ManualClock::new(0));
+        let time =
+            TimeGenerator::new(TimeMode::HybridLogical, Default::default(), clock, Arc::new(InProcessLock::new()));
+        let builder = super::Compactor::builder(loc.clone(), config.clone());
+        let err = builder.with_schema(schema.clone()).with_time(time.clone()).build().unwrap_err().to_string();
+        assert!(err.contains("execution lock") && err.contains("warehouse/t"), "{err}");
+        let err = super::Compactor::builder(loc.clone(), config.clone()).build().unwrap_err().to_string();
+        assert!(err.contains("schema"), "{err}");
+        let compactor = super::Compactor::builder(loc.clone(), config)
+            .with_schema(schema)
+            .with_time(time)
+            .with_exec_lock(Arc::new(InProcessLock::new()))
+            .build()
+            .unwrap();
+        // Without a spill store given, spill files go to the table's `.hoodie/.temp/`.
+        assert_eq!(compactor.spill_root().1, loc.meta_dir().join(".temp"));
+    }
 
     #[test]
     fn public_types_are_send_sync() {
