@@ -47,7 +47,7 @@ use arrow::datatypes::SchemaRef;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use tributary::{CreateOptions, ReadOptions, Table, TimeSettings};
+use tributary::{CreateOptions, ReadOptions, Table, TableSettings, TimeSettings};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::TimeMode;
 use tributary_writer::WriteSettings;
@@ -144,8 +144,8 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
 }
 
-fn time_settings() -> TimeSettings {
-    TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() }
+fn table_settings() -> TableSettings {
+    TableSettings { time: TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() }, ..Default::default() }
 }
 
 fn write_settings(tasks: usize) -> WriteSettings {
@@ -156,7 +156,7 @@ async fn create_table(dir: &Path) -> Table {
     let mut options = CreateOptions::new(SCHEMA, "key", "ts");
     options.buckets = BUCKETS;
     options.name = Some("ingest_bench".into());
-    Table::create_local(dir, options).await.expect("create the bench table")
+    Table::builder_local(dir).with_settings(table_settings()).create(options).await.expect("create the bench table")
 }
 
 fn env_usize(name: &str) -> Option<usize> {
@@ -340,7 +340,7 @@ fn case_ingest(dir: &Path, tasks: usize, ticks: u64) -> BenchResult<()> {
     let rt = runtime();
     let rows = total_rows();
     let table = rt.block_on(create_table(dir));
-    let client = table.write_client(&time_settings(), write_settings(tasks)).expect("write client");
+    let client = table.write_client(write_settings(tasks)).expect("write client");
     let data = generate(client.schema().arrow(), rows, COMMIT_ROWS, BATCH_ROWS, rows / 2, 42);
     let before = usage(ticks)?;
     let started = Instant::now();
@@ -383,7 +383,7 @@ fn case_ingest(dir: &Path, tasks: usize, ticks: u64) -> BenchResult<()> {
 fn case_small(dir: &Path, ticks: u64) -> BenchResult<()> {
     let rt = runtime();
     let table = rt.block_on(create_table(dir));
-    let client = table.write_client(&time_settings(), write_settings(2)).expect("write client");
+    let client = table.write_client(write_settings(2)).expect("write client");
     let rows = SMALL_COMMITS * SMALL_COMMIT_ROWS;
     let data = generate(client.schema().arrow(), rows, SMALL_COMMIT_ROWS, SMALL_COMMIT_ROWS, rows, 7);
     let before = usage(ticks)?;
@@ -451,7 +451,7 @@ fn case_compact_setup(dir: &Path, ticks: u64) -> BenchResult<()> {
     let per_commit = compact_commit_rows();
     let table = rt.block_on(create_table(dir));
     let settings = WriteSettings { tasks: 2, buffer_bytes: COMPACT_SETUP_BUFFER, ..Default::default() };
-    let client = table.write_client(&time_settings(), settings)?;
+    let client = table.write_client(settings)?;
     let mut generator = Generator::new(client.schema().arrow(), per_commit, 11);
     let mut order: Vec<usize> = (0..per_commit).collect();
     let started = Instant::now();
@@ -504,10 +504,10 @@ fn compact_budget() -> usize {
 /// One compaction of the table at `dir`, timed.
 fn case_compact(dir: &Path, ticks: u64) -> BenchResult<()> {
     let rt = runtime();
-    let table = rt.block_on(Table::open_local(dir))?;
+    let table = rt.block_on(Table::builder_local(dir).with_settings(table_settings()).open())?;
     let settings =
         CompactorSettings { memory_budget: compact_budget(), parallelism: COMPACT_PARALLELISM, ..Default::default() };
-    let compactor = rt.block_on(table.compactor(&time_settings(), settings))?;
+    let compactor = rt.block_on(table.compactor(settings))?;
     let before = usage(ticks)?;
     let started = Instant::now();
     let done = rt.block_on(compactor.run_once())?;

@@ -12,7 +12,7 @@ use arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray}
 use arrow::datatypes::{DataType, Field, Schema};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use tributary::{CreateOptions, Table, TimeSettings};
+use tributary::{CreateOptions, Table, TableSettings, TimeSettings};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::{SequenceGroup, TimeMode};
 use tributary_writer::WriteSettings;
@@ -78,8 +78,9 @@ async fn run(name: &str, groups: bool, sources: &[&[&str]], rows: usize) {
     if groups {
         o.sequence_groups = ["ts_a=a1,a2,a3", "ts_b=b1,b2,b3"].iter().filter_map(|g| SequenceGroup::parse(g)).collect();
     }
-    let table = Table::create_local(dir.path().join("t"), o).await.expect("table");
     let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
+    let settings = TableSettings { time, ..Default::default() };
+    let table = Table::builder_local(dir.path().join("t")).with_settings(settings).create(o).await.expect("table");
     let data: Vec<Vec<RecordBatch>> =
         sources.iter().enumerate().map(|(i, cols)| batches(cols, rows, rows / 2, i as u64)).collect();
     let (cpu0, t0) = (cpu_seconds(), Instant::now());
@@ -87,8 +88,7 @@ async fn run(name: &str, groups: bool, sources: &[&[&str]], rows: usize) {
     let mut bytes = 0u64;
     for (cols, source) in sources.iter().zip(&data) {
         let columns = groups.then(|| cols.iter().map(|c| c.to_string()).collect());
-        let client =
-            table.write_client(&time, WriteSettings { tasks: 2, columns, ..Default::default() }).expect("client");
+        let client = table.write_client(WriteSettings { tasks: 2, columns, ..Default::default() }).expect("client");
         for chunk in source.chunks(COMMIT / BATCH) {
             let mut c = client.start_commit().await.expect("commit");
             for b in chunk {
@@ -101,7 +101,7 @@ async fn run(name: &str, groups: bool, sources: &[&[&str]], rows: usize) {
     }
     let (ingest_s, ingest_cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
     let (cpu1, t1) = (cpu_seconds(), Instant::now());
-    let compactor = table.compactor(&time, CompactorSettings::default()).await.expect("compactor");
+    let compactor = table.compactor(CompactorSettings::default()).await.expect("compactor");
     let done = compactor.run_once().await.expect("compaction");
     let (compact_s, compact_cpu) = (t1.elapsed().as_secs_f64(), cpu_seconds() - cpu1);
     let merged: u64 = done.iter().map(|s| s.records).sum();

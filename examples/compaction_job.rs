@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use tributary::{Table, TimeSettings};
+use tributary::{Table, TableSettings, TimeSettings};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_compaction::plan::PlanSettings;
 use tributary_timeline::TimeMode;
@@ -18,18 +18,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::process::exit(2);
     };
     let rounds: usize = args.next().map(|r| r.parse()).transpose()?.unwrap_or(3);
-    let table = Table::open_local(&dir).await?;
     // Writers of this table take instants in hybrid-logical mode too; the
     // compactor shares their table lock, which is what keeps its instant
     // ordered with their completion times.
     let time = TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() };
+    let table = Table::builder_local(&dir).with_settings(TableSettings { time, ..Default::default() }).open().await?;
     let settings = CompactorSettings {
         plan: PlanSettings { min_log_files: 2, max_groups: 64, ..Default::default() },
         memory_budget: 256 << 20,
         ..Default::default()
     };
     for round in 1..=rounds {
-        let compactor = table.compactor(&time, settings.clone()).await?;
+        let compactor = table.compactor(settings.clone()).await?;
         let done = compactor.run_once().await?;
         if done.is_empty() {
             println!("round {round}: nothing to compact");

@@ -13,7 +13,7 @@ use arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray}
 use arrow::datatypes::{DataType, Field, Schema};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tributary::{CreateOptions, ReadOptions, Table, TimeSettings};
+use tributary::{CreateOptions, ReadOptions, Table, TableSettings, TimeSettings};
 use tributary_timeline::TimeMode;
 use tributary_writer::WriteSettings;
 
@@ -56,16 +56,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut options = CreateOptions::new(SCHEMA, "uuid", "ts");
     options.partition_field = Some("city".into());
     options.buckets = 8;
-    let table = Table::create_local(&dir, options).await?;
+    let time = TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() };
+    let settings = TableSettings { time, ..Default::default() };
+    let table = Table::builder_local(&dir).with_settings(settings).create(options).await?;
     println!("table {} (Hudi v8 MERGE_ON_READ, 8 buckets per city)", dir.display());
 
-    let time = TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() };
     let written = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let mut sources = Vec::new();
     for (i, name) in SOURCES.iter().enumerate() {
         let settings = WriteSettings { tasks: 2, writer_id: (*name).into(), ..Default::default() };
-        let client = table.write_client(&time, settings)?;
+        let client = table.write_client(settings)?;
         let written = written.clone();
         sources.push(tokio::spawn(async move {
             let mut rng = StdRng::seed_from_u64(i as u64);
@@ -116,7 +117,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             i.completed.as_ref().map_or("-".into(), |c| c.to_string())
         );
     }
-    let client = table.write_client(&time, WriteSettings::default())?;
+    let client = table.write_client(WriteSettings::default())?;
     for name in SOURCES {
         println!("checkpoint of {name}: {:?}", client.last_checkpoint(name).await?);
     }

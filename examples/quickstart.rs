@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tributary::{CreateOptions, Table};
-use tributary_timeline::{Clock, FileLock, OffsetClock, SystemClock, TimeGenerator, TimeMode};
+use tributary::{CreateOptions, Table, TableSettings, TimeSettings};
+use tributary_timeline::{Clock, OffsetClock, SystemClock, TimeMode};
 
 const SCHEMA: &str = r#"{"type":"record","name":"trips_record","namespace":"hoodie.trips","fields":[
   {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
@@ -26,13 +26,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("created {} (table version {}, {} buckets)", dir.display(), table.config().version, 4);
 
     for (mode, name) in [(TimeMode::HybridLogical, "hybrid-logical"), (TimeMode::WaitForSkew, "wait-for-skew")] {
-        // Three "writers", each with a clock skewed by up to ±150 ms, four tasks each.
+        // Three "writers", each opening the table with a clock skewed by up
+        // to ±150 ms (an injected clock), four tasks each. They share the
+        // table's default lock: an OS file lock on the table folder.
         let started = Instant::now();
         let mut tasks = Vec::new();
+        let time = TimeSettings { mode, max_clock_skew: Duration::from_millis(150) };
         for (writer, offset) in [(0, -150), (1, 0), (2, 150)] {
             let clock: Arc<dyn Clock> = Arc::new(OffsetClock::new(Arc::new(SystemClock), offset));
-            let lock = Arc::new(FileLock::for_table(&dir));
-            let generator = Arc::new(TimeGenerator::new(mode, Duration::from_millis(150), clock, lock));
+            let settings = TableSettings { time: time.clone(), ..Default::default() };
+            let writer_table = Table::builder_local(&dir).with_settings(settings).with_clock(clock).open().await?;
+            let generator = Arc::new(writer_table.time_generator());
             for task in 0..4 {
                 let generator = generator.clone();
                 tasks.push(tokio::spawn(async move {

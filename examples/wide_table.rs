@@ -10,7 +10,7 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
-use tributary::{CreateOptions, ReadOptions, Table, TimeSettings};
+use tributary::{CreateOptions, ReadOptions, Table, TableSettings, TimeSettings};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::{SequenceGroup, TimeMode};
 use tributary_writer::WriteSettings;
@@ -43,10 +43,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .filter_map(|g| SequenceGroup::parse(g))
         .collect();
-    let table = Table::create_local(&dir, options).await?;
+    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
+    let table =
+        Table::builder_local(&dir).with_settings(TableSettings { time, ..Default::default() }).create(options).await?;
     println!("wide table {} with three sequence groups", dir.display());
 
-    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
     let streams: [(&str, &[&str]); 3] = [
         ("orders", &["orders", "last_order", "orders_ts"]),
         ("profile", &["name", "country", "profile_ts"]),
@@ -59,7 +60,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             columns: Some(columns.iter().map(|c| c.to_string()).collect()),
             ..Default::default()
         };
-        let client = table.write_client(&time, settings)?;
+        let client = table.write_client(settings)?;
         let name = *name;
         tasks.push(tokio::spawn(async move {
             let mut rng = StdRng::seed_from_u64(i as u64);
@@ -94,7 +95,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\nmerged rows ({} users), a sample:", rows.num_rows());
     println!("{}", arrow::util::pretty::pretty_format_batches(&[rows.slice(0, rows.num_rows().min(6))])?);
 
-    let compactor = table.compactor(&time, CompactorSettings::default()).await?;
+    let compactor = table.compactor(CompactorSettings::default()).await?;
     for s in compactor.run_once().await? {
         println!("compacted {} file groups, {} merged rows written to Parquet", s.groups, s.records);
     }

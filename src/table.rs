@@ -1,22 +1,28 @@
-//! The table API: create and open Hudi tables.
+//! The table API: create and open Hudi tables through a [`TableBuilder`],
+//! which takes the table's settings ([`TableSettings`], plain data) apart
+//! from the components it uses (clock, locks, spill store).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use apache_avro::Schema;
+use object_store::ObjectStore;
+use object_store::path::Path;
+use serde::{Deserialize, Serialize};
+use tributary_compaction::execute::{Compactor, CompactorSettings};
 use tributary_timeline::config::{NewTableConfig, SequenceGroup, TableConfig};
 use tributary_timeline::{
-    BucketHash, BucketSpec, Clock, FileLock, FileSystemView, LeaseLock, LeaseSettings, LockProvider, MergeMode,
-    SystemClock, TableLocation, TimeGenerator, TimeMode, Timeline,
+    BucketHash, BucketSpec, Clock, FileLock, FileSystemView, InProcessLock, LeaseLock, LeaseSettings, LockProvider,
+    MergeMode, SystemClock, TableLocation, TimeGenerator, TimeMode, Timeline,
 };
 
 use crate::error::{Error, Result};
 
-/// What `Table::create` needs to make a table.
+/// What [`TableBuilder::create`] needs to make a table.
 #[derive(Debug, Clone)]
 pub struct CreateOptions {
-    /// Table name; defaults to the last folder of the path.
+    /// Table name; defaults to the last folder of the table's path.
     pub name: Option<String>,
     /// Database name.
     pub database: Option<String>,
@@ -66,12 +72,18 @@ impl CreateOptions {
     }
 }
 
-/// How writers of a table take instants.
-#[derive(Debug, Clone)]
+/// How writers of a table take instants. Part of [`TableSettings`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct TimeSettings {
-    /// Generator mode.
+    /// Generator mode; by default [`TimeMode::WaitForSkew`] (Hudi's
+    /// algorithm). In serde form `"wait-for-skew"` or `"hybrid-logical"`.
+    #[serde(with = "time_mode_serde")]
     pub mode: TimeMode,
-    /// Maximum clock skew between any two writers.
+    /// Maximum clock skew between any two writers; by default 200 ms
+    /// ([`tributary_timeline::DEFAULT_MAX_CLOCK_SKEW`]). In serde form
+    /// `max_clock_skew_ms`.
+    #[serde(rename = "max_clock_skew_ms", with = "millis_serde")]
     pub max_clock_skew: Duration,
 }
 
@@ -81,40 +93,273 @@ impl Default for TimeSettings {
     }
 }
 
-/// An open Hudi table.
-#[derive(Debug, Clone)]
-pub struct Table {
-    loc: TableLocation,
-    config: TableConfig,
+/// Which lock serialises a table's instants (and, beside it, its
+/// compactors), unless one is injected with [`TableBuilder::with_lock`] or
+/// [`TableBuilder::with_compaction_lock`]. In serde form kebab-case
+/// (`"auto"`, `"file"`, `"lease"`, `"in-process"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum LockKind {
+    /// [`LockKind::File`] for a table built for a local folder
+    /// ([`TableBuilder::local`]), [`LockKind::Lease`] otherwise.
+    #[default]
+    Auto,
+    /// An OS file lock under the table's `.hoodie/.aux/`: the processes of
+    /// one host. Only for a table built for a local folder.
+    File,
+    /// A lease document under the table's `.hoodie/.locks/`, taken with
+    /// conditional puts: processes anywhere sharing the store. The store
+    /// must support `PutMode::Update` (S3, GCS, Azure, memory).
+    Lease,
+    /// A lock of this process alone: for tests, and tables no other process
+    /// writes.
+    InProcess,
 }
 
-fn field_names(schema: &Schema) -> Vec<&str> {
-    match schema {
-        Schema::Record(r) => r.fields.iter().map(|f| f.name.as_str()).collect(),
-        _ => Vec::new(),
+/// A table's settings: plain data, apart from the components (clock,
+/// locks, spill store) given to the [`TableBuilder`]. Every field has a
+/// documented default, so a partial serde document (say JSON) is enough; an
+/// unknown key is an error. Durations are whole milliseconds in serde form,
+/// under the field name plus `_ms`.
+///
+/// ```
+/// let settings: tributary::TableSettings =
+///     serde_json::from_str(r#"{"time": {"mode": "hybrid-logical"}, "lock": "in-process"}"#).unwrap();
+/// assert_eq!(settings.time.max_clock_skew, std::time::Duration::from_millis(200));
+/// assert!(serde_json::from_str::<tributary::TableSettings>(r#"{"lokc": "file"}"#).is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TableSettings {
+    /// How instants are taken; see [`TimeSettings`].
+    pub time: TimeSettings,
+    /// Which lock is built when none is injected; by default
+    /// [`LockKind::Auto`].
+    pub lock: LockKind,
+    /// How long a lease of the instant lock lasts without release
+    /// ([`LockKind::Lease`]); a dead holder blocks others at most this long.
+    /// Default 60 s.
+    #[serde(rename = "lock_lease_ms", with = "millis_serde")]
+    pub lock_lease: Duration,
+    /// How long a compactor's lease of the compaction lock lasts
+    /// ([`LockKind::Lease`]); it is held for a whole compaction. Default 1 h.
+    #[serde(rename = "compaction_lease_ms", with = "millis_serde")]
+    pub compaction_lease: Duration,
+    /// Give up taking a lease lock after this long. Default 120 s.
+    #[serde(rename = "lock_acquire_timeout_ms", with = "millis_serde")]
+    pub lock_acquire_timeout: Duration,
+    /// The owner named in lease documents; it must be unique among the
+    /// processes sharing the table. Default `pid-<process id>`.
+    pub lock_owner: Option<String>,
+    /// A pending write whose heartbeat is older than this has failed: the
+    /// cleaner and the compactor roll it back. Writers of the table must
+    /// refresh their heartbeat more often (`WriteSettings::heartbeat_interval`,
+    /// checked by [`Table::write_client`]). Default 2 min
+    /// ([`tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY`]).
+    #[serde(rename = "heartbeat_expiry_ms", with = "millis_serde")]
+    pub heartbeat_expiry: Duration,
+}
+
+impl Default for TableSettings {
+    fn default() -> Self {
+        let lease = LeaseSettings::default();
+        Self {
+            time: TimeSettings::default(),
+            lock: LockKind::Auto,
+            lock_lease: lease.lease,
+            compaction_lease: Duration::from_secs(3600),
+            lock_acquire_timeout: lease.acquire_timeout,
+            lock_owner: None,
+            heartbeat_expiry: tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY,
+        }
     }
 }
 
-fn check_field(schema: &Schema, source: &str, role: &str, name: &str) -> Result<()> {
-    let names = field_names(schema);
-    if names.contains(&name) {
-        Ok(())
-    } else {
-        Err(Error::InvalidInput {
-            what: source.to_string(),
-            reason: format!("{role} field `{name}` is not in the schema (fields: {})", names.join(", ")),
+/// A [`Duration`] as whole milliseconds.
+mod millis_serde {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}
+
+/// A [`TimeMode`] as `"wait-for-skew"` or `"hybrid-logical"`.
+mod time_mode_serde {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use tributary_timeline::TimeMode;
+
+    pub(super) fn serialize<S: Serializer>(mode: &TimeMode, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(match mode {
+            TimeMode::WaitForSkew => "wait-for-skew",
+            TimeMode::HybridLogical => "hybrid-logical",
+        })
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<TimeMode, D::Error> {
+        let s = String::deserialize(d)?;
+        TimeMode::parse(&s).ok_or_else(|| {
+            serde::de::Error::invalid_value(serde::de::Unexpected::Str(&s), &"\"wait-for-skew\" or \"hybrid-logical\"")
         })
     }
 }
 
-impl Table {
-    /// Creates a table at a local folder.
-    pub async fn create_local(path: impl Into<PathBuf>, options: CreateOptions) -> Result<Self> {
-        Self::create(TableLocation::local(path)?, options).await
+/// What a [`TableBuilder`] was pointed at.
+#[derive(Debug, Clone)]
+enum Target {
+    /// A location in any store.
+    Location(TableLocation),
+    /// A local folder, not yet resolved.
+    Local(PathBuf),
+}
+
+/// Where a table's compactors spill.
+#[derive(Debug, Clone)]
+enum Spill {
+    /// What [`TableBuilder::with_spill_store`] was given.
+    Given(Arc<dyn ObjectStore>, Path),
+    /// The `.hoodie/.temp` folder of a table built for a local folder,
+    /// through a local store that skips fsync and removes emptied folders;
+    /// opened (created if need be) when a compactor is made.
+    LocalTemp(PathBuf),
+    /// `.hoodie/.temp` in the table's own store.
+    TableTemp,
+}
+
+/// Builds a [`Table`]: where it lives, its [`TableSettings`] and the
+/// components it uses, each injected with a `with_*` method or defaulted:
+///
+/// - clock: [`SystemClock`];
+/// - instant lock and compaction lock: per [`TableSettings::lock`] (by
+///   default an OS [`FileLock`] on the table folder for a table built with
+///   [`TableBuilder::local`], an object-store [`LeaseLock`] otherwise);
+/// - spill store: the table's `.hoodie/.temp/` (for a local folder, through a
+///   store that skips fsync, since spill files never outlive a compaction).
+///
+/// Nothing is checked or resolved until [`TableBuilder::open`] or
+/// [`TableBuilder::create`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> tributary::Result<()> {
+/// use std::sync::Arc;
+/// use object_store::{memory::InMemory, path::Path};
+/// use tributary::{CreateOptions, Table};
+/// use tributary::timeline::{ManualClock, TableLocation};
+///
+/// let location = TableLocation::new(Arc::new(InMemory::new()), Path::from("warehouse/trips"));
+/// let schema = r#"{"type":"record","name":"trip","fields":[
+///     {"name":"uuid","type":"string"},{"name":"ts","type":"long"}]}"#;
+/// let table = Table::builder(location)
+///     .with_clock(Arc::new(ManualClock::new(1_766_264_468_078)))
+///     .with_spill_store(Arc::new(InMemory::new()), Path::from("spill"))
+///     .create(CreateOptions::new(schema, "uuid", "ts"))
+///     .await?;
+/// assert_eq!(table.config().name, "trips");
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `open` or `create` is called"]
+pub struct TableBuilder {
+    target: Target,
+    settings: TableSettings,
+    clock: Option<Arc<dyn Clock>>,
+    lock: Option<Arc<dyn LockProvider>>,
+    compaction_lock: Option<Arc<dyn LockProvider>>,
+    spill: Option<(Arc<dyn ObjectStore>, Path)>,
+}
+
+/// The components a table was built with.
+#[derive(Debug, Clone)]
+struct Components {
+    settings: TableSettings,
+    clock: Arc<dyn Clock>,
+    lock: Arc<dyn LockProvider>,
+    compaction_lock: Arc<dyn LockProvider>,
+    spill: Spill,
+}
+
+impl TableBuilder {
+    /// A builder for the table at `location`.
+    pub fn new(location: TableLocation) -> Self {
+        Self::for_target(Target::Location(location))
     }
 
-    /// Creates a version-8 Merge-on-Read table at `loc`.
-    pub async fn create(loc: TableLocation, options: CreateOptions) -> Result<Self> {
+    /// A builder for the table in local folder `dir` (resolved against the
+    /// current folder), written durably.
+    pub fn local(dir: impl Into<PathBuf>) -> Self {
+        Self::for_target(Target::Local(dir.into()))
+    }
+
+    fn for_target(target: Target) -> Self {
+        Self { target, settings: TableSettings::default(), clock: None, lock: None, compaction_lock: None, spill: None }
+    }
+
+    /// The table's settings; [`TableSettings::default`] if not given.
+    pub fn with_settings(mut self, settings: TableSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// The clock instants, heartbeats and leases are read from; by default
+    /// [`SystemClock`].
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The lock that serialises the table's instants, shared by every time
+    /// generator, write client, compactor and cleaner of the table; by
+    /// default the one [`TableSettings::lock`] names.
+    pub fn with_lock(mut self, lock: Arc<dyn LockProvider>) -> Self {
+        self.lock = Some(lock);
+        self
+    }
+
+    /// The lock that lets one compactor or cleaner at a time work on the
+    /// table; it must differ from the instant lock. By default the one
+    /// [`TableSettings::lock`] names.
+    pub fn with_compaction_lock(mut self, lock: Arc<dyn LockProvider>) -> Self {
+        self.compaction_lock = Some(lock);
+        self
+    }
+
+    /// Where compactors put their spill files: folder `dir` of `store`. By
+    /// default the table's `.hoodie/.temp/`.
+    pub fn with_spill_store(mut self, store: Arc<dyn ObjectStore>, dir: Path) -> Self {
+        self.spill = Some((store, dir));
+        self
+    }
+
+    /// Opens the table, validating its configuration.
+    pub async fn open(self) -> Result<Table> {
+        let (loc, local_dir, components) = self.build()?;
+        let path = loc.properties_path();
+        let bytes = match loc.get(&path).await {
+            Ok(b) => b,
+            Err(e) if e.is_not_found() => {
+                return Err(Error::NotATable { path: loc.to_string() });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let shown = match &local_dir {
+            Some(dir) => dir.join(".hoodie").join("hoodie.properties").display().to_string(),
+            None => path.to_string(),
+        };
+        let config = TableConfig::parse(&text, &shown)?;
+        Ok(Table { loc, config, components })
+    }
+
+    /// Creates a version-8 Merge-on-Read table.
+    pub async fn create(self, options: CreateOptions) -> Result<Table> {
+        let (loc, local_dir, components) = self.build()?;
         let src = options.schema_source.as_str();
         let schema = Schema::parse_str(&options.schema_json).map_err(|e| Error::InvalidInput {
             what: src.to_string(),
@@ -145,7 +390,7 @@ impl Table {
         }
         let name = match &options.name {
             Some(n) => n.clone(),
-            None => default_name(&loc),
+            None => default_name(&loc, local_dir.as_deref()),
         };
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(Error::InvalidInput {
@@ -172,31 +417,157 @@ impl Table {
             }
             other => other?,
         }
-        Ok(Self { loc, config })
+        Ok(Table { loc, config, components })
     }
 
-    /// Opens the table at a local folder.
-    pub async fn open_local(path: impl Into<PathBuf>) -> Result<Self> {
-        Self::open(TableLocation::local(path)?).await
-    }
-
-    /// Opens the table at `loc`, validating its configuration.
-    pub async fn open(loc: TableLocation) -> Result<Self> {
-        let path = loc.properties_path();
-        let bytes = match loc.get(&path).await {
-            Ok(b) => b,
-            Err(e) if e.is_not_found() => {
-                return Err(Error::NotATable { path: loc.to_string() });
+    /// Resolves the location and the components: the location, the local
+    /// folder when the builder was given one, and the components.
+    fn build(self) -> Result<(TableLocation, Option<PathBuf>, Components)> {
+        let Self { target, settings, clock, lock, compaction_lock, spill } = self;
+        let (loc, local_dir) = match target {
+            Target::Location(loc) => (loc, None),
+            Target::Local(dir) => {
+                let dir = std::path::absolute(&dir)
+                    .map_err(|e| tributary_timeline::Error::io("resolve table folder", &dir, e))?;
+                (TableLocation::local(dir.clone())?, Some(dir))
             }
-            Err(e) => return Err(e.into()),
         };
-        let text = String::from_utf8_lossy(&bytes);
-        let shown = match &loc.local_root {
-            Some(root) => root.join(".hoodie").join("hoodie.properties").display().to_string(),
-            None => path.to_string(),
+        let invalid = |what: &str, reason: String| Error::InvalidInput {
+            what: format!("table settings of {loc}: {what}"),
+            reason,
         };
-        let config = TableConfig::parse(&text, &shown)?;
-        Ok(Self { loc, config })
+        if settings.lock_lease.is_zero() || settings.compaction_lease.is_zero() {
+            return Err(invalid("lock_lease_ms, compaction_lease_ms", "a lease must last longer than 0 ms".into()));
+        }
+        if settings.heartbeat_expiry.is_zero() {
+            return Err(invalid("heartbeat_expiry_ms", "must be longer than 0 ms".into()));
+        }
+        let clock = clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let kind = match (settings.lock, &local_dir) {
+            (LockKind::Auto, Some(_)) => LockKind::File,
+            (LockKind::Auto, None) => LockKind::Lease,
+            (kind, _) => kind,
+        };
+        let owner = settings.lock_owner.clone().unwrap_or_else(|| format!("pid-{}", std::process::id()));
+        let lease = |lease: Duration| LeaseSettings {
+            lease,
+            acquire_timeout: settings.lock_acquire_timeout,
+            ..LeaseSettings::default()
+        };
+        // The default lock of each role: instants, then compaction.
+        let default_lock = |compaction: bool| -> Result<Arc<dyn LockProvider>> {
+            Ok(match kind {
+                LockKind::File => {
+                    let Some(dir) = &local_dir else {
+                        return Err(invalid(
+                            "lock",
+                            "a file lock needs a table built for a local folder (TableBuilder::local); \
+                             use the lease lock or inject one with with_lock"
+                                .into(),
+                        ));
+                    };
+                    if compaction {
+                        Arc::new(FileLock::at(dir.join(".hoodie").join(".aux").join("tributary-compaction.lock")))
+                    } else {
+                        Arc::new(FileLock::for_table(dir))
+                    }
+                }
+                LockKind::InProcess => Arc::new(InProcessLock::new()),
+                _ if compaction => Arc::new(LeaseLock::at(
+                    loc.store.clone(),
+                    loc.meta_dir().join(".locks").join("tributary_compaction.json"),
+                    owner.clone(),
+                    clock.clone(),
+                    lease(settings.compaction_lease),
+                )),
+                _ => Arc::new(LeaseLock::for_table(
+                    loc.store.clone(),
+                    &loc.root,
+                    owner.clone(),
+                    clock.clone(),
+                    lease(settings.lock_lease),
+                )),
+            })
+        };
+        let lock = match lock {
+            Some(l) => l,
+            None => default_lock(false)?,
+        };
+        let compaction_lock = match compaction_lock {
+            Some(l) => l,
+            None => default_lock(true)?,
+        };
+        let spill = match (spill, &local_dir) {
+            (Some((store, dir)), _) => Spill::Given(store, dir),
+            (None, Some(dir)) => Spill::LocalTemp(dir.join(".hoodie").join(".temp")),
+            (None, None) => Spill::TableTemp,
+        };
+        Ok((loc, local_dir, Components { settings, clock, lock, compaction_lock, spill }))
+    }
+}
+
+/// An open Hudi table, with the components it was built with (see
+/// [`TableBuilder`]). Cloning shares them.
+#[derive(Debug, Clone)]
+pub struct Table {
+    loc: TableLocation,
+    config: TableConfig,
+    components: Components,
+}
+
+fn field_names(schema: &Schema) -> Vec<&str> {
+    match schema {
+        Schema::Record(r) => r.fields.iter().map(|f| f.name.as_str()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn check_field(schema: &Schema, source: &str, role: &str, name: &str) -> Result<()> {
+    let names = field_names(schema);
+    if names.contains(&name) {
+        Ok(())
+    } else {
+        Err(Error::InvalidInput {
+            what: source.to_string(),
+            reason: format!("{role} field `{name}` is not in the schema (fields: {})", names.join(", ")),
+        })
+    }
+}
+
+impl Table {
+    /// A builder for the table at `location`.
+    pub fn builder(location: TableLocation) -> TableBuilder {
+        TableBuilder::new(location)
+    }
+
+    /// A builder for the table in local folder `dir`; see
+    /// [`TableBuilder::local`].
+    pub fn builder_local(dir: impl Into<PathBuf>) -> TableBuilder {
+        TableBuilder::local(dir)
+    }
+
+    /// Creates a table at a local folder with default settings and
+    /// components: `Table::builder_local(path).create(options)`.
+    pub async fn create_local(path: impl Into<PathBuf>, options: CreateOptions) -> Result<Self> {
+        TableBuilder::local(path).create(options).await
+    }
+
+    /// Creates a version-8 Merge-on-Read table at `loc` with default
+    /// settings and components: `Table::builder(loc).create(options)`.
+    pub async fn create(loc: TableLocation, options: CreateOptions) -> Result<Self> {
+        TableBuilder::new(loc).create(options).await
+    }
+
+    /// Opens the table at a local folder with default settings and
+    /// components: `Table::builder_local(path).open()`.
+    pub async fn open_local(path: impl Into<PathBuf>) -> Result<Self> {
+        TableBuilder::local(path).open().await
+    }
+
+    /// Opens the table at `loc` with default settings and components:
+    /// `Table::builder(loc).open()`.
+    pub async fn open(loc: TableLocation) -> Result<Self> {
+        TableBuilder::new(loc).open().await
     }
 
     /// Where the table lives.
@@ -207,6 +578,26 @@ impl Table {
     /// The table configuration.
     pub fn config(&self) -> &TableConfig {
         &self.config
+    }
+
+    /// The settings the table was built with.
+    pub fn settings(&self) -> &TableSettings {
+        &self.components.settings
+    }
+
+    /// The clock the table reads.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.components.clock
+    }
+
+    /// The lock that serialises the table's instants.
+    pub fn lock(&self) -> &Arc<dyn LockProvider> {
+        &self.components.lock
+    }
+
+    /// The lock that lets one compactor or cleaner at a time work on the table.
+    pub fn compaction_lock(&self) -> &Arc<dyn LockProvider> {
+        &self.components.compaction_lock
     }
 
     /// Loads the current timeline.
@@ -221,86 +612,90 @@ impl Table {
         Ok((timeline, view))
     }
 
-    /// The lock writers of this table share: an OS file lock for local
-    /// tables, a lease lock on the object store otherwise.
-    pub fn default_lock(&self, clock: Arc<dyn Clock>, owner: &str) -> Arc<dyn LockProvider> {
-        match &self.loc.local_root {
-            Some(root) => Arc::new(FileLock::for_table(root)),
-            None => Arc::new(LeaseLock::for_table(
-                self.loc.store.clone(),
-                &self.loc.root,
-                owner,
-                clock,
-                LeaseSettings::default(),
-            )),
+    /// A TrueTime generator per the table's [`TimeSettings`], reading the
+    /// table's clock under the table's instant lock.
+    pub fn time_generator(&self) -> TimeGenerator {
+        let Components { settings, clock, lock, .. } = &self.components;
+        TimeGenerator::new(settings.time.mode, settings.time.max_clock_skew, clock.clone(), lock.clone())
+    }
+
+    /// A write client for this table, taking instants from
+    /// [`Table::time_generator`]. Its heartbeat interval must be shorter
+    /// than the table's [`TableSettings::heartbeat_expiry`], or its writes
+    /// would be rolled back as failed while it writes them.
+    pub fn write_client(&self, settings: tributary_writer::WriteSettings) -> Result<tributary_writer::WriteClient> {
+        let expiry = self.components.settings.heartbeat_expiry;
+        if settings.heartbeat_interval >= expiry {
+            return Err(Error::InvalidInput {
+                what: format!("write client of {}", self.loc),
+                reason: format!(
+                    "heartbeat interval {:?} must be shorter than the table's heartbeat expiry {expiry:?}",
+                    settings.heartbeat_interval
+                ),
+            });
         }
+        Ok(tributary_writer::WriteClient::new(self.loc.clone(), self.config.clone(), self.time_generator(), settings)?)
     }
 
-    /// A write client for this table with the table's default lock and the system clock.
-    pub fn write_client(
-        &self,
-        time: &TimeSettings,
-        settings: tributary_writer::WriteSettings,
-    ) -> Result<tributary_writer::WriteClient> {
-        Ok(tributary_writer::WriteClient::new(
-            self.loc.clone(),
-            self.config.clone(),
-            self.time_generator(time),
-            settings,
-        )?)
-    }
-
-    /// The lock that lets one compactor at a time execute plans.
-    pub fn compaction_lock(&self) -> Arc<dyn LockProvider> {
-        match &self.loc.local_root {
-            Some(root) => Arc::new(FileLock::at(root.join(".hoodie").join(".aux").join("tributary-compaction.lock"))),
-            None => Arc::new(LeaseLock::at(
-                self.loc.store.clone(),
-                self.loc.meta_dir().join(".locks").join("tributary_compaction.json"),
-                format!("pid-{}", std::process::id()),
-                Arc::new(SystemClock),
-                LeaseSettings { lease: Duration::from_secs(3600), ..Default::default() },
-            )),
-        }
-    }
-
-    /// A compactor for this table.
-    pub async fn compactor(
-        &self,
-        time: &TimeSettings,
-        settings: tributary_compaction::execute::CompactorSettings,
-    ) -> Result<tributary_compaction::execute::Compactor> {
+    /// A compactor for this table: the table's schema, time generator,
+    /// clock, compaction lock and spill store. Its heartbeat expiry is the
+    /// table's ([`TableSettings::heartbeat_expiry`]), replacing the one in
+    /// `settings`.
+    pub async fn compactor(&self, settings: CompactorSettings) -> Result<Compactor> {
         let timeline = self.timeline().await?;
         let schema = self.schema(&timeline).await?;
-        Ok(tributary_compaction::execute::Compactor::new(
-            self.loc.clone(),
-            self.config.clone(),
-            schema,
-            self.time_generator(time),
-            self.compaction_lock(),
-            settings,
-        ))
+        let (spill_store, spill_dir) = self.spill_root().await?;
+        let settings = CompactorSettings { heartbeat_expiry: self.components.settings.heartbeat_expiry, ..settings };
+        Ok(Compactor::builder(self.loc.clone(), self.config.clone())
+            .with_schema(schema)
+            .with_time(self.time_generator())
+            .with_clock(self.components.clock.clone())
+            .with_exec_lock(self.components.compaction_lock.clone())
+            .with_spill(spill_store, spill_dir)
+            .with_settings(settings)
+            .build()?)
     }
 
-    /// Rolls back failed writes (expired heartbeats), then removes file
-    /// slices that none of the last `retain_commits` commits needs, recording
-    /// a clean instant. `None` when there was nothing to remove.
-    pub async fn clean(
-        &self,
-        time: &TimeSettings,
-        retain_commits: usize,
-        heartbeat_expiry: Duration,
-    ) -> Result<Option<tributary_compaction::clean::CleanSummary>> {
-        let generator = self.time_generator(time);
-        let clock = generator.clock().clone();
-        let guard = self.compaction_lock().acquire().await?;
+    /// The store and folder compactors spill to.
+    async fn spill_root(&self) -> Result<(Arc<dyn ObjectStore>, Path)> {
+        match &self.components.spill {
+            Spill::Given(store, dir) => Ok((store.clone(), dir.clone())),
+            Spill::TableTemp => Ok((self.loc.store.clone(), self.loc.meta_dir().join(".temp"))),
+            Spill::LocalTemp(dir) => {
+                // Spill files never outlive the compaction: written without
+                // fsync, and the folders they leave empty removed. Rooted at
+                // `.temp`, so `.temp` itself, where writers put their
+                // markers, is never removed.
+                tokio::fs::create_dir_all(dir)
+                    .await
+                    .map_err(|e| tributary_timeline::Error::io("create spill folder", dir, e))?;
+                let store = object_store::local::LocalFileSystem::new_with_prefix(dir)
+                    .map_err(|e| Error::InvalidInput {
+                        what: format!("spill folder of {}", self.loc),
+                        reason: e.to_string(),
+                    })?
+                    .with_automatic_cleanup(true);
+                Ok((Arc::new(store), Path::default()))
+            }
+        }
+    }
+
+    /// Under the compaction lock, rolls back failed writes (heartbeats
+    /// older than the table's [`TableSettings::heartbeat_expiry`]), then
+    /// removes file slices that none of the last `retain_commits` commits
+    /// needs, recording a clean instant. `None` when there was nothing to
+    /// remove.
+    pub async fn clean(&self, retain_commits: usize) -> Result<Option<tributary_compaction::clean::CleanSummary>> {
+        let generator = self.time_generator();
+        let Components { settings, clock, compaction_lock, .. } = &self.components;
+        let guard = compaction_lock.acquire().await?;
         let result = async {
             tributary_compaction::rollback::rollback_failed_writes(
                 &self.loc,
                 &self.config,
                 &generator,
                 clock.as_ref(),
-                heartbeat_expiry,
+                settings.heartbeat_expiry,
             )
             .await?;
             Ok::<_, Error>(
@@ -310,14 +705,6 @@ impl Table {
         .await;
         guard.release().await?;
         result
-    }
-
-    /// A TrueTime generator on this table's default lock and the system clock.
-    pub fn time_generator(&self, settings: &TimeSettings) -> TimeGenerator {
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let owner = format!("pid-{}", std::process::id());
-        let lock = self.default_lock(clock.clone(), &owner);
-        TimeGenerator::new(settings.mode, settings.max_clock_skew, clock, lock)
     }
 }
 
@@ -372,10 +759,37 @@ fn compact_json(json: &str, source: &str) -> Result<String> {
     Ok(value.to_string())
 }
 
-fn default_name(loc: &TableLocation) -> String {
-    let last = match &loc.local_root {
+/// The last folder of the table's path, with every character other than
+/// ASCII letters and digits made `_`: the local folder's name when the
+/// builder was given one, else the root path's last segment.
+fn default_name(loc: &TableLocation, local_dir: Option<&std::path::Path>) -> String {
+    let last = match local_dir {
         Some(p) => p.file_name().map(|s| s.to_string_lossy().into_owned()),
         None => loc.root.filename().map(String::from),
     };
     last.unwrap_or_default().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_round_trip_with_durations_in_milliseconds() {
+        let settings = TableSettings {
+            time: TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(50) },
+            lock: LockKind::InProcess,
+            lock_owner: Some("host-a".into()),
+            ..Default::default()
+        };
+        let json = serde_json::to_value(&settings).unwrap();
+        assert_eq!(json["time"]["mode"], "hybrid-logical");
+        assert_eq!(json["time"]["max_clock_skew_ms"], 50);
+        assert_eq!(json["lock"], "in-process");
+        assert_eq!(json["heartbeat_expiry_ms"], 120_000);
+        assert_eq!(serde_json::from_value::<TableSettings>(json).unwrap(), settings);
+        assert_eq!(serde_json::from_str::<TableSettings>("{}").unwrap(), TableSettings::default());
+        let bad = serde_json::from_str::<TableSettings>(r#"{"time": {"mode": "fast"}}"#).unwrap_err().to_string();
+        assert!(bad.contains("wait-for-skew"), "{bad}");
+    }
 }

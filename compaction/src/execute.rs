@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, StringArray};
 use futures::StreamExt;
-use object_store::ObjectStoreExt;
 use object_store::buffered::BufWriter;
+use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::AsyncArrowWriter;
 use parquet::file::properties::WriterProperties;
 use tributary_format::metadata::{CommitMetadata, CompactionOperation, CompactionPlan, WriteStat};
@@ -23,7 +23,7 @@ use tributary_format::schema::{COMMIT_SEQNO, FILE_NAME, META_FIELDS, RECORD_KEY,
 use tributary_timeline::protocol::marker::{self, remove_markers, rollback_files};
 use tributary_timeline::protocol::{Completion, complete_instant};
 use tributary_timeline::{
-    Action, BaseFileName, FileSystemView, Instant, InstantTime, LockProvider, State, TableConfig, TableLocation,
+    Action, BaseFileName, Clock, FileSystemView, Instant, InstantTime, LockProvider, State, TableConfig, TableLocation,
     TimeGenerator, Timeline, TimelineWriter, WriteToken,
 };
 
@@ -31,7 +31,8 @@ use crate::error::{Error, Result};
 use crate::plan::{PlanSettings, plan};
 use tributary_merge::{Budget, RowOrder, Share, SliceFiles, SliceMerge, SpillArea, merge_slice};
 
-/// Settings of a [`Compactor`].
+/// Settings of a [`Compactor`]. Where spill files go is not a setting but
+/// a component, given with [`CompactorBuilder::with_spill`].
 #[derive(Debug, Clone)]
 pub struct CompactorSettings {
     /// Which file groups a plan takes.
@@ -42,10 +43,6 @@ pub struct CompactorSettings {
     /// once. A group whose inputs would not fit is merged through spill
     /// files, a key partition at a time.
     pub memory_budget: usize,
-    /// An existing local folder for spill files; by default the table's
-    /// `.hoodie/.temp/` (set it for tables in object stores, which would
-    /// otherwise spill to the store).
-    pub spill_dir: Option<std::path::PathBuf>,
     /// Rows per Parquet row group.
     pub row_group_rows: usize,
     /// An inflight delta commit whose heartbeat is older than this is a
@@ -59,7 +56,6 @@ impl Default for CompactorSettings {
             plan: PlanSettings::default(),
             parallelism: 2,
             memory_budget: 256 << 20,
-            spill_dir: None,
             row_group_rows: 128 * 1024,
             heartbeat_expiry: tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY,
         }
@@ -87,14 +83,18 @@ pub struct CompactionSummary {
     pub spilled_groups: usize,
 }
 
-/// Plans and executes compactions of one table.
+/// Plans and executes compactions of one table. Built by
+/// [`Compactor::builder`].
 #[derive(Debug, Clone)]
 pub struct Compactor {
     loc: TableLocation,
     config: TableConfig,
     schema: Arc<TableSchema>,
     time: TimeGenerator,
+    clock: Arc<dyn Clock>,
     exec_lock: Arc<dyn LockProvider>,
+    spill_store: Arc<dyn ObjectStore>,
+    spill_dir: object_store::path::Path,
     timeline: TimelineWriter,
     settings: CompactorSettings,
 }
@@ -110,23 +110,137 @@ fn write_failed(path: &object_store::path::Path, e: parquet::errors::ParquetErro
     }
 }
 
+/// Builds a [`Compactor`]: the table and its schema, the components it
+/// uses (time generator, clock, execution lock, spill store) and its
+/// settings. [`CompactorBuilder::build`] checks that the required parts
+/// were given.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use std::time::Duration;
+/// # use object_store::{memory::InMemory, path::Path};
+/// # use tributary_compaction::execute::{Compactor, CompactorSettings};
+/// # use tributary_format::schema::TableSchema;
+/// # use tributary_timeline::*;
+/// let schema_json = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"ts","type":"long"}]}"#;
+/// let config = TableConfig::new_table(&NewTableConfig::new("t", "id", "ts", schema_json));
+/// let schema = TableSchema::new(schema_json, "id", Some("ts"), None)?;
+/// let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("t"));
+/// let clock = Arc::new(ManualClock::new(1_766_264_468_078));
+/// let time = TimeGenerator::new(TimeMode::HybridLogical, Duration::from_millis(200), clock.clone(),
+///                               Arc::new(InProcessLock::new()));
+/// let compactor = Compactor::builder(loc, config)
+///     .with_schema(schema)
+///     .with_time(time)
+///     .with_clock(clock)
+///     .with_exec_lock(Arc::new(InProcessLock::new()))
+///     .with_spill(Arc::new(InMemory::new()), Path::from("spill"))
+///     .with_settings(CompactorSettings { memory_budget: 64 << 20, ..Default::default() })
+///     .build()?;
+/// # let _ = compactor;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct CompactorBuilder {
+    loc: TableLocation,
+    config: TableConfig,
+    schema: Option<TableSchema>,
+    time: Option<TimeGenerator>,
+    clock: Option<Arc<dyn Clock>>,
+    exec_lock: Option<Arc<dyn LockProvider>>,
+    spill: Option<(Arc<dyn ObjectStore>, object_store::path::Path)>,
+    settings: CompactorSettings,
+}
+
+impl CompactorBuilder {
+    /// The table's schema, which new base files are written in. Required.
+    pub fn with_schema(mut self, schema: TableSchema) -> Self {
+        self.schema = Some(schema);
+        self
+    }
+
+    /// The generator of compaction instants and completion times, on the
+    /// table's instant lock. Required.
+    pub fn with_time(mut self, time: TimeGenerator) -> Self {
+        self.time = Some(time);
+        self
+    }
+
+    /// The clock that judges whether a write's heartbeat has expired. By
+    /// default the clock of the time generator.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The lock that lets one compactor at a time execute plans of this
+    /// table ([`Compactor::run_once`] holds it). It must not be the instant
+    /// lock inside the time generator. Required.
+    pub fn with_exec_lock(mut self, lock: Arc<dyn LockProvider>) -> Self {
+        self.exec_lock = Some(lock);
+        self
+    }
+
+    /// Where spill files go: `<dir>/<instant>.<file id>.spill/` in `store`.
+    /// By default the table's `.hoodie/.temp/` in the table's own store.
+    /// Spill files never outlive a compaction, so a store that does not
+    /// make writes durable (and removes emptied folders) suits best.
+    pub fn with_spill(mut self, store: Arc<dyn ObjectStore>, dir: object_store::path::Path) -> Self {
+        self.spill = Some((store, dir));
+        self
+    }
+
+    /// The compactor's settings; [`CompactorSettings::default`] if not given.
+    pub fn with_settings(mut self, settings: CompactorSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// The compactor, or [`Error::Invalid`] naming the table and the
+    /// required part that was not given.
+    pub fn build(self) -> Result<Compactor> {
+        let missing = |part: &str| invalid(format!("compactor of {}", self.loc), format!("no {part} given"));
+        let schema = self.schema.clone().ok_or_else(|| missing("schema (with_schema)"))?;
+        let time = self.time.clone().ok_or_else(|| missing("time generator (with_time)"))?;
+        let exec_lock = self.exec_lock.clone().ok_or_else(|| missing("execution lock (with_exec_lock)"))?;
+        let Self { loc, config, clock, spill, settings, .. } = self;
+        let clock = clock.unwrap_or_else(|| time.clock().clone());
+        let (spill_store, spill_dir) = spill.unwrap_or_else(|| (loc.store.clone(), loc.meta_dir().join(".temp")));
+        let timeline = TimelineWriter::new(&loc, &config);
+        Ok(Compactor {
+            loc,
+            config,
+            schema: Arc::new(schema),
+            time,
+            clock,
+            exec_lock,
+            spill_store,
+            spill_dir,
+            timeline,
+            settings,
+        })
+    }
+}
+
 fn invalid(what: impl Into<String>, reason: impl ToString) -> Error {
     Error::Invalid { what: what.into(), reason: reason.to_string() }
 }
 
 impl Compactor {
-    /// A compactor for the table at `loc`. `exec_lock` serialises executors
-    /// of this table (distinct from the instant lock inside `time`).
-    pub fn new(
-        loc: TableLocation,
-        config: TableConfig,
-        schema: TableSchema,
-        time: TimeGenerator,
-        exec_lock: Arc<dyn LockProvider>,
-        settings: CompactorSettings,
-    ) -> Self {
-        let timeline = TimelineWriter::new(&loc, &config);
-        Self { loc, config, schema: Arc::new(schema), time, exec_lock, timeline, settings }
+    /// A builder of a compactor for the table at `loc` with configuration
+    /// `config`.
+    pub fn builder(loc: TableLocation, config: TableConfig) -> CompactorBuilder {
+        CompactorBuilder {
+            loc,
+            config,
+            schema: None,
+            time: None,
+            clock: None,
+            exec_lock: None,
+            spill: None,
+            settings: CompactorSettings::default(),
+        }
     }
 
     async fn view(&self) -> Result<(Timeline, FileSystemView)> {
@@ -215,12 +329,11 @@ impl Compactor {
 
     async fn run_locked(&self) -> Result<Vec<CompactionSummary>> {
         // Failed writes first, so their files never join a slice.
-        let clock = self.time.clock().clone();
         crate::rollback::rollback_failed_writes(
             &self.loc,
             &self.config,
             &self.time,
-            clock.as_ref(),
+            self.clock.as_ref(),
             self.settings.heartbeat_expiry,
         )
         .await?;
@@ -352,22 +465,11 @@ impl Compactor {
         Ok(stat)
     }
 
-    /// The store and folder that hold the spill folders of compaction
-    /// `instant`: the configured spill folder, else the table's
-    /// `.hoodie/.temp/`. On local disk spill files are written without fsync
-    /// (they never outlive the compaction) and emptied folders are removed.
-    fn spill_root(&self) -> Result<(Arc<dyn object_store::ObjectStore>, object_store::path::Path)> {
-        let local = |dir: &std::path::Path| -> Result<(Arc<dyn object_store::ObjectStore>, object_store::path::Path)> {
-            let store = object_store::local::LocalFileSystem::new_with_prefix(dir)
-                .map_err(|e| invalid(format!("spill folder {}", dir.display()), e))?
-                .with_automatic_cleanup(true);
-            Ok((Arc::new(store), object_store::path::Path::default()))
-        };
-        match (&self.settings.spill_dir, &self.loc.local_root) {
-            (Some(dir), _) => local(dir),
-            (None, Some(root)) => local(&root.join(".hoodie").join(".temp")),
-            (None, None) => Ok((self.loc.store.clone(), self.loc.meta_dir().join(".temp"))),
-        }
+    /// The store and folder that hold the spill folders: what
+    /// [`CompactorBuilder::with_spill`] was given, else the table's
+    /// `.hoodie/.temp/`.
+    fn spill_root(&self) -> (Arc<dyn ObjectStore>, object_store::path::Path) {
+        (self.spill_store.clone(), self.spill_dir.clone())
     }
 
     /// Where file group `file_id` of compaction `instant` spills:
@@ -375,14 +477,13 @@ impl Compactor {
     /// top folder, so removing one group's emptied folder never races with
     /// another group creating its own.
     fn spill_area(&self, instant: &InstantTime, file_id: &str) -> Result<SpillArea> {
-        let (store, root) = self.spill_root()?;
+        let (store, root) = self.spill_root();
         Ok(SpillArea { store, dir: root.join(format!("{instant}.{file_id}.spill")) })
     }
 
     /// Deletes what an earlier attempt of compaction `instant` spilled.
     async fn clear_spills(&self, instant: &InstantTime) -> Result<()> {
-        // A spill root that cannot be opened yet (no `.temp` folder) holds nothing.
-        let Ok((store, root)) = self.spill_root() else { return Ok(()) };
+        let (store, root) = self.spill_root();
         let mine = format!("{instant}.");
         let listed: Vec<object_store::path::Path> = store
             .list_with_delimiter(Some(&root))
@@ -440,6 +541,40 @@ fn with_file_name(batch: RecordBatch, file_name: &str) -> Result<RecordBatch> {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[tokio::test]
+    async fn the_builder_names_what_is_missing() {
+        use tributary_timeline::{InProcessLock, ManualClock, TimeGenerator, TimeMode};
+        let (loc, config) = crate::test_util::memory_table().await;
+        let schema_json = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"ts","type":"long"},{"name":"city","type":"string"}]}"#;
+        let schema = tributary_format::schema::TableSchema::new(schema_json, "id", Some("ts"), Some("city")).unwrap();
+        let clock = Arc::new(ManualClock::new(0));
+        let time =
+            TimeGenerator::new(TimeMode::HybridLogical, Default::default(), clock, Arc::new(InProcessLock::new()));
+        let builder = super::Compactor::builder(loc.clone(), config.clone());
+        let err = builder.with_schema(schema.clone()).with_time(time.clone()).build().unwrap_err().to_string();
+        assert!(err.contains("execution lock") && err.contains("warehouse/t"), "{err}");
+        let err = super::Compactor::builder(loc.clone(), config.clone()).build().unwrap_err().to_string();
+        assert!(err.contains("schema"), "{err}");
+        let compactor = super::Compactor::builder(loc.clone(), config)
+            .with_schema(schema)
+            .with_time(time)
+            .with_exec_lock(Arc::new(InProcessLock::new()))
+            .build()
+            .unwrap();
+        // Without a spill store given, spill files go to the table's `.hoodie/.temp/`.
+        assert_eq!(compactor.spill_root().1, loc.meta_dir().join(".temp"));
+    }
+
+    #[test]
+    fn public_types_are_send_sync() {
+        assert_send_sync::<super::Compactor>();
+        assert_send_sync::<super::CompactorBuilder>();
+        assert_send_sync::<super::CompactorSettings>();
+        assert_send_sync::<super::CompactionSummary>();
+    }
 
     use arrow::array::{ArrayRef, Float64Array, Int32Array, StringArray};
 

@@ -11,7 +11,7 @@ use std::io::{BufRead, Write};
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use tributary::{CreateOptions, Query, ReadOptions, Table, TimeSettings};
+use tributary::{CreateOptions, Query, ReadOptions, Table, TableSettings, TimeSettings};
 use tributary_format::ErrorKind;
 use tributary_timeline::{BucketHash, InstantTime, MergeMode, TimeMode};
 use tributary_writer::WriteSettings;
@@ -315,8 +315,8 @@ async fn write(
     time: TimeSettings,
 ) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
-    let t = Table::open_local(&table).await?;
-    let client = t.write_client(&time, settings)?;
+    let t = Table::builder_local(&table).with_settings(TableSettings { time, ..Default::default() }).open().await?;
+    let client = t.write_client(settings)?;
     let (reader, source): (Box<dyn BufRead>, String) = match &input {
         None => (Box::new(std::io::BufReader::new(std::io::stdin())), "stdin".into()),
         Some(p) if p.as_os_str() == "-" => (Box::new(std::io::BufReader::new(std::io::stdin())), "stdin".into()),
@@ -444,16 +444,26 @@ async fn compact(
     table: PathBuf,
     watch: bool,
     interval: Duration,
-    time: TimeSettings,
+    table_settings: TableSettings,
+    spill_dir: Option<PathBuf>,
     settings: tributary_compaction::execute::CompactorSettings,
 ) -> anyhow::Result<()> {
-    let t = Table::open_local(&table).await?;
+    let mut builder = Table::builder_local(&table).with_settings(table_settings);
+    if let Some(dir) = spill_dir {
+        // Spill files never outlive a compaction: no fsync, and the folders
+        // they leave empty are removed (the spill folder itself stays).
+        let store = object_store::local::LocalFileSystem::new_with_prefix(&dir)
+            .map_err(|e| anyhow::anyhow!("--spill-dir {}: {e}", dir.display()))?
+            .with_automatic_cleanup(true);
+        builder = builder.with_spill_store(std::sync::Arc::new(store), object_store::path::Path::default());
+    }
+    let t = builder.open().await?;
     let bar = indicatif::ProgressBar::new_spinner();
     bar.enable_steady_tick(Duration::from_millis(200));
     loop {
         let started = std::time::Instant::now();
         bar.set_message("compacting");
-        let compactor = t.compactor(&time, settings.clone()).await?;
+        let compactor = t.compactor(settings.clone()).await?;
         let done = compactor.run_once().await?;
         let secs = started.elapsed().as_secs_f64();
         bar.suspend(|| {
@@ -599,8 +609,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             heartbeat_expiry,
         } => {
             let time = time_settings(time_mode, max_clock_skew_ms);
+            let table_settings = TableSettings { time, heartbeat_expiry, ..Default::default() };
             let settings = tributary_compaction::execute::CompactorSettings {
-                heartbeat_expiry,
                 plan: tributary_compaction::plan::PlanSettings {
                     min_log_files: min_logs,
                     max_groups: max_groups.unwrap_or(usize::MAX),
@@ -608,15 +618,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 },
                 parallelism,
                 memory_budget: usize::try_from(memory_mb << 20).unwrap_or(usize::MAX),
-                spill_dir,
                 ..Default::default()
             };
-            compact(table, watch, interval, time, settings).await?;
+            compact(table, watch, interval, table_settings, spill_dir, settings).await?;
         }
         Command::Clean { table, retain_commits, heartbeat_expiry, time_mode, max_clock_skew_ms } => {
-            let t = Table::open_local(&table).await?;
             let time = time_settings(time_mode, max_clock_skew_ms);
-            match t.clean(&time, retain_commits, heartbeat_expiry).await? {
+            let settings = TableSettings { time, heartbeat_expiry, ..Default::default() };
+            let t = Table::builder_local(&table).with_settings(settings).open().await?;
+            match t.clean(retain_commits).await? {
                 None => println!("nothing to clean"),
                 Some(s) => println!(
                     "clean {} completed {}: {} files deleted, earliest retained commit {}",

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use arrow::array::{Array, AsArray, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
-use tributary::{CreateOptions, Query, ReadOptions, Table, TimeSettings};
+use tributary::{CreateOptions, Query, ReadOptions, Table, TableSettings, TimeSettings};
 use tributary_timeline::{MergeMode, TimeMode};
 use tributary_writer::WriteSettings;
 
@@ -13,8 +13,9 @@ const SCHEMA: &str = r#"{"type":"record","name":"trips","fields":[
     {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
     {"name":"fare","type":["null","double"],"default":null},{"name":"city","type":"string"}]}"#;
 
-fn fast() -> TimeSettings {
-    TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) }
+fn fast() -> TableSettings {
+    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
+    TableSettings { time, ..Default::default() }
 }
 
 async fn table(dir: &std::path::Path, mode: MergeMode) -> Table {
@@ -22,7 +23,7 @@ async fn table(dir: &std::path::Path, mode: MergeMode) -> Table {
     o.partition_field = Some("city".into());
     o.buckets = 2;
     o.merge_mode = mode;
-    Table::create_local(dir.join("t"), o).await.unwrap()
+    Table::builder_local(dir.join("t")).with_settings(fast()).create(o).await.unwrap()
 }
 
 fn batch(uuids: &[&str], ts: &[i64], fares: &[Option<f64>], deleted: Option<&[bool]>) -> RecordBatch {
@@ -56,7 +57,7 @@ async fn fares(t: &Table) -> Vec<(String, Option<f64>)> {
 async fn arrow_batches_merge_by_event_time() {
     let dir = tempfile::tempdir().unwrap();
     let t = table(dir.path(), MergeMode::EventTime).await;
-    let client = t.write_client(&fast(), WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).unwrap();
     let mut c = client.start_commit().await.unwrap();
     c.write_batch(&batch(&["a", "b", "c"], &[10, 10, 10], &[Some(1.0), Some(2.0), None], None)).await.unwrap();
     c.commit().await.unwrap();
@@ -76,7 +77,7 @@ async fn arrow_batches_merge_by_event_time() {
 async fn commit_time_ordering_takes_the_later_write() {
     let dir = tempfile::tempdir().unwrap();
     let t = table(dir.path(), MergeMode::CommitTime).await;
-    let client = t.write_client(&fast(), WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).unwrap();
     for (ts, fare) in [(10, 1.0), (5, 2.0)] {
         let mut c = client.start_commit().await.unwrap();
         c.write_batch(&batch(&["a"], &[ts], &[Some(fare)], None)).await.unwrap();
@@ -90,14 +91,14 @@ async fn checkpoints_survive_a_restart_per_writer() {
     let dir = tempfile::tempdir().unwrap();
     let t = table(dir.path(), MergeMode::EventTime).await;
     let settings = |id: &str| WriteSettings { writer_id: id.into(), ..Default::default() };
-    let a = t.write_client(&fast(), settings("orders")).unwrap();
+    let a = t.write_client(settings("orders")).unwrap();
     assert_eq!(a.last_checkpoint("orders").await.unwrap(), None);
     for offset in [100, 200] {
         let mut c = a.start_commit().await.unwrap();
         c.write_batch(&batch(&["x"], &[offset], &[Some(1.0)], None)).await.unwrap();
         c.commit_with_checkpoint(Some(format!("offset={offset}"))).await.unwrap();
     }
-    let b = t.write_client(&fast(), settings("profile")).unwrap();
+    let b = t.write_client(settings("profile")).unwrap();
     let mut c = b.start_commit().await.unwrap();
     c.write_batch(&batch(&["y"], &[1], &[None], None)).await.unwrap();
     c.commit_with_checkpoint(Some("p-7".into())).await.unwrap();
@@ -105,8 +106,8 @@ async fn checkpoints_survive_a_restart_per_writer() {
     let c = a.start_commit().await.unwrap();
     c.commit().await.unwrap();
 
-    let reopened = Table::open_local(dir.path().join("t")).await.unwrap();
-    let r = reopened.write_client(&fast(), settings("orders")).unwrap();
+    let reopened = Table::builder_local(dir.path().join("t")).with_settings(fast()).open().await.unwrap();
+    let r = reopened.write_client(settings("orders")).unwrap();
     assert_eq!(r.last_checkpoint("orders").await.unwrap().as_deref(), Some("offset=200"));
     assert_eq!(r.last_checkpoint("profile").await.unwrap().as_deref(), Some("p-7"));
     assert_eq!(r.last_checkpoint("risk").await.unwrap(), None);
@@ -117,7 +118,7 @@ async fn abort_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let t = table(dir.path(), MergeMode::EventTime).await;
     // A tiny buffer forces flushes (log files) before the abort.
-    let client = t.write_client(&fast(), WriteSettings { buffer_bytes: 1, ..Default::default() }).unwrap();
+    let client = t.write_client(WriteSettings { buffer_bytes: 1, ..Default::default() }).unwrap();
     let mut c = client.start_commit().await.unwrap();
     for i in 0..5 {
         c.write_batch(&batch(&["a", "b"], &[i, i], &[Some(1.0), Some(2.0)], None)).await.unwrap();

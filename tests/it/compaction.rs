@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use arrow::array::{Array, AsArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
-use tributary::{CreateOptions, Query, ReadOptions, Table, TimeSettings};
+use tributary::{CreateOptions, LockKind, Query, ReadOptions, Table, TableSettings, TimeSettings};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::{Action, State, TableLocation, TimeMode};
 use tributary_writer::WriteSettings;
@@ -15,15 +15,16 @@ const SCHEMA: &str = r#"{"type":"record","name":"trips","fields":[
     {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
     {"name":"fare","type":"double"},{"name":"city","type":"string"}]}"#;
 
-fn fast() -> TimeSettings {
-    TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) }
+fn fast() -> TableSettings {
+    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
+    TableSettings { time, ..Default::default() }
 }
 
 async fn table(dir: &std::path::Path) -> Table {
     let mut o = CreateOptions::new(SCHEMA, "uuid", "ts");
     o.partition_field = Some("city".into());
     o.buckets = 2;
-    Table::create_local(dir.join("t"), o).await.unwrap()
+    Table::builder_local(dir.join("t")).with_settings(fast()).create(o).await.unwrap()
 }
 
 fn batch(rows: &[(&str, i64, f64)]) -> RecordBatch {
@@ -59,7 +60,7 @@ async fn rows(t: &Table, query: Query) -> Vec<(String, i64, f64)> {
 async fn late_completion_falls_into_the_new_slice() {
     let dir = tempfile::tempdir().unwrap();
     let t = table(dir.path()).await;
-    let client = t.write_client(&fast(), WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).unwrap();
     let mut c1 = client.start_commit().await.unwrap();
     c1.write_batch(&batch(&[("a", 1, 1.0), ("b", 1, 1.0)])).await.unwrap();
     c1.commit().await.unwrap();
@@ -68,7 +69,7 @@ async fn late_completion_falls_into_the_new_slice() {
     let mut late = client.start_commit().await.unwrap();
     late.write_batch(&batch(&[("a", 2, 2.0), ("c", 2, 2.0)])).await.unwrap();
 
-    let compactor = t.compactor(&fast(), CompactorSettings::default()).await.unwrap();
+    let compactor = t.compactor(CompactorSettings::default()).await.unwrap();
     let (c, plan) = compactor.schedule().await.unwrap().unwrap();
     assert!(late.instant() < &c, "requested before the compaction instant");
     let planned: Vec<String> = plan.operations.iter().flat_map(|o| o.delta_file_paths.clone()).collect();
@@ -166,7 +167,7 @@ impl object_store::ObjectStore for CrashBeforeCommit {
 async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
     let dir = tempfile::tempdir().unwrap();
     let t = table(dir.path()).await;
-    let client = t.write_client(&fast(), WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).unwrap();
     for i in 0..3 {
         let mut c = client.start_commit().await.unwrap();
         c.write_batch(&batch(&[("a", i, i as f64), ("b", 10 - i, i as f64), ("c", i, 0.5)])).await.unwrap();
@@ -175,13 +176,10 @@ async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
     let before = rows(&t, Query::Snapshot).await;
 
     let healthy = t.location().clone();
-    let crashing = TableLocation {
-        store: Arc::new(CrashBeforeCommit(healthy.store.clone())),
-        root: healthy.root.clone(),
-        local_root: healthy.local_root.clone(),
-    };
-    let broken = Table::open(crashing).await.unwrap();
-    let err = broken.compactor(&fast(), CompactorSettings::default()).await.unwrap().run_once().await;
+    let crashing = TableLocation::new(Arc::new(CrashBeforeCommit(healthy.store.clone())), healthy.root.clone());
+    let in_process = TableSettings { lock: LockKind::InProcess, ..fast() };
+    let broken = Table::builder(crashing).with_settings(in_process).open().await.unwrap();
+    let err = broken.compactor(CompactorSettings::default()).await.unwrap().run_once().await;
     assert!(err.is_err(), "the crash stops the compaction");
     let (timeline, _) = t.file_system_view().await.unwrap();
     let pending: Vec<_> = timeline.pending_compactions().collect();
@@ -197,7 +195,7 @@ async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
     assert!(rows(&t, Query::ReadOptimized).await.is_empty());
 
     // The next run finishes the pending plan; no duplicate files stay.
-    let done = t.compactor(&fast(), CompactorSettings::default()).await.unwrap().run_once().await.unwrap();
+    let done = t.compactor(CompactorSettings::default()).await.unwrap().run_once().await.unwrap();
     assert!(done.iter().any(|s| s.instant == pending[0].requested));
     assert_eq!(rows(&t, Query::Snapshot).await, before);
     assert_eq!(rows(&t, Query::ReadOptimized).await, before);
@@ -220,7 +218,7 @@ fn batch_with_deletes(rows: &[(&str, i64, f64)], deleted: &dyn Fn(&str) -> bool)
 async fn groups_larger_than_the_budget_merge_through_spill_files() {
     let dir = tempfile::tempdir().unwrap();
     let t = table(dir.path()).await;
-    let client = t.write_client(&fast(), WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).unwrap();
     let keys: Vec<String> = (0..3000).map(|k| format!("k{k:05}")).collect();
     for round in 0..4i64 {
         let data: Vec<(&str, i64, f64)> = keys.iter().map(|k| (k.as_str(), round, round as f64)).collect();
@@ -229,7 +227,7 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
         c.commit().await.unwrap();
     }
     // A first compaction within the budget leaves base files to merge with.
-    t.compactor(&fast(), CompactorSettings::default()).await.unwrap().run_once().await.unwrap();
+    t.compactor(CompactorSettings::default()).await.unwrap().run_once().await.unwrap();
     // Then newer updates, deletes, and stale updates that must lose.
     let number = |k: &str| k[1..].parse::<u32>().unwrap();
     let newer: Vec<(&str, i64, f64)> =
@@ -256,9 +254,9 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
     for budget_kib in [16, 64, 256, 512, 800, 832, 1024, 4096, 16384] {
         let copy = tempfile::tempdir().unwrap();
         copy_tree(&dir.path().join("t"), &copy.path().join("t"));
-        let t = Table::open_local(copy.path().join("t")).await.unwrap();
+        let t = Table::builder_local(copy.path().join("t")).with_settings(fast()).open().await.unwrap();
         let settings = CompactorSettings { memory_budget: budget_kib << 10, ..Default::default() };
-        let done = t.compactor(&fast(), settings).await.unwrap().run_once().await.unwrap();
+        let done = t.compactor(settings).await.unwrap().run_once().await.unwrap();
         let s = &done[0];
         let all = |n: usize| {
             if n == s.groups {
@@ -277,7 +275,7 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
     }
     // A budget far below the group's size forces the merge through spill files.
     let settings = CompactorSettings { memory_budget: 64 << 10, ..Default::default() };
-    let compactor = t.compactor(&fast(), settings).await.unwrap();
+    let compactor = t.compactor(settings).await.unwrap();
     // What a crashed attempt of this plan would have spilled is cleared first.
     let (c, _) = compactor.schedule().await.unwrap().unwrap();
     let leftover = dir.path().join(format!("t/.hoodie/.temp/{c}.00000000-0000-0000-0000-000000000000-0.spill"));

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tributary::{CreateOptions, Table, TimeSettings};
+use tributary::{CreateOptions, Table, TableSettings, TimeSettings};
 use tributary_format::ErrorKind;
 use tributary_timeline::TimeMode;
 use tributary_writer::WriteSettings;
@@ -106,11 +106,15 @@ async fn a_commit_whose_writer_task_failed_cannot_complete() {
     let mut options = CreateOptions::new(schema, "uuid", "ts");
     options.partition_field = Some("city".into());
     options.buckets = 1;
-    let table = Table::create_local(dir.path().join("t"), options).await.unwrap();
+    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
+    let table = Table::builder_local(dir.path().join("t"))
+        .with_settings(TableSettings { time, ..Default::default() })
+        .create(options)
+        .await
+        .unwrap();
     // A file where the partition folder must go: the task's flush fails.
     std::fs::write(dir.path().join("t").join("city=rome"), b"in the way").unwrap();
-    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
-    let client = table.write_client(&time, WriteSettings { tasks: 1, buffer_bytes: 1, ..Default::default() }).unwrap();
+    let client = table.write_client(WriteSettings { tasks: 1, buffer_bytes: 1, ..Default::default() }).unwrap();
     let mut commit = client.start_commit().await.unwrap();
     let row = [serde_json::json!({"uuid": "a", "ts": 1, "city": "rome"})];
     let mut failure = None;

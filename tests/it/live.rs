@@ -9,7 +9,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use tributary::{Table, TimeSettings};
+use tributary::{Table, TableSettings, TimeSettings};
 use tributary_timeline::TimeMode;
 use tributary_writer::WriteSettings;
 
@@ -29,10 +29,14 @@ fn live_writer_process() {
     let (table, writer, secs, out) = (f[0], f[1].parse::<i64>().unwrap(), f[2].parse::<u64>().unwrap(), f[3]);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async move {
-        let t = Table::open_local(table).await.unwrap();
         let time = TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() };
+        let t = Table::builder_local(table)
+            .with_settings(TableSettings { time, ..Default::default() })
+            .open()
+            .await
+            .unwrap();
         let settings = WriteSettings { tasks: 2, writer_id: format!("w{writer}"), ..Default::default() };
-        let client = t.write_client(&time, settings).unwrap();
+        let client = t.write_client(settings).unwrap();
         let schema = Arc::new(Schema::new(vec![
             Field::new("uuid", DataType::Utf8, false),
             Field::new("ts", DataType::Int64, false),

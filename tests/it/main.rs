@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod builder;
 mod client;
 mod compaction;
 mod corpus;

@@ -151,12 +151,13 @@ fn compacting_corpus_tables_keeps_their_rows() {
         let base = unzip_table(zip, tmp.path());
         let rt = tokio::runtime::Runtime::new().unwrap();
         let done = rt.block_on(async {
-            let table = tributary::Table::open_local(&base).await.unwrap();
             let time =
                 tributary::TimeSettings { mode: tributary_timeline::TimeMode::HybridLogical, ..Default::default() };
+            let table_settings = tributary::TableSettings { time, ..Default::default() };
+            let table = tributary::Table::builder_local(&base).with_settings(table_settings).open().await.unwrap();
             let settings =
                 tributary_compaction::execute::CompactorSettings { memory_budget: 4 << 10, ..Default::default() };
-            table.compactor(&time, settings).await.unwrap().run_once().await.unwrap()
+            table.compactor(settings).await.unwrap().run_once().await.unwrap()
         });
         assert!(!done.is_empty() || !out.contains("groups"), "{}", zip.display());
         assert_eq!(ours(&base, &[]), before, "{} snapshot after a spilled compaction", zip.display());

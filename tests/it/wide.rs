@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use tributary::{CreateOptions, ReadOptions, Table, TimeSettings};
+use tributary::{CreateOptions, ReadOptions, Table, TableSettings, TimeSettings};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::{SequenceGroup, TimeMode};
 use tributary_writer::WriteSettings;
@@ -307,11 +307,10 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 /// Commits `ops` in order: consecutive ops of one source share a commit;
 /// deletes are committed on their own.
 async fn apply(table: &Table, ops: &[Op]) {
-    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
     let client = |cols: &[&str]| {
         let settings =
             WriteSettings { columns: Some(cols.iter().map(|c| c.to_string()).collect()), ..Default::default() };
-        table.write_client(&time, settings).unwrap()
+        table.write_client(settings).unwrap()
     };
     let clients = [client(&["a1", "ts_a"]), client(&["b1", "ts_b"]), client(&["note", "ts"]), client(&["ts"])];
     let mut i = 0;
@@ -371,7 +370,12 @@ async fn new_table(dir: &Path) -> Table {
     let mut o = CreateOptions::new(SCHEMA, "id", "ts");
     o.buckets = 2;
     o.sequence_groups = vec![SequenceGroup::parse("ts_a=a1,a2").unwrap(), SequenceGroup::parse("ts_b=b1,b2").unwrap()];
-    Table::create_local(dir.join("t"), o).await.unwrap()
+    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
+    Table::builder_local(dir.join("t"))
+        .with_settings(TableSettings { time, ..Default::default() })
+        .create(o)
+        .await
+        .unwrap()
 }
 
 proptest! {
@@ -391,7 +395,7 @@ proptest! {
             let table = new_table(dir.path()).await;
             apply(&table, &first).await;
             let got = snapshot(&table).await;
-            table.compactor(&TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() }, CompactorSettings::default())
+            table.compactor(CompactorSettings::default())
                 .await.unwrap().run_once().await.unwrap();
             apply(&table, &second).await;
             let after = snapshot(&table).await;

@@ -245,14 +245,19 @@ pub fn join_relative(base: &Path, relative: &str) -> Path {
 }
 
 /// A table's store and root path.
+///
+/// Build one with [`TableLocation::new`] (any store) or
+/// [`TableLocation::local`] (a local folder). It names no local path: what
+/// needs the folder of a local table (an OS file lock, local spill files)
+/// is decided by whoever was given the folder, not read from here.
 #[derive(Clone)]
 pub struct TableLocation {
     /// The store holding the table.
     pub store: Arc<dyn ObjectStore>,
     /// The table's base path inside the store.
     pub root: Path,
-    /// The table's folder when it is on local disk.
-    pub local_root: Option<PathBuf>,
+    /// How the location reads in messages; `None` for `<store>/<root>`.
+    label: Option<Arc<str>>,
 }
 
 impl fmt::Debug for TableLocation {
@@ -261,10 +266,11 @@ impl fmt::Debug for TableLocation {
     }
 }
 
+/// A local table reads as its folder; any other as `<store>/<root>`.
 impl fmt::Display for TableLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.local_root {
-            Some(p) => write!(f, "{}", p.display()),
+        match &self.label {
+            Some(label) => f.write_str(label),
             None => write!(f, "{}/{}", self.store, self.root),
         }
     }
@@ -273,17 +279,18 @@ impl fmt::Display for TableLocation {
 impl TableLocation {
     /// A table in an arbitrary store.
     pub fn new(store: Arc<dyn ObjectStore>, root: Path) -> Self {
-        Self { store, root, local_root: None }
+        Self { store, root, label: None }
     }
 
     /// A table in a local folder, written durably. Folders are created as
-    /// files are written.
+    /// files are written. The location reads as the folder in messages.
     pub fn local(dir: impl Into<PathBuf>) -> Result<Self> {
         let dir: PathBuf = dir.into();
         let dir = std::path::absolute(&dir).map_err(|e| Error::io("resolve table folder", &dir, e))?;
         let root = Path::from_absolute_path(&dir)
             .map_err(|e| Error::InvalidInput { what: dir.display().to_string(), reason: e.to_string() })?;
-        Ok(Self { store: Arc::new(DurableLocalStore::new()), root, local_root: Some(dir) })
+        let label = Some(Arc::from(dir.display().to_string()));
+        Ok(Self { store: Arc::new(DurableLocalStore::new()), root, label })
     }
 
     /// `<root>/.hoodie`.

@@ -1,0 +1,211 @@
+//! The table builder: injected clock, locks and spill store, and what it
+//! derives from being given a local folder.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use arrow::array::{Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use futures::TryStreamExt;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
+use tributary::{CreateOptions, LockKind, Query, ReadOptions, Table, TableSettings, TimeSettings};
+use tributary_compaction::execute::CompactorSettings;
+use tributary_timeline::{InstantTime, ManualClock, TableLocation, TimeMode};
+use tributary_writer::WriteSettings;
+
+const SCHEMA: &str = r#"{"type":"record","name":"trips","fields":[
+    {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
+    {"name":"fare","type":"double"},{"name":"city","type":"string"}]}"#;
+
+fn hybrid() -> TableSettings {
+    TableSettings { time: TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() }, ..Default::default() }
+}
+
+fn options() -> CreateOptions {
+    let mut o = CreateOptions::new(SCHEMA, "uuid", "ts");
+    o.partition_field = Some("city".into());
+    o.buckets = 1;
+    o
+}
+
+fn batch(keys: std::ops::Range<usize>, ts: i64) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("uuid", DataType::Utf8, false),
+        Field::new("ts", DataType::Int64, false),
+        Field::new("fare", DataType::Float64, false),
+        Field::new("city", DataType::Utf8, false),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(StringArray::from_iter_values(keys.clone().map(|k| format!("trip-{k:05}")))),
+            Arc::new(Int64Array::from_iter_values(keys.clone().map(|_| ts))),
+            Arc::new(Float64Array::from_iter_values(keys.clone().map(|k| k as f64 + ts as f64 / 10.0))),
+            Arc::new(StringArray::from_iter_values(keys.map(|_| "oslo"))),
+        ],
+    )
+    .unwrap()
+}
+
+/// A table built with an injected manual clock takes its instants, and its
+/// write clients' instants and completion times, from that clock.
+#[tokio::test]
+async fn instants_come_from_the_injected_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_766_264_468_078));
+    let table =
+        Table::builder_local(dir.path().join("t")).with_settings(hybrid()).with_clock(clock.clone()).create(options());
+    let table = table.await.unwrap();
+    let t = table.time_generator().new_instant().await.unwrap();
+    assert_eq!(t, InstantTime::from_millis(1_766_264_468_078).unwrap());
+    assert_eq!(t.as_str(), "20251220210108078");
+
+    clock.set(1_766_264_500_000);
+    let client = table.write_client(WriteSettings::default()).unwrap();
+    let mut c = client.start_commit().await.unwrap();
+    assert_eq!(c.instant(), &InstantTime::from_millis(1_766_264_500_000).unwrap());
+    c.write_batch(&batch(0..3, 1)).await.unwrap();
+    let done = c.commit().await.unwrap();
+    // The clock stood still: the completion time is the next millisecond.
+    assert_eq!(done.completed, InstantTime::from_millis(1_766_264_500_001).unwrap());
+
+    // Reopened with another clock, the table's lock still keeps instants
+    // ahead of every time issued before.
+    let behind = Arc::new(ManualClock::new(1_766_264_000_000));
+    let reopened =
+        Table::builder_local(dir.path().join("t")).with_settings(hybrid()).with_clock(behind).open().await.unwrap();
+    let later = reopened.time_generator().new_instant().await.unwrap();
+    assert_eq!(later, InstantTime::from_millis(1_766_264_500_002).unwrap());
+}
+
+/// An in-memory store that counts the writes under one folder.
+#[derive(Debug)]
+struct CountingStore {
+    inner: InMemory,
+    under: Path,
+    puts: AtomicUsize,
+}
+
+impl CountingStore {
+    fn count(&self, location: &Path) {
+        if location.prefix_matches(&self.under) {
+            self.puts.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl std::fmt::Display for CountingStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CountingStore({})", self.inner)
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for CountingStore {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: object_store::PutPayload,
+        opts: object_store::PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        self.count(location);
+        self.inner.put_opts(location, payload, opts).await
+    }
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        self.count(location);
+        self.inner.put_multipart_opts(location, opts).await
+    }
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: object_store::GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+    fn delete_stream(
+        &self,
+        locations: futures::stream::BoxStream<'static, object_store::Result<Path>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+    fn list(
+        &self,
+        prefix: Option<&Path>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<object_store::ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+    async fn copy_opts(&self, from: &Path, to: &Path, options: object_store::CopyOptions) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+/// A table in an object store (here in memory, with the default lease
+/// lock) whose compactor is given a spill store: a budget of a few KiB
+/// forces the merge through spill files, which all go to that store, under
+/// the folder given, and are gone once the compaction completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spill_files_go_to_the_injected_spill_store() {
+    let table_store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let location = TableLocation::new(table_store.clone(), Path::from("warehouse/trips"));
+    let spill =
+        Arc::new(CountingStore { inner: InMemory::new(), under: Path::from("spill"), puts: AtomicUsize::new(0) });
+    let table = Table::builder(location)
+        .with_settings(hybrid())
+        .with_spill_store(spill.clone(), Path::from("spill"))
+        .create(options())
+        .await
+        .unwrap();
+    assert_eq!(table.config().name, "trips", "named for the root path's last segment");
+    let client = table.write_client(WriteSettings::default()).unwrap();
+    for ts in 1..=3 {
+        let mut c = client.start_commit().await.unwrap();
+        c.write_batch(&batch(0..400, ts)).await.unwrap();
+        c.commit().await.unwrap();
+    }
+    let before = table.read(&ReadOptions { query: Query::Snapshot, ..Default::default() }).await.unwrap();
+
+    let settings = CompactorSettings { memory_budget: 4 << 10, ..Default::default() };
+    let done = table.compactor(settings).await.unwrap().run_once().await.unwrap();
+    assert_eq!(done.len(), 1);
+    assert!(done[0].groups > 0);
+    assert_eq!(done[0].spilled_groups, done[0].groups, "every group spilled");
+    assert!(spill.puts.load(Ordering::SeqCst) > 0, "spill files were written to the spill store");
+    let left: Vec<_> = spill.list(Some(&Path::from("spill"))).try_collect().await.unwrap();
+    assert!(left.is_empty(), "spill files are removed: {left:?}");
+    let in_table: Vec<_> = table_store.list(Some(&Path::from("warehouse/trips"))).try_collect().await.unwrap();
+    let spilled_there: Vec<_> = in_table.iter().filter(|m| m.location.as_ref().contains(".spill")).collect();
+    assert!(spilled_there.is_empty(), "nothing spilled into the table's store: {spilled_there:?}");
+    let after = table.read(&ReadOptions { query: Query::ReadOptimized, ..Default::default() }).await.unwrap();
+    assert_eq!(after, before, "base files hold the merged rows");
+}
+
+/// A local table reads as its folder in messages; a file lock is refused
+/// for a table not built for a local folder.
+#[tokio::test]
+async fn local_folder_is_known_to_the_builder_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("not_a_table");
+    let err = Table::open_local(&folder).await.unwrap_err();
+    assert!(err.to_string().starts_with(&folder.display().to_string()), "{err}");
+    let table = Table::create_local(dir.path().join("t"), options()).await.unwrap();
+    assert_eq!(table.location().to_string(), dir.path().join("t").display().to_string());
+    assert!(table.lock().describe().starts_with("file lock"), "{}", table.lock().describe());
+
+    let location = TableLocation::new(Arc::new(InMemory::new()), Path::from("t"));
+    let file_lock = TableSettings { lock: LockKind::File, ..Default::default() };
+    let err = Table::builder(location.clone()).with_settings(file_lock).create(options()).await.unwrap_err();
+    assert!(err.to_string().contains("file lock"), "{err}");
+    let table = Table::builder(location).create(options()).await.unwrap();
+    assert!(table.lock().describe().starts_with("lease lock"), "{}", table.lock().describe());
+    let loc = table.location();
+    assert!(loc.store.head(&loc.properties_path()).await.is_ok());
+}
