@@ -8,6 +8,7 @@ mod corpus;
 mod init;
 mod instants;
 mod live;
+mod merge_model;
 mod read;
 mod recovery;
 mod robustness;
