@@ -119,10 +119,13 @@ fn a_text(a: u8) -> String {
 
 // ---------------------------------------------------------------- model --
 
-/// The whole-row model: per key the current winner, a row `(write, row)`
-/// or a delete (`None`), with its ordering value.
+/// A key's current winner in the whole-row model: its ordering value, and
+/// the row `(write, row)` or a delete (`None`).
+type Winner = (Option<i64>, Option<(usize, usize)>);
+
+/// The whole-row model: per key the current winner.
 fn row_model(writes: &[Write], event_time: bool) -> BTreeMap<String, Cells> {
-    let mut state: BTreeMap<String, (Option<i64>, Option<(usize, usize)>)> = BTreeMap::new();
+    let mut state: BTreeMap<String, Winner> = BTreeMap::new();
     for (n, w) in writes.iter().enumerate() {
         match w {
             Write::Rows(rows) => {
