@@ -9,6 +9,8 @@ use tributary::{CreateOptions, Query, ReadOptions, Table, TableSettings, TimeSet
 use tributary_timeline::{MergeMode, TimeMode};
 use tributary_writer::WriteSettings;
 
+use crate::support::{file_names, file_paths, is_log, is_marker};
+
 const SCHEMA: &str = r#"{"type":"record","name":"trips","fields":[
     {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
     {"name":"fare","type":["null","double"],"default":null},{"name":"city","type":"string"}]}"#;
@@ -116,28 +118,43 @@ async fn checkpoints_survive_a_restart_per_writer() {
 #[tokio::test]
 async fn abort_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
     let t = table(dir.path(), MergeMode::EventTime).await;
     // A tiny buffer forces flushes (log files) before the abort.
     let client = t.write_client(WriteSettings { buffer_bytes: 1, ..Default::default() }).unwrap();
     let mut c = client.start_commit().await.unwrap();
+    let instant = c.instant().to_string();
     for i in 0..5 {
         c.write_batch(&batch(&["a", "b"], &[i, i], &[Some(1.0), Some(2.0)], None)).await.unwrap();
     }
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The writer tasks flush in the background: wait until the commit's log
+    // files and markers are there, so the abort has something to remove.
+    let written = || {
+        let logs = file_names(&root, |n| is_log(n) && n.contains(&format!("_{instant}.log.")));
+        let markers = file_names(&root.join(".hoodie/.temp").join(&instant), is_marker);
+        (logs, markers)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while written().0.is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (logs, markers) = written();
+    assert!(!logs.is_empty(), "the commit wrote log files before the abort");
+    assert!(!markers.is_empty(), "and their markers");
+    for log in &logs {
+        assert!(markers.iter().any(|m| m.starts_with(&format!("{log}.marker."))), "{log} has a marker: {markers:?}");
+    }
+    let heartbeat = root.join(".hoodie/.heartbeat").join(&instant);
+    assert!(heartbeat.is_file(), "the commit's heartbeat runs");
+    let pending: Vec<String> = t.timeline().await.unwrap().instants().iter().map(|i| i.requested.to_string()).collect();
+    assert_eq!(pending, vec![instant.clone()], "the commit's instant is pending");
+
     c.abort().await.unwrap();
     assert_eq!(t.read(&ReadOptions::default()).await.unwrap().num_rows(), 0);
     assert!(t.timeline().await.unwrap().instants().is_empty(), "the instant is withdrawn");
-    let mut leftovers = Vec::new();
-    let mut stack = vec![dir.path().join("t")];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if e.path().is_dir() {
-                stack.push(e.path());
-            } else if name.contains(".log.") || name.contains("marker") {
-                leftovers.push(e.path());
-            }
-        }
-    }
+    let leftovers = file_paths(&root, |n| is_log(n) || is_marker(n));
     assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert!(!heartbeat.exists(), "the heartbeat is stopped");
+    let timeline_files = file_names(&root.join(".hoodie/timeline"), |n| n.contains(&instant));
+    assert!(timeline_files.is_empty(), "{timeline_files:?}");
 }

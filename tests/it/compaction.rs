@@ -11,6 +11,8 @@ use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::{Action, State, TableLocation, TimeMode};
 use tributary_writer::WriteSettings;
 
+use crate::support::{FailPuts, copy_tree};
+
 const SCHEMA: &str = r#"{"type":"record","name":"trips","fields":[
     {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
     {"name":"fare","type":"double"},{"name":"city","type":"string"}]}"#;
@@ -97,72 +99,6 @@ async fn late_completion_falls_into_the_new_slice() {
     assert_eq!(ro, vec![("a".to_string(), 1, 1.0), ("b".to_string(), 1, 1.0)]);
 }
 
-/// A store that refuses to create completed compaction commits: a crash
-/// between writing base files and committing.
-#[derive(Debug)]
-struct CrashBeforeCommit(Arc<dyn object_store::ObjectStore>);
-
-impl std::fmt::Display for CrashBeforeCommit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "CrashBeforeCommit({})", self.0)
-    }
-}
-
-#[async_trait::async_trait]
-impl object_store::ObjectStore for CrashBeforeCommit {
-    async fn put_opts(
-        &self,
-        location: &object_store::path::Path,
-        payload: object_store::PutPayload,
-        opts: object_store::PutOptions,
-    ) -> object_store::Result<object_store::PutResult> {
-        if location.as_ref().ends_with(".commit") {
-            return Err(object_store::Error::Generic { store: "crash", source: "killed before commit".into() });
-        }
-        self.0.put_opts(location, payload, opts).await
-    }
-    async fn put_multipart_opts(
-        &self,
-        location: &object_store::path::Path,
-        opts: object_store::PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
-        self.0.put_multipart_opts(location, opts).await
-    }
-    async fn get_opts(
-        &self,
-        location: &object_store::path::Path,
-        options: object_store::GetOptions,
-    ) -> object_store::Result<object_store::GetResult> {
-        self.0.get_opts(location, options).await
-    }
-    fn delete_stream(
-        &self,
-        locations: futures::stream::BoxStream<'static, object_store::Result<object_store::path::Path>>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::path::Path>> {
-        self.0.delete_stream(locations)
-    }
-    fn list(
-        &self,
-        prefix: Option<&object_store::path::Path>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
-        self.0.list(prefix)
-    }
-    async fn list_with_delimiter(
-        &self,
-        prefix: Option<&object_store::path::Path>,
-    ) -> object_store::Result<object_store::ListResult> {
-        self.0.list_with_delimiter(prefix).await
-    }
-    async fn copy_opts(
-        &self,
-        from: &object_store::path::Path,
-        to: &object_store::path::Path,
-        options: object_store::CopyOptions,
-    ) -> object_store::Result<()> {
-        self.0.copy_opts(from, to, options).await
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
     let dir = tempfile::tempdir().unwrap();
@@ -176,7 +112,7 @@ async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
     let before = rows(&t, Query::Snapshot).await;
 
     let healthy = t.location().clone();
-    let crashing = TableLocation::new(Arc::new(CrashBeforeCommit(healthy.store.clone())), healthy.root.clone());
+    let crashing = TableLocation::new(Arc::new(FailPuts::before_commit(healthy.store.clone())), healthy.root.clone());
     let in_process = TableSettings { lock: LockKind::InProcess, ..fast() };
     let broken = Table::builder(crashing).with_settings(in_process).open().await.unwrap();
     let err = broken.compactor(CompactorSettings::default()).await.unwrap().run_once().await;
@@ -304,19 +240,6 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
                 keys.extend((0..k.len()).map(|i| k.value(i).to_string()));
             }
             assert!(keys.windows(2).all(|w| w[0] < w[1]), "sorted and unique");
-        }
-    }
-}
-
-/// Copies the folder `from` to `to`, recursively.
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
         }
     }
 }

@@ -10,6 +10,7 @@ mod errors;
 mod init;
 mod instants;
 mod live;
+mod merge_model;
 mod read;
 mod recovery;
 mod robustness;

@@ -2,23 +2,6 @@
 
 use crate::support::*;
 
-fn files(table: &std::path::Path, pred: impl Fn(&str) -> bool) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![table.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if e.path().is_dir() {
-                stack.push(e.path());
-            } else if pred(&name) {
-                out.push(name);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 fn write_lines(dir: &std::path::Path, name: &str, n: usize, ts: i64) -> std::path::PathBuf {
     let p = dir.join(name);
     let text: String = (0..n)
@@ -51,17 +34,27 @@ fn expired_writes_are_rolled_back_before_compaction() {
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    let logs_of_first = files(&table, |n| n.contains(".log.")).len();
-    while files(&table, |n| n.contains(".log.")).len() <= logs_of_first && std::time::Instant::now() < deadline {
+    let committed_logs = file_names(&table, is_log);
+    assert!(!committed_logs.is_empty(), "the first write made log files");
+    while file_names(&table, is_log).len() <= committed_logs.len() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    let orphans: Vec<String> = files(&table, |n| n.contains(".log.")).into_iter().filter(|n| !n.is_empty()).collect();
-    assert!(orphans.len() > logs_of_first, "the killed writer left log files");
-    assert_eq!(tributary_ok(&["read", t]), before, "uncommitted files are invisible");
     let timeline = tributary_ok(&["timeline", t]);
-    assert!(timeline.contains("INFLIGHT"), "{timeline}");
+    let inflight: Vec<&str> =
+        timeline.lines().filter(|l| l.contains("INFLIGHT")).map(|l| l.split_whitespace().next().unwrap()).collect();
+    assert_eq!(inflight.len(), 1, "the killed write is the one inflight instant: {timeline}");
+    let inflight = inflight[0].to_string();
+    // The logs that appeared since the first write are the killed writer's
+    // (its instant is in their names), not the committed ones.
+    let orphans: Vec<String> = file_names(&table, is_log).into_iter().filter(|n| !committed_logs.contains(n)).collect();
+    assert!(!orphans.is_empty(), "the killed writer left log files");
+    for o in &orphans {
+        assert!(o.contains(&format!("_{inflight}.log.")), "{o} is a log of the killed write {inflight}");
+    }
+    assert!(!file_names(&table, is_marker).is_empty(), "the killed writer left its markers");
+    assert_eq!(tributary_ok(&["read", t]), before, "uncommitted files are invisible");
 
     // A live heartbeat protects it; an expired one gets it rolled back.
     let out = tributary_ok(&["compact", t, "--time-mode", "hybrid-logical", "--heartbeat-expiry", "10m"]);
@@ -71,16 +64,12 @@ fn expired_writes_are_rolled_back_before_compaction() {
     let timeline = tributary_ok(&["timeline", t]);
     assert!(!timeline.contains("INFLIGHT") && !timeline.contains("REQUESTED"), "{timeline}");
     assert!(timeline.lines().any(|l| l.contains("rollback") && l.contains("COMPLETED")), "{timeline}");
-    let left = files(&table, |n| n.contains(".log."));
-    assert!(left.len() <= logs_of_first, "orphan logs deleted: {left:?}");
-    assert!(files(&table, |n| n.contains("marker")).is_empty());
+    assert_eq!(file_names(&table, is_log), committed_logs, "orphan logs deleted, committed logs kept");
+    assert!(file_names(&table, is_marker).is_empty());
     assert_eq!(tributary_ok(&["read", t]), before);
     if have_official_reader() {
-        let out = python(
-            "import sys\nfrom hudi import HudiTableBuilder\nprint(sum(b.num_rows for b in HudiTableBuilder.from_base_uri(sys.argv[1]).build().read()))",
-            &[t],
-        );
-        assert_eq!(out.trim(), before.lines().count().to_string());
+        let rows = assert_same_rows(&table, "after the rollback");
+        assert_eq!(rows.len(), before.lines().count());
     }
 }
 
@@ -95,26 +84,23 @@ fn clean_removes_old_slices_and_keeps_reads() {
         tributary_ok(&["compact", t, "--time-mode", "hybrid-logical"]);
     }
     let before = tributary_ok(&["read", t]);
-    let bases_before = files(&table, |n| n.ends_with(".parquet"));
-    let logs_before = files(&table, |n| n.contains(".log."));
+    let bases_before = file_names(&table, |n| n.ends_with(".parquet"));
+    let logs_before = file_names(&table, is_log);
     assert_eq!(
         tributary_ok(&["clean", t, "--retain-commits", "100", "--time-mode", "hybrid-logical"]).trim(),
         "nothing to clean"
     );
     let out = tributary_ok(&["clean", t, "--retain-commits", "1", "--time-mode", "hybrid-logical"]);
     assert!(out.contains("files deleted"), "{out}");
-    let bases_after = files(&table, |n| n.ends_with(".parquet"));
+    let bases_after = file_names(&table, |n| n.ends_with(".parquet"));
     assert!(bases_after.len() < bases_before.len(), "{bases_before:?} -> {bases_after:?}");
-    let logs_after = files(&table, |n| n.contains(".log."));
+    let logs_after = file_names(&table, is_log);
     assert!(logs_after.len() < logs_before.len(), "superseded logs removed: {logs_before:?} -> {logs_after:?}");
     assert_eq!(tributary_ok(&["read", t]), before, "reads unchanged");
     let timeline = tributary_ok(&["timeline", t]);
     assert!(timeline.lines().any(|l| l.contains("clean") && l.contains("COMPLETED")), "{timeline}");
     if have_official_reader() {
-        let out = python(
-            "import sys\nfrom hudi import HudiTableBuilder\nprint(sum(b.num_rows for b in HudiTableBuilder.from_base_uri(sys.argv[1]).build().read()))",
-            &[t],
-        );
-        assert_eq!(out.trim(), before.lines().count().to_string());
+        let rows = assert_same_rows(&table, "after cleaning");
+        assert_eq!(rows.len(), before.lines().count());
     }
 }

@@ -134,6 +134,7 @@ fn oracle_partitioned_and_unpartitioned() {
         assert_eq!(ours(&table), want, "{name}: tributary read vs model");
         if have_official_reader() {
             assert_eq!(official(&table), want, "{name}: official reader vs model");
+            assert_same_rows(&table, name);
         }
         let timeline = tributary_ok(&["timeline", table.to_str().unwrap()]);
         assert_eq!(timeline.lines().filter(|l| l.contains("COMPLETED")).count(), 5, "{timeline}");
@@ -180,16 +181,18 @@ fn concurrent_processes_never_fail_and_converge() {
     assert_eq!(ours(&table), want);
     if have_official_reader() {
         assert_eq!(official(&table), want);
+        assert_same_rows(&table, "after the writers");
     }
 }
 
 #[test]
 fn killed_writer_leaves_exactly_the_committed_data() {
     const PER_COMMIT: usize = 200;
+    const COMMITS: usize = 400;
     let dir = tempfile::tempdir().unwrap();
     let table = init_trips(dir.path(), "t", &["--partition-field", "city", "--buckets", "4"]);
     let mut rng = StdRng::seed_from_u64(3);
-    let all = events(&mut rng, PER_COMMIT * 400, 500, None);
+    let all = events(&mut rng, PER_COMMIT * COMMITS, 500, None);
     let f = write_file(dir.path(), "big.jsonl", &all);
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
         .args(["write", table.to_str().unwrap(), "--input", f.to_str().unwrap(), "--tasks", "2"])
@@ -216,15 +219,24 @@ fn killed_writer_leaves_exactly_the_committed_data() {
     while completed() < 3 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    let seen = completed();
+    assert!(seen >= 3, "the writer completed 3 commits within 120 s, not {seen}");
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let done = completed();
-    assert!((3..400).contains(&done), "killed mid-stream after {done} commits");
+    assert!(done >= seen, "{done} completed commits, {seen} before the kill");
+    assert!(done < COMMITS, "the kill came before the last of the {COMMITS} commits, not after {done}");
+    // The timeline shows exactly those commits completed, and at most the
+    // one the kill interrupted pending.
+    let timeline = tributary_ok(&["timeline", table.to_str().unwrap()]);
+    assert_eq!(timeline.lines().filter(|l| l.contains("COMPLETED")).count(), done, "{timeline}");
+    assert!(timeline.lines().filter(|l| !l.contains("COMPLETED")).count() <= 1, "{timeline}");
     let chunks: Vec<Vec<Event>> = all.chunks(PER_COMMIT).take(done).map(<[Event]>::to_vec).collect();
     let want = expected(&model(&chunks));
     assert_eq!(ours(&table), want, "exactly the {done} committed commits are visible");
     if have_official_reader() {
         assert_eq!(official(&table), want);
+        assert_same_rows(&table, "after the writers");
     }
 }
 

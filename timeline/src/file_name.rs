@@ -189,10 +189,66 @@ mod tests {
             LogFileName::parse(".8aa68f7e-afd6-4c94-b86c-8a886552e08d-0_20251220210130911.log.1_0-1139-3316").unwrap();
         assert_eq!(l.file_id, "8aa68f7e-afd6-4c94-b86c-8a886552e08d-0");
         assert_eq!((l.version, l.write_token.unwrap().as_str()), (1, "0-1139-3316"));
-        for bad in [".hoodie_partition_metadata", "x.parquet", ".a_b.log.x_1-2-3", "a_b_c.parquet"] {
-            assert!(BaseFileName::parse(bad).is_err() || LogFileName::parse(bad).is_err(), "{bad}");
-        }
         assert_eq!(bucket_of_file_id(&nbcc_file_id(37)), Some(37));
+    }
+
+    /// The kind and reason of a parse error.
+    fn failure<T: fmt::Debug>(r: Result<T>) -> (&'static str, String) {
+        match r {
+            Err(Error::InvalidName { kind, reason, .. }) => (kind, reason),
+            other => panic!("expected an invalid name, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_parser_rejects_what_is_not_its_kind_and_says_why() {
+        let base_name = "6e1d5cc4-c487-487d-abbe-fe9b30b1c0cc-0_0-1112-3190_20251220210129235.parquet";
+        let log_name = ".8aa68f7e-afd6-4c94-b86c-8a886552e08d-0_20251220210130911.log.1_0-1139-3316";
+        // (name, base parser's failure, log parser's failure)
+        let cases = [
+            (".hoodie_partition_metadata", ("base file name", "bad extension"), ("log file name", "no `.log.` part")),
+            (
+                "x.parquet",
+                ("base file name", "expected fileId_token_instant"),
+                ("log file name", "log file names start with `.`"),
+            ),
+            (".a_b.log.x_1-2-3", ("base file name", "bad extension"), ("log file name", "log version is not a number")),
+            (
+                ".a_b.log.1_1-2-3",
+                ("base file name", "bad extension"),
+                ("instant time", "expected 17 digits (yyyyMMddHHmmssSSS) or legacy 14"),
+            ),
+            (
+                "a_b_c.parquet",
+                ("write token", "expected three dash-separated numbers"),
+                ("log file name", "log file names start with `.`"),
+            ),
+            (
+                "a_1-2-3_2025.parquet",
+                ("instant time", "expected 17 digits (yyyyMMddHHmmssSSS) or legacy 14"),
+                ("log file name", "log file names start with `.`"),
+            ),
+            (
+                "a/b_1-2-3_20251220210129235.parquet",
+                ("base file name", "bad file id `a/b` (must be non-empty, without `_` or `/`)"),
+                ("log file name", "log file names start with `.`"),
+            ),
+            (log_name, ("base file name", "bad extension"), ("", "")),
+            (base_name, ("", ""), ("log file name", "log file names start with `.`")),
+        ];
+        for (name, base, log) in cases {
+            let want = |(kind, reason): (&'static str, &str)| (kind, reason.to_string());
+            if base.0.is_empty() {
+                assert!(BaseFileName::parse(name).is_ok(), "{name}");
+            } else {
+                assert_eq!(failure(BaseFileName::parse(name)), want(base), "base file name {name}");
+            }
+            if log.0.is_empty() {
+                assert!(LogFileName::parse(name).is_ok(), "{name}");
+            } else {
+                assert_eq!(failure(LogFileName::parse(name)), want(log), "log file name {name}");
+            }
+        }
     }
 
     proptest! {

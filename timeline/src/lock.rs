@@ -429,13 +429,23 @@ mod tests {
         };
         let a = LeaseLock::for_table(store.clone(), &Path::from("t"), "a", clock.clone(), settings.clone());
         let b = LeaseLock::for_table(store.clone(), &Path::from("t"), "b", clock.clone(), settings);
+        let mut first = a.acquire().await.unwrap();
+        assert_eq!(first.last_issued(), None, "a new lock has issued nothing");
+        first.set_last_issued(42);
+        first.release().await.unwrap();
         let mut held = a.acquire().await.unwrap();
-        held.set_last_issued(42);
+        assert_eq!(held.last_issued(), Some(42), "a release stores the last issued time");
+        held.set_last_issued(43); // stored only by a release, which never comes
         std::mem::forget(held); // the holder dies without releasing
         let err = b.acquire().await.err().expect("lease still live");
         assert!(matches!(err, Error::LockTimeout { .. }), "{err}");
         clock.advance(10_001);
-        let g = b.acquire().await.unwrap();
+        let mut g = b.acquire().await.unwrap();
+        assert_eq!(g.last_issued(), Some(42), "taking over an expired lease keeps the last stored time");
+        g.set_last_issued(44);
+        g.release().await.unwrap();
+        let g = a.acquire().await.unwrap();
+        assert_eq!(g.last_issued(), Some(44), "the new owner's release is stored");
         g.release().await.unwrap();
     }
 

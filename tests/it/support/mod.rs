@@ -1,66 +1,42 @@
-//! Shared helpers: the Hudi corpus, the official Python reader, the CLI.
+//! Shared helpers: what a test needs from outside the project (the Hudi
+//! corpus, the official Python reader), the CLI, fault-injecting stores and
+//! table file listings.
+
+mod corpus;
+mod fault;
+mod files;
+mod oracle;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// `../shared/hudi-corpus`, or `$TRIBUTARY_CORPUS`; `None` (and a SKIP line)
-/// when it is absent.
-pub fn corpus_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("TRIBUTARY_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/hudi-corpus"));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("SKIP: Hudi corpus not found at {} (set TRIBUTARY_CORPUS)", dir.display());
-        None
-    }
-}
+pub use corpus::*;
+pub use fault::*;
+pub use files::*;
+pub use oracle::*;
 
-/// Every zip under the corpus whose file name starts with `prefix` (e.g. "v8_").
-pub fn corpus_zips(corpus: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![corpus.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "zip")
-                && p.file_name().unwrap().to_string_lossy().starts_with(prefix)
-            {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-/// Unzips a corpus table into `into` and returns the table's base path (the
-/// zip's top-level folder other than `__MACOSX`).
-pub fn unzip_table(zip: &Path, into: &Path) -> PathBuf {
-    let file = std::fs::File::open(zip).unwrap();
-    let mut archive = zip::ZipArchive::new(file).unwrap();
-    archive.extract(into).unwrap();
-    let stem = zip.file_stem().unwrap();
-    let base = into.join(stem);
-    assert!(base.join(".hoodie").is_dir(), "{} has no table folder {}", zip.display(), base.display());
-    base
-}
-
-/// Whether the official reader (`pip install hudi==0.5.0`) is importable.
-/// In CI (`CI` set) its absence is a failure, elsewhere a SKIP.
-pub fn have_official_reader() -> bool {
-    let ok = Command::new("python3").args(["-c", "import hudi"]).output().is_ok_and(|o| o.status.success());
-    if !ok {
+/// The one rule for a fixture or oracle that is missing (the Hudi corpus, the
+/// official reader): under `CI` the test fails, since a test that cannot
+/// check must not pass; elsewhere it prints a SKIP line and the caller
+/// returns. Gives back `found`.
+#[must_use = "return from the test when the fixture or oracle is missing"]
+pub fn require<T>(what: &str, hint: &str, found: Option<T>) -> Option<T> {
+    if found.is_none() {
         assert!(
             std::env::var_os("CI").is_none(),
-            "the official Hudi reader is not installed (pip install hudi==0.5.0)"
+            "{what} is missing, and under CI a test may not pass without it ({hint})"
         );
-        eprintln!("SKIP: python3 -c 'import hudi' failed; pip install hudi==0.5.0");
+        eprintln!("SKIP: {what} is missing ({hint})");
     }
-    ok
+    found
+}
+
+/// Whether the official reader (`pip install hudi==0.5.0`) is importable;
+/// see [`require`] for what its absence does.
+pub fn have_official_reader() -> bool {
+    let ok = Command::new("python3").args(["-c", "import hudi"]).output().is_ok_and(|o| o.status.success());
+    require("the official Hudi reader (python3 -c 'import hudi')", "pip install hudi==0.5.0", ok.then_some(()))
+        .is_some()
 }
 
 /// Runs a Python snippet with `args` as `sys.argv[1:]` and returns its stdout.
