@@ -505,18 +505,23 @@ mod tests {
 
     const TRIPS: &str = "quickstart_trips_table/mor/avro/v8_trips_8i3u1d.zip";
 
-    /// `$TRIBUTARY_CORPUS` or `<workspace>/../shared/hudi-corpus`; `None` (and
-    /// a SKIP line) when absent.
+    /// `$TRIBUTARY_CORPUS` or `<workspace>/../shared/hudi-corpus`. When it
+    /// is absent the test fails under `CI`, and elsewhere returns `None`
+    /// after a SKIP line.
     fn corpus_dir() -> Option<PathBuf> {
         let dir = std::env::var_os("TRIBUTARY_CORPUS")
             .map(PathBuf::from)
             .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("../shared/hudi-corpus"));
         if dir.is_dir() {
-            Some(dir)
-        } else {
-            eprintln!("SKIP: Hudi corpus not found at {} (set TRIBUTARY_CORPUS)", dir.display());
-            None
+            return Some(dir);
         }
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the Hudi corpus is missing at {}, and under CI a test may not pass without it (set TRIBUTARY_CORPUS)",
+            dir.display()
+        );
+        eprintln!("SKIP: Hudi corpus not found at {} (set TRIBUTARY_CORPUS)", dir.display());
+        None
     }
 
     /// Unzips a corpus table into a temp dir; returns the dir (keep it alive)
