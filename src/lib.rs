@@ -37,13 +37,17 @@
 //! # Ok(()) }
 //! ```
 
+pub mod builder;
 pub mod error;
 pub mod read;
+pub mod settings;
 pub mod table;
 
+pub use builder::{CreateOptions, TableBuilder};
 pub use error::{Error, Result};
 pub use read::{Query, ReadOptions};
-pub use table::{CreateOptions, LockKind, Table, TableBuilder, TableSettings, TimeSettings};
+pub use settings::{LockKind, TableSettings, TimeSettings};
+pub use table::Table;
 pub use tributary_timeline as timeline;
 
 #[cfg(test)]

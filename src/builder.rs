@@ -1,0 +1,449 @@
+//! Creating and opening tables: a [`TableBuilder`] takes where the table
+//! lives, its [`TableSettings`] and the components it uses (clock, locks,
+//! spill store), and [`CreateOptions`] say what a new table holds.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apache_avro::Schema;
+use object_store::ObjectStore;
+use object_store::path::Path;
+use tributary_timeline::config::{NewTableConfig, SequenceGroup, TableConfig};
+use tributary_timeline::{
+    BucketHash, BucketSpec, Clock, FileLock, InProcessLock, LeaseLock, LeaseSettings, LockProvider, MergeMode,
+    SystemClock, TableLocation,
+};
+
+use crate::error::{Error, Result};
+use crate::settings::{LockKind, TableSettings};
+use crate::table::Table;
+
+/// What [`TableBuilder::create`] needs to make a table.
+#[derive(Debug, Clone)]
+pub struct CreateOptions {
+    /// Table name; defaults to the last folder of the table's path.
+    pub name: Option<String>,
+    /// Database name.
+    pub database: Option<String>,
+    /// The Avro schema (JSON) of the table's own columns.
+    pub schema_json: String,
+    /// Where the schema came from, for messages.
+    pub schema_source: String,
+    /// Record key field.
+    pub record_key: String,
+    /// Ordering (event-time) field.
+    pub ordering_field: String,
+    /// Optional partition field.
+    pub partition_field: Option<String>,
+    /// Name partition folders `field=value`.
+    pub hive_style_partitioning: bool,
+    /// Number of buckets.
+    pub buckets: u32,
+    /// Bucket hash.
+    pub bucket_hash: BucketHash,
+    /// Merge mode.
+    pub merge_mode: MergeMode,
+    /// Sequence groups for partial-column writers (merge mode becomes CUSTOM).
+    pub sequence_groups: Vec<SequenceGroup>,
+}
+
+impl CreateOptions {
+    /// Options with defaults: 16 buckets, murmur3, event-time merging, hive-style partitions.
+    pub fn new(
+        schema_json: impl Into<String>,
+        record_key: impl Into<String>,
+        ordering_field: impl Into<String>,
+    ) -> Self {
+        Self {
+            name: None,
+            database: None,
+            schema_json: schema_json.into(),
+            schema_source: "schema".into(),
+            record_key: record_key.into(),
+            ordering_field: ordering_field.into(),
+            partition_field: None,
+            hive_style_partitioning: true,
+            buckets: 16,
+            bucket_hash: BucketHash::Murmur3,
+            merge_mode: MergeMode::EventTime,
+            sequence_groups: Vec::new(),
+        }
+    }
+}
+
+/// What a [`TableBuilder`] was pointed at.
+#[derive(Debug, Clone)]
+enum Target {
+    /// A location in any store.
+    Location(TableLocation),
+    /// A local folder, not yet resolved.
+    Local(PathBuf),
+}
+
+/// Where a table's compactors spill.
+#[derive(Debug, Clone)]
+pub(crate) enum Spill {
+    /// What [`TableBuilder::with_spill_store`] was given.
+    Given(Arc<dyn ObjectStore>, Path),
+    /// The `.hoodie/.temp` folder of a table built for a local folder,
+    /// through a local store that skips fsync and removes emptied folders;
+    /// opened (created if need be) when a compactor is made.
+    LocalTemp(PathBuf),
+    /// `.hoodie/.temp` in the table's own store.
+    TableTemp,
+}
+
+/// Builds a [`Table`]: where it lives, its [`TableSettings`] and the
+/// components it uses, each injected with a `with_*` method or defaulted:
+///
+/// - clock: [`SystemClock`];
+/// - instant lock and compaction lock: per [`TableSettings::lock`] (by
+///   default an OS [`FileLock`] on the table folder for a table built with
+///   [`TableBuilder::local`], an object-store [`LeaseLock`] otherwise);
+/// - spill store: the table's `.hoodie/.temp/` (for a local folder, through a
+///   store that skips fsync, since spill files never outlive a compaction).
+///
+/// Nothing is checked or resolved until [`TableBuilder::open`] or
+/// [`TableBuilder::create`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> tributary::Result<()> {
+/// use std::sync::Arc;
+/// use object_store::{memory::InMemory, path::Path};
+/// use tributary::{CreateOptions, Table};
+/// use tributary::timeline::{ManualClock, TableLocation};
+///
+/// let location = TableLocation::new(Arc::new(InMemory::new()), Path::from("warehouse/trips"));
+/// let schema = r#"{"type":"record","name":"trip","fields":[
+///     {"name":"uuid","type":"string"},{"name":"ts","type":"long"}]}"#;
+/// let table = Table::builder(location)
+///     .with_clock(Arc::new(ManualClock::new(1_766_264_468_078)))
+///     .with_spill_store(Arc::new(InMemory::new()), Path::from("spill"))
+///     .create(CreateOptions::new(schema, "uuid", "ts"))
+///     .await?;
+/// assert_eq!(table.config().name, "trips");
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `open` or `create` is called"]
+pub struct TableBuilder {
+    target: Target,
+    settings: TableSettings,
+    clock: Option<Arc<dyn Clock>>,
+    lock: Option<Arc<dyn LockProvider>>,
+    compaction_lock: Option<Arc<dyn LockProvider>>,
+    spill: Option<(Arc<dyn ObjectStore>, Path)>,
+}
+
+/// The components a table was built with.
+#[derive(Debug, Clone)]
+pub(crate) struct Components {
+    pub(crate) settings: TableSettings,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) lock: Arc<dyn LockProvider>,
+    pub(crate) compaction_lock: Arc<dyn LockProvider>,
+    pub(crate) spill: Spill,
+}
+
+impl TableBuilder {
+    /// A builder for the table at `location`.
+    pub fn new(location: TableLocation) -> Self {
+        Self::for_target(Target::Location(location))
+    }
+
+    /// A builder for the table in local folder `dir` (resolved against the
+    /// current folder), written durably.
+    pub fn local(dir: impl Into<PathBuf>) -> Self {
+        Self::for_target(Target::Local(dir.into()))
+    }
+
+    fn for_target(target: Target) -> Self {
+        Self { target, settings: TableSettings::default(), clock: None, lock: None, compaction_lock: None, spill: None }
+    }
+
+    /// The table's settings; [`TableSettings::default`] if not given.
+    pub fn with_settings(mut self, settings: TableSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// The clock instants, heartbeats and leases are read from; by default
+    /// [`SystemClock`].
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The lock that serialises the table's instants, shared by every time
+    /// generator, write client, compactor and cleaner of the table; by
+    /// default the one [`TableSettings::lock`] names.
+    pub fn with_lock(mut self, lock: Arc<dyn LockProvider>) -> Self {
+        self.lock = Some(lock);
+        self
+    }
+
+    /// The lock that lets one compactor or cleaner at a time work on the
+    /// table; it must differ from the instant lock. By default the one
+    /// [`TableSettings::lock`] names.
+    pub fn with_compaction_lock(mut self, lock: Arc<dyn LockProvider>) -> Self {
+        self.compaction_lock = Some(lock);
+        self
+    }
+
+    /// Where compactors put their spill files: folder `dir` of `store`. By
+    /// default the table's `.hoodie/.temp/`.
+    pub fn with_spill_store(mut self, store: Arc<dyn ObjectStore>, dir: Path) -> Self {
+        self.spill = Some((store, dir));
+        self
+    }
+
+    /// Opens the table, validating its configuration.
+    pub async fn open(self) -> Result<Table> {
+        let (loc, local_dir, components) = self.build()?;
+        let path = loc.properties_path();
+        let bytes = match loc.get(&path).await {
+            Ok(b) => b,
+            Err(e) if e.is_not_found() => {
+                return Err(Error::NotATable { path: loc.to_string() });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let shown = match &local_dir {
+            Some(dir) => dir.join(".hoodie").join("hoodie.properties").display().to_string(),
+            None => path.to_string(),
+        };
+        let config = TableConfig::parse(&text, &shown)?;
+        Ok(Table { loc, config, components })
+    }
+
+    /// Creates a version-8 Merge-on-Read table.
+    pub async fn create(self, options: CreateOptions) -> Result<Table> {
+        let (loc, local_dir, components) = self.build()?;
+        let src = options.schema_source.as_str();
+        let schema = Schema::parse_str(&options.schema_json).map_err(|e| Error::InvalidInput {
+            what: src.to_string(),
+            reason: format!("not a valid Avro schema: {e}"),
+        })?;
+        let Schema::Record(record) = &schema else {
+            return Err(Error::InvalidInput {
+                what: src.to_string(),
+                reason: "the top-level schema must be a record".into(),
+            });
+        };
+        if let Some(meta) =
+            record.fields.iter().find(|f| f.name.starts_with("_hoodie_") && f.name != "_hoodie_is_deleted")
+        {
+            return Err(Error::InvalidInput {
+                what: src.to_string(),
+                reason: format!("field `{}` uses the reserved `_hoodie_` prefix", meta.name),
+            });
+        }
+        check_field(&schema, src, "record key", &options.record_key)?;
+        check_field(&schema, src, "ordering", &options.ordering_field)?;
+        if let Some(p) = &options.partition_field {
+            check_field(&schema, src, "partition", p)?;
+        }
+        check_sequence_groups(&schema, src, &options)?;
+        if options.buckets == 0 {
+            return Err(Error::InvalidInput { what: "--buckets".into(), reason: "must be at least 1".into() });
+        }
+        let name = match &options.name {
+            Some(n) => n.clone(),
+            None => default_name(&loc, local_dir.as_deref()),
+        };
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(Error::InvalidInput {
+                what: "table name".into(),
+                reason: format!("`{name}` must be non-empty ASCII letters, digits or `_` (use --name)"),
+            });
+        }
+        let config = TableConfig::new_table(&NewTableConfig {
+            name,
+            database: options.database.clone(),
+            record_key: options.record_key.clone(),
+            ordering_field: options.ordering_field.clone(),
+            partition_field: options.partition_field.clone(),
+            hive_style_partitioning: options.hive_style_partitioning,
+            merge_mode: options.merge_mode,
+            bucket: BucketSpec { num_buckets: options.buckets, hash: options.bucket_hash },
+            schema_json: compact_json(&options.schema_json, src)?,
+            sequence_groups: options.sequence_groups.clone(),
+        });
+        let text = config.to_properties_text("Created by tributary")?;
+        match loc.create(&loc.properties_path(), text.into_bytes()).await {
+            Err(tributary_timeline::Error::AlreadyExists { .. }) => {
+                return Err(Error::TableExists { path: loc.to_string() });
+            }
+            other => other?,
+        }
+        Ok(Table { loc, config, components })
+    }
+
+    /// Resolves the location and the components: the location, the local
+    /// folder when the builder was given one, and the components.
+    fn build(self) -> Result<(TableLocation, Option<PathBuf>, Components)> {
+        let Self { target, settings, clock, lock, compaction_lock, spill } = self;
+        let (loc, local_dir) = match target {
+            Target::Location(loc) => (loc, None),
+            Target::Local(dir) => {
+                let dir = std::path::absolute(&dir)
+                    .map_err(|e| tributary_timeline::Error::io("resolve table folder", &dir, e))?;
+                (TableLocation::local(dir.clone())?, Some(dir))
+            }
+        };
+        let invalid = |what: &str, reason: String| Error::InvalidInput {
+            what: format!("table settings of {loc}: {what}"),
+            reason,
+        };
+        if settings.lock_lease.is_zero() || settings.compaction_lease.is_zero() {
+            return Err(invalid("lock_lease_ms, compaction_lease_ms", "a lease must last longer than 0 ms".into()));
+        }
+        if settings.heartbeat_expiry.is_zero() {
+            return Err(invalid("heartbeat_expiry_ms", "must be longer than 0 ms".into()));
+        }
+        let clock = clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let kind = match (settings.lock, &local_dir) {
+            (LockKind::Auto, Some(_)) => LockKind::File,
+            (LockKind::Auto, None) => LockKind::Lease,
+            (kind, _) => kind,
+        };
+        let owner = settings.lock_owner.clone().unwrap_or_else(|| format!("pid-{}", std::process::id()));
+        let lease = |lease: Duration| LeaseSettings {
+            lease,
+            acquire_timeout: settings.lock_acquire_timeout,
+            ..LeaseSettings::default()
+        };
+        // The default lock of each role: instants, then compaction.
+        let default_lock = |compaction: bool| -> Result<Arc<dyn LockProvider>> {
+            Ok(match kind {
+                LockKind::File => {
+                    let Some(dir) = &local_dir else {
+                        return Err(invalid(
+                            "lock",
+                            "a file lock needs a table built for a local folder (TableBuilder::local); \
+                             use the lease lock or inject one with with_lock"
+                                .into(),
+                        ));
+                    };
+                    if compaction {
+                        Arc::new(FileLock::at(dir.join(".hoodie").join(".aux").join("tributary-compaction.lock")))
+                    } else {
+                        Arc::new(FileLock::for_table(dir))
+                    }
+                }
+                LockKind::InProcess => Arc::new(InProcessLock::new()),
+                _ if compaction => Arc::new(LeaseLock::at(
+                    loc.store.clone(),
+                    loc.meta_dir().join(".locks").join("tributary_compaction.json"),
+                    owner.clone(),
+                    clock.clone(),
+                    lease(settings.compaction_lease),
+                )),
+                _ => Arc::new(LeaseLock::for_table(
+                    loc.store.clone(),
+                    &loc.root,
+                    owner.clone(),
+                    clock.clone(),
+                    lease(settings.lock_lease),
+                )),
+            })
+        };
+        let lock = match lock {
+            Some(l) => l,
+            None => default_lock(false)?,
+        };
+        let compaction_lock = match compaction_lock {
+            Some(l) => l,
+            None => default_lock(true)?,
+        };
+        let spill = match (spill, &local_dir) {
+            (Some((store, dir)), _) => Spill::Given(store, dir),
+            (None, Some(dir)) => Spill::LocalTemp(dir.join(".hoodie").join(".temp")),
+            (None, None) => Spill::TableTemp,
+        };
+        Ok((loc, local_dir, Components { settings, clock, lock, compaction_lock, spill }))
+    }
+}
+
+fn field_names(schema: &Schema) -> Vec<&str> {
+    match schema {
+        Schema::Record(r) => r.fields.iter().map(|f| f.name.as_str()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn check_field(schema: &Schema, source: &str, role: &str, name: &str) -> Result<()> {
+    let names = field_names(schema);
+    if names.contains(&name) {
+        Ok(())
+    } else {
+        Err(Error::InvalidInput {
+            what: source.to_string(),
+            reason: format!("{role} field `{name}` is not in the schema (fields: {})", names.join(", ")),
+        })
+    }
+}
+
+/// Rejects sequence groups that cannot be merged unambiguously.
+fn check_sequence_groups(schema: &Schema, source: &str, options: &CreateOptions) -> Result<()> {
+    let bad = |reason: String| Err(Error::InvalidInput { what: "--sequence-group".into(), reason });
+    let mut owner: std::collections::BTreeMap<&str, &str> = std::collections::BTreeMap::new();
+    if !options.sequence_groups.is_empty()
+        && let Schema::Record(r) = schema
+    {
+        for f in &r.fields {
+            let nullable =
+                matches!(&f.schema, Schema::Union(u) if u.variants().iter().any(|v| matches!(v, Schema::Null)));
+            let fixed = f.name == options.record_key || options.partition_field.as_deref() == Some(f.name.as_str());
+            if !nullable && !fixed {
+                return bad(format!(
+                    "column `{}` must be nullable ([\"null\", ...]) in a table with sequence groups: partial writers leave it unset",
+                    f.name
+                ));
+            }
+        }
+    }
+    for g in &options.sequence_groups {
+        if !field_names(schema).contains(&g.ordering.as_str()) {
+            return bad(format!("group ordering field `{}` is not in the schema {source}", g.ordering));
+        }
+        for c in std::iter::once(&g.ordering).chain(&g.columns) {
+            check_field(schema, source, &format!("sequence group `{}` column", g.ordering), c)?;
+            let special = if *c == options.record_key {
+                Some("the record key")
+            } else if *c == options.ordering_field {
+                Some("the table's ordering field")
+            } else if options.partition_field.as_deref() == Some(c.as_str()) {
+                Some("the partition field")
+            } else {
+                None
+            };
+            if let Some(what) = special {
+                return bad(format!("column `{c}` is {what}; it cannot belong to a sequence group"));
+            }
+            if let Some(other) = owner.insert(c, &g.ordering) {
+                return bad(format!("column `{c}` is in two sequence groups (`{other}` and `{}`)", g.ordering));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn compact_json(json: &str, source: &str) -> Result<String> {
+    let value: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| Error::InvalidInput { what: source.to_string(), reason: format!("not valid JSON: {e}") })?;
+    Ok(value.to_string())
+}
+
+/// The last folder of the table's path, with every character other than
+/// ASCII letters and digits made `_`: the local folder's name when the
+/// builder was given one, else the root path's last segment.
+fn default_name(loc: &TableLocation, local_dir: Option<&std::path::Path>) -> String {
+    let last = match local_dir {
+        Some(p) => p.file_name().map(|s| s.to_string_lossy().into_owned()),
+        None => loc.root.filename().map(String::from),
+    };
+    last.unwrap_or_default().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+}

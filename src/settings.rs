@@ -1,0 +1,171 @@
+//! A table's settings: plain serde data with documented defaults, kept
+//! apart from the components (clock, locks, spill store) a
+//! [`TableBuilder`](crate::TableBuilder) injects.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tributary_timeline::{LeaseSettings, TimeMode};
+
+/// How writers of a table take instants. Part of [`TableSettings`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TimeSettings {
+    /// Generator mode; by default [`TimeMode::WaitForSkew`] (Hudi's
+    /// algorithm). In serde form `"wait-for-skew"` or `"hybrid-logical"`.
+    #[serde(with = "time_mode_serde")]
+    pub mode: TimeMode,
+    /// Maximum clock skew between any two writers; by default 200 ms
+    /// ([`tributary_timeline::DEFAULT_MAX_CLOCK_SKEW`]). In serde form
+    /// `max_clock_skew_ms`.
+    #[serde(rename = "max_clock_skew_ms", with = "millis_serde")]
+    pub max_clock_skew: Duration,
+}
+
+impl Default for TimeSettings {
+    fn default() -> Self {
+        Self { mode: TimeMode::WaitForSkew, max_clock_skew: tributary_timeline::DEFAULT_MAX_CLOCK_SKEW }
+    }
+}
+
+/// Which lock serialises a table's instants (and, beside it, its
+/// compactors), unless one is injected with [`TableBuilder::with_lock`] or
+/// [`TableBuilder::with_compaction_lock`]. In serde form kebab-case
+/// (`"auto"`, `"file"`, `"lease"`, `"in-process"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum LockKind {
+    /// [`LockKind::File`] for a table built for a local folder
+    /// ([`TableBuilder::local`]), [`LockKind::Lease`] otherwise.
+    #[default]
+    Auto,
+    /// An OS file lock under the table's `.hoodie/.aux/`: the processes of
+    /// one host. Only for a table built for a local folder.
+    File,
+    /// A lease document under the table's `.hoodie/.locks/`, taken with
+    /// conditional puts: processes anywhere sharing the store. The store
+    /// must support `PutMode::Update` (S3, GCS, Azure, memory).
+    Lease,
+    /// A lock of this process alone: for tests, and tables no other process
+    /// writes.
+    InProcess,
+}
+
+/// A table's settings: plain data, apart from the components (clock,
+/// locks, spill store) given to the [`TableBuilder`]. Every field has a
+/// documented default, so a partial serde document (say JSON) is enough; an
+/// unknown key is an error. Durations are whole milliseconds in serde form,
+/// under the field name plus `_ms`.
+///
+/// ```
+/// let settings: tributary::TableSettings =
+///     serde_json::from_str(r#"{"time": {"mode": "hybrid-logical"}, "lock": "in-process"}"#).unwrap();
+/// assert_eq!(settings.time.max_clock_skew, std::time::Duration::from_millis(200));
+/// assert!(serde_json::from_str::<tributary::TableSettings>(r#"{"lokc": "file"}"#).is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TableSettings {
+    /// How instants are taken; see [`TimeSettings`].
+    pub time: TimeSettings,
+    /// Which lock is built when none is injected; by default
+    /// [`LockKind::Auto`].
+    pub lock: LockKind,
+    /// How long a lease of the instant lock lasts without release
+    /// ([`LockKind::Lease`]); a dead holder blocks others at most this long.
+    /// Default 60 s.
+    #[serde(rename = "lock_lease_ms", with = "millis_serde")]
+    pub lock_lease: Duration,
+    /// How long a compactor's lease of the compaction lock lasts
+    /// ([`LockKind::Lease`]); it is held for a whole compaction. Default 1 h.
+    #[serde(rename = "compaction_lease_ms", with = "millis_serde")]
+    pub compaction_lease: Duration,
+    /// Give up taking a lease lock after this long. Default 120 s.
+    #[serde(rename = "lock_acquire_timeout_ms", with = "millis_serde")]
+    pub lock_acquire_timeout: Duration,
+    /// The owner named in lease documents; it must be unique among the
+    /// processes sharing the table. Default `pid-<process id>`.
+    pub lock_owner: Option<String>,
+    /// A pending write whose heartbeat is older than this has failed: the
+    /// cleaner and the compactor roll it back. Writers of the table must
+    /// refresh their heartbeat more often (`WriteSettings::heartbeat_interval`,
+    /// checked by [`Table::write_client`]). Default 2 min
+    /// ([`tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY`]).
+    #[serde(rename = "heartbeat_expiry_ms", with = "millis_serde")]
+    pub heartbeat_expiry: Duration,
+}
+
+impl Default for TableSettings {
+    fn default() -> Self {
+        let lease = LeaseSettings::default();
+        Self {
+            time: TimeSettings::default(),
+            lock: LockKind::Auto,
+            lock_lease: lease.lease,
+            compaction_lease: Duration::from_secs(3600),
+            lock_acquire_timeout: lease.acquire_timeout,
+            lock_owner: None,
+            heartbeat_expiry: tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY,
+        }
+    }
+}
+
+/// A [`Duration`] as whole milliseconds.
+mod millis_serde {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}
+
+/// A [`TimeMode`] as `"wait-for-skew"` or `"hybrid-logical"`.
+mod time_mode_serde {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use tributary_timeline::TimeMode;
+
+    pub(super) fn serialize<S: Serializer>(mode: &TimeMode, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(match mode {
+            TimeMode::WaitForSkew => "wait-for-skew",
+            TimeMode::HybridLogical => "hybrid-logical",
+        })
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<TimeMode, D::Error> {
+        let s = String::deserialize(d)?;
+        TimeMode::parse(&s).ok_or_else(|| {
+            serde::de::Error::invalid_value(serde::de::Unexpected::Str(&s), &"\"wait-for-skew\" or \"hybrid-logical\"")
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_round_trip_with_durations_in_milliseconds() {
+        let settings = TableSettings {
+            time: TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(50) },
+            lock: LockKind::InProcess,
+            lock_owner: Some("host-a".into()),
+            ..Default::default()
+        };
+        let json = serde_json::to_value(&settings).unwrap();
+        assert_eq!(json["time"]["mode"], "hybrid-logical");
+        assert_eq!(json["time"]["max_clock_skew_ms"], 50);
+        assert_eq!(json["lock"], "in-process");
+        assert_eq!(json["heartbeat_expiry_ms"], 120_000);
+        assert_eq!(serde_json::from_value::<TableSettings>(json).unwrap(), settings);
+        assert_eq!(serde_json::from_str::<TableSettings>("{}").unwrap(), TableSettings::default());
+        let bad = serde_json::from_str::<TableSettings>(r#"{"time": {"mode": "fast"}}"#).unwrap_err().to_string();
+        assert!(bad.contains("wait-for-skew"), "{bad}");
+    }
+}
