@@ -86,7 +86,13 @@ fn remove_emptied_temp_folders(file: &std::path::Path, known: &std::sync::Mutex<
     let mut dir = file.parent();
     while let Some(d) = dir.filter(|d| *d != temp) {
         if std::fs::remove_dir(d).is_err() && !(only_staging_files(d) && std::fs::remove_dir(d).is_ok()) {
-            break;
+            // An instant's folder may still hold partition folders in which a
+            // writer killed while creating its first marker left only that
+            // marker's staging file: they go too, and then the folder.
+            let instant_folder = d.parent() == Some(temp);
+            if !(instant_folder && sweep_staging_folders(d) && std::fs::remove_dir(d).is_ok()) {
+                break;
+            }
         }
         if let Ok(mut known) = known.lock() {
             known.remove(d);
@@ -115,6 +121,19 @@ fn only_staging_files(dir: &std::path::Path) -> bool {
         staged.push(e.path());
     }
     staged.iter().all(|p| std::fs::remove_file(p).is_ok())
+}
+
+/// Removes the sub-folders of `dir` (recursively) that hold nothing but
+/// staging files, then `dir`'s own staging files if it holds nothing else;
+/// true when `dir` is then empty.
+fn sweep_staging_folders(dir: &std::path::Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    for e in entries.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) && sweep_staging_folders(&e.path()) {
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+    only_staging_files(dir)
 }
 
 /// Removes the staging files (`<file>#1`, `#2`, ...) that a process killed
@@ -367,6 +386,13 @@ mod tests {
         store.delete(&path("c/d.marker")).await.unwrap();
         assert!(!folder.exists());
         assert!(dir.path().join("t/.hoodie/.temp").is_dir());
+        // A partition folder holding only a killed writer's staged first
+        // marker goes with the instant's last real marker elsewhere.
+        store.put(&path("city=rome/f.marker"), PutPayload::from_static(b"x")).await.unwrap();
+        std::fs::create_dir_all(folder.join("city=oslo")).unwrap();
+        std::fs::write(folder.join("city=oslo/g.marker#1"), b"partial").unwrap();
+        store.delete(&path("city=rome/f.marker")).await.unwrap();
+        assert!(!folder.exists(), "the staged-only partition folder went with the instant folder");
         let data = Path::from_absolute_path(dir.path().join("t/city=oslo/x.log")).unwrap();
         store.put(&data, PutPayload::from_static(b"x")).await.unwrap();
         store.delete(&data).await.unwrap();
