@@ -10,26 +10,21 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow::array::{Float64Array, Int64Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use tributary::{Table, TableSettings, TimeSettings};
 use tributary_timeline::TimeMode;
 use tributary_writer::WriteSettings;
+
+#[path = "../tests/it/support/live_events.rs"]
+mod live_events;
 
 const CHILD_ENV: &str = "TRIBUTARY_BENCH_LIVE_WRITER";
 const WRITERS: usize = 3;
 const WITH_COMPACTOR: Duration = Duration::from_secs(60);
 const WITHOUT_COMPACTOR: Duration = Duration::from_secs(15);
-
-const SCHEMA: &str = r#"{"type":"record","name":"trips_record","namespace":"hoodie.trips","fields":[
-    {"name":"ts","type":"long"},{"name":"uuid","type":"string"},
-    {"name":"rider","type":["null","string"],"default":null},
-    {"name":"fare","type":"double"},{"name":"city","type":"string"}]}"#;
 
 /// The writer side, in a child process: small commits until the deadline.
 /// Each commit latency (`L <µs>`) and committed event (`E key ts fare`) goes
@@ -49,46 +44,20 @@ fn writer(spec: &str) {
             .expect("open the table");
         let settings = WriteSettings { tasks: 2, writer_id: format!("w{writer}"), ..Default::default() };
         let client = t.write_client(settings).expect("write client");
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("uuid", DataType::Utf8, false),
-            Field::new("ts", DataType::Int64, false),
-            Field::new("rider", DataType::Utf8, true),
-            Field::new("fare", DataType::Float64, false),
-            Field::new("city", DataType::Utf8, false),
-        ]));
+        let schema = live_events::arrow_schema();
         let mut rng = StdRng::seed_from_u64(writer as u64);
         let deadline = Instant::now() + Duration::from_secs(secs);
         let mut lines = Vec::new();
         while Instant::now() < deadline {
-            let events: Vec<(u32, i64, f64)> = (0..50)
-                .map(|_| {
-                    (
-                        rng.random_range(0..400u32),
-                        rng.random_range(1..1_000_000i64) * 4 + writer,
-                        f64::from(rng.random_range(0..1000u32)),
-                    )
-                })
-                .collect();
-            let batch = RecordBatch::try_new(
-                schema.clone(),
-                vec![
-                    Arc::new(StringArray::from_iter_values(events.iter().map(|e| format!("key-{:04}", e.0)))),
-                    Arc::new(Int64Array::from_iter_values(events.iter().map(|e| e.1))),
-                    Arc::new(StringArray::from_iter_values(events.iter().map(|_| format!("w{writer}")))),
-                    Arc::new(Float64Array::from_iter_values(events.iter().map(|e| e.2))),
-                    Arc::new(StringArray::from_iter_values(
-                        events.iter().map(|e| ["paris", "rome"][(e.0 % 2) as usize]),
-                    )),
-                ],
-            )
-            .expect("batch");
+            let events = live_events::next_events(&mut rng, writer);
+            let batch = live_events::batch(&schema, &events, writer);
             let started = Instant::now();
             let mut commit = client.start_commit().await.expect("start commit");
             commit.write_batch(&batch).await.expect("write");
             commit.commit().await.expect("commit");
             lines.push(format!("L {}", started.elapsed().as_micros()));
             for e in &events {
-                lines.push(format!("E key-{:04} {} {}", e.0, e.1, e.2));
+                lines.push(live_events::event_line(e));
             }
         }
         std::fs::write(out, lines.join("\n")).expect("write the output");
@@ -139,7 +108,7 @@ fn main() {
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let schema = dir.path().join("trips.avsc");
-    std::fs::write(&schema, SCHEMA).expect("write the schema");
+    std::fs::write(&schema, live_events::SCHEMA).expect("write the schema");
     let table = dir.path().join("t");
     let t = table.to_str().expect("UTF-8 path");
     tributary(&[

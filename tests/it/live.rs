@@ -7,13 +7,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow::array::{Float64Array, Int64Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use tributary::{Table, TableSettings, TimeSettings};
 use tributary_timeline::TimeMode;
@@ -50,40 +47,14 @@ fn live_writer_process() {
             .unwrap();
         let settings = WriteSettings { tasks: 2, writer_id: format!("w{writer}"), ..Default::default() };
         let client = t.write_client(settings).unwrap();
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("uuid", DataType::Utf8, false),
-            Field::new("ts", DataType::Int64, false),
-            Field::new("rider", DataType::Utf8, true),
-            Field::new("fare", DataType::Float64, false),
-            Field::new("city", DataType::Utf8, false),
-        ]));
+        let schema = live_events::arrow_schema();
         let mut rng = StdRng::seed_from_u64(writer as u64);
         let mut lines = Vec::new();
         while !Path::new(stop).exists() {
             // Event times are unique across writers (residue = writer id)
             // and arrive in random order.
-            let events: Vec<(u32, i64, f64)> = (0..50)
-                .map(|_| {
-                    (
-                        rng.random_range(0..400u32),
-                        rng.random_range(1..1_000_000i64) * 4 + writer,
-                        f64::from(rng.random_range(0..1000u32)),
-                    )
-                })
-                .collect();
-            let batch = RecordBatch::try_new(
-                schema.clone(),
-                vec![
-                    Arc::new(StringArray::from_iter_values(events.iter().map(|e| format!("key-{:04}", e.0)))),
-                    Arc::new(Int64Array::from_iter_values(events.iter().map(|e| e.1))),
-                    Arc::new(StringArray::from_iter_values(events.iter().map(|_| format!("w{writer}")))),
-                    Arc::new(Float64Array::from_iter_values(events.iter().map(|e| e.2))),
-                    Arc::new(StringArray::from_iter_values(
-                        events.iter().map(|e| ["paris", "rome"][(e.0 % 2) as usize]),
-                    )),
-                ],
-            )
-            .unwrap();
+            let events = live_events::next_events(&mut rng, writer);
+            let batch = live_events::batch(&schema, &events, writer);
             let pending_before = pending_compactions(Path::new(table));
             let mut commit = client.start_commit().await.unwrap();
             commit.write_batch(&batch).await.unwrap();
@@ -95,7 +66,7 @@ fn live_writer_process() {
                 std::fs::write(Path::new(overlaps).join(format!("{c}-w{writer}")), "").unwrap();
             }
             for e in &events {
-                lines.push(format!("E key-{:04} {} {}", e.0, e.1, e.2));
+                lines.push(live_events::event_line(e));
             }
         }
         std::fs::write(out, lines.join("\n")).unwrap();

@@ -46,18 +46,7 @@ fn ours(table: &Path, extra: &[&str]) -> Vec<String> {
 
 /// The official reader; `opts` is Python building `HudiReadOptions` as `o`.
 fn official(table: &Path, opts: &str) -> Vec<String> {
-    let script = format!(
-        "import sys, json\n\
-         import pyarrow as pa\n\
-         from hudi import HudiTableBuilder, HudiReadOptions, HudiQueryType\n\
-         t = HudiTableBuilder.from_base_uri(sys.argv[1]).build()\n\
-         o = HudiReadOptions()\n\
-         {opts}\n\
-         b = t.read(o)\n\
-         print(json.dumps(pa.Table.from_batches(b).to_pylist() if b else []))"
-    );
-    let out = python(&script, &[table.to_str().unwrap()]);
-    sorted_rows(serde_json::from_str(out.trim()).unwrap())
+    sorted_rows(official_rows(table, opts))
 }
 
 #[test]

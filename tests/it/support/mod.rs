@@ -5,6 +5,7 @@
 mod corpus;
 mod fault;
 mod files;
+pub mod live_events;
 mod oracle;
 
 use std::path::{Path, PathBuf};
@@ -75,14 +76,7 @@ pub fn tributary_err(args: &[&str]) -> String {
 /// An Avro schema of the trips shape, written to `dir/trips.avsc`.
 pub fn trips_schema(dir: &Path) -> PathBuf {
     let p = dir.join("trips.avsc");
-    std::fs::write(
-        &p,
-        r#"{"type":"record","name":"trips_record","namespace":"hoodie.trips","fields":[
-            {"name":"ts","type":"long"},{"name":"uuid","type":"string"},
-            {"name":"rider","type":["null","string"],"default":null},
-            {"name":"fare","type":"double"},{"name":"city","type":"string"}]}"#,
-    )
-    .unwrap();
+    std::fs::write(&p, live_events::SCHEMA).unwrap();
     p
 }
 
