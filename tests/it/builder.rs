@@ -4,49 +4,30 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use arrow::array::{Float64Array, Int64Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::array::RecordBatch;
 use futures::TryStreamExt;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use tributary::{CreateOptions, LockKind, Query, ReadOptions, Table, TableSettings, TimeSettings};
+use tributary::{CreateOptions, LockKind, Query, ReadOptions, Table, TableSettings};
 use tributary_compaction::execute::CompactorSettings;
-use tributary_timeline::{InstantTime, ManualClock, TableLocation, TimeMode};
+use tributary_timeline::{InstantTime, ManualClock, TableLocation};
 use tributary_writer::WriteSettings;
 
-const SCHEMA: &str = r#"{"type":"record","name":"trips","fields":[
-    {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
-    {"name":"fare","type":"double"},{"name":"city","type":"string"}]}"#;
-
-fn hybrid() -> TableSettings {
-    TableSettings { time: TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() }, ..Default::default() }
-}
+use crate::support::{FARES_SCHEMA, hybrid, oslo_batch};
 
 fn options() -> CreateOptions {
-    let mut o = CreateOptions::new(SCHEMA, "uuid", "ts");
+    let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
     o.partition_field = Some("city".into());
     o.buckets = 1;
     o
 }
 
 fn batch(keys: std::ops::Range<usize>, ts: i64) -> RecordBatch {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("uuid", DataType::Utf8, false),
-        Field::new("ts", DataType::Int64, false),
-        Field::new("fare", DataType::Float64, false),
-        Field::new("city", DataType::Utf8, false),
-    ]));
-    RecordBatch::try_new(
-        schema,
-        vec![
-            Arc::new(StringArray::from_iter_values(keys.clone().map(|k| format!("trip-{k:05}")))),
-            Arc::new(Int64Array::from_iter_values(keys.clone().map(|_| ts))),
-            Arc::new(Float64Array::from_iter_values(keys.clone().map(|k| k as f64 + ts as f64 / 10.0))),
-            Arc::new(StringArray::from_iter_values(keys.map(|_| "oslo"))),
-        ],
-    )
-    .unwrap()
+    let ids: Vec<String> = keys.clone().map(|k| format!("trip-{k:05}")).collect();
+    let rows: Vec<(&str, i64, f64)> =
+        keys.zip(&ids).map(|(k, id)| (id.as_str(), ts, k as f64 + ts as f64 / 10.0)).collect();
+    oslo_batch(&rows)
 }
 
 /// A table built with an injected manual clock takes its instants, and its

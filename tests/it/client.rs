@@ -5,27 +5,22 @@ use std::time::Duration;
 
 use arrow::array::{Array, AsArray, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
-use tributary::{CreateOptions, Query, ReadOptions, Table, TableSettings, TimeSettings};
-use tributary_timeline::{MergeMode, TimeMode};
+use tributary::{CreateOptions, Query, ReadOptions, Table};
+use tributary_timeline::MergeMode;
 use tributary_writer::WriteSettings;
 
-use crate::support::{file_names, file_paths, is_log, is_marker};
+use crate::support::{file_names, file_paths, hybrid, is_log, is_marker};
 
 const SCHEMA: &str = r#"{"type":"record","name":"trips","fields":[
     {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
     {"name":"fare","type":["null","double"],"default":null},{"name":"city","type":"string"}]}"#;
-
-fn fast() -> TableSettings {
-    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
-    TableSettings { time, ..Default::default() }
-}
 
 async fn table(dir: &std::path::Path, mode: MergeMode) -> Table {
     let mut o = CreateOptions::new(SCHEMA, "uuid", "ts");
     o.partition_field = Some("city".into());
     o.buckets = 2;
     o.merge_mode = mode;
-    Table::builder_local(dir.join("t")).with_settings(fast()).create(o).await.unwrap()
+    Table::builder_local(dir.join("t")).with_settings(hybrid()).create(o).await.unwrap()
 }
 
 fn batch(uuids: &[&str], ts: &[i64], fares: &[Option<f64>], deleted: Option<&[bool]>) -> RecordBatch {
@@ -108,7 +103,7 @@ async fn checkpoints_survive_a_restart_per_writer() {
     let c = a.start_commit().await.unwrap();
     c.commit().await.unwrap();
 
-    let reopened = Table::builder_local(dir.path().join("t")).with_settings(fast()).open().await.unwrap();
+    let reopened = Table::builder_local(dir.path().join("t")).with_settings(hybrid()).open().await.unwrap();
     let r = reopened.write_client(settings("orders")).unwrap();
     assert_eq!(r.last_checkpoint("orders").await.unwrap().as_deref(), Some("offset=200"));
     assert_eq!(r.last_checkpoint("profile").await.unwrap().as_deref(), Some("p-7"));

@@ -2,50 +2,21 @@
 //! bounded memory.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use arrow::array::{Array, AsArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema};
-use tributary::{CreateOptions, LockKind, Query, ReadOptions, Table, TableSettings, TimeSettings};
+use tributary::{CreateOptions, LockKind, Query, ReadOptions, Table, TableSettings};
 use tributary_compaction::execute::CompactorSettings;
-use tributary_timeline::{Action, State, TableLocation, TimeMode};
+use tributary_timeline::{Action, State, TableLocation};
 use tributary_writer::WriteSettings;
 
-use crate::support::{FailPuts, copy_tree};
-
-const SCHEMA: &str = r#"{"type":"record","name":"trips","fields":[
-    {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
-    {"name":"fare","type":"double"},{"name":"city","type":"string"}]}"#;
-
-fn fast() -> TableSettings {
-    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
-    TableSettings { time, ..Default::default() }
-}
+use crate::support::{FARES_SCHEMA, FailPuts, copy_tree, hybrid, oslo_batch};
 
 async fn table(dir: &std::path::Path) -> Table {
-    let mut o = CreateOptions::new(SCHEMA, "uuid", "ts");
+    let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
     o.partition_field = Some("city".into());
     o.buckets = 2;
-    Table::builder_local(dir.join("t")).with_settings(fast()).create(o).await.unwrap()
-}
-
-fn batch(rows: &[(&str, i64, f64)]) -> RecordBatch {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("uuid", DataType::Utf8, false),
-        Field::new("ts", DataType::Int64, false),
-        Field::new("fare", DataType::Float64, false),
-        Field::new("city", DataType::Utf8, false),
-    ]));
-    RecordBatch::try_new(
-        schema,
-        vec![
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0))),
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
-            Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2))),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|_| "oslo"))),
-        ],
-    )
-    .unwrap()
+    Table::builder_local(dir.join("t")).with_settings(hybrid()).create(o).await.unwrap()
 }
 
 async fn rows(t: &Table, query: Query) -> Vec<(String, i64, f64)> {
@@ -64,12 +35,12 @@ async fn late_completion_falls_into_the_new_slice() {
     let t = table(dir.path()).await;
     let client = t.write_client(WriteSettings::default()).unwrap();
     let mut c1 = client.start_commit().await.unwrap();
-    c1.write_batch(&batch(&[("a", 1, 1.0), ("b", 1, 1.0)])).await.unwrap();
+    c1.write_batch(&oslo_batch(&[("a", 1, 1.0), ("b", 1, 1.0)])).await.unwrap();
     c1.commit().await.unwrap();
 
     // A writer requests its instant before the compaction instant ...
     let mut late = client.start_commit().await.unwrap();
-    late.write_batch(&batch(&[("a", 2, 2.0), ("c", 2, 2.0)])).await.unwrap();
+    late.write_batch(&oslo_batch(&[("a", 2, 2.0), ("c", 2, 2.0)])).await.unwrap();
 
     let compactor = t.compactor(CompactorSettings::default()).await.unwrap();
     let (c, plan) = compactor.schedule().await.unwrap().unwrap();
@@ -106,14 +77,14 @@ async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
     let client = t.write_client(WriteSettings::default()).unwrap();
     for i in 0..3 {
         let mut c = client.start_commit().await.unwrap();
-        c.write_batch(&batch(&[("a", i, i as f64), ("b", 10 - i, i as f64), ("c", i, 0.5)])).await.unwrap();
+        c.write_batch(&oslo_batch(&[("a", i, i as f64), ("b", 10 - i, i as f64), ("c", i, 0.5)])).await.unwrap();
         c.commit().await.unwrap();
     }
     let before = rows(&t, Query::Snapshot).await;
 
     let healthy = t.location().clone();
     let crashing = TableLocation::new(Arc::new(FailPuts::before_commit(healthy.store.clone())), healthy.root.clone());
-    let in_process = TableSettings { lock: LockKind::InProcess, ..fast() };
+    let in_process = TableSettings { lock: LockKind::InProcess, ..hybrid() };
     let broken = Table::builder(crashing).with_settings(in_process).open().await.unwrap();
     let err = broken.compactor(CompactorSettings::default()).await.unwrap().run_once().await;
     assert!(err.is_err(), "the crash stops the compaction");
@@ -141,7 +112,7 @@ async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
 
 /// `rows` with a `_hoodie_is_deleted` column: keys in `deleted` are deletes.
 fn batch_with_deletes(rows: &[(&str, i64, f64)], deleted: &dyn Fn(&str) -> bool) -> RecordBatch {
-    let b = batch(rows);
+    let b = oslo_batch(rows);
     let flags = arrow::array::BooleanArray::from_iter(rows.iter().map(|r| Some(deleted(r.0))));
     let mut fields: Vec<Field> = b.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
     fields.push(Field::new("_hoodie_is_deleted", DataType::Boolean, true));
@@ -159,7 +130,7 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
     for round in 0..4i64 {
         let data: Vec<(&str, i64, f64)> = keys.iter().map(|k| (k.as_str(), round, round as f64)).collect();
         let mut c = client.start_commit().await.unwrap();
-        c.write_batch(&batch(&data)).await.unwrap();
+        c.write_batch(&oslo_batch(&data)).await.unwrap();
         c.commit().await.unwrap();
     }
     // A first compaction within the budget leaves base files to merge with.
@@ -190,7 +161,7 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
     for budget_kib in [16, 64, 256, 512, 800, 832, 1024, 4096, 16384] {
         let copy = tempfile::tempdir().unwrap();
         copy_tree(&dir.path().join("t"), &copy.path().join("t"));
-        let t = Table::builder_local(copy.path().join("t")).with_settings(fast()).open().await.unwrap();
+        let t = Table::builder_local(copy.path().join("t")).with_settings(hybrid()).open().await.unwrap();
         let settings = CompactorSettings { memory_budget: budget_kib << 10, ..Default::default() };
         let done = t.compactor(settings).await.unwrap().run_once().await.unwrap();
         let s = &done[0];

@@ -2,6 +2,7 @@
 //! corpus, the official Python reader), the CLI, fault-injecting stores and
 //! table file listings.
 
+mod api;
 mod corpus;
 mod fault;
 mod files;
@@ -11,6 +12,7 @@ mod oracle;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub use api::*;
 pub use corpus::*;
 pub use fault::*;
 pub use files::*;

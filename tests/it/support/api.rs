@@ -1,0 +1,39 @@
+//! Fixtures of the tests that use the Rust API: hybrid-logical table
+//! settings, and a four-column fares table with batches of its rows.
+
+use std::sync::Arc;
+
+use arrow::array::{Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use tributary::{TableSettings, TimeSettings};
+use tributary_timeline::TimeMode;
+
+/// Table settings with hybrid-logical instants (no 200 ms wait per instant).
+pub fn hybrid() -> TableSettings {
+    TableSettings { time: TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() }, ..Default::default() }
+}
+
+/// A fares table's Avro schema: `uuid`, `ts`, `fare`, `city`.
+pub const FARES_SCHEMA: &str = r#"{"type":"record","name":"trips","fields":[
+    {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
+    {"name":"fare","type":"double"},{"name":"city","type":"string"}]}"#;
+
+/// Rows `(uuid, ts, fare)` in city `oslo`, as a batch of [`FARES_SCHEMA`].
+pub fn oslo_batch(rows: &[(&str, i64, f64)]) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("uuid", DataType::Utf8, false),
+        Field::new("ts", DataType::Int64, false),
+        Field::new("fare", DataType::Float64, false),
+        Field::new("city", DataType::Utf8, false),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
+            Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|_| "oslo"))),
+        ],
+    )
+    .unwrap()
+}
