@@ -205,6 +205,12 @@ impl TableSchema {
         Ok(out)
     }
 
+    /// The Avro default of column `i` (of [`Self::arrow`]), if its field
+    /// declares one.
+    pub fn default_of(&self, i: usize) -> Option<&Value> {
+        self.table_json.get("fields")?.get(i)?.get("default")
+    }
+
     /// Whether this is a partial writer's column subset.
     pub fn is_partial(&self) -> bool {
         self.partial

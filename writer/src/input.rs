@@ -287,7 +287,12 @@ pub fn rows_from_json(schema: &TableSchema, values: &[Value], source: &str, firs
         deleted.append_value(is_deleted);
         for (i, (f, col)) in fields.iter().zip(cols.iter_mut()).enumerate() {
             let required = i == schema.key_index() || Some(i) == schema.ordering_index();
-            match obj.get(f.name()) {
+            // A field the record leaves out takes its schema default.
+            let given = match obj.get(f.name()) {
+                None => schema.default_of(i).filter(|d| !d.is_null()),
+                given => given,
+            };
+            match given {
                 None | Some(Value::Null) if required => {
                     let what = if i == schema.key_index() { "missing record key" } else { "missing ordering value" };
                     return Err(bad(source, record, Some(f.name()), what));
@@ -385,5 +390,30 @@ mod tests {
         }
         let err = parse_json_lines("{\"id\":1}\n\n{oops\n", "f.jsonl", 1).unwrap_err().to_string();
         assert!(err.contains("f.jsonl line 3") && err.contains("malformed JSON"), "{err}");
+    }
+
+    #[test]
+    fn a_left_out_field_takes_its_schema_default() {
+        let s = TableSchema::new(
+            r#"{"type":"record","name":"r","fields":[
+              {"name":"id","type":"string"},{"name":"ts","type":"long"},
+              {"name":"n","type":"int","default":7},
+              {"name":"label","type":"string","default":"none"},
+              {"name":"_hoodie_is_deleted","type":"boolean","default":false}]}"#,
+            "id",
+            Some("ts"),
+            None,
+        )
+        .unwrap();
+        let rows = rows_from_json(&s, &[json!({"id":"a","ts":1}), json!({"id":"b","ts":2,"n":3})], "in", 1).unwrap();
+        let b = &rows.batch;
+        let n = b.column(2).as_any().downcast_ref::<arrow::array::Int32Array>().unwrap();
+        assert_eq!((n.value(0), n.value(1)), (7, 3));
+        assert_eq!(b.column(3).as_any().downcast_ref::<arrow::array::StringArray>().unwrap().value(0), "none");
+        assert!(!b.column(4).as_any().downcast_ref::<arrow::array::BooleanArray>().unwrap().value(0));
+        assert!(rows.deleted.is_none());
+        // A default fills a field left out, not one given as null.
+        let err = rows_from_json(&s, &[json!({"id":"a","ts":1,"n":null})], "in", 1).unwrap_err().to_string();
+        assert!(err.contains("field `n`: null in a non-nullable column"), "{err}");
     }
 }
