@@ -242,6 +242,7 @@ impl TableBuilder {
         }
         check_field(&schema, src, "record key", &options.record_key)?;
         check_field(&schema, src, "ordering", &options.ordering_field)?;
+        check_orderable(&schema, src, "ordering field", &options.ordering_field)?;
         if let Some(p) = &options.partition_field {
             check_field(&schema, src, "partition", p)?;
         }
@@ -386,6 +387,46 @@ fn check_field(schema: &Schema, source: &str, role: &str, name: &str) -> Result<
     }
 }
 
+/// Rejects an ordering field whose type cannot order versions and deletes:
+/// int, long, float, double, string, date, timestamps (millis or micros,
+/// UTC or local) and decimal can, each optionally nullable.
+fn check_orderable(schema: &Schema, source: &str, role: &str, name: &str) -> Result<()> {
+    let Schema::Record(r) = schema else { return Ok(()) };
+    let Some(field) = r.fields.iter().find(|f| f.name == name) else { return Ok(()) };
+    let inner = match &field.schema {
+        Schema::Union(u) => match u.variants().iter().filter(|v| !matches!(v, Schema::Null)).collect::<Vec<_>>()[..] {
+            [one] => one,
+            _ => &field.schema,
+        },
+        other => other,
+    };
+    let orderable = matches!(
+        inner,
+        Schema::Int
+            | Schema::Long
+            | Schema::Float
+            | Schema::Double
+            | Schema::String
+            | Schema::Date
+            | Schema::TimestampMillis
+            | Schema::TimestampMicros
+            | Schema::LocalTimestampMillis
+            | Schema::LocalTimestampMicros
+            | Schema::Decimal(_)
+    );
+    if orderable {
+        return Ok(());
+    }
+    let shown = serde_json::to_string(&field.schema).unwrap_or_else(|_| format!("{:?}", field.schema));
+    Err(Error::InvalidInput {
+        what: source.to_string(),
+        reason: format!(
+            "{role} `{name}` has type {shown}, which cannot order records; use int, long, float, double, \
+             string, date, a timestamp (millis or micros) or decimal"
+        ),
+    })
+}
+
 /// Rejects sequence groups that cannot be merged unambiguously.
 fn check_sequence_groups(schema: &Schema, source: &str, options: &CreateOptions) -> Result<()> {
     let bad = |reason: String| Err(Error::InvalidInput { what: "--sequence-group".into(), reason });
@@ -409,6 +450,7 @@ fn check_sequence_groups(schema: &Schema, source: &str, options: &CreateOptions)
         if !field_names(schema).contains(&g.ordering.as_str()) {
             return bad(format!("group ordering field `{}` is not in the schema {source}", g.ordering));
         }
+        check_orderable(schema, source, "sequence group ordering field", &g.ordering)?;
         for c in std::iter::once(&g.ordering).chain(&g.columns) {
             check_field(schema, source, &format!("sequence group `{}` column", g.ordering), c)?;
             let special = if *c == options.record_key {

@@ -107,3 +107,40 @@ fn init_rejects_bad_definitions_by_name() {
     let err = tributary_err(&["init", t, "--schema", s, "--record-key", "uuid", "--ordering-field", "ts"]);
     assert!(err.contains("already exists"), "{err}");
 }
+
+#[test]
+fn an_ordering_field_must_be_of_an_orderable_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("types.avsc");
+    std::fs::write(
+        &schema,
+        r#"{"type":"record","name":"r","fields":[
+            {"name":"id","type":"string"},
+            {"name":"i","type":"int"},{"name":"l","type":["null","long"],"default":null},
+            {"name":"f","type":"float"},{"name":"d","type":"double"},{"name":"s","type":"string"},
+            {"name":"day","type":{"type":"int","logicalType":"date"}},
+            {"name":"ms","type":{"type":"long","logicalType":"timestamp-millis"}},
+            {"name":"us","type":{"type":"long","logicalType":"timestamp-micros"}},
+            {"name":"dec","type":{"type":"bytes","logicalType":"decimal","precision":12,"scale":2}},
+            {"name":"flag","type":"boolean"},{"name":"raw","type":"bytes"},
+            {"name":"tod","type":{"type":"int","logicalType":"time-millis"}},
+            {"name":"tags","type":{"type":"array","items":"string"}},
+            {"name":"either","type":["null","int","string"],"default":null}]}"#,
+    )
+    .unwrap();
+    let s = schema.to_str().unwrap();
+    for (n, ok) in ["i", "l", "f", "d", "s", "day", "ms", "us", "dec"].iter().enumerate() {
+        let t = dir.path().join(format!("ok{n}"));
+        tributary_ok(&["init", t.to_str().unwrap(), "--schema", s, "--record-key", "id", "--ordering-field", ok]);
+    }
+    for bad in ["flag", "raw", "tod", "tags", "either"] {
+        let t = dir.path().join(format!("bad-{bad}"));
+        let err =
+            tributary_err(&["init", t.to_str().unwrap(), "--schema", s, "--record-key", "id", "--ordering-field", bad]);
+        assert!(
+            err.contains(&format!("ordering field `{bad}` has type")) && err.contains("types.avsc"),
+            "{bad}: {err}"
+        );
+        assert!(!t.join(".hoodie").exists(), "nothing is written on error");
+    }
+}
