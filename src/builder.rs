@@ -12,7 +12,7 @@ use object_store::path::Path;
 use tributary_timeline::config::{NewTableConfig, SequenceGroup, TableConfig};
 use tributary_timeline::{
     BucketHash, BucketSpec, Clock, FileLock, InProcessLock, LeaseLock, LeaseSettings, LockProvider, MergeMode,
-    SystemClock, TableLocation,
+    SystemClock, TableLocation, TombstoneRetention,
 };
 
 use crate::error::{Error, Result};
@@ -46,6 +46,10 @@ pub struct CreateOptions {
     pub merge_mode: MergeMode,
     /// Sequence groups for partial-column writers (merge mode becomes CUSTOM).
     pub sequence_groups: Vec<SequenceGroup>,
+    /// How long compaction keeps tombstones of deleted keys (default:
+    /// forever); a duration needs a date or timestamp ordering field, a
+    /// number is in the ordering field's units.
+    pub tombstone_retention: TombstoneRetention,
 }
 
 impl CreateOptions {
@@ -68,6 +72,7 @@ impl CreateOptions {
             bucket_hash: BucketHash::Murmur3,
             merge_mode: MergeMode::EventTime,
             sequence_groups: Vec::new(),
+            tombstone_retention: TombstoneRetention::Forever,
         }
     }
 }
@@ -242,7 +247,8 @@ impl TableBuilder {
         }
         check_field(&schema, src, "record key", &options.record_key)?;
         check_field(&schema, src, "ordering", &options.ordering_field)?;
-        check_orderable(&schema, src, "ordering field", &options.ordering_field)?;
+        let ordering = check_orderable(&schema, src, "ordering field", &options.ordering_field)?;
+        check_retention(options.tombstone_retention, ordering, &options.ordering_field)?;
         if let Some(p) = &options.partition_field {
             check_field(&schema, src, "partition", p)?;
         }
@@ -271,6 +277,7 @@ impl TableBuilder {
             bucket: BucketSpec { num_buckets: options.buckets, hash: options.bucket_hash },
             schema_json: compact_json(&options.schema_json, src)?,
             sequence_groups: options.sequence_groups.clone(),
+            tombstone_retention: options.tombstone_retention,
         });
         let text = config.to_properties_text("Created by tributary")?;
         match loc.create(&loc.properties_path(), text.into_bytes()).await {
@@ -387,43 +394,86 @@ fn check_field(schema: &Schema, source: &str, role: &str, name: &str) -> Result<
     }
 }
 
-/// Rejects an ordering field whose type cannot order versions and deletes:
-/// int, long, float, double, string, date, timestamps (millis or micros,
-/// UTC or local) and decimal can, each optionally nullable.
-fn check_orderable(schema: &Schema, source: &str, role: &str, name: &str) -> Result<()> {
-    let Schema::Record(r) = schema else { return Ok(()) };
-    let Some(field) = r.fields.iter().find(|f| f.name == name) else { return Ok(()) };
-    let inner = match &field.schema {
+/// The family of an ordering field's type, for the checks that depend on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OrderingKind {
+    /// int, long, float, double, decimal.
+    Number,
+    /// date and timestamps.
+    Time,
+    /// string.
+    Text,
+}
+
+/// The non-null type of a field (the one branch of a nullable union).
+fn non_null(schema: &Schema) -> &Schema {
+    match schema {
         Schema::Union(u) => match u.variants().iter().filter(|v| !matches!(v, Schema::Null)).collect::<Vec<_>>()[..] {
             [one] => one,
-            _ => &field.schema,
+            _ => schema,
         },
         other => other,
-    };
-    let orderable = matches!(
-        inner,
-        Schema::Int
-            | Schema::Long
-            | Schema::Float
-            | Schema::Double
-            | Schema::String
-            | Schema::Date
-            | Schema::TimestampMillis
-            | Schema::TimestampMicros
-            | Schema::LocalTimestampMillis
-            | Schema::LocalTimestampMicros
-            | Schema::Decimal(_)
-    );
-    if orderable {
-        return Ok(());
     }
-    let shown = serde_json::to_string(&field.schema).unwrap_or_else(|_| format!("{:?}", field.schema));
-    Err(Error::InvalidInput {
+}
+
+/// Rejects an ordering field whose type cannot order versions and deletes
+/// in every reader: int, long, float, double, string, date, timestamps
+/// (millis or micros) and decimals that fit the delete record's
+/// `decimal(30,15)` can, each optionally nullable. Returns its family.
+fn check_orderable(schema: &Schema, source: &str, role: &str, name: &str) -> Result<OrderingKind> {
+    let Schema::Record(r) = schema else { return Ok(OrderingKind::Number) };
+    let Some(field) = r.fields.iter().find(|f| f.name == name) else { return Ok(OrderingKind::Number) };
+    let shown = || serde_json::to_string(&field.schema).unwrap_or_else(|_| format!("{:?}", field.schema));
+    let kind = match non_null(&field.schema) {
+        Schema::Int | Schema::Long | Schema::Float | Schema::Double => Some(OrderingKind::Number),
+        Schema::Date | Schema::TimestampMillis | Schema::TimestampMicros => Some(OrderingKind::Time),
+        Schema::String => Some(OrderingKind::Text),
+        Schema::Decimal(d) => {
+            let (scale, whole) = (d.scale, d.precision.saturating_sub(d.scale));
+            let limit = usize::from(tributary_format::codec::DELETE_DECIMAL_SCALE as u8);
+            if scale > limit || whole > limit {
+                return Err(Error::InvalidInput {
+                    what: source.to_string(),
+                    reason: format!(
+                        "{role} `{name}` has type {}, but a delete carries its ordering value as decimal(30,15): \
+                         use a decimal with at most 15 digits before and 15 after the point",
+                        shown()
+                    ),
+                });
+            }
+            Some(OrderingKind::Number)
+        }
+        _ => None,
+    };
+    kind.ok_or_else(|| Error::InvalidInput {
         what: source.to_string(),
         reason: format!(
-            "{role} `{name}` has type {shown}, which cannot order records; use int, long, float, double, \
-             string, date, a timestamp (millis or micros) or decimal"
+            "{role} `{name}` has type {}, which cannot order records; use int, long, float, double, \
+             string, date, a timestamp (millis or micros) or decimal",
+            shown()
         ),
+    })
+}
+
+/// Rejects a tombstone retention the ordering field cannot measure: a
+/// duration needs a date or timestamp, a number a numeric or time field.
+fn check_retention(retention: TombstoneRetention, ordering: OrderingKind, field: &str) -> Result<()> {
+    let fits = match retention {
+        TombstoneRetention::Forever => true,
+        TombstoneRetention::Lateness(_) => ordering == OrderingKind::Time,
+        TombstoneRetention::Amount(_) => ordering != OrderingKind::Text,
+    };
+    if fits {
+        return Ok(());
+    }
+    let need = match ordering {
+        OrderingKind::Number => "a number in the field's units (or `forever`)",
+        OrderingKind::Time => "a duration such as `7d` (or `forever`)",
+        OrderingKind::Text => "`forever`, as a string has no distance",
+    };
+    Err(Error::InvalidInput {
+        what: "--tombstone-retention".into(),
+        reason: format!("`{}` does not fit the ordering field `{field}`: use {need}", retention.render()),
     })
 }
 

@@ -49,6 +49,7 @@ pub use read::{Query, ReadOptions};
 pub use settings::{LockKind, TableSettings, TimeSettings};
 pub use table::Table;
 pub use tributary_timeline as timeline;
+pub use tributary_timeline::TombstoneRetention;
 
 #[cfg(test)]
 mod send_sync {

@@ -18,13 +18,15 @@ use object_store::buffered::BufWriter;
 use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::AsyncArrowWriter;
 use parquet::file::properties::WriterProperties;
+use tributary_format::codec::{DeleteRecord, encode_delete_block};
+use tributary_format::log_block::HeaderKey;
 use tributary_format::metadata::{CommitMetadata, CompactionOperation, CompactionPlan, WriteStat};
 use tributary_format::schema::{COMMIT_SEQNO, FILE_NAME, META_FIELDS, RECORD_KEY, TableSchema};
 use tributary_timeline::protocol::marker::{self, remove_markers, rollback_files};
 use tributary_timeline::protocol::{Completion, complete_instant};
 use tributary_timeline::{
-    Action, BaseFileName, Clock, FileSystemView, Instant, InstantTime, LockProvider, State, TableConfig, TableLocation,
-    TimeGenerator, Timeline, TimelineWriter, WriteToken,
+    Action, BaseFileName, Clock, FileSystemView, Instant, InstantTime, LockProvider, LogFileName, State, TableConfig,
+    TableLocation, TimeGenerator, Timeline, TimelineWriter, WriteToken,
 };
 
 use crate::error::{Error, Result};
@@ -81,6 +83,10 @@ pub struct CompactionSummary {
     pub key_first_groups: usize,
     /// File groups merged through spill files.
     pub spilled_groups: usize,
+    /// Tombstones kept in the new file slices (`docs/design.md`, "Tombstones").
+    pub tombstones: u64,
+    /// Bytes of the log files holding them.
+    pub tombstone_bytes: u64,
 }
 
 /// Plans and executes compactions of one table. Built by
@@ -290,6 +296,7 @@ impl Compactor {
         meta.extra_metadata.insert("schema".into(), self.schema.table_json());
         let (mut records, mut bytes_read, mut bytes_written) = (0u64, 0u64, 0u64);
         let (mut key_first_groups, mut spilled_groups) = (0, 0);
+        let (mut tombstones, mut tombstone_bytes) = (0u64, 0u64);
         for r in results {
             let (group, stat) = r.map_err(|e| Error::Internal {
                 what: format!("compaction {instant} of {}", self.loc),
@@ -300,6 +307,8 @@ impl Compactor {
             bytes_read += group.bytes_read;
             key_first_groups += usize::from(group.key_first);
             spilled_groups += usize::from(group.spilled);
+            tombstones += group.tombstones;
+            tombstone_bytes += group.tombstone_bytes;
             meta.partition_to_write_stats.entry(stat.partition_path.clone()).or_default().push(stat);
         }
         let content = meta.to_avro_container()?;
@@ -315,6 +324,8 @@ impl Compactor {
             bytes_written,
             key_first_groups,
             spilled_groups,
+            tombstones,
+            tombstone_bytes,
         })
     }
 
@@ -394,8 +405,51 @@ impl Compactor {
             writer.write(&sorted).await.map_err(|e| write_failed(&out_path, e))?;
             next = merged.next_batch().await?;
         }
-        let done = GroupDone { bytes_read, key_first: merged.key_first(), spilled: merged.spilled() };
-        Ok((done, self.finish_group(op, writer, &out_path, rel, rows).await?))
+        let stat = self.finish_group(op, writer, &out_path, rel, rows).await?;
+        let tombstones = merged.tombstones(&ctx, &op.partition_path)?;
+        let tombstone_bytes = self.write_tombstones(index, op, instant, &tombstones).await?;
+        let done = GroupDone {
+            bytes_read,
+            key_first: merged.key_first(),
+            spilled: merged.spilled(),
+            tombstones: tombstones.len() as u64,
+            tombstone_bytes,
+        };
+        Ok((done, stat))
+    }
+
+    /// Writes the tombstones a group keeps as a DELETE block in a log file
+    /// of the new slice, named with the compaction instant, so it becomes
+    /// visible with the new base file (`docs/design.md`, "Tombstones").
+    /// Returns its size; nothing is written for no tombstones.
+    async fn write_tombstones(
+        &self,
+        index: u64,
+        op: &CompactionOperation,
+        instant: &InstantTime,
+        tombstones: &[DeleteRecord],
+    ) -> Result<u64> {
+        if tombstones.is_empty() {
+            return Ok(0);
+        }
+        let header =
+            [(HeaderKey::Schema, self.schema.log_json().to_string()), (HeaderKey::InstantTime, instant.to_string())];
+        let mut out = Vec::with_capacity(tombstones.len() * 48 + 256);
+        encode_delete_block(tombstones, &header, &mut out);
+        let name = LogFileName {
+            file_id: op.file_id.clone(),
+            instant: instant.clone(),
+            version: 1,
+            write_token: Some(WriteToken::new(index, 0, 0)),
+            suffix: String::new(),
+        }
+        .to_string();
+        let rel = if op.partition_path.is_empty() { name.clone() } else { format!("{}/{name}", op.partition_path) };
+        marker::create_marker(&self.loc, instant, &op.partition_path, &name, marker::APPEND).await?;
+        let path = self.loc.join(&rel);
+        let size = out.len() as u64;
+        self.loc.store.put(&path, out.into()).await.map_err(|e| tributary_timeline::Error::store("put", &path, e))?;
+        Ok(size)
     }
 
     /// The Parquet writer of a new base file at `path`. Columns unique within
@@ -508,6 +562,10 @@ struct GroupDone {
     key_first: bool,
     /// Merged through spill files.
     spilled: bool,
+    /// Tombstones kept.
+    tombstones: u64,
+    /// Bytes of the log file holding them.
+    tombstone_bytes: u64,
 }
 
 /// Whether a dictionary of `column`'s values would outgrow the Parquet

@@ -23,6 +23,7 @@ use tributary_timeline::{MergeMode, TableConfig};
 
 use crate::error::{Error, Result};
 use crate::ordering::{Ord2, is_unconditional, ordering_at};
+use crate::tombstone::Tombstone;
 use crate::version::Version;
 
 /// What decides a column's value.
@@ -44,8 +45,13 @@ struct RowState {
     deleted: bool,
 }
 
-/// Merges versions column by column; see the module notes.
-pub fn merge_columns(schema: &TableSchema, config: &TableConfig, versions: &[Version]) -> Result<Option<RecordBatch>> {
+/// Merges versions column by column; see the module notes. Returns the
+/// surviving rows and the tombstones of the keys a delete won.
+pub(crate) fn merge_columns(
+    schema: &TableSchema,
+    config: &TableConfig,
+    versions: &[Version],
+) -> Result<(Option<RecordBatch>, Vec<Tombstone>)> {
     let full = schema.arrow_with_meta();
     let ncols = full.fields().len();
     let meta = META_FIELDS.len();
@@ -176,9 +182,14 @@ pub fn merge_columns(schema: &TableSchema, config: &TableConfig, versions: &[Ver
             }
         }
     }
+    let tombstones: Vec<Tombstone> = if event_time {
+        states.iter().filter(|(_, s)| s.deleted).filter_map(|(k, s)| Tombstone::of(k.as_bytes(), &s.row_ord)).collect()
+    } else {
+        Vec::new()
+    };
     let live: Vec<&RowState> = states.values().filter(|s| !s.deleted && s.src[RECORD_KEY].is_some()).collect();
     if live.is_empty() {
-        return Ok(None);
+        return Ok((None, tombstones));
     }
     let null_at = batches.len();
     let columns: Vec<ArrayRef> = (0..ncols)
@@ -196,7 +207,8 @@ pub fn merge_columns(schema: &TableSchema, config: &TableConfig, versions: &[Ver
     if let Some(o) = table_ord {
         columns[o] = keep_row_ordering(&columns[o], &live, o)?;
     }
-    RecordBatch::try_new(full.clone(), columns).map(Some).map_err(|e| Error::arrow("column merge: merged rows", e))
+    let rows = RecordBatch::try_new(full.clone(), columns).map_err(|e| Error::arrow("column merge: merged rows", e))?;
+    Ok((Some(rows), tombstones))
 }
 
 /// A row re-created after a delete by a version without the table's ordering

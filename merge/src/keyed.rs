@@ -39,6 +39,7 @@ use crate::ordering::Ord2;
 use crate::read::{BaseReader, LogBlocks, LogEntry, Records, SliceFiles, SliceMerge, unsupported_block};
 use crate::rows::{KeyBatch, RowMerger, row_of};
 use crate::spill::Spiller;
+use crate::tombstone::Tombstone;
 use crate::version::Version;
 
 /// Rows per decoded batch of winners.
@@ -63,8 +64,9 @@ pub enum KeyFirst {
     /// Merged: the merger holds the winning rows.
     Merged(RowMerger),
     /// Merged: the winning rows (one per surviving key) were pushed to the
-    /// spiller, which was given, as they were too many to hold.
-    Spilled,
+    /// spiller, which was given, as they were too many to hold; the deleted
+    /// keys' tombstones are here.
+    Spilled(Vec<Tombstone>),
 }
 
 /// Merges the slice `files` key first within `limits` (see the module
@@ -107,11 +109,12 @@ pub async fn merge_key_first(
         tracing::debug!(winners = winners.len(), decoded, keep = limits.keep, "winning rows would outgrow the budget");
         return Ok(KeyFirst::Declined);
     };
-    // Only the winners' places are needed from here on.
+    // Only the winners' places (and the tombstones) are needed from here on.
+    let tombstones = merger.tombstones();
     drop(merger);
     tracing::debug!(winners = winners.len(), decoded, keep = limits.keep, "winning rows go to spill files");
     scan.decode_winners(files, &winners, Out::Spill(spiller)).await?;
-    Ok(KeyFirst::Spilled)
+    Ok(KeyFirst::Spilled(tombstones))
 }
 
 /// Where decoded winning rows go.
@@ -491,7 +494,7 @@ mod tests {
                     assert!(!spill, "kept in memory only when that fits");
                     Ok(Some(merger.finish(true)?.map(|b| b.columns().to_vec())))
                 }
-                KeyFirst::Spilled => {
+                KeyFirst::Spilled(_) => {
                     assert!(spill, "spilled only when the winners do not fit");
                     // Each partition holds one row per key: merge them and sort.
                     spiller.finish().await?;

@@ -13,6 +13,7 @@
 //! | [`limits`] | the memory policy: what a slice merge may hold before it folds or spills |
 //! | [`spill`] | spill partitions, sorted runs and their merge |
 //! | `read` | reading a slice's base and log files as versions |
+//! | `tombstone` | what a compaction keeps of deleted keys, and for how long |
 //! | [`slice`] | the one entry point: merge a file slice, for readers and the compactor |
 
 mod columns;
@@ -28,6 +29,7 @@ pub mod slice;
 pub mod spill;
 #[cfg(test)]
 pub(crate) mod test_util;
+mod tombstone;
 pub mod version;
 
 pub use error::{Error, Result};

@@ -2,7 +2,8 @@
 //!
 //! A version's ordering value is its ordering field (`hoodie.table.ordering.fields`),
 //! or the value a delete carries. Integers, dates, timestamps and decimals
-//! compare as integers, floats in total order, strings and bytes
+//! compare as integers (decimals rescaled to the delete scale, 15), floats
+//! in total order, strings and bytes
 //! lexicographically; null orders below every value. A delete without an
 //! ordering value (null, or Hudi's zero sentinel: Spark writes `int 0` or
 //! `long 0` for deletes that carry no event time) always wins.
@@ -11,7 +12,7 @@ use std::cmp::Ordering;
 
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{DataType, TimeUnit};
-use tributary_format::codec::OrderingValue;
+use tributary_format::codec::{OrderingValue, rescale_decimal};
 
 /// Whether a delete carries no event time and so always wins.
 pub fn is_unconditional(v: &OrderingValue) -> bool {
@@ -24,8 +25,11 @@ pub(crate) enum Ord2 {
     /// No value: orders below every value.
     #[default]
     Null,
-    /// Integers, dates, timestamps and decimals (unscaled).
+    /// Integers, dates and timestamps.
     Int(i64),
+    /// Decimals, unscaled at the delete scale (15), so that a row's value
+    /// and a delete's compare exactly; boxed to keep the enum small.
+    Decimal(Box<i128>),
     /// Floating-point values, in IEEE total order.
     Float(f64),
     /// Boxed, so that a value (and an index slot) stays small: a thin
@@ -48,6 +52,7 @@ impl Ord2 {
             (Null, _) => Ordering::Less,
             (_, Null) => Ordering::Greater,
             (Int(a), Int(b)) => a.cmp(b),
+            (Decimal(a), Decimal(b)) => a.cmp(b),
             (Float(a), Float(b)) => a.total_cmp(b),
             (Int(a), Float(b)) => (*a as f64).total_cmp(b),
             (Float(a), Int(b)) => a.total_cmp(&(*b as f64)),
@@ -63,9 +68,23 @@ impl Ord2 {
         match self {
             Ord2::Null => OrderingValue::Null,
             Ord2::Int(i) => OrderingValue::Long(*i),
+            Ord2::Decimal(d) => OrderingValue::Decimal(**d),
             Ord2::Float(f) => OrderingValue::Double(*f),
             Ord2::Text(t) => OrderingValue::String(t.to_string()),
             Ord2::Bytes(b) => OrderingValue::Bytes(b.to_vec()),
+        }
+    }
+
+    /// The delete ordering value of this value for an ordering field of type
+    /// `field`: the union branch a delete written by a writer would carry
+    /// (see [`OrderingValue::of`]), so every reader compares it with the
+    /// field's values.
+    pub(crate) fn to_delete_as(&self, field: &DataType) -> OrderingValue {
+        match (self, field) {
+            (Ord2::Int(i), DataType::Int32) => i32::try_from(*i).map_or(OrderingValue::Long(*i), OrderingValue::Int),
+            (Ord2::Int(i), DataType::Date32) => i32::try_from(*i).map_or(OrderingValue::Long(*i), OrderingValue::Date),
+            (Ord2::Float(f), DataType::Float32) => OrderingValue::Float(*f as f32),
+            _ => self.to_delete(),
         }
     }
 
@@ -73,8 +92,10 @@ impl Ord2 {
     pub(crate) fn from_delete(v: &OrderingValue) -> Self {
         match v {
             OrderingValue::Null => Ord2::Null,
-            OrderingValue::Int(i) => Ord2::Int(i64::from(*i)),
-            OrderingValue::Long(i) => Ord2::Int(*i),
+            OrderingValue::Boolean(b) => Ord2::Int(i64::from(*b)),
+            OrderingValue::Int(i) | OrderingValue::Date(i) => Ord2::Int(i64::from(*i)),
+            OrderingValue::Long(i) | OrderingValue::TimeMicros(i) | OrderingValue::TimestampMicros(i) => Ord2::Int(*i),
+            OrderingValue::Decimal(d) => Ord2::Decimal(Box::new(*d)),
             OrderingValue::Float(f) => Ord2::Float(f64::from(*f)),
             OrderingValue::Double(f) => Ord2::Float(*f),
             OrderingValue::Bytes(b) => Ord2::Bytes(Box::new(b.clone())),
@@ -102,7 +123,9 @@ pub(crate) fn ordering_at(c: &ArrayRef, r: usize) -> Ord2 {
         DataType::Float32 => Ord2::Float(f64::from(c.as_primitive::<t::Float32Type>().value(r))),
         DataType::Float64 => Ord2::Float(c.as_primitive::<t::Float64Type>().value(r)),
         DataType::Utf8 => Ord2::Text(Box::new(c.as_string::<i32>().value(r).to_string())),
-        DataType::Decimal128(..) => Ord2::Int(c.as_primitive::<t::Decimal128Type>().value(r) as i64),
+        DataType::Decimal128(_, scale) => {
+            Ord2::Decimal(Box::new(rescale_decimal(c.as_primitive::<t::Decimal128Type>().value(r), *scale)))
+        }
         _ => Ord2::Null,
     }
 }

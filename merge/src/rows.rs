@@ -17,6 +17,7 @@ use tributary_timeline::MergeMode;
 use crate::error::{Error, Result};
 use crate::index::{KeyIndex, Probe};
 use crate::ordering::{Ord2, OrderColumn, is_unconditional};
+use crate::tombstone::Tombstone;
 use crate::version::Version;
 
 /// Where a key's winning row is: `batch << 32 | row`, or [`DELETED`].
@@ -382,6 +383,19 @@ impl RowMerger {
             }
         }
         Ok(())
+    }
+
+    /// The tombstones of the keys a delete won (see [`crate::tombstone`]);
+    /// none under commit-time ordering, where a later write always wins.
+    pub(crate) fn tombstones(&self) -> Vec<Tombstone> {
+        if !self.event_time {
+            return Vec::new();
+        }
+        self.table
+            .iter()
+            .filter(|s| s.at == DELETED)
+            .filter_map(|s| Tombstone::of(s.key.bytes(&self.arena), &s.order))
+            .collect()
     }
 
     /// The surviving rows, sorted by record key with `by_key`, else in

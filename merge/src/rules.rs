@@ -18,6 +18,7 @@ use tributary_timeline::{MergeMode, TableConfig};
 
 use crate::error::{Error, Result};
 use crate::rows::RowMerger;
+use crate::tombstone::Tombstone;
 use crate::version::Version;
 
 /// Merges the versions of one slice under the table's rules; returns the
@@ -38,19 +39,32 @@ pub fn merge_as(
     partial: bool,
     by_key: bool,
 ) -> Result<Option<RecordBatch>> {
+    Ok(merge_parts(schema, config, versions, partial, by_key)?.0)
+}
+
+/// [`merge_as`], with the tombstones of the keys a delete won.
+pub(crate) fn merge_parts(
+    schema: &TableSchema,
+    config: &TableConfig,
+    versions: &[Version],
+    partial: bool,
+    by_key: bool,
+) -> Result<(Option<RecordBatch>, Vec<Tombstone>)> {
     check_merger(config)?;
     if partial || !config.sequence_groups.is_empty() {
-        let merged = crate::columns::merge_columns(schema, config, versions)?;
-        match merged {
-            Some(b) if by_key => sort_by_key(&b).map(Some),
-            other => Ok(other),
-        }
+        let (merged, tombstones) = crate::columns::merge_columns(schema, config, versions)?;
+        let merged = match merged {
+            Some(b) if by_key => Some(sort_by_key(&b)?),
+            other => other,
+        };
+        Ok((merged, tombstones))
     } else {
         let mut merger = RowMerger::new(schema, config.merge_mode);
         for v in versions {
             merger.push(v)?;
         }
-        merger.finish(by_key)
+        let tombstones = merger.tombstones();
+        Ok((merger.finish(by_key)?, tombstones))
     }
 }
 

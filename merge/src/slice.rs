@@ -22,16 +22,21 @@
 
 use std::collections::VecDeque;
 
-use arrow::array::RecordBatch;
+use arrow::array::{Array, RecordBatch};
 use object_store::path::Path;
+use tributary_format::codec::DeleteRecord;
+use tributary_format::schema::META_FIELDS;
+use tributary_timeline::TombstoneRetention;
 
 use crate::error::{Error, Result};
 use crate::keyed::{KeyFirst, merge_key_first};
 use crate::limits::{Limits, Share};
+use crate::ordering::{Ord2, OrderColumn};
 use crate::read::{BaseReader, LogReader, SliceFiles, SliceMerge, read_parquet};
 use crate::rows::{RowMerger, Survivors};
-use crate::rules::{merge_as, sort_by_key};
+use crate::rules::{merge_parts, sort_by_key};
 use crate::spill::{RunMerger, SpillArea, Spiller};
+use crate::tombstone::{Tombstone, retained};
 use crate::version::Version;
 
 /// Rows per batch of merged output.
@@ -58,11 +63,36 @@ pub struct Budget {
     pub spill: SpillArea,
 }
 
-/// The merged rows of a slice, a batch at a time, and how they were merged.
+/// The merged rows of a slice, a batch at a time, and how they were merged;
+/// in key order (the compactor's), also the tombstones of its deleted keys.
 pub struct Merged {
     source: Source,
     key_first: bool,
     spilled: bool,
+    tombstones: Vec<Tombstone>,
+    /// Tracks the newest ordering value of the rows returned, when a
+    /// tombstone retention bound needs it.
+    newest: Option<Newest>,
+}
+
+/// The newest ordering value seen in one column of the merged rows.
+struct Newest {
+    column: usize,
+    value: Ord2,
+}
+
+impl Newest {
+    fn see(&mut self, batch: &RecordBatch) {
+        let c = batch.column(self.column);
+        let nulls = c.logical_nulls();
+        let values = OrderColumn::of(c);
+        for r in 0..batch.num_rows() {
+            let v = values.at(nulls.as_ref(), r);
+            if v.cmp(&self.value) == std::cmp::Ordering::Greater {
+                self.value = v;
+            }
+        }
+    }
 }
 
 enum Source {
@@ -85,6 +115,35 @@ impl Merged {
     /// The next batch of merged rows; `None` once all have been returned.
     /// Spill files are deleted once the last batch is read.
     pub async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        let next = self.next_source_batch().await?;
+        if let (Some(newest), Some(b)) = (&mut self.newest, &next) {
+            newest.see(b);
+        }
+        Ok(next)
+    }
+
+    /// The tombstones the compaction of this slice keeps, after its
+    /// retention (`tributary.tombstone.retention`), as delete records of
+    /// `partition` sorted by key; call it once every row has been read, as
+    /// the retention bound is measured from the newest ordering value among
+    /// them. Empty for merges in write order.
+    pub fn tombstones(&mut self, ctx: &SliceMerge<'_>, partition: &str) -> Result<Vec<DeleteRecord>> {
+        let tombstones = std::mem::take(&mut self.tombstones);
+        let Some(ordering) = ctx.schema.ordering_index() else { return Ok(Vec::new()) };
+        if tombstones.is_empty() {
+            return Ok(Vec::new());
+        }
+        let field = ctx.schema.arrow_with_meta().field(ordering + META_FIELDS.len());
+        let mut newest = self.newest.as_ref().map_or(Ord2::Null, |n| n.value.clone());
+        for t in &tombstones {
+            if t.order.cmp(&newest) == std::cmp::Ordering::Greater {
+                newest = t.order.clone();
+            }
+        }
+        retained(tombstones, &newest, ctx.config.tombstone_retention, field.data_type(), field.name(), partition)
+    }
+
+    async fn next_source_batch(&mut self) -> Result<Option<RecordBatch>> {
         match &mut self.source {
             Source::Batches(batches) => Ok(batches.pop_front()),
             Source::Survivors(survivors) => survivors.next().transpose(),
@@ -108,7 +167,23 @@ impl Merged {
     }
 
     fn batches(batches: impl IntoIterator<Item = RecordBatch>, key_first: bool, spilled: bool) -> Self {
-        Merged { source: Source::Batches(batches.into_iter().collect()), key_first, spilled }
+        Merged::of(Source::Batches(batches.into_iter().collect()), key_first, spilled)
+    }
+
+    fn of(source: Source, key_first: bool, spilled: bool) -> Self {
+        Merged { source, key_first, spilled, tombstones: Vec::new(), newest: None }
+    }
+
+    /// Keeps `tombstones` for [`Merged::tombstones`], and has the newest
+    /// ordering value tracked when the table's retention needs it.
+    fn with_tombstones(mut self, ctx: &SliceMerge<'_>, tombstones: Vec<Tombstone>) -> Self {
+        let bounded = ctx.config.tombstone_retention != TombstoneRetention::Forever;
+        if bounded && !tombstones.is_empty() {
+            self.newest =
+                ctx.schema.ordering_index().map(|o| Newest { column: o + META_FIELDS.len(), value: Ord2::Null });
+        }
+        self.tombstones = tombstones;
+        self
     }
 }
 
@@ -137,16 +212,23 @@ pub async fn merge_slice(
     let limits = budget.map_or(Limits::NONE, |b| b.share.key_first(spiller.is_some()));
     let keyed = merge_key_first(ctx, files, limits, spiller.as_mut()).await?;
     let key_first = !matches!(keyed, KeyFirst::Declined);
+    let mut tombstones = Vec::new();
     let sink = match keyed {
         KeyFirst::Merged(merger) => {
             let source = match order {
                 RowOrder::Write => return Ok(Merged::batches(merger.finish(false)?, true, false)),
-                RowOrder::Key => Source::Survivors(merger.finish_in_batches(true, OUTPUT_BATCH_ROWS)),
+                RowOrder::Key => {
+                    tombstones = merger.tombstones();
+                    Source::Survivors(merger.finish_in_batches(true, OUTPUT_BATCH_ROWS))
+                }
             };
-            return Ok(Merged { source, key_first: true, spilled: false });
+            return Ok(Merged::of(source, true, false).with_tombstones(ctx, tombstones));
         }
-        KeyFirst::Spilled => match spiller {
-            Some(spiller) => Sink::Spill(spiller),
+        KeyFirst::Spilled(kept) => match spiller {
+            Some(spiller) => {
+                tombstones = kept;
+                Sink::Spill(spiller)
+            }
             None => {
                 return Err(Error::Internal {
                     what: format!("merging a slice of {}", ctx.loc),
@@ -159,20 +241,25 @@ pub async fn merge_slice(
     let merged = match sink {
         Sink::Memory(versions) => {
             let partial = versions.iter().any(|v| matches!(v, Version::Partial { .. }));
-            Merged::batches(merge_as(ctx.schema, ctx.config, &versions, partial, by_key)?, false, false)
+            let (rows, kept) = merge_parts(ctx.schema, ctx.config, &versions, partial, by_key)?;
+            tombstones = kept;
+            Merged::batches(rows, false, false)
         }
-        Sink::Fold { merger, .. } => Merged {
-            source: Source::Survivors(merger.finish_in_batches(by_key, OUTPUT_BATCH_ROWS)),
-            key_first,
-            spilled: false,
-        },
+        Sink::Fold { merger, .. } => {
+            if by_key {
+                tombstones = merger.tombstones();
+            }
+            Merged::of(Source::Survivors(merger.finish_in_batches(by_key, OUTPUT_BATCH_ROWS)), key_first, false)
+        }
         Sink::Spill(mut spiller) => {
             spiller.finish().await?;
             let mut runs = Vec::with_capacity(spiller.partitions());
             for part in 0..spiller.partitions() {
                 let versions = spiller.versions(part).await?;
-                if let Some(sorted) = merge_as(ctx.schema, ctx.config, &versions, spiller.partial(), true)? {
-                    drop(versions);
+                let (sorted, kept) = merge_parts(ctx.schema, ctx.config, &versions, spiller.partial(), true)?;
+                drop(versions);
+                tombstones.extend(kept);
+                if let Some(sorted) = sorted {
                     runs.push(spiller.write_run(part, &sorted).await?);
                 }
             }
@@ -182,10 +269,13 @@ pub async fn merge_slice(
                 "file slice merged through spill files"
             );
             let area = spiller.area().clone();
-            Merged { source: Source::Runs { runs: RunMerger::new(area.clone(), runs), area }, key_first, spilled: true }
+            Merged::of(Source::Runs { runs: RunMerger::new(area.clone(), runs), area }, key_first, true)
         }
     };
-    Ok(merged)
+    if !by_key {
+        tombstones.clear();
+    }
+    Ok(merged.with_tombstones(ctx, tombstones))
 }
 
 /// The rows of a slice without logs: its base file's, as they are. A merge

@@ -11,7 +11,7 @@ use std::io::{BufRead, Write};
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use tributary::{CreateOptions, Query, ReadOptions, Table, TableSettings, TimeSettings};
+use tributary::{CreateOptions, Query, ReadOptions, Table, TableSettings, TimeSettings, TombstoneRetention};
 use tributary_format::ErrorKind;
 use tributary_timeline::{BucketHash, InstantTime, MergeMode, TimeMode};
 use tributary_writer::WriteSettings;
@@ -105,6 +105,14 @@ enum Command {
         /// Repeatable. Makes the merge mode CUSTOM.
         #[arg(long = "sequence-group", value_name = "ORDERING=COLS")]
         sequence_groups: Vec<String>,
+        /// How long compaction keeps a deleted key's tombstone, so that an
+        /// older event arriving later stays deleted: `forever`, a lateness
+        /// bound in event time for date or timestamp ordering fields (`7d`),
+        /// or a number in the ordering field's units. A tombstone more than
+        /// the bound below the newest ordering value of its file group is
+        /// dropped; an event later than that may bring the row back.
+        #[arg(long, default_value = "forever", value_parser = tombstone_retention)]
+        tombstone_retention: TombstoneRetention,
     },
     /// Print the timeline: requested time, action, state, completion time.
     Timeline {
@@ -518,6 +526,11 @@ async fn read(table: PathBuf, options: ReadOptions, format: FormatArg) -> anyhow
     Ok(())
 }
 
+/// Parses `--tombstone-retention`.
+fn tombstone_retention(s: &str) -> Result<TombstoneRetention, String> {
+    TombstoneRetention::parse(s)
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Init {
@@ -533,6 +546,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             database,
             no_hive_style,
             sequence_groups,
+            tombstone_retention,
         } => {
             let schema_json = std::fs::read_to_string(&schema)
                 .map_err(|e| CliError::io(format!("cannot read schema {}: {e}", schema.display()), &e))?;
@@ -543,6 +557,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             options.name = name;
             options.database = database;
             options.hive_style_partitioning = !no_hive_style;
+            options.tombstone_retention = tombstone_retention;
             options.sequence_groups = sequence_groups
                 .iter()
                 .map(|g| {

@@ -3,14 +3,13 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::array::{Array, AsArray};
 use tributary::{CreateOptions, LockKind, Query, ReadOptions, Table, TableSettings};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::{Action, State, TableLocation};
 use tributary_writer::WriteSettings;
 
-use crate::support::{FARES_SCHEMA, FailPuts, copy_tree, hybrid, oslo_batch};
+use crate::support::{FARES_SCHEMA, FailPuts, batch_with_deletes, copy_tree, hybrid, oslo_batch};
 
 async fn table(dir: &std::path::Path) -> Table {
     let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
@@ -108,17 +107,6 @@ async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
     assert_eq!(rows(&t, Query::ReadOptimized).await, before);
     let timeline = t.timeline().await.unwrap();
     assert!(timeline.instants().iter().filter(|i| i.action == Action::Compaction).all(|i| i.is_completed()));
-}
-
-/// `rows` with a `_hoodie_is_deleted` column: keys in `deleted` are deletes.
-fn batch_with_deletes(rows: &[(&str, i64, f64)], deleted: &dyn Fn(&str) -> bool) -> RecordBatch {
-    let b = oslo_batch(rows);
-    let flags = arrow::array::BooleanArray::from_iter(rows.iter().map(|r| Some(deleted(r.0))));
-    let mut fields: Vec<Field> = b.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
-    fields.push(Field::new("_hoodie_is_deleted", DataType::Boolean, true));
-    let mut columns = b.columns().to_vec();
-    columns.push(Arc::new(flags));
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

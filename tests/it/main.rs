@@ -15,5 +15,6 @@ mod read;
 mod recovery;
 mod robustness;
 mod support;
+mod tombstones;
 mod wide;
 mod write;

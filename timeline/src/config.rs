@@ -133,6 +133,55 @@ pub struct BucketSpec {
     pub hash: BucketHash,
 }
 
+/// How long a tombstone lives: what a compaction keeps of a deleted key so
+/// that an older version of it arriving later stays deleted
+/// (`docs/design.md`, "Tombstones").
+///
+/// A bound is measured in event time: a compaction drops a tombstone whose
+/// ordering value is more than the bound below the newest ordering value its
+/// file group holds. An event later than the bound may bring the row back.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum TombstoneRetention {
+    /// Tombstones are kept as long as their file group exists (the default).
+    #[default]
+    Forever,
+    /// A lateness bound for ordering fields of type date or timestamp
+    /// (`7d`, `12h`); rounded up to whole days for a date field.
+    Lateness(std::time::Duration),
+    /// A lateness bound in the ordering field's own units, for numeric
+    /// ordering fields (int, long, float, double, decimal).
+    Amount(f64),
+}
+
+impl TombstoneRetention {
+    /// Parses `forever`, a duration such as `7d` or `36h`, or a number.
+    pub fn parse(s: &str) -> std::result::Result<Self, String> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("forever") {
+            return Ok(Self::Forever);
+        }
+        if let Ok(n) = s.parse::<f64>() {
+            return if n.is_finite() && n >= 0.0 {
+                Ok(Self::Amount(n))
+            } else {
+                Err(format!("`{s}`: a lateness bound must be a non-negative number"))
+            };
+        }
+        humantime::parse_duration(s)
+            .map(Self::Lateness)
+            .map_err(|e| format!("`{s}` is not `forever`, a duration (for example `7d` or `12h`) or a number: {e}"))
+    }
+
+    /// The config value, which [`TombstoneRetention::parse`] reads back.
+    pub fn render(&self) -> String {
+        match self {
+            Self::Forever => "forever".into(),
+            Self::Lateness(d) => humantime::format_duration(*d).to_string().replace(' ', ""),
+            Self::Amount(n) => n.to_string(),
+        }
+    }
+}
+
 /// Keys of `hoodie.properties` this library reads or writes.
 pub mod keys {
     #![allow(missing_docs)]
@@ -165,6 +214,7 @@ pub mod keys {
     pub const NUM_BUCKETS: &str = "hoodie.bucket.index.num.buckets";
     pub const BUCKET_HASH: &str = "tributary.bucket.hash";
     pub const SEQUENCE_GROUPS: &str = "tributary.merge.sequence.groups";
+    pub const TOMBSTONE_RETENTION: &str = "tributary.tombstone.retention";
 }
 
 /// The typed contents of `.hoodie/hoodie.properties`.
@@ -202,6 +252,8 @@ pub struct TableConfig {
     pub sequence_groups: Vec<SequenceGroup>,
     /// `hoodie.table.create.schema` (Avro JSON without meta fields), if set.
     pub create_schema: Option<String>,
+    /// How long compaction keeps tombstones (`tributary.tombstone.retention`).
+    pub tombstone_retention: TombstoneRetention,
     /// Every other key, kept verbatim.
     pub other: BTreeMap<String, String>,
 }
@@ -229,6 +281,8 @@ pub struct NewTableConfig {
     pub sequence_groups: Vec<SequenceGroup>,
     /// The table's Avro schema JSON, without meta fields.
     pub schema_json: String,
+    /// How long compaction keeps tombstones.
+    pub tombstone_retention: TombstoneRetention,
 }
 
 impl NewTableConfig {
@@ -246,6 +300,7 @@ impl NewTableConfig {
             bucket: BucketSpec { num_buckets: 16, hash: BucketHash::Murmur3 },
             sequence_groups: Vec::new(),
             schema_json: schema_json.into(),
+            tombstone_retention: TombstoneRetention::Forever,
         }
     }
 }
@@ -433,6 +488,10 @@ impl TableConfig {
         {
             return Err(Error::MissingConfig { path: path.to_string(), key: keys::SEQUENCE_GROUPS.into() });
         }
+        let tombstone_retention = match p.take(keys::TOMBSTONE_RETENTION) {
+            None => TombstoneRetention::Forever,
+            Some(v) => TombstoneRetention::parse(&v).map_err(|e| p.bad(keys::TOMBSTONE_RETENTION, e))?,
+        };
         let unknown: Vec<&String> = p.map.keys().filter(|k| k.starts_with("tributary.")).collect();
         if let Some(k) = unknown.first() {
             return Err(p.bad(k, "unknown tributary key (written by a newer version?)"));
@@ -455,6 +514,7 @@ impl TableConfig {
             bucket,
             sequence_groups,
             create_schema,
+            tombstone_retention,
             other: p.map,
         })
     }
@@ -496,6 +556,7 @@ impl TableConfig {
             bucket: Some(new.bucket),
             sequence_groups: new.sequence_groups.clone(),
             create_schema: Some(new.schema_json.clone()),
+            tombstone_retention: new.tombstone_retention,
             other,
         }
     }
@@ -540,6 +601,7 @@ impl TableConfig {
         if let Some(s) = &self.create_schema {
             put(keys::CREATE_SCHEMA, s.clone());
         }
+        put(keys::TOMBSTONE_RETENTION, self.tombstone_retention.render());
         m
     }
 
@@ -592,6 +654,25 @@ impl TableConfig {
 mod tests {
     use super::*;
 
+    #[test]
+    fn tombstone_retention_parses_and_renders_back() {
+        for (text, want) in [
+            ("forever", TombstoneRetention::Forever),
+            ("7d", TombstoneRetention::Lateness(std::time::Duration::from_secs(7 * 86_400))),
+            ("36h", TombstoneRetention::Lateness(std::time::Duration::from_secs(36 * 3_600))),
+            ("86400000", TombstoneRetention::Amount(86_400_000.0)),
+            ("0.5", TombstoneRetention::Amount(0.5)),
+        ] {
+            let got = TombstoneRetention::parse(text).unwrap();
+            assert_eq!(got, want, "{text}");
+            assert_eq!(TombstoneRetention::parse(&got.render()).unwrap(), want, "{text}");
+        }
+        for bad in ["7 days later", "-1", "soon", ""] {
+            let err = TombstoneRetention::parse(bad).unwrap_err();
+            assert!(err.contains(&format!("`{bad}`")), "{err}");
+        }
+    }
+
     fn sample() -> NewTableConfig {
         NewTableConfig {
             name: "trips".into(),
@@ -604,6 +685,7 @@ mod tests {
             bucket: BucketSpec { num_buckets: 4, hash: BucketHash::Murmur3 },
             sequence_groups: Vec::new(),
             schema_json: r#"{"type":"record","name":"r","fields":[{"name":"a:b","type":"string"}]}"#.into(),
+            tombstone_retention: TombstoneRetention::Lateness(std::time::Duration::from_secs(7 * 86_400)),
         }
     }
 

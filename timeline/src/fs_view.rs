@@ -57,6 +57,15 @@ pub struct LogFile {
     pub completed: InstantTime,
 }
 
+impl LogFile {
+    /// Whether this is the tombstone log a compaction wrote into the slice
+    /// it opened (named with the slice's own instant): it carries forward
+    /// what an earlier merge decided, and is no new write.
+    pub fn is_tombstones_of(&self, slice_instant: &InstantTime) -> bool {
+        &self.name.instant == slice_instant
+    }
+}
+
 /// A base file (or none) plus the logs that apply on top of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileSlice {

@@ -37,7 +37,9 @@ pub mod timeline;
 pub mod truetime;
 
 pub use clock::{Clock, ManualClock, OffsetClock, SystemClock};
-pub use config::{BucketHash, BucketSpec, MergeMode, NewTableConfig, SequenceGroup, TableConfig, TableType};
+pub use config::{
+    BucketHash, BucketSpec, MergeMode, NewTableConfig, SequenceGroup, TableConfig, TableType, TombstoneRetention,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use file_name::{BaseFileName, LogFileName, WriteToken, nbcc_file_id};
 pub use fs_view::{FileGroup, FileSlice, FileSystemView};

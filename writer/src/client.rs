@@ -24,8 +24,6 @@ use crate::bucket::BucketIndex;
 use crate::commit::Commit;
 use crate::error::{Error, Result};
 
-pub use crate::task::ordering_value;
-
 /// Extra-metadata key prefix under which checkpoints are stored.
 pub const CHECKPOINT_PREFIX: &str = "tributary.checkpoint.";
 

@@ -7,11 +7,10 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray, UInt32Array};
-use arrow::datatypes::DataType;
+use arrow::array::{Array, ArrayRef, RecordBatch, StringArray, UInt32Array};
 use object_store::{PutMode, PutPayload};
 use tokio::sync::mpsc;
-use tributary_format::codec::{DataBlockEncoder, DeleteRecord, OrderingValue, encode_delete_content};
+use tributary_format::codec::{DataBlockEncoder, DeleteRecord, OrderingValue, encode_delete_block};
 use tributary_format::log_block::{BlockType, HeaderKey, begin_block, finish_block};
 use tributary_timeline::fs_view::PARTITION_METADATA;
 use tributary_timeline::partition::ensure_partition;
@@ -116,7 +115,7 @@ impl TaskContext {
                 buf.deletes.push(DeleteRecord {
                     key: p.keys.value(r).to_string(),
                     partition: p.partition.to_string(),
-                    ordering: ord.map_or(OrderingValue::Null, |c| ordering_value(c, r)),
+                    ordering: ord.map_or(OrderingValue::Null, |c| OrderingValue::of(c, r)),
                 });
                 buf.bytes += 64;
                 self.buffered += 64;
@@ -230,9 +229,7 @@ impl TaskContext {
             blocks += 1;
         }
         if !buf.deletes.is_empty() {
-            let open = begin_block(&mut self.out, BlockType::Delete, &header);
-            encode_delete_content(&buf.deletes, &mut self.out);
-            finish_block(&mut self.out, open, &[]);
+            encode_delete_block(&buf.deletes, &header, &mut self.out);
             blocks += 1;
         }
         let bytes = bytes::Bytes::from(std::mem::take(&mut self.out));
@@ -299,28 +296,5 @@ fn internal(shared: &Shared, instant: &InstantTime, what: &str, e: arrow::error:
         instant: instant.to_string(),
         what: what.into(),
         reason: e.to_string(),
-    }
-}
-
-/// The ordering value of row `r` of column `c`, as a delete record carries it.
-pub fn ordering_value(c: &ArrayRef, r: usize) -> OrderingValue {
-    use arrow::datatypes as t;
-    if c.is_null(r) {
-        return OrderingValue::Null;
-    }
-    match c.data_type() {
-        DataType::Int32 => OrderingValue::Int(c.as_primitive::<t::Int32Type>().value(r)),
-        DataType::Date32 => OrderingValue::Int(c.as_primitive::<t::Date32Type>().value(r)),
-        DataType::Int64 => OrderingValue::Long(c.as_primitive::<t::Int64Type>().value(r)),
-        DataType::Timestamp(t::TimeUnit::Millisecond, _) => {
-            OrderingValue::Long(c.as_primitive::<t::TimestampMillisecondType>().value(r))
-        }
-        DataType::Timestamp(t::TimeUnit::Microsecond, _) => {
-            OrderingValue::Long(c.as_primitive::<t::TimestampMicrosecondType>().value(r))
-        }
-        DataType::Float32 => OrderingValue::Float(c.as_primitive::<t::Float32Type>().value(r)),
-        DataType::Float64 => OrderingValue::Double(c.as_primitive::<t::Float64Type>().value(r)),
-        DataType::Utf8 => OrderingValue::String(c.as_string::<i32>().value(r).to_string()),
-        _ => OrderingValue::Null,
     }
 }

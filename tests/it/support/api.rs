@@ -37,3 +37,15 @@ pub fn oslo_batch(rows: &[(&str, i64, f64)]) -> RecordBatch {
     )
     .unwrap()
 }
+
+/// [`oslo_batch`] with a `_hoodie_is_deleted` column: the rows whose key
+/// `deleted` picks are deletes.
+pub fn batch_with_deletes(rows: &[(&str, i64, f64)], deleted: &dyn Fn(&str) -> bool) -> RecordBatch {
+    let b = oslo_batch(rows);
+    let flags = arrow::array::BooleanArray::from_iter(rows.iter().map(|r| Some(deleted(r.0))));
+    let mut fields: Vec<Field> = b.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new("_hoodie_is_deleted", DataType::Boolean, true));
+    let mut columns = b.columns().to_vec();
+    columns.push(Arc::new(flags));
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+}

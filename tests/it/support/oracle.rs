@@ -38,7 +38,7 @@ pub fn official_rows(table: &Path, opts: &str) -> Vec<Value> {
          o = HudiReadOptions()\n\
          {opts}\n\
          b = t.read(o)\n\
-         print(json.dumps(pa.Table.from_batches(b).to_pylist() if b else []))"
+         print(json.dumps(pa.Table.from_batches(b).to_pylist() if b else [], default=str))"
     );
     let out = python(&script, &[table.to_str().unwrap()]);
     comparable(serde_json::from_str(out.trim()).unwrap())
