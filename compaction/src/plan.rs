@@ -41,7 +41,7 @@ pub fn plan(view: &FileSystemView, instant: &InstantTime, settings: &PlanSetting
         let logs: Vec<_> = slice.logs.iter().filter(|l| &l.completed < instant).collect();
         let log_bytes: u64 = logs.iter().map(|l| l.file.size).sum();
         // The slice's own tombstone log is no reason to compact it again.
-        let new_logs: Vec<_> = logs.iter().filter(|l| !l.is_tombstones_of(&slice.base_instant)).collect();
+        let new_logs: Vec<_> = logs.iter().filter(|l| !slice.is_tombstone_log(l)).collect();
         let new_bytes: u64 = new_logs.iter().map(|l| l.file.size).sum();
         let enough = new_logs.len() >= settings.min_log_files.max(1)
             || (settings.min_log_bytes > 0 && new_bytes >= settings.min_log_bytes && !new_logs.is_empty());

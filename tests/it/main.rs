@@ -7,6 +7,7 @@ mod client;
 mod compaction;
 mod corpus;
 mod errors;
+mod history_model;
 mod init;
 mod instants;
 mod live;

@@ -57,12 +57,12 @@ pub struct LogFile {
     pub completed: InstantTime,
 }
 
-impl LogFile {
-    /// Whether this is the tombstone log a compaction wrote into the slice
-    /// it opened (named with the slice's own instant): it carries forward
-    /// what an earlier merge decided, and is no new write.
-    pub fn is_tombstones_of(&self, slice_instant: &InstantTime) -> bool {
-        &self.name.instant == slice_instant
+impl FileSlice {
+    /// Whether `log` is the tombstone log the compaction that wrote this
+    /// slice's base file put beside it (named with the base file's instant):
+    /// it carries forward what an earlier merge decided, and is no new write.
+    pub fn is_tombstone_log(&self, log: &LogFile) -> bool {
+        self.base.as_ref().is_some_and(|b| b.name.instant == log.name.instant)
     }
 }
 
