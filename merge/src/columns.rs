@@ -55,7 +55,9 @@ pub fn merge_columns(schema: &TableSchema, config: &TableConfig, versions: &[Ver
     for r in rules.iter_mut().take(meta) {
         *r = Rule::Latest;
     }
-    rules[schema.key_index() + meta] = Rule::Latest;
+    for k in schema.record_key().columns() {
+        rules[k + meta] = Rule::Latest;
+    }
     if let Some(p) = schema.partition_index() {
         rules[p + meta] = Rule::Latest;
     }

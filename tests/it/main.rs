@@ -9,6 +9,7 @@ mod corpus;
 mod errors;
 mod init;
 mod instants;
+mod keys;
 mod live;
 mod merge_model;
 mod read;

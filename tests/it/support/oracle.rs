@@ -28,7 +28,9 @@ pub fn comparable(rows: Vec<Value>) -> Vec<Value> {
 }
 
 /// The official reader's rows of `table`, meta columns included; `opts` is
-/// Python that changes the `HudiReadOptions` named `o`.
+/// Python that changes the `HudiReadOptions` named `o`. Values JSON has no
+/// form for are written as Python's `str` of them (a date as `2020-02-22`,
+/// as `tributary read` writes it).
 pub fn official_rows(table: &Path, opts: &str) -> Vec<Value> {
     let script = format!(
         "import sys, json\n\
@@ -38,7 +40,7 @@ pub fn official_rows(table: &Path, opts: &str) -> Vec<Value> {
          o = HudiReadOptions()\n\
          {opts}\n\
          b = t.read(o)\n\
-         print(json.dumps(pa.Table.from_batches(b).to_pylist() if b else []))"
+         print(json.dumps(pa.Table.from_batches(b).to_pylist() if b else [], default=str))"
     );
     let out = python(&script, &[table.to_str().unwrap()]);
     comparable(serde_json::from_str(out.trim()).unwrap())
