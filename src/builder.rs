@@ -9,7 +9,8 @@ use std::time::Duration;
 use apache_avro::Schema;
 use object_store::ObjectStore;
 use object_store::path::Path;
-use tributary_timeline::config::{NewTableConfig, SequenceGroup, TableConfig};
+use tributary_format::{RecordKey, TableSchema};
+use tributary_timeline::config::{NewTableConfig, SequenceGroup, TableConfig, split_fields};
 use tributary_timeline::{
     BucketHash, BucketSpec, Clock, FileLock, InProcessLock, LeaseLock, LeaseSettings, LockProvider, MergeMode,
     SystemClock, TableLocation, TombstoneRetention,
@@ -30,8 +31,11 @@ pub struct CreateOptions {
     pub schema_json: String,
     /// Where the schema came from, for messages.
     pub schema_source: String,
-    /// Record key field.
-    pub record_key: String,
+    /// Record key fields in declared order: one, or several for a composite
+    /// key, whose `_hoodie_record_key` is `field:value` pairs joined by `,`
+    /// as Hudi's complex key generator writes it
+    /// ([`tributary_format::key`]).
+    pub record_key_fields: Vec<String>,
     /// Ordering (event-time) field.
     pub ordering_field: String,
     /// Optional partition field.
@@ -53,7 +57,10 @@ pub struct CreateOptions {
 }
 
 impl CreateOptions {
-    /// Options with defaults: 16 buckets, murmur3, event-time merging, hive-style partitions.
+    /// Options with defaults: 16 buckets, murmur3, event-time merging,
+    /// hive-style partitions. `record_key` is the record key field, or
+    /// several separated by `,` for a composite key (`"user_id,date,group_id"`,
+    /// as `hoodie.table.recordkey.fields` lists them).
     pub fn new(
         schema_json: impl Into<String>,
         record_key: impl Into<String>,
@@ -64,7 +71,7 @@ impl CreateOptions {
             database: None,
             schema_json: schema_json.into(),
             schema_source: "schema".into(),
-            record_key: record_key.into(),
+            record_key_fields: split_fields(&record_key.into()),
             ordering_field: ordering_field.into(),
             partition_field: None,
             hive_style_partitioning: true,
@@ -245,7 +252,7 @@ impl TableBuilder {
                 reason: format!("field `{}` uses the reserved `_hoodie_` prefix", meta.name),
             });
         }
-        check_field(&schema, src, "record key", &options.record_key)?;
+        check_record_key(&schema, src, &options)?;
         check_field(&schema, src, "ordering", &options.ordering_field)?;
         let ordering = check_orderable(&schema, src, "ordering field", &options.ordering_field)?;
         check_retention(options.tombstone_retention, ordering, &options.ordering_field)?;
@@ -269,7 +276,7 @@ impl TableBuilder {
         let config = TableConfig::new_table(&NewTableConfig {
             name,
             database: options.database.clone(),
-            record_key: options.record_key.clone(),
+            record_key_fields: options.record_key_fields.clone(),
             ordering_field: options.ordering_field.clone(),
             partition_field: options.partition_field.clone(),
             hive_style_partitioning: options.hive_style_partitioning,
@@ -394,6 +401,51 @@ fn check_field(schema: &Schema, source: &str, role: &str, name: &str) -> Result<
     }
 }
 
+/// Checks the record key fields: at least one, none twice, each in the
+/// schema and of a type keys can hold (string, int, long, boolean, date,
+/// timestamps, decimal; see [`tributary_format::key`]). Errors name the
+/// field and the schema's source.
+fn check_record_key(schema: &Schema, source: &str, options: &CreateOptions) -> Result<()> {
+    let fields = &options.record_key_fields;
+    if fields.is_empty() {
+        return Err(Error::InvalidInput { what: "--record-key".into(), reason: "no record key field given".into() });
+    }
+    for (i, f) in fields.iter().enumerate() {
+        if fields[..i].contains(f) {
+            return Err(Error::InvalidInput {
+                what: "--record-key".into(),
+                reason: format!("record key field `{f}` is listed twice"),
+            });
+        }
+        check_field(schema, source, "record key", f)?;
+    }
+    let table = TableSchema::new(&options.schema_json, fields, None, None)
+        .map_err(|e| Error::InvalidInput { what: source.to_string(), reason: e.to_string() })?;
+    for (name, column) in table.record_key().names().zip(table.record_key().columns()) {
+        if !RecordKey::supports(table.arrow().field(column).data_type()) {
+            return Err(Error::InvalidInput {
+                what: source.to_string(),
+                reason: format!(
+                    "record key field `{name}` has type {}, which a record key cannot hold; use string, int, \
+                     long, boolean, date, a timestamp (millis or micros) or decimal",
+                    avro_type_of(schema, name)
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The Avro type of field `name` of a record schema, as JSON.
+fn avro_type_of(schema: &Schema, name: &str) -> String {
+    let Schema::Record(r) = schema else { return String::new() };
+    r.fields
+        .iter()
+        .find(|f| f.name == name)
+        .map(|f| serde_json::to_string(&f.schema).unwrap_or_else(|_| format!("{:?}", f.schema)))
+        .unwrap_or_default()
+}
+
 /// The family of an ordering field's type, for the checks that depend on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum OrderingKind {
@@ -487,7 +539,8 @@ fn check_sequence_groups(schema: &Schema, source: &str, options: &CreateOptions)
         for f in &r.fields {
             let nullable =
                 matches!(&f.schema, Schema::Union(u) if u.variants().iter().any(|v| matches!(v, Schema::Null)));
-            let fixed = f.name == options.record_key || options.partition_field.as_deref() == Some(f.name.as_str());
+            let fixed = options.record_key_fields.contains(&f.name)
+                || options.partition_field.as_deref() == Some(f.name.as_str());
             if !nullable && !fixed {
                 return bad(format!(
                     "column `{}` must be nullable ([\"null\", ...]) in a table with sequence groups: partial writers leave it unset",
@@ -503,7 +556,7 @@ fn check_sequence_groups(schema: &Schema, source: &str, options: &CreateOptions)
         check_orderable(schema, source, "sequence group ordering field", &g.ordering)?;
         for c in std::iter::once(&g.ordering).chain(&g.columns) {
             check_field(schema, source, &format!("sequence group `{}` column", g.ordering), c)?;
-            let special = if *c == options.record_key {
+            let special = if options.record_key_fields.contains(c) {
                 Some("the record key")
             } else if *c == options.ordering_field {
                 Some("the table's ordering field")

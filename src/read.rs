@@ -61,10 +61,9 @@ impl Table {
     /// The table schema: the latest commit's `extraMetadata.schema`, else the create schema.
     pub async fn schema(&self, timeline: &Timeline) -> Result<TableSchema> {
         let cfg = self.config();
-        let key = cfg.record_key_field().ok_or_else(|| Error::InvalidInput {
-            what: format!("{}: hoodie.table.recordkey.fields", self.location()),
-            reason: format!("expected one record key field, found {:?}", cfg.record_key_fields),
-        })?;
+        // One key field or several (a composite key): readers merge by
+        // `_hoodie_record_key`, whatever fields formed it.
+        let key = &cfg.record_key_fields;
         let partition = cfg.partition_fields.first().map(String::as_str);
         let writer = TimelineWriter::new(self.location(), cfg);
         let mut done: Vec<_> = timeline.completed().filter(|i| i.action.writes_data()).collect();

@@ -130,7 +130,7 @@ fn write_failed(path: &object_store::path::Path, e: parquet::errors::ParquetErro
 /// # use tributary_timeline::*;
 /// let schema_json = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"ts","type":"long"}]}"#;
 /// let config = TableConfig::new_table(&NewTableConfig::new("t", "id", "ts", schema_json));
-/// let schema = TableSchema::new(schema_json, "id", Some("ts"), None)?;
+/// let schema = TableSchema::new(schema_json, &["id"], Some("ts"), None)?;
 /// let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("t"));
 /// let clock = Arc::new(ManualClock::new(1_766_264_468_078));
 /// let time = TimeGenerator::new(TimeMode::HybridLogical, Duration::from_millis(200), clock.clone(),
@@ -453,7 +453,8 @@ impl Compactor {
     }
 
     /// The Parquet writer of a new base file at `path`. Columns unique within
-    /// a base file (record key, key field, sequence number) get no
+    /// a base file (record key, the key field of a single-field key,
+    /// sequence number) get no
     /// dictionary, which would only be built to be given up; nor do columns
     /// whose values in `sample` (rows about to be written) look as distinct.
     fn base_writer(
@@ -463,7 +464,13 @@ impl Compactor {
     ) -> Result<AsyncArrowWriter<BufWriter>> {
         let row_group_rows = self.settings.row_group_rows.max(1024);
         let fields = self.schema.arrow_with_meta().fields();
-        let mut plain = vec![RECORD_KEY, COMMIT_SEQNO, META_FIELDS.len() + self.schema.key_index()];
+        let mut plain = vec![RECORD_KEY, COMMIT_SEQNO];
+        // A composite key's fields repeat (one date, many users): those keep
+        // their dictionaries.
+        let key = self.schema.record_key();
+        if !key.is_composite() {
+            plain.extend(key.columns().map(|k| META_FIELDS.len() + k));
+        }
         if let Some(sample) = sample {
             plain.extend((0..sample.num_columns()).filter(|&c| dictionary_overflows(sample.column(c), row_group_rows)));
         }
@@ -607,7 +614,8 @@ mod tests {
         use tributary_timeline::{InProcessLock, ManualClock, TimeGenerator, TimeMode};
         let (loc, config) = crate::test_util::memory_table().await;
         let schema_json = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"ts","type":"long"},{"name":"city","type":"string"}]}"#;
-        let schema = tributary_format::schema::TableSchema::new(schema_json, "id", Some("ts"), Some("city")).unwrap();
+        let schema =
+            tributary_format::schema::TableSchema::new(schema_json, &["id"], Some("ts"), Some("city")).unwrap();
         let clock = Arc::new(ManualClock::new(0));
         let time =
             TimeGenerator::new(TimeMode::HybridLogical, Default::default(), clock, Arc::new(InProcessLock::new()));

@@ -700,7 +700,7 @@ mod tests {
         use arrow::array::{ArrayRef, Int64Array, StringArray};
         let schema = TableSchema::new(
             r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"ts","type":"long"},{"name":"v","type":["null","string"],"default":null}]}"#,
-            "id",
+            &["id"],
             Some("ts"),
             None,
         )

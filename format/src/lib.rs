@@ -1,7 +1,8 @@
 //! Tributary's on-disk formats, with no IO of their own: the HOODIE_LOG
 //! block framing ([`log_block`]), record encoding into and decoding out of
 //! log blocks ([`codec`], with the columnar decoder of [`decode`]), the
-//! table schema with its Hudi meta fields ([`schema`]), and the Avro
+//! table schema with its Hudi meta fields ([`schema`]), record keys as
+//! Hudi's key generators form them ([`key`]), and the Avro
 //! metadata of timeline instants ([`metadata`] for commits and compaction
 //! plans, [`table_services`] for rollback and clean, over the helpers of
 //! [`avro`]).
@@ -31,12 +32,14 @@ pub mod avro;
 pub mod codec;
 pub mod decode;
 pub mod error;
+pub mod key;
 pub mod log_block;
 pub mod metadata;
 pub mod schema;
 pub mod table_services;
 
 pub use error::{Error, ErrorKind, Result};
+pub use key::{KeyError, Keys, RecordKey};
 pub use log_block::{BlockType, HeaderKey, LogBlock};
 pub use metadata::{CommitMetadata, CompactionOperation, CompactionPlan, CompactionStrategy, RuntimeStats, WriteStat};
 pub use schema::TableSchema;
@@ -48,6 +51,8 @@ mod send_sync {
     fn public_types_are_send_sync() {
         assert_send_sync::<super::Error>();
         assert_send_sync::<super::TableSchema>();
+        assert_send_sync::<super::RecordKey>();
+        assert_send_sync::<super::Keys>();
         assert_send_sync::<super::CommitMetadata>();
         assert_send_sync::<super::CompactionPlan>();
         assert_send_sync::<super::LogBlock>();

@@ -8,6 +8,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
+use crate::key::RecordKey;
 
 /// The five Hudi meta columns, in order.
 pub const META_FIELDS: [&str; 5] = [
@@ -65,7 +66,7 @@ pub struct TableSchema {
     log_json: String,
     arrow: SchemaRef,
     arrow_with_meta: SchemaRef,
-    key: usize,
+    key: RecordKey,
     ordering: Option<usize>,
     partition: Option<usize>,
 }
@@ -126,8 +127,16 @@ fn meta_field(name: &str) -> Value {
 }
 
 impl TableSchema {
-    /// Builds the schema forms from the table's Avro schema JSON (without meta fields).
-    pub fn new(avro_json: &str, key: &str, ordering: Option<&str>, partition: Option<&str>) -> Result<Self> {
+    /// Builds the schema forms from the table's Avro schema JSON (without
+    /// meta fields). `key_fields` are the record key fields in declared
+    /// order (one, or several for a composite key; none for a table Hudi
+    /// made without a key, which can be read but not written).
+    pub fn new<K: AsRef<str>>(
+        avro_json: &str,
+        key_fields: &[K],
+        ordering: Option<&str>,
+        partition: Option<&str>,
+    ) -> Result<Self> {
         let bad = |reason: String| Error::InvalidInput { what: "table schema".into(), reason };
         let table_json: Value = serde_json::from_str(avro_json).map_err(|e| bad(format!("not JSON: {e}")))?;
         apache_avro::Schema::parse_str(avro_json).map_err(|e| bad(format!("not a valid Avro schema: {e}")))?;
@@ -145,7 +154,12 @@ impl TableSchema {
         let find = |name: &str, role: &str| {
             arrow.index_of(name).map_err(|_| bad(format!("{role} field `{name}` is not in the schema")))
         };
-        let key = find(key, "record key")?;
+        let key = RecordKey::new(
+            key_fields
+                .iter()
+                .map(|k| Ok((k.as_ref().to_string(), find(k.as_ref(), "record key")?)))
+                .collect::<Result<_>>()?,
+        );
         let ordering = ordering.map(|o| find(o, "ordering")).transpose()?;
         let partition = partition.map(|p| find(p, "partition")).transpose()?;
         Ok(Self {
@@ -181,19 +195,16 @@ impl TableSchema {
                 ));
             }
         }
-        let key = self.field_name(self.key).to_string();
+        let key: Vec<&str> = self.key.names().collect();
         let partition = self.partition.map(|p| self.field_name(p).to_string());
+        let fixed = |name: &str| key.contains(&name) || Some(name) == partition.as_deref();
         for f in self.arrow.fields() {
             let name = f.name().as_str();
-            if !f.is_nullable()
-                && !columns.iter().any(|c| c == name)
-                && name != key
-                && Some(name) != partition.as_deref()
-            {
+            if !f.is_nullable() && !columns.iter().any(|c| c == name) && !fixed(name) {
                 return bad(format!("column `{name}` is not nullable, so a partial writer must declare it"));
             }
         }
-        let keep = |name: &str| columns.iter().any(|c| c == name) || name == key || Some(name) == partition.as_deref();
+        let keep = |name: &str| columns.iter().any(|c| c == name) || fixed(name);
         let mut json = self.table_json.clone();
         if let Some(fields) = json.get_mut("fields").and_then(Value::as_array_mut) {
             fields.retain(|f| f.get("name").and_then(Value::as_str).is_some_and(keep));
@@ -242,9 +253,15 @@ impl TableSchema {
         &self.arrow_with_meta
     }
 
-    /// Index (among table columns) of the record key.
-    pub fn key_index(&self) -> usize {
-        self.key
+    /// The record key: its fields and their columns (indices among the
+    /// table columns), and how `_hoodie_record_key` is formed from them.
+    pub fn record_key(&self) -> &RecordKey {
+        &self.key
+    }
+
+    /// Whether table column `i` is a record key field.
+    pub fn is_key(&self, i: usize) -> bool {
+        self.key.contains(i)
     }
 
     /// Index of the ordering field, if any.
@@ -281,7 +298,7 @@ mod tests {
                 {"name":"t","type":["null",{"type":"long","logicalType":"timestamp-micros"}],"default":null},
                 {"name":"m","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}},
                 {"name":"x","type":["null","double"],"default":null}]}"#,
-            "id",
+            &["id"],
             Some("ts"),
             None,
         )
@@ -294,6 +311,17 @@ mod tests {
         assert_eq!(s.data_type(4), &DataType::Decimal128(10, 2));
         assert!(!s.arrow().field(0).is_nullable());
         assert!(s.arrow().field(5).is_nullable());
-        assert!(TableSchema::new(r#"{"type":"record","name":"r","fields":[]}"#, "id", None, None).is_err());
+        assert!(TableSchema::new(r#"{"type":"record","name":"r","fields":[]}"#, &["id"], None, None).is_err());
+        let composite = TableSchema::new(
+            r#"{"type":"record","name":"r","fields":[{"name":"a","type":"int"},{"name":"b","type":"string"},
+                {"name":"c","type":"long"}]}"#,
+            &["c", "a"],
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(composite.record_key().names().collect::<Vec<_>>(), ["c", "a"]);
+        assert_eq!(composite.record_key().columns().collect::<Vec<_>>(), [2, 0]);
+        assert!(composite.is_key(0) && !composite.is_key(1));
     }
 }

@@ -61,7 +61,9 @@ pub(crate) fn merge_columns(
     for r in rules.iter_mut().take(meta) {
         *r = Rule::Latest;
     }
-    rules[schema.key_index() + meta] = Rule::Latest;
+    for k in schema.record_key().columns() {
+        rules[k + meta] = Rule::Latest;
+    }
     if let Some(p) = schema.partition_index() {
         rules[p + meta] = Rule::Latest;
     }

@@ -100,7 +100,7 @@ pub(crate) struct Case {
 /// `writes` as a slice of a table with, when `grouped`, a sequence group
 /// (`a` follows the largest `b`).
 pub(crate) fn case(writes: &[Write], grouped: bool) -> Case {
-    let schema = TableSchema::new(SCHEMA, "id", Some("ts"), None).unwrap();
+    let schema = TableSchema::new(SCHEMA, &["id"], Some("ts"), None).unwrap();
     let mut new = NewTableConfig::new("t", "id", "ts", SCHEMA);
     if grouped {
         new.sequence_groups = vec![SequenceGroup { ordering: "b".into(), columns: vec!["a".into()] }];

@@ -73,7 +73,9 @@ enum Command {
         /// Avro schema file (.avsc) of the table's columns.
         #[arg(long)]
         schema: PathBuf,
-        /// Record key field.
+        /// Record key field, or several separated by `,` for a composite key
+        /// (`user_id,date,group_id`), written `field:value,...` as Hudi's
+        /// complex key generator writes it.
         #[arg(long)]
         record_key: String,
         /// Ordering (event-time) field.

@@ -10,6 +10,7 @@ mod errors;
 mod history_model;
 mod init;
 mod instants;
+mod keys;
 mod live;
 mod merge_model;
 mod read;

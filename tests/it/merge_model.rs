@@ -276,7 +276,7 @@ fn column_model(writes: &[Write], event_time: bool, grouped: bool) -> BTreeMap<S
 // ------------------------------------------------------ the real merge --
 
 fn table(mode: MergeMode, grouped: bool) -> (TableSchema, TableConfig) {
-    let schema = TableSchema::new(SCHEMA, "id", Some("ts"), None).unwrap();
+    let schema = TableSchema::new(SCHEMA, &["id"], Some("ts"), None).unwrap();
     let mut new = NewTableConfig::new("t", "id", "ts", SCHEMA);
     new.merge_mode = mode;
     if grouped {

@@ -98,10 +98,13 @@ impl fmt::Display for MergeMode {
 /// Which hash maps a record key to a bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BucketHash {
-    /// `murmur3_x86_32(utf8(key), seed 0) mod N`.
+    /// `murmur3_x86_32(utf8(key), seed 0) mod N`, over the whole
+    /// `_hoodie_record_key` (for a composite key, the `field:value,...` text).
     #[default]
     Murmur3,
-    /// Hudi's Java rule: `(List.of(key).hashCode() & i32::MAX) % N`.
+    /// Hudi's Java rule: `(values.hashCode() & i32::MAX) % N`, where
+    /// `values` is the Java `List<String>` of the key (one field) or of the
+    /// key fields' values (a composite key).
     HudiJava,
 }
 
@@ -265,8 +268,9 @@ pub struct NewTableConfig {
     pub name: String,
     /// Optional database name.
     pub database: Option<String>,
-    /// Record key field.
-    pub record_key: String,
+    /// Record key fields, in declared order: one, or several for a
+    /// composite key (`field:value,...`, Hudi's complex key format).
+    pub record_key_fields: Vec<String>,
     /// Ordering (event-time) field.
     pub ordering_field: String,
     /// Optional partition field.
@@ -286,13 +290,15 @@ pub struct NewTableConfig {
 }
 
 impl NewTableConfig {
-    /// A table keyed by `record_key` and ordered by `ordering_field`, with
-    /// defaults: unpartitioned, event-time merging, 16 murmur3 buckets.
+    /// A table keyed by `record_key` (one field, or several separated by
+    /// `,` as in `hoodie.table.recordkey.fields`) and ordered by
+    /// `ordering_field`, with defaults: unpartitioned, event-time merging,
+    /// 16 murmur3 buckets.
     pub fn new(name: &str, record_key: &str, ordering_field: &str, schema_json: &str) -> Self {
         Self {
             name: name.into(),
             database: None,
-            record_key: record_key.into(),
+            record_key_fields: split_fields(record_key),
             ordering_field: ordering_field.into(),
             partition_field: None,
             hive_style_partitioning: true,
@@ -302,6 +308,27 @@ impl NewTableConfig {
             schema_json: schema_json.into(),
             tombstone_retention: TombstoneRetention::Forever,
         }
+    }
+}
+
+/// Field names separated by `,` (surrounding spaces and empty names dropped),
+/// as Hudi lists them in `hoodie.table.recordkey.fields`.
+pub fn split_fields(list: &str) -> Vec<String> {
+    list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
+}
+
+/// The `hoodie.table.keygenerator.type` Hudi 1.x infers for a version-8
+/// table (`KeyGenUtils.inferKeyGeneratorType`): `NON_PARTITION` for an
+/// unpartitioned table, whose generator also writes several key fields in
+/// the complex format; for a partitioned one `SIMPLE` with one key field
+/// and `COMPLEX` with several. Version-8 tables record the type only; the
+/// deprecated `hoodie.table.keygenerator.class` is not written (Hudi
+/// 1.0.x's own v8 tables lack it too).
+pub fn key_generator_type(partitioned: bool, key_fields: usize) -> &'static str {
+    match (partitioned, key_fields) {
+        (false, _) => "NON_PARTITION",
+        (true, 0 | 1) => "SIMPLE",
+        (true, _) => "COMPLEX",
     }
 }
 
@@ -338,9 +365,7 @@ impl Props<'_> {
     }
 
     fn list(&mut self, key: &str) -> Vec<String> {
-        self.take(key)
-            .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect())
-            .unwrap_or_default()
+        self.take(key).map(|v| split_fields(&v)).unwrap_or_default()
     }
 }
 
@@ -527,7 +552,7 @@ impl TableConfig {
         };
         put(keys::INITIAL_VERSION, "8");
         put(keys::HISTORY_PATH, "history");
-        put(keys::KEYGEN_TYPE, if new.partition_field.is_some() { "SIMPLE" } else { "NON_PARTITION" });
+        put(keys::KEYGEN_TYPE, key_generator_type(new.partition_field.is_some(), new.record_key_fields.len()));
         put(keys::BASE_FORMAT, "PARQUET");
         put(keys::LOG_FORMAT, "HOODIE_LOG");
         put(keys::PAYLOAD_CLASS, new.merge_mode.payload_class());
@@ -542,7 +567,7 @@ impl TableConfig {
             version: 8,
             timeline_layout: 2,
             timeline_path: "timeline".into(),
-            record_key_fields: vec![new.record_key.clone()],
+            record_key_fields: new.record_key_fields.clone(),
             ordering_field: Some(new.ordering_field.clone()),
             partition_fields: new.partition_field.iter().cloned().collect(),
             hive_style_partitioning: new.hive_style_partitioning,
@@ -635,18 +660,10 @@ impl TableConfig {
         })?;
         Ok(TableSchema::new(
             json,
-            self.record_key_field().unwrap_or_default(),
+            &self.record_key_fields,
             self.ordering_field.as_deref(),
             self.partition_fields.first().map(String::as_str),
         )?)
-    }
-
-    /// The single record key field, as the bucket index and writers need it.
-    pub fn record_key_field(&self) -> Option<&str> {
-        match self.record_key_fields.as_slice() {
-            [one] => Some(one),
-            _ => None,
-        }
     }
 }
 
@@ -677,7 +694,7 @@ mod tests {
         NewTableConfig {
             name: "trips".into(),
             database: None,
-            record_key: "uuid".into(),
+            record_key_fields: vec!["uuid".into()],
             ordering_field: "ts".into(),
             partition_field: Some("city".into()),
             hive_style_partitioning: true,
@@ -697,6 +714,24 @@ mod tests {
         assert!(text.contains("hoodie.table.checksum="));
         let back = TableConfig::parse(&text, "hoodie.properties").unwrap();
         assert_eq!(back, cfg);
+    }
+
+    #[test]
+    fn composite_keys_record_their_fields_and_generator() {
+        let mut new = sample();
+        new.record_key_fields = vec!["user_id".into(), "date".into(), "group_id".into()];
+        let text = TableConfig::new_table(&new).to_properties_text("x").unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.contains(&"hoodie.table.recordkey.fields=user_id,date,group_id"), "{text}");
+        assert!(lines.contains(&"hoodie.table.keygenerator.type=COMPLEX"), "{text}");
+        assert!(!text.contains("hoodie.table.keygenerator.class"), "{text}");
+        let back = TableConfig::parse(&text, "p").unwrap();
+        assert_eq!(back.record_key_fields, ["user_id", "date", "group_id"]);
+        new.partition_field = None;
+        let text = TableConfig::new_table(&new).to_properties_text("x").unwrap();
+        assert!(text.lines().any(|l| l == "hoodie.table.keygenerator.type=NON_PARTITION"), "{text}");
+        assert_eq!(NewTableConfig::new("t", " a, b ,c", "ts", "{}").record_key_fields, ["a", "b", "c"]);
+        assert_eq!(key_generator_type(true, 1), "SIMPLE");
     }
 
     #[test]

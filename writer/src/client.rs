@@ -96,6 +96,18 @@ impl WriteClient {
             return Err(Error::InvalidInput { what: "tasks".into(), reason: "must be at least 1".into() });
         }
         let full = config.table_schema()?;
+        // Keys are built per batch; a table whose key cannot be built is
+        // refused here, before any commit starts.
+        if full.record_key().is_empty() {
+            return Err(Error::InvalidInput {
+                what: format!("{loc} (table {})", config.name),
+                reason: "no record key fields in hoodie.properties (hoodie.table.recordkey.fields)".into(),
+            });
+        }
+        full.record_key().check_types(full.arrow()).map_err(|e| Error::InvalidInput {
+            what: format!("{loc} (table {})", config.name),
+            reason: e.to_string(),
+        })?;
         let schema = Arc::new(match &settings.columns {
             Some(cols) => full.partial(cols, &config.sequence_groups)?,
             None => full,

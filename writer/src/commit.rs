@@ -80,9 +80,9 @@ pub struct Commit {
     failed: bool,
 }
 
-/// Column `index` of `rows` as text. A failure comes from the table's
-/// schema (a key or partition type with no text form), so it names the
-/// table and the field.
+/// Column `index` of `rows` as text (the partition path's values). A
+/// failure comes from the table's schema (a partition type with no text
+/// form), so it names the table and the field.
 fn as_strings(shared: &Shared, rows: &Rows, index: usize, what: &str) -> Result<Arc<StringArray>> {
     let col = rows.batch.column(index);
     let c = match col.data_type() {
@@ -156,9 +156,11 @@ impl Commit {
         }
         let s = self.shared.clone();
         let schema = &s.schema;
-        let keys = as_strings(&s, &rows, schema.key_index(), "record key field")?;
+        // The keys were built with the rows (`Rows::keys`); deletes carry
+        // the same keys, so every version of a key routes alike.
+        let keys = rows.keys().keys().clone();
         let n = rows.len();
-        s.index.route(keys.iter().map(|k| k.unwrap_or_default()), &mut self.route);
+        s.index.route(rows.keys(), &mut self.route);
         // Partition of each row, interned.
         let mut partitions: Vec<Arc<str>> = Vec::new();
         let mut part_of_row: Vec<u32> = vec![0; n];

@@ -4,8 +4,12 @@
 //! the table's types) and JSON values (one object per record, as JSON lines
 //! or through the row API). Either way every record is checked: the key and
 //! the ordering value must be present and non-null, types must match, and
-//! unknown columns are refused. A `_hoodie_is_deleted: true` record deletes
-//! its key. Errors name the record (line), the field and the reason.
+//! unknown columns are refused. Key fields must be present (they take no
+//! schema default); a composite key's nullable field may be null (its value
+//! is then written `__null__`), but not all of them. Each record's `_hoodie_record_key` is built here, by
+//! the one rule of [`tributary_format::key`]. A `_hoodie_is_deleted: true`
+//! record deletes its key. Errors name the record (line), the field and the
+//! reason.
 
 use std::sync::Arc;
 
@@ -19,18 +23,44 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use tributary_format::Keys;
 use tributary_format::schema::{IS_DELETED, TableSchema};
 
-/// Validated rows in the table's column layout, with delete flags.
+/// Validated rows in the table's column layout, with delete flags and
+/// their record keys. Made by [`rows_from_batch`] and [`rows_from_json`].
 #[derive(Debug, Clone)]
 pub struct Rows {
     /// Table columns (the table's Arrow schema, without meta columns).
     pub batch: RecordBatch,
     /// `true` where the row deletes its key; `None` when nothing is deleted.
     pub deleted: Option<BooleanArray>,
+    /// Each row's `_hoodie_record_key` (and what the bucket index hashes).
+    keys: Keys,
 }
 
 impl Rows {
+    /// Validated `batch` with its delete flags: builds the record keys, the
+    /// one place they are built; a key that cannot be formed is an error
+    /// naming the record (`first_record` numbers the batch's first row).
+    fn new(
+        schema: &TableSchema,
+        batch: RecordBatch,
+        deleted: Option<BooleanArray>,
+        source: &str,
+        first_record: usize,
+    ) -> Result<Self> {
+        let keys = schema
+            .record_key()
+            .build(&batch)
+            .map_err(|e| bad(source, first_record + e.row, e.field.as_deref(), e.reason))?;
+        Ok(Self { batch, deleted, keys })
+    }
+
+    /// The rows' record keys.
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
     /// Number of rows.
     pub fn len(&self) -> usize {
         self.batch.num_rows()
@@ -69,14 +99,15 @@ pub fn rows_from_batch(schema: &TableSchema, batch: &RecordBatch, source: &str) 
                     format!("cannot convert {} to {}: {e}", c.data_type(), field.data_type()),
                 )
             })?,
+            None if schema.is_key(i) => return Err(bad(source, 1, Some(field.name()), "missing record key column")),
             None if field.is_nullable() => arrow::array::new_null_array(field.data_type(), n),
             None => return Err(bad(source, 1, Some(field.name()), "missing column")),
         };
-        if col.null_count() > 0
-            && (!field.is_nullable() || i == schema.key_index() || Some(i) == schema.ordering_index())
-        {
+        // A composite key's nullable fields may hold nulls (`__null__`).
+        let key_needs_value = schema.is_key(i) && (!schema.record_key().is_composite() || !field.is_nullable());
+        if col.null_count() > 0 && (!field.is_nullable() || key_needs_value || Some(i) == schema.ordering_index()) {
             let row = (0..n).find(|r| col.is_null(*r)).unwrap_or(0);
-            let what = if i == schema.key_index() {
+            let what = if schema.is_key(i) {
                 "missing record key"
             } else if Some(i) == schema.ordering_index() {
                 "missing ordering value"
@@ -99,7 +130,7 @@ pub fn rows_from_batch(schema: &TableSchema, batch: &RecordBatch, source: &str) 
     };
     let batch = RecordBatch::try_new(schema.arrow().clone(), columns)
         .map_err(|e| bad(source, 1, None, format!("cannot build rows: {e}")))?;
-    Ok(Rows { batch, deleted })
+    Rows::new(schema, batch, deleted, source, 1)
 }
 
 enum Column {
@@ -268,6 +299,7 @@ pub fn rows_from_json(schema: &TableSchema, values: &[Value], source: &str, firs
         .collect::<Result<_>>()?;
     let mut deleted = BooleanBuilder::with_capacity(values.len());
     let mut any_deleted = false;
+    let composite_key = schema.record_key().is_composite();
     for (n, value) in values.iter().enumerate() {
         let record = first_record + n;
         let obj = value.as_object().ok_or_else(|| bad(source, record, None, "expected a JSON object"))?;
@@ -286,15 +318,21 @@ pub fn rows_from_json(schema: &TableSchema, values: &[Value], source: &str, firs
         any_deleted |= is_deleted;
         deleted.append_value(is_deleted);
         for (i, (f, col)) in fields.iter().zip(cols.iter_mut()).enumerate() {
-            let required = i == schema.key_index() || Some(i) == schema.ordering_index();
-            // A field the record leaves out takes its schema default.
+            let is_key = schema.is_key(i);
+            // A composite key's field may be given as null when it is
+            // nullable (its value is then written `__null__`).
+            let null_key_ok = is_key && composite_key && f.is_nullable();
+            let required = (is_key && !null_key_ok) || Some(i) == schema.ordering_index();
+            // A field the record leaves out takes its schema default; a key
+            // field takes none (every record names its key).
             let given = match obj.get(f.name()) {
+                None if is_key => return Err(bad(source, record, Some(f.name()), "missing record key")),
                 None => schema.default_of(i).filter(|d| !d.is_null()),
                 given => given,
             };
             match given {
                 None | Some(Value::Null) if required => {
-                    let what = if i == schema.key_index() { "missing record key" } else { "missing ordering value" };
+                    let what = if is_key { "missing record key" } else { "missing ordering value" };
                     return Err(bad(source, record, Some(f.name()), what));
                 }
                 None | Some(Value::Null) if f.is_nullable() => col.null(),
@@ -308,7 +346,7 @@ pub fn rows_from_json(schema: &TableSchema, values: &[Value], source: &str, firs
     let columns: Vec<ArrayRef> = cols.into_iter().map(Column::finish).collect();
     let batch = RecordBatch::try_new(schema.arrow().clone(), columns)
         .map_err(|e| bad(source, first_record, None, format!("cannot build rows: {e}")))?;
-    Ok(Rows { batch, deleted: any_deleted.then(|| deleted.finish()) })
+    Rows::new(schema, batch, any_deleted.then(|| deleted.finish()), source, first_record)
 }
 
 /// Parses JSON lines; `first_line` is the 1-based line number of `text`'s
@@ -338,7 +376,7 @@ mod tests {
               {"name":"t","type":["null",{"type":"long","logicalType":"timestamp-millis"}],"default":null},
               {"name":"m","type":["null",{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}],"default":null},
               {"name":"n","type":"int"}]}"#,
-            "id",
+            &["id"],
             Some("ts"),
             None,
         )
@@ -400,7 +438,7 @@ mod tests {
               {"name":"n","type":"int","default":7},
               {"name":"label","type":"string","default":"none"},
               {"name":"_hoodie_is_deleted","type":"boolean","default":false}]}"#,
-            "id",
+            &["id"],
             Some("ts"),
             None,
         )
@@ -412,8 +450,126 @@ mod tests {
         assert_eq!(b.column(3).as_any().downcast_ref::<arrow::array::StringArray>().unwrap().value(0), "none");
         assert!(!b.column(4).as_any().downcast_ref::<arrow::array::BooleanArray>().unwrap().value(0));
         assert!(rows.deleted.is_none());
+        // A key field takes no default: every record names its key.
+        let keyed = TableSchema::new(
+            r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string","default":"x"},
+              {"name":"ts","type":"long"}]}"#,
+            &["id"],
+            Some("ts"),
+            None,
+        )
+        .unwrap();
+        let err = rows_from_json(&keyed, &[json!({"ts":1})], "in", 1).unwrap_err().to_string();
+        assert!(err.contains("field `id`: missing record key"), "{err}");
         // A default fills a field left out, not one given as null.
         let err = rows_from_json(&s, &[json!({"id":"a","ts":1,"n":null})], "in", 1).unwrap_err().to_string();
         assert!(err.contains("field `n`: null in a non-nullable column"), "{err}");
+    }
+
+    /// The Doris unique-key example: keyed by user, day and group.
+    fn composite() -> TableSchema {
+        TableSchema::new(
+            r#"{"type":"record","name":"r","fields":[
+              {"name":"user_id","type":"long"},
+              {"name":"date","type":{"type":"int","logicalType":"date"}},
+              {"name":"group_id","type":["null","string"],"default":null},
+              {"name":"ts","type":"long"},{"name":"cost","type":["null","long"],"default":null}]}"#,
+            &["user_id", "date", "group_id"],
+            Some("ts"),
+            None,
+        )
+        .unwrap()
+    }
+
+    fn keys(rows: &Rows) -> Vec<&str> {
+        rows.keys().keys().iter().map(Option::unwrap_or_default).collect()
+    }
+
+    #[test]
+    fn composite_keys_are_built_the_same_from_json_and_arrow() {
+        let s = composite();
+        let json = rows_from_json(
+            &s,
+            &[
+                json!({"user_id":1,"date":"2020-02-22","group_id":"1","ts":5}),
+                json!({"user_id":10004,"date":"2017-10-01","group_id":null,"ts":6,"_hoodie_is_deleted":true}),
+                json!({"user_id":-3,"date":0,"group_id":"","ts":7}),
+            ],
+            "in",
+            1,
+        )
+        .unwrap();
+        let want = [
+            "user_id:1,date:2020-02-22,group_id:1",
+            "user_id:10004,date:2017-10-01,group_id:__null__",
+            "user_id:-3,date:1970-01-01,group_id:__empty__",
+        ];
+        assert_eq!(keys(&json), want);
+        // The same rows through the Arrow door (the key columns given as
+        // other types are cast first), deletes included.
+        let batch = RecordBatch::try_new(
+            Arc::new(arrow::datatypes::Schema::new(vec![
+                arrow::datatypes::Field::new("user_id", DataType::Int32, false),
+                arrow::datatypes::Field::new("date", DataType::Date32, false),
+                arrow::datatypes::Field::new("group_id", DataType::Utf8, true),
+                arrow::datatypes::Field::new("ts", DataType::Int64, false),
+                arrow::datatypes::Field::new(IS_DELETED, DataType::Boolean, false),
+            ])),
+            vec![
+                Arc::new(arrow::array::Int32Array::from(vec![1, 10004, -3])),
+                Arc::new(arrow::array::Date32Array::from(vec![18_314, 17_440, 0])),
+                Arc::new(arrow::array::StringArray::from(vec![Some("1"), None, Some("")])),
+                Arc::new(arrow::array::Int64Array::from(vec![5, 6, 7])),
+                Arc::new(BooleanArray::from(vec![false, true, false])),
+            ],
+        )
+        .unwrap();
+        let arrow_rows = rows_from_batch(&s, &batch, "batch").unwrap();
+        assert_eq!(keys(&arrow_rows), want);
+        assert_eq!(arrow_rows.deleted.as_ref().map(BooleanArray::true_count), Some(1));
+    }
+
+    #[test]
+    fn composite_key_errors_name_the_record_and_field() {
+        let s = composite();
+        let ok = json!({"user_id":1,"date":"2020-02-22","group_id":"1","ts":5});
+        let cases = [
+            // Left out: a key field must be given, even a nullable one.
+            (json!({"user_id":1,"group_id":"1","ts":5}), "field `date`: missing record key"),
+            (json!({"user_id":1,"date":"2020-02-22","ts":5}), "field `group_id`: missing record key"),
+            (json!({"user_id":null,"date":"2020-02-22","group_id":"1","ts":5}), "field `user_id`: missing record key"),
+            (json!({"user_id":"x","date":"2020-02-22","group_id":"1","ts":5}), "field `user_id`: expected an integer"),
+        ];
+        for (v, expect) in cases {
+            let err = rows_from_json(&s, &[ok.clone(), v.clone()], "in.jsonl", 4).unwrap_err().to_string();
+            assert!(err.contains("in.jsonl line 5") && err.contains(expect), "{v}: {err}");
+        }
+        // Every value null or empty: Hudi refuses such a key, and so do we.
+        let s2 = TableSchema::new(
+            r#"{"type":"record","name":"r","fields":[{"name":"a","type":["null","string"],"default":null},
+              {"name":"b","type":"string"},{"name":"ts","type":"long"}]}"#,
+            &["a", "b"],
+            Some("ts"),
+            None,
+        )
+        .unwrap();
+        let err = rows_from_json(&s2, &[json!({"a":"x","b":"","ts":1}), json!({"a":null,"b":"","ts":1})], "in", 7)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("in line 8") && err.contains("every record key field (a, b) is null or empty"), "{err}");
+        // An Arrow batch without a key column is refused, even a nullable one.
+        let batch = RecordBatch::try_new(
+            Arc::new(arrow::datatypes::Schema::new(vec![
+                arrow::datatypes::Field::new("b", DataType::Utf8, false),
+                arrow::datatypes::Field::new("ts", DataType::Int64, false),
+            ])),
+            vec![
+                Arc::new(arrow::array::StringArray::from(vec!["y"])),
+                Arc::new(arrow::array::Int64Array::from(vec![1])),
+            ],
+        )
+        .unwrap();
+        let err = rows_from_batch(&s2, &batch, "batch").unwrap_err().to_string();
+        assert!(err.contains("field `a`: missing record key column"), "{err}");
     }
 }

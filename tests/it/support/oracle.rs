@@ -28,7 +28,9 @@ pub fn comparable(rows: Vec<Value>) -> Vec<Value> {
 }
 
 /// The official reader's rows of `table`, meta columns included; `opts` is
-/// Python that changes the `HudiReadOptions` named `o`.
+/// Python that changes the `HudiReadOptions` named `o`. Values JSON has no
+/// form for are written as Python's `str` of them (a date as `2020-02-22`,
+/// as `tributary read` writes it).
 pub fn official_rows(table: &Path, opts: &str) -> Vec<Value> {
     let script = format!(
         "import sys, json\n\
