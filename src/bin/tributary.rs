@@ -482,16 +482,17 @@ async fn compact(
             }
             for s in &done {
                 println!(
-                    "compaction {} completed {}: {} groups ({} key first, {} spilled), {} records, {} bytes read, \
-                     {} bytes written, {secs:.2} s",
+                    "compaction {} completed {}: {} groups ({} key first, {} spilled), {} records, {} tombstones \
+                     kept, {} bytes read, {} bytes written, {secs:.2} s",
                     s.instant,
                     s.completed,
                     s.groups,
                     s.key_first_groups,
                     s.spilled_groups,
                     s.records,
+                    s.tombstones,
                     s.bytes_read,
-                    s.bytes_written
+                    s.bytes_written + s.tombstone_bytes
                 );
             }
         });
