@@ -230,7 +230,10 @@ impl TableBuilder {
         Ok(Table { loc, config, components })
     }
 
-    /// Creates a version-8 Merge-on-Read table.
+    /// Creates a version-8 Merge-on-Read table: `.hoodie/hoodie.properties`,
+    /// then `.hoodie/.tributary/writers.json`, which records that every
+    /// checkpoint of the table is in a writer state file (so looking up a
+    /// writer id that has none reads no commit).
     pub async fn create(self, options: CreateOptions) -> Result<Table> {
         let (loc, local_dir, components) = self.build()?;
         let src = options.schema_source.as_str();
@@ -293,6 +296,9 @@ impl TableBuilder {
             }
             other => other?,
         }
+        // Every checkpoint of this table will be in a writer state file, so
+        // looking up a writer id without one scans no commits.
+        tributary_timeline::protocol::writer_state::mark_new_table(&loc).await?;
         Ok(Table { loc, config, components })
     }
 

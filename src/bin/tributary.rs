@@ -34,6 +34,8 @@ Exit codes:
   4   unavailable: storage or the table lock is unavailable right now;
       the same command may succeed later
   5   conflict: another writer or a recovery got there first; start over
+      (also: a newer run took the writer ID over, or --expect-checkpoint
+      does not match; read the checkpoint again)
   70  internal error: a bug in Tributary; please report it";
 
 #[derive(Parser)]
@@ -134,9 +136,22 @@ enum Command {
         /// Commit after this many records (default: one commit for the whole input).
         #[arg(long)]
         commit_every: Option<usize>,
-        /// Writer id, under which checkpoints are kept.
-        #[arg(long, default_value = "cli")]
-        writer_id: String,
+        /// Writer ID: registers this run as the ID's writer, taking it over
+        /// from any earlier run (whose commits then fail). Without it the
+        /// run writes as the unregistered writer `cli`.
+        #[arg(long)]
+        writer_id: Option<String>,
+        /// Commit this checkpoint (for example the source offset the input
+        /// ends at) with the data, in the same atomic step; needs
+        /// --writer-id. The whole input is one commit.
+        #[arg(long, value_name = "OFFSET")]
+        checkpoint: Option<String>,
+        /// Write only if the writer ID's last committed checkpoint, read
+        /// after taking the ID over, is this one (empty: none), else fail
+        /// with a conflict before writing; pass what `tributary checkpoint`
+        /// printed when the input was read.
+        #[arg(long, value_name = "OFFSET")]
+        expect_checkpoint: Option<String>,
         /// Write only these columns (a partial writer); the record key and
         /// partition field are always included.
         #[arg(long, value_delimiter = ',')]
@@ -147,6 +162,18 @@ enum Command {
         /// Maximum clock skew between writers, in milliseconds.
         #[arg(long, default_value_t = 200)]
         max_clock_skew_ms: u64,
+    },
+    /// Print the last committed checkpoint of a writer ID: the checkpoint
+    /// and a newline, or nothing when it has none (exit code 0 either way).
+    Checkpoint {
+        /// Table folder.
+        table: PathBuf,
+        /// Writer ID.
+        #[arg(long)]
+        writer_id: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "plain")]
+        format: CheckpointFormatArg,
     },
     /// Compact log files into Parquet base files, once or as a service.
     Compact {
@@ -245,6 +272,15 @@ enum QueryArg {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum CheckpointFormatArg {
+    /// The checkpoint alone (nothing when there is none).
+    Plain,
+    /// One JSON object: writer_id, checkpoint, instant, completed, generation
+    /// (null values when there is no checkpoint).
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum FormatArg {
     /// One JSON object per line.
     Jsonl,
@@ -317,16 +353,96 @@ fn instant_arg(s: &str, what: &str) -> anyhow::Result<InstantTime> {
     InstantTime::parse(s).map_err(|e| CliError::new(ErrorKind::InvalidInput, format!("{what}: {e}")).into())
 }
 
+/// What `write` does about exactly-once: whether it registers its writer
+/// ID, and the checkpoints it commits and expects.
+struct Checkpointing {
+    /// Take the writer ID over before writing (`--writer-id` given).
+    register: bool,
+    /// Committed with the input (`--checkpoint`).
+    checkpoint: Option<String>,
+    /// The last committed checkpoint this run resumes after (`--expect-checkpoint`).
+    expect: Option<String>,
+}
+
+/// The writer ID `write` uses when none is given; it is not registered.
+const DEFAULT_CLI_WRITER: &str = "cli";
+
+/// Checks `write`'s checkpoint options, which need a writer ID, and a
+/// checkpoint, which must be one non-empty line (an empty `tributary
+/// checkpoint` output means "none").
+fn checkpointing(
+    writer_id: &Option<String>,
+    checkpoint: Option<String>,
+    expect: Option<String>,
+    commit_every: Option<usize>,
+) -> Result<Checkpointing, CliError> {
+    let invalid = |m: String| CliError::new(ErrorKind::InvalidInput, m);
+    if writer_id.is_none() {
+        for (option, given) in [("--checkpoint", checkpoint.is_some()), ("--expect-checkpoint", expect.is_some())] {
+            if given {
+                return Err(invalid(format!(
+                    "{option} needs --writer-id: checkpoints are kept per writer ID (run `tributary write TABLE \
+                     --writer-id ID --checkpoint OFFSET`)"
+                )));
+            }
+        }
+    }
+    if let Some(cp) = &checkpoint {
+        if commit_every.is_some() {
+            return Err(invalid(
+                "--checkpoint cannot be combined with --commit-every: the checkpoint covers the whole input, so it \
+                 is committed with all of it in one commit (run one `write` per checkpoint instead)"
+                    .into(),
+            ));
+        }
+        if cp.is_empty() {
+            return Err(invalid("--checkpoint: must not be empty (an empty checkpoint means none)".into()));
+        }
+        if cp.contains(['\n', '\r']) {
+            return Err(invalid(format!("--checkpoint `{}`: must be one line", cp.escape_debug())));
+        }
+    }
+    Ok(Checkpointing { register: writer_id.is_some(), checkpoint, expect })
+}
+
 async fn write(
     table: PathBuf,
     input: Option<PathBuf>,
     settings: WriteSettings,
     commit_every: Option<usize>,
     time: TimeSettings,
+    checkpointing: Checkpointing,
 ) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let t = Table::builder_local(&table).with_settings(TableSettings { time, ..Default::default() }).open().await?;
+    let writer_id = settings.writer_id.clone();
     let client = t.write_client(settings)?;
+    let Checkpointing { register, mut checkpoint, expect } = checkpointing;
+    if register {
+        // Take the ID over first: from here on no earlier writer of the ID
+        // can commit, so the checkpoint read here stays the last one.
+        let status = client.register().await?;
+        let last = status.checkpoint.as_ref().map(|c| c.checkpoint.as_str());
+        if let Some(expected) = &expect
+            && last.unwrap_or_default() != expected
+        {
+            let found = match &status.checkpoint {
+                Some(c) => format!("its last committed checkpoint is `{}` (instant {})", c.checkpoint, c.instant),
+                None => "it has no committed checkpoint".into(),
+            };
+            let expected =
+                if expected.is_empty() { "no checkpoint".to_string() } else { format!("checkpoint `{expected}`") };
+            return Err(CliError::new(
+                ErrorKind::Conflict,
+                format!(
+                    "{}: writer ID `{writer_id}`: expected {expected}, but {found}: another writer with \
+                     this ID committed since; nothing was written; read the checkpoint again",
+                    t.location()
+                ),
+            )
+            .into());
+        }
+    }
     let (reader, source): (Box<dyn BufRead>, String) = match &input {
         None => (Box::new(std::io::BufReader::new(std::io::stdin())), "stdin".into()),
         Some(p) if p.as_os_str() == "-" => (Box::new(std::io::BufReader::new(std::io::stdin())), "stdin".into()),
@@ -346,6 +462,7 @@ async fn write(
     let mut commit: Option<tributary_writer::Commit> = None;
     let mut in_commit = 0usize;
     let (mut instants, mut records, mut files, mut bytes) = (0u64, 0u64, 0u64, 0u64);
+    let committed_checkpoint = checkpoint.clone();
     let mut chunk: Vec<(usize, serde_json::Value)> = Vec::with_capacity(4096);
     let mut lines = reader.lines().enumerate().peekable();
     loop {
@@ -400,9 +517,13 @@ async fn write(
             bar.inc(chunk.len() as u64);
             chunk.clear();
         }
+        if at_end && commit.is_none() && checkpoint.is_some() {
+            // No records: the checkpoint still advances, in an empty commit.
+            commit = Some(client.start_commit().await?);
+        }
         if in_commit >= limit || at_end {
             if let Some(c) = commit.take() {
-                let s = c.commit().await?;
+                let s = if at_end { c.commit_with_checkpoint(checkpoint.take()).await? } else { c.commit().await? };
                 instants += 1;
                 records += s.records();
                 files += s.files.len() as u64;
@@ -417,10 +538,43 @@ async fn write(
     }
     bar.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
+    let committed = match (&committed_checkpoint, register) {
+        (Some(cp), _) => {
+            format!("; checkpoint `{cp}` committed as writer `{writer_id}` (generation {})", client.generation())
+        }
+        (None, true) => format!("; as writer `{writer_id}` (generation {})", client.generation()),
+        (None, false) => String::new(),
+    };
     println!(
-        "wrote {records} records in {instants} instants: {files} files, {bytes} bytes, {secs:.2} s ({:.0} records/s)",
+        "wrote {records} records in {instants} instants: {files} files, {bytes} bytes, {secs:.2} s ({:.0} records/s){committed}",
         records as f64 / secs.max(1e-9)
     );
+    Ok(())
+}
+
+async fn checkpoint(table: PathBuf, writer_id: String, format: CheckpointFormatArg) -> anyhow::Result<()> {
+    let t = Table::open_local(&table).await?;
+    let status = t.checkpoint(&writer_id).await?;
+    let mut out = std::io::stdout().lock();
+    match format {
+        CheckpointFormatArg::Plain => {
+            if let Some(c) = &status.checkpoint {
+                writeln!(out, "{}", c.checkpoint)?;
+            }
+        }
+        CheckpointFormatArg::Json => {
+            let c = status.checkpoint.as_ref();
+            let doc = serde_json::json!({
+                "writer_id": status.writer_id,
+                "checkpoint": c.map(|c| c.checkpoint.as_str()),
+                "instant": c.map(|c| c.instant.as_str()),
+                "completed": c.and_then(|c| c.completed.as_ref()).map(|t| t.as_str()),
+                "generation": status.generation,
+            });
+            writeln!(out, "{doc}")?;
+        }
+    }
+    out.flush()?;
     Ok(())
 }
 
@@ -608,11 +762,25 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 );
             }
         }
-        Command::Write { table, input, tasks, commit_every, writer_id, columns, time_mode, max_clock_skew_ms } => {
+        Command::Write {
+            table,
+            input,
+            tasks,
+            commit_every,
+            writer_id,
+            checkpoint,
+            expect_checkpoint,
+            columns,
+            time_mode,
+            max_clock_skew_ms,
+        } => {
+            let checkpointing = checkpointing(&writer_id, checkpoint, expect_checkpoint, commit_every)?;
+            let writer_id = writer_id.unwrap_or_else(|| DEFAULT_CLI_WRITER.into());
             let settings = WriteSettings { tasks, writer_id, columns, ..Default::default() };
             let time = time_settings(time_mode, max_clock_skew_ms);
-            write(table, input, settings, commit_every, time).await?;
+            write(table, input, settings, commit_every, time, checkpointing).await?;
         }
+        Command::Checkpoint { table, writer_id, format } => checkpoint(table, writer_id, format).await?,
         Command::Compact {
             table,
             watch,

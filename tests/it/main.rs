@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod builder;
+mod checkpoint;
 mod client;
 mod compaction;
 mod corpus;

@@ -101,6 +101,27 @@ pub enum Error {
         /// What happened.
         reason: String,
     },
+    /// A writer whose writer id a newer writer took over tried to complete
+    /// a commit: the takeover raised the id's generation above this
+    /// writer's, so the commit is refused before it becomes visible (its
+    /// caller withdraws it). Read the checkpoint again and resume from it.
+    #[error(
+        "{table}: instant {instant}: writer ID `{writer_id}` was taken over by a newer writer (generation \
+         {generation}); this writer holds generation {held}, so its commit is withdrawn and nothing of it becomes \
+         visible; read the checkpoint again and resume from it"
+    )]
+    Fenced {
+        /// The table.
+        table: String,
+        /// The commit's requested instant.
+        instant: String,
+        /// The writer id.
+        writer_id: String,
+        /// The id's generation now, set by the newer writer.
+        generation: u64,
+        /// The generation this writer registered (0: it never registered).
+        held: u64,
+    },
     /// An object-store call failed.
     #[error("{op} {path}: {source}")]
     Store {
@@ -137,7 +158,9 @@ impl Error {
             | Error::UnsupportedVersion { .. }
             | Error::InvalidName { .. }
             | Error::InvalidInput { .. } => ErrorKind::InvalidInput,
-            Error::AlreadyExists { .. } | Error::LockLost { .. } | Error::Withdrawn { .. } => ErrorKind::Conflict,
+            Error::AlreadyExists { .. } | Error::LockLost { .. } | Error::Withdrawn { .. } | Error::Fenced { .. } => {
+                ErrorKind::Conflict
+            }
             Error::Corrupt { .. } => ErrorKind::Corrupt,
             Error::LockTimeout { .. } | Error::Store { .. } | Error::Io { .. } => ErrorKind::Unavailable,
             Error::Format(e) => e.kind(),

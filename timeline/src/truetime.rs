@@ -106,6 +106,23 @@ impl TimeGenerator {
         Ok(value)
     }
 
+    /// Runs `f` holding the table lock without issuing a time: for a step
+    /// that must be ordered against every completion but needs no time of
+    /// its own (a writer id's takeover, `protocol/writer_state.rs`). Nothing
+    /// sleeps, in either mode.
+    pub async fn with_lock<T, F, Fut>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let guard = self.lock.acquire().await?;
+        let result = f().await;
+        let released = guard.release().await;
+        let value = result?;
+        released?;
+        Ok(value)
+    }
+
     async fn issue_and_run<T, F, Fut>(&self, guard: &mut dyn LockGuard, f: F) -> Result<T>
     where
         F: FnOnce(InstantTime) -> Fut,

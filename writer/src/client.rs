@@ -9,23 +9,33 @@
 //! flushes, gathers the write stats and creates the completed instant under
 //! the lock. [`Commit::abort`] deletes what was written.
 //!
+//! Exactly-once: a client that [registers](WriteClient::register) its
+//! writer id takes the id over (raising its generation) and learns the
+//! id's last committed checkpoint; a commit carrying a checkpoint
+//! ([`Commit::commit_with_checkpoint`]) records it in the id's state file in
+//! the lock hold that makes the commit visible. Once a newer client
+//! registers the same id, this one's commits fail with a conflict and are
+//! withdrawn (`tributary_timeline::protocol::writer_state`).
+//!
 //! The open commit lives in [`crate::commit`], its writer tasks in `task`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tributary_format::metadata::CommitMetadata;
 use tributary_format::schema::TableSchema;
 use tributary_timeline::protocol::Heartbeat;
+use tributary_timeline::protocol::writer_state::{self, CHECKPOINT_KEY_PREFIX, WriterState, WriterStatus};
 use tributary_timeline::{Action, Instant, State, TableConfig, TableLocation, TimeGenerator, TimelineWriter};
 
 use crate::bucket::BucketIndex;
 use crate::commit::Commit;
 use crate::error::{Error, Result};
 
-/// Extra-metadata key prefix under which checkpoints are stored.
-pub const CHECKPOINT_PREFIX: &str = "tributary.checkpoint.";
+/// Extra-metadata key prefix under which each commit also records its
+/// checkpoint (`tributary.checkpoint.<writer id>`), for other tools; lookups
+/// read the writer's state file instead.
+pub const CHECKPOINT_PREFIX: &str = CHECKPOINT_KEY_PREFIX;
 
 /// Settings of a [`WriteClient`].
 #[derive(Debug, Clone)]
@@ -38,7 +48,10 @@ pub struct WriteSettings {
     pub channel_depth: usize,
     /// How often the heartbeat file is refreshed (Hudi: 60 s).
     pub heartbeat_interval: Duration,
-    /// Name of this writer, under which checkpoints are kept.
+    /// Name of this writer, under which checkpoints are kept and which
+    /// [`WriteClient::register`] takes over: 1 to 128 characters from A-Z,
+    /// a-z, 0-9, `.`, `_` and `-`, not starting with `.` (it names the file
+    /// `.hoodie/.tributary/writers/<id>.json`). Default `default`.
     pub writer_id: String,
     /// The columns this writer writes (a partial writer); `None` for all.
     /// Its log blocks carry the column subset with `IS_PARTIAL=true`.
@@ -75,6 +88,9 @@ pub(crate) struct Shared {
     pub(crate) time: TimeGenerator,
     pub(crate) timeline: TimelineWriter,
     pub(crate) settings: WriteSettings,
+    /// The writer id's state: its registered generation, and the step
+    /// that fences and records each commit.
+    pub(crate) writer: WriterState,
 }
 
 /// Writes commits into one table.
@@ -113,6 +129,7 @@ impl WriteClient {
             None => full,
         });
         let timeline = TimelineWriter::new(&loc, &config);
+        let writer = WriterState::new(&loc, &config, &settings.writer_id)?;
         Ok(Self {
             shared: Arc::new(Shared {
                 file_ids: std::sync::Mutex::new(HashMap::new()),
@@ -123,6 +140,7 @@ impl WriteClient {
                 time,
                 timeline,
                 settings,
+                writer,
             }),
         })
     }
@@ -152,21 +170,41 @@ impl WriteClient {
         Commit::open(s.clone(), instant, heartbeat)
     }
 
-    /// The last checkpoint `writer_id` attached to a completed commit, if any.
+    /// Registers this client as the writer of its writer id
+    /// ([`WriteSettings::writer_id`]), taking the id over from any earlier
+    /// writer, alive or not: under the table lock, the id's generation is
+    /// raised by one, and the returned status holds that generation and the
+    /// id's last committed checkpoint. No commit of an earlier writer of the
+    /// id can become visible after this returns (it fails with a conflict
+    /// and is withdrawn), so resuming the source after the returned
+    /// checkpoint neither loses nor repeats a record.
+    ///
+    /// Register before starting commits: a commit started before
+    /// registering belongs to the older generation and is fenced too. A
+    /// client that never registers is not fenced, unless some client
+    /// registered its id, in which case its commits fail as well.
+    pub async fn register(&self) -> Result<WriterStatus> {
+        Ok(self.shared.writer.take_over(&self.shared.time).await?)
+    }
+
+    /// The generation this client registered ([`WriteClient::register`]);
+    /// 0 if it did not.
+    pub fn generation(&self) -> u64 {
+        self.shared.writer.generation()
+    }
+
+    /// What the table records about `writer_id`: its generation and last
+    /// committed checkpoint. Reads the id's state file and, if it holds a
+    /// commit that was about to complete, checks whether that commit's
+    /// completed file exists; it does not read commit files (except, once
+    /// per id, on a table written before state files existed).
+    pub async fn checkpoint(&self, writer_id: &str) -> Result<WriterStatus> {
+        Ok(writer_state::lookup(&self.shared.loc, &self.shared.config, writer_id).await?)
+    }
+
+    /// The last checkpoint `writer_id` attached to a commit that is
+    /// visible, if any ([`WriteClient::checkpoint`]).
     pub async fn last_checkpoint(&self, writer_id: &str) -> Result<Option<String>> {
-        let s = &self.shared;
-        let timeline = tributary_timeline::Timeline::load(&s.loc, &s.config).await?;
-        let mut done: Vec<&Instant> = timeline.completed().filter(|i| i.action == Action::DeltaCommit).collect();
-        done.sort_by(|a, b| b.completed.cmp(&a.completed));
-        let key = format!("{CHECKPOINT_PREFIX}{writer_id}");
-        for i in done {
-            let path = s.timeline.path_of(i, State::Completed)?;
-            let bytes = s.loc.get(&path).await?;
-            let meta = CommitMetadata::from_avro_container(&bytes, path.as_ref())?;
-            if let Some(v) = meta.extra_metadata.get(&key) {
-                return Ok(Some(v.clone()));
-            }
-        }
-        Ok(None)
+        Ok(self.checkpoint(writer_id).await?.checkpoint.map(|c| c.checkpoint))
     }
 }

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tributary_format::metadata::{CommitMetadata, WriteStat};
 use tributary_timeline::protocol::marker::{remove_markers, rollback_files};
-use tributary_timeline::protocol::{Completion, Heartbeat, complete_instant};
+use tributary_timeline::protocol::{Completion, Heartbeat, complete_instant, complete_instant_with};
 use tributary_timeline::{Action, Instant, InstantTime, State};
 
 use crate::client::{CHECKPOINT_PREFIX, Shared};
@@ -78,6 +78,9 @@ pub struct Commit {
     cancelled: Arc<std::sync::atomic::AtomicBool>,
     /// A writer task failed during a write: the commit can only be aborted.
     failed: bool,
+    /// The writer id's generation this commit was started under (0: the
+    /// client never registered).
+    generation: u64,
 }
 
 /// Column `index` of `rows` as text (the partition path's values). A
@@ -104,6 +107,7 @@ impl Commit {
         let mut senders = Vec::with_capacity(tasks);
         let mut handles = Vec::with_capacity(tasks);
         let cancelled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let generation = shared.writer.generation();
         for task in 0..tasks {
             let (tx, rx) = mpsc::channel(shared.settings.channel_depth.max(1));
             let ctx = TaskContext::new(shared.clone(), instant.clone(), task as u64, budget, cancelled.clone())?;
@@ -120,6 +124,7 @@ impl Commit {
             rows: 0,
             cancelled,
             failed: false,
+            generation,
         })
     }
 
@@ -254,7 +259,16 @@ impl Commit {
     }
 
     /// Completes the commit, recording `checkpoint` (for example a source
-    /// offset) under this client's writer id in the same atomic step.
+    /// offset) under this client's writer id in the same atomic step: the
+    /// checkpoint is in the writer id's state file (and in the commit's
+    /// extra metadata) and is returned by lookups exactly when the commit is
+    /// visible.
+    ///
+    /// If a newer client registered the writer id since this commit
+    /// started ([`WriteClient::register`](crate::WriteClient::register)),
+    /// it fails with a conflict ([`tributary_timeline::Error::Fenced`]),
+    /// and its files are deleted and its instant withdrawn as by
+    /// [`Commit::abort`]: nothing of it becomes visible.
     pub async fn commit_with_checkpoint(mut self, checkpoint: Option<String>) -> Result<CommitSummary> {
         let files = match self.finish_tasks().await {
             Ok(f) if !self.failed => f,
@@ -270,15 +284,44 @@ impl Commit {
         let s = self.shared.clone();
         let mut meta = CommitMetadata { operation_type: "UPSERT".into(), compacted: false, ..Default::default() };
         meta.extra_metadata.insert("schema".into(), s.schema.full_table_json());
-        if let Some(cp) = checkpoint {
-            meta.extra_metadata.insert(format!("{CHECKPOINT_PREFIX}{}", s.settings.writer_id), cp);
+        if let Some(cp) = &checkpoint {
+            meta.extra_metadata.insert(format!("{CHECKPOINT_PREFIX}{}", s.settings.writer_id), cp.clone());
         }
         for f in &files {
             meta.partition_to_write_stats.entry(f.partition.clone()).or_default().push(write_stat(f, &self.instant));
         }
         let content = meta.to_avro_container()?;
         let pending = Instant::requested(self.instant.clone(), Action::DeltaCommit);
-        let completed = complete_instant(&s.loc, &s.timeline, &s.time, &pending, content, Completion::Owned).await?;
+        let completed = if self.generation > 0 || checkpoint.is_some() {
+            // Fence and record the checkpoint in the completion's lock hold.
+            let (writer, generation, instant) = (&s.writer, self.generation, &self.instant);
+            let checkpoint = checkpoint.as_deref();
+            let before_visible =
+                |c: InstantTime| async move { writer.before_visible(generation, instant, &c, checkpoint).await };
+            let done = complete_instant_with(
+                &s.loc,
+                &s.timeline,
+                &s.time,
+                &pending,
+                content,
+                Completion::Owned,
+                before_visible,
+            )
+            .await;
+            match done {
+                Ok(c) => {
+                    s.writer.completed(&self.instant);
+                    c
+                }
+                Err(e @ tributary_timeline::Error::Fenced { .. }) => {
+                    self.cleanup().await;
+                    return Err(e.into());
+                }
+                Err(e) => return Err(e.into()),
+            }
+        } else {
+            complete_instant(&s.loc, &s.timeline, &s.time, &pending, content, Completion::Owned).await?
+        };
         self.cleanup_markers().await?;
         if let Some(h) = self.heartbeat.take() {
             h.stop().await?;

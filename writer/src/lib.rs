@@ -16,3 +16,4 @@ pub use client::{WriteClient, WriteSettings};
 pub use commit::{Commit, CommitSummary, FileWrite};
 pub use error::{Error, Result};
 pub use input::Rows;
+pub use tributary_timeline::protocol::writer_state::{Checkpoint, WriterStatus};

@@ -1,9 +1,10 @@
 //! Shared helpers: what a test needs from outside the project (the Hudi
-//! corpus, the official Python reader), the CLI, fault-injecting stores and
-//! table file listings.
+//! corpus, the official Python reader), the CLI, fault-injecting and
+//! request-counting stores and table file listings.
 
 mod api;
 mod corpus;
+mod counting;
 mod fault;
 mod files;
 pub mod live_events;
@@ -14,6 +15,7 @@ use std::process::{Command, Output};
 
 pub use api::*;
 pub use corpus::*;
+pub use counting::*;
 pub use fault::*;
 pub use files::*;
 pub use oracle::*;

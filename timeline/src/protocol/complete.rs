@@ -5,6 +5,13 @@
 //! time is issued under that lock, a reader or compactor that took its own
 //! time after this hold ends sees the completed file, and one that took it
 //! before sees a larger `c` (`docs/design.md`, "TrueTime").
+//!
+//! [`complete_instant_with`] runs one more step inside that hold, just
+//! before the completed file is created; a write client records its
+//! writer's checkpoint there, so the checkpoint and the commit become
+//! visible together (`writer_state.rs`).
+
+use std::future::Future;
 
 use object_store::ObjectStoreExt;
 
@@ -39,6 +46,28 @@ pub async fn complete_instant(
     content: Vec<u8>,
     completion: Completion,
 ) -> Result<InstantTime> {
+    complete_instant_with(loc, writer, time, instant, content, completion, |_| async { Ok(()) }).await
+}
+
+/// [`complete_instant`] with a step that runs in the same lock hold, after
+/// the completion time `c` is issued and the instant's state is checked,
+/// and before `<t>_<c>.<action>` is created: a writer's checkpoint is
+/// recorded there (`writer_state.rs`). When `before_visible` fails, nothing
+/// is created and its error is returned. It is not run for a
+/// [`Completion::Shared`] instant that another actor completed already.
+pub async fn complete_instant_with<F, Fut>(
+    loc: &TableLocation,
+    writer: &TimelineWriter,
+    time: &TimeGenerator,
+    instant: &Instant,
+    content: Vec<u8>,
+    completion: Completion,
+    before_visible: F,
+) -> Result<InstantTime>
+where
+    F: FnOnce(InstantTime) -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
     time.with_time(|c| async move {
         match completion {
             Completion::Owned => {
@@ -61,6 +90,7 @@ pub async fn complete_instant(
                 }
             }
         }
+        before_visible(c.clone()).await?;
         let done = Instant { state: State::Completed, completed: Some(c.clone()), ..instant.clone() };
         writer.create(&done, State::Completed, content).await?;
         Ok(c)

@@ -9,16 +9,23 @@
 //!   its age is measured by the injected clock, not by the store;
 //! - [`complete`]: the completion time is issued and `<t>_<c>.<action>` is
 //!   created inside one hold of the table lock, which is what makes the order
-//!   of completion times the order of visibility.
+//!   of completion times the order of visibility;
+//! - [`writer_state`]: a writer id's generation and last checkpoint, in
+//!   `.hoodie/.tributary/writers/<id>.json`, updated in the completion's
+//!   lock hold, so a checkpoint is visible exactly when its commit is, a
+//!   newer writer with the same id fences the older one, and a lookup reads
+//!   one file (and checks one other's existence).
 //!
 //! `docs/design.md` draws the whole sequence.
 
 pub mod complete;
 pub mod heartbeat;
 pub mod marker;
+pub mod writer_state;
 
-pub use complete::{Completion, complete_instant};
+pub use complete::{Completion, complete_instant, complete_instant_with};
 pub use heartbeat::{DEFAULT_HEARTBEAT_EXPIRY, Heartbeat};
+pub use writer_state::{Checkpoint, WriterState, WriterStatus, check_writer_id};
 
 use object_store::ObjectStoreExt;
 use object_store::path::Path;

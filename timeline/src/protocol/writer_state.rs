@@ -1,0 +1,667 @@
+//! A writer id's state: its generation (for fencing) and its last committed
+//! checkpoint, found without reading commit files.
+//!
+//! Each writer id has one small JSON file, `.hoodie/.tributary/writers/<id>.json`
+//! (Hudi's readers and writers never look inside `.hoodie/.tributary/`):
+//!
+//! ```text
+//! {"version":1,"writer_id":"orders","generation":2,
+//!  "committed":{"instant":"20251220210108078","completed":"20251220210109593","checkpoint":"offset=100"},
+//!  "pending":{"instant":"20251220210110000","completed":"20251220210111204","checkpoint":"offset=200"}}
+//! ```
+//!
+//! It is rewritten in place (the one table file besides the lock documents
+//! that is), and only under the table lock:
+//!
+//! - **Takeover** ([`WriterState::take_over`], in a lock hold of its own):
+//!   settle `pending` (below), raise `generation` by one and return the
+//!   committed checkpoint. From then on, a commit of an older generation
+//!   fails.
+//! - **Completion** ([`WriterState::before_visible`], inside the lock hold
+//!   that completes the commit, after its completion time `c` is issued and
+//!   before `<t>_<c>.deltacommit` is created): check that the file's
+//!   generation is still the writer's own, else fail with
+//!   [`Error::Fenced`]; then, when the commit carries a checkpoint, settle
+//!   `pending` and write `pending = {t, c, checkpoint}`.
+//!
+//! Settling `pending`: its commit completed exactly when
+//! `<t>_<c>.deltacommit` exists (one HEAD), and then it becomes
+//! `committed`; otherwise it is dropped (the writer died between the two
+//! steps, or the completed file could not be created). A lookup
+//! ([`lookup`]) does the same without writing: one GET of the state file, and
+//! one HEAD when it holds a pending entry. So the checkpoint a lookup
+//! returns is that of the writer's last commit that is visible at the moment
+//! of the HEAD, neither earlier nor later.
+//!
+//! Tables written before writer state files existed kept checkpoints only
+//! in the commits' extra metadata (`tributary.checkpoint.<id>`, still
+//! written for other tools). `.hoodie/.tributary/writers.json` says from
+//! which completion time on every checkpoint is also in a state file
+//! (`"states_since"`; `null` for a table created with it). A writer id with
+//! no state file falls back to scanning only the delta commits that
+//! completed before that time, newest first; a table without the file (no
+//! checkpoint was committed since the upgrade) is scanned whole.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use object_store::path::Path;
+use object_store::{ObjectStoreExt, PutMode, PutPayload};
+use serde::{Deserialize, Serialize};
+use tributary_format::metadata::CommitMetadata;
+
+use crate::config::TableConfig;
+use crate::error::{Error, Result};
+use crate::instant::{Action, Instant, InstantTime, State};
+use crate::store::TableLocation;
+use crate::timeline::TimelineWriter;
+use crate::truetime::TimeGenerator;
+
+/// Extra-metadata key prefix under which a commit also records its
+/// writer's checkpoint: `tributary.checkpoint.<writer id>`.
+pub const CHECKPOINT_KEY_PREFIX: &str = "tributary.checkpoint.";
+
+/// The longest writer id accepted.
+pub const MAX_WRITER_ID_LEN: usize = 128;
+
+/// The state file format this build reads and writes.
+const VERSION: u32 = 1;
+
+/// Checks that `id` can name a writer: 1 to [`MAX_WRITER_ID_LEN`] ASCII
+/// letters, digits, `.`, `_` or `-`, not starting with `.` (it names a
+/// file, and `.` and `..` must not).
+pub fn check_writer_id(id: &str) -> Result<()> {
+    let reason = if id.is_empty() {
+        "is empty".to_string()
+    } else if id.len() > MAX_WRITER_ID_LEN {
+        format!("is {} bytes long", id.len())
+    } else if id.starts_with('.') {
+        "starts with `.`".to_string()
+    } else if let Some(c) = id.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
+        format!("holds `{}`", c.escape_debug())
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidInput {
+        what: format!("writer ID `{}`", id.escape_debug()),
+        reason: format!(
+            "{reason}; a writer ID is 1 to {MAX_WRITER_ID_LEN} characters from A-Z, a-z, 0-9, `.`, `_` and `-`, \
+             not starting with `.` (it names the file .hoodie/.tributary/writers/<ID>.json)"
+        ),
+    })
+}
+
+/// The state file of writer `id`: `.hoodie/.tributary/writers/<id>.json`.
+pub fn state_path(loc: &TableLocation, id: &str) -> Path {
+    loc.meta_dir().join(".tributary").join("writers").join(format!("{id}.json"))
+}
+
+/// `.hoodie/.tributary/writers.json`: since when checkpoints are in state files.
+pub fn since_path(loc: &TableLocation) -> Path {
+    loc.meta_dir().join(".tributary").join("writers.json")
+}
+
+/// A checkpoint and the commit that made it visible.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The checkpoint (for example a source offset), as the writer gave it.
+    pub checkpoint: String,
+    /// The commit's requested instant.
+    pub instant: InstantTime,
+    /// Its completion time (`None` only for a layout-1 commit found in
+    /// commit metadata).
+    pub completed: Option<InstantTime>,
+}
+
+/// What a table records about one writer id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriterStatus {
+    /// The writer id.
+    pub writer_id: String,
+    /// How many times the id was registered (taken over); 0 if never.
+    pub generation: u64,
+    /// The checkpoint of the id's last visible commit that carried one.
+    pub checkpoint: Option<Checkpoint>,
+}
+
+/// One commit's entry in the state file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Entry {
+    instant: String,
+    completed: Option<String>,
+    checkpoint: String,
+}
+
+/// The state file's content.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct StateFile {
+    version: u32,
+    writer_id: String,
+    generation: u64,
+    committed: Option<Entry>,
+    pending: Option<Entry>,
+}
+
+/// The content of `writers.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SinceFile {
+    version: u32,
+    /// Commits that completed at or after this time record their
+    /// checkpoints in state files; `None`: all of them.
+    states_since: Option<String>,
+}
+
+/// Records that every checkpoint of the new table at `loc` is in a state
+/// file, so a writer id without one has no checkpoint and nothing is
+/// scanned. Called once the table's `hoodie.properties` exists.
+pub async fn mark_new_table(loc: &TableLocation) -> Result<()> {
+    let doc = SinceFile { version: VERSION, states_since: None };
+    create_since(loc, &doc).await
+}
+
+async fn create_since(loc: &TableLocation, doc: &SinceFile) -> Result<()> {
+    let bytes = serde_json::to_vec(doc)
+        .map_err(|e| Error::Corrupt { path: since_path(loc).to_string(), reason: format!("cannot encode: {e}") })?;
+    match loc.create(&since_path(loc), bytes).await {
+        Ok(()) | Err(Error::AlreadyExists { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// What `writers.json` says: `None` when absent (scan every commit),
+/// `Some(None)` for a table whose checkpoints are all in state files,
+/// `Some(Some(t))` when those completed before `t` are not.
+async fn read_since(loc: &TableLocation) -> Result<Option<Option<InstantTime>>> {
+    let path = since_path(loc);
+    let bytes = match loc.get(&path).await {
+        Ok(b) => b,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let corrupt = |reason: String| Error::Corrupt { path: path.to_string(), reason };
+    let doc: SinceFile = serde_json::from_slice(&bytes).map_err(|e| corrupt(format!("not a writers file: {e}")))?;
+    if doc.version != VERSION {
+        return Err(corrupt(format!("version {} (this build reads version {VERSION})", doc.version)));
+    }
+    let since = doc
+        .states_since
+        .map(|t| InstantTime::parse(&t).map_err(|e| corrupt(format!("states_since: {e}"))))
+        .transpose()?;
+    Ok(Some(since))
+}
+
+async fn read_state(loc: &TableLocation, id: &str) -> Result<Option<StateFile>> {
+    let path = state_path(loc, id);
+    let bytes = match loc.get(&path).await {
+        Ok(b) => b,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let corrupt = |reason: String| Error::Corrupt { path: path.to_string(), reason };
+    let doc: StateFile =
+        serde_json::from_slice(&bytes).map_err(|e| corrupt(format!("state of writer ID `{id}`: {e}")))?;
+    if doc.version != VERSION {
+        return Err(corrupt(format!(
+            "state of writer ID `{id}`: version {} (this build reads version {VERSION})",
+            doc.version
+        )));
+    }
+    if doc.writer_id != id {
+        return Err(corrupt(format!("holds the state of writer ID `{}`, not `{id}`", doc.writer_id)));
+    }
+    Ok(Some(doc))
+}
+
+async fn write_state(loc: &TableLocation, doc: &StateFile) -> Result<()> {
+    let path = state_path(loc, &doc.writer_id);
+    let bytes = serde_json::to_vec(doc)
+        .map_err(|e| Error::Corrupt { path: path.to_string(), reason: format!("cannot encode: {e}") })?;
+    loc.store
+        .put_opts(&path, PutPayload::from(bytes), PutMode::Overwrite.into())
+        .await
+        .map(|_| ())
+        .map_err(|e| Error::store("put", &path, e))
+}
+
+/// Parses an entry's instant times; bad ones mean the file is corrupt.
+fn entry_times(loc: &TableLocation, id: &str, e: &Entry) -> Result<(InstantTime, Option<InstantTime>)> {
+    let corrupt = |err: Error| Error::Corrupt {
+        path: state_path(loc, id).to_string(),
+        reason: format!("state of writer ID `{id}`: {err}"),
+    };
+    let instant = InstantTime::parse(&e.instant).map_err(corrupt)?;
+    let completed = e.completed.as_deref().map(InstantTime::parse).transpose().map_err(corrupt)?;
+    Ok((instant, completed))
+}
+
+fn to_checkpoint(loc: &TableLocation, id: &str, e: &Entry) -> Result<Checkpoint> {
+    let (instant, completed) = entry_times(loc, id, e)?;
+    Ok(Checkpoint { checkpoint: e.checkpoint.clone(), instant, completed })
+}
+
+/// The committed entry of `doc` once its pending entry is settled: the
+/// pending one if its commit is visible (`known` is an instant the caller
+/// saw complete), else the committed one.
+async fn settle(
+    loc: &TableLocation,
+    timeline: &TimelineWriter,
+    doc: &StateFile,
+    known: Option<&str>,
+) -> Result<Option<Entry>> {
+    let Some(p) = &doc.pending else { return Ok(doc.committed.clone()) };
+    if known == Some(p.instant.as_str()) {
+        return Ok(Some(p.clone()));
+    }
+    let (instant, completed) = entry_times(loc, &doc.writer_id, p)?;
+    let Some(completed) = completed else {
+        return Err(Error::Corrupt {
+            path: state_path(loc, &doc.writer_id).to_string(),
+            reason: format!("state of writer ID `{}`: pending commit {instant} has no completion time", doc.writer_id),
+        });
+    };
+    let done = Instant {
+        requested: instant,
+        action: Action::DeltaCommit,
+        state: State::Completed,
+        completed: Some(completed),
+    };
+    let path = timeline.path_of(&done, State::Completed)?;
+    match loc.store.head(&path).await {
+        Ok(_) => Ok(Some(p.clone())),
+        Err(object_store::Error::NotFound { .. }) => Ok(doc.committed.clone()),
+        Err(e) => Err(Error::store("head", &path, e)),
+    }
+}
+
+/// The checkpoint writer `id` recorded in the extra metadata of a delta
+/// commit that completed before the table's state files began (see the
+/// module notes): the newest such commit's.
+async fn legacy_checkpoint(loc: &TableLocation, timeline: &TimelineWriter, id: &str) -> Result<Option<Checkpoint>> {
+    let before = match read_since(loc).await? {
+        None => None,
+        Some(None) => return Ok(None),
+        Some(Some(t)) => Some(t),
+    };
+    let listed = timeline.load().await?;
+    let visible = |i: &Instant| i.completed.clone().unwrap_or_else(|| i.requested.clone());
+    let mut done: Vec<&Instant> = listed
+        .completed()
+        .filter(|i| i.action == Action::DeltaCommit)
+        .filter(|i| before.as_ref().is_none_or(|b| &visible(i) < b))
+        .collect();
+    done.sort_by_key(|i| std::cmp::Reverse(visible(i)));
+    let key = format!("{CHECKPOINT_KEY_PREFIX}{id}");
+    for i in done {
+        let path = timeline.path_of(i, State::Completed)?;
+        let bytes = loc.get(&path).await?;
+        let meta = CommitMetadata::from_avro_container(&bytes, path.as_ref())?;
+        if let Some(v) = meta.extra_metadata.get(&key) {
+            return Ok(Some(Checkpoint {
+                checkpoint: v.clone(),
+                instant: i.requested.clone(),
+                completed: i.completed.clone(),
+            }));
+        }
+    }
+    Ok(None)
+}
+
+fn legacy_entry(c: Option<Checkpoint>) -> Option<Entry> {
+    c.map(|c| Entry {
+        instant: c.instant.to_string(),
+        completed: c.completed.map(|t| t.to_string()),
+        checkpoint: c.checkpoint,
+    })
+}
+
+/// The last committed checkpoint of writer `id` at the table at `loc`: one
+/// GET of its state file and, when that holds a pending commit, one HEAD
+/// of the commit's completed file. Only a writer id without a state file
+/// on a table written before state files existed scans commit metadata
+/// (module notes). Reads only; takes no lock.
+pub async fn lookup(loc: &TableLocation, config: &TableConfig, id: &str) -> Result<WriterStatus> {
+    check_writer_id(id)?;
+    let timeline = TimelineWriter::new(loc, config);
+    let (generation, checkpoint) = match read_state(loc, id).await? {
+        Some(doc) => {
+            let committed = settle(loc, &timeline, &doc, None).await?;
+            (doc.generation, committed.map(|e| to_checkpoint(loc, id, &e)).transpose()?)
+        }
+        None => (0, legacy_checkpoint(loc, &timeline, id).await?),
+    };
+    Ok(WriterStatus { writer_id: id.to_string(), generation, checkpoint })
+}
+
+/// One writer id at one table, as a write client holds it: the generation
+/// it registered, and the step that fences and records its commits.
+#[derive(Debug)]
+pub struct WriterState {
+    loc: TableLocation,
+    timeline: TimelineWriter,
+    writer_id: String,
+    /// The generation this writer took over; 0 until it does.
+    generation: AtomicU64,
+    /// The last instant this writer completed with a pending entry, so
+    /// settling it needs no HEAD.
+    last_completed: Mutex<Option<String>>,
+    /// Whether `writers.json` is known to exist.
+    since_known: AtomicBool,
+}
+
+impl WriterState {
+    /// The state of writer `id` at the table at `loc`; checks the id.
+    pub fn new(loc: &TableLocation, config: &TableConfig, id: &str) -> Result<Self> {
+        check_writer_id(id)?;
+        Ok(Self {
+            loc: loc.clone(),
+            timeline: TimelineWriter::new(loc, config),
+            writer_id: id.to_string(),
+            generation: AtomicU64::new(0),
+            last_completed: Mutex::new(None),
+            since_known: AtomicBool::new(false),
+        })
+    }
+
+    /// The writer id.
+    pub fn writer_id(&self) -> &str {
+        &self.writer_id
+    }
+
+    /// The generation this writer took over; 0 if it never did.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Takes the writer id over, under the table lock: settles the pending
+    /// commit, raises the generation by one and returns the new generation
+    /// with the committed checkpoint. Commits of every older generation of
+    /// this id fail from now on; since their completions take the same
+    /// lock, none can become visible after the checkpoint returned here.
+    pub async fn take_over(&self, time: &TimeGenerator) -> Result<WriterStatus> {
+        let id = self.writer_id.as_str();
+        let known = self.known();
+        let status = time
+            .with_lock(|| async {
+                let (generation, committed) = match read_state(&self.loc, id).await? {
+                    Some(doc) => (doc.generation, settle(&self.loc, &self.timeline, &doc, known.as_deref()).await?),
+                    None => (0, legacy_entry(legacy_checkpoint(&self.loc, &self.timeline, id).await?)),
+                };
+                let doc = StateFile {
+                    version: VERSION,
+                    writer_id: id.to_string(),
+                    generation: generation + 1,
+                    committed: committed.clone(),
+                    pending: None,
+                };
+                write_state(&self.loc, &doc).await?;
+                let checkpoint = committed.map(|e| to_checkpoint(&self.loc, id, &e)).transpose()?;
+                Ok(WriterStatus { writer_id: id.to_string(), generation: doc.generation, checkpoint })
+            })
+            .await?;
+        self.generation.store(status.generation, Ordering::SeqCst);
+        Ok(status)
+    }
+
+    /// The step run inside the lock hold that completes this writer's
+    /// commit `instant` at `completed`, before the commit becomes visible.
+    /// `held` is the generation the commit was started under (0: never
+    /// registered). Fails with [`Error::Fenced`] when a newer writer took
+    /// the id over; otherwise, when the commit carries `checkpoint`, records
+    /// it as the pending entry (and settles the one before).
+    pub async fn before_visible(
+        &self,
+        held: u64,
+        instant: &InstantTime,
+        completed: &InstantTime,
+        checkpoint: Option<&str>,
+    ) -> Result<()> {
+        let id = self.writer_id.as_str();
+        let doc = read_state(&self.loc, id).await?;
+        let generation = doc.as_ref().map_or(0, |d| d.generation);
+        if generation > held {
+            return Err(Error::Fenced {
+                table: self.loc.to_string(),
+                instant: instant.to_string(),
+                writer_id: id.to_string(),
+                generation,
+                held,
+            });
+        }
+        if generation < held {
+            return Err(Error::Corrupt {
+                path: state_path(&self.loc, id).to_string(),
+                reason: format!(
+                    "writer ID `{id}` is at generation {generation}, below the {held} this writer registered: the \
+                     file was replaced or deleted; instant {instant} was not completed"
+                ),
+            });
+        }
+        let Some(checkpoint) = checkpoint else { return Ok(()) };
+        let committed = match &doc {
+            Some(doc) => settle(&self.loc, &self.timeline, doc, self.known().as_deref()).await?,
+            None => legacy_entry(legacy_checkpoint(&self.loc, &self.timeline, id).await?),
+        };
+        if !self.since_known.load(Ordering::SeqCst) {
+            // From this commit on, checkpoints are in state files (a no-op
+            // on tables that already say so).
+            let since = SinceFile { version: VERSION, states_since: Some(completed.to_string()) };
+            create_since(&self.loc, &since).await?;
+            self.since_known.store(true, Ordering::SeqCst);
+        }
+        let pending = Entry {
+            instant: instant.to_string(),
+            completed: Some(completed.to_string()),
+            checkpoint: checkpoint.to_string(),
+        };
+        let doc =
+            StateFile { version: VERSION, writer_id: id.to_string(), generation, committed, pending: Some(pending) };
+        write_state(&self.loc, &doc).await
+    }
+
+    /// Notes that `instant`, recorded by [`WriterState::before_visible`],
+    /// completed: settling it later needs no HEAD.
+    pub fn completed(&self, instant: &InstantTime) {
+        if let Ok(mut last) = self.last_completed.lock() {
+            *last = Some(instant.to_string());
+        }
+    }
+
+    fn known(&self) -> Option<String> {
+        self.last_completed.lock().ok().and_then(|l| l.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use object_store::memory::InMemory;
+
+    use super::*;
+    use crate::ErrorKind;
+    use crate::clock::ManualClock;
+    use crate::config::NewTableConfig;
+    use crate::lock::InProcessLock;
+    use crate::protocol::{Completion, complete_instant_with};
+    use crate::truetime::TimeMode;
+
+    struct Fixture {
+        loc: TableLocation,
+        config: TableConfig,
+        timeline: TimelineWriter,
+        time: TimeGenerator,
+    }
+
+    fn fixture() -> Fixture {
+        let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("t"));
+        let config = TableConfig::new_table(&NewTableConfig::new("t", "id", "ts", "{}"));
+        let timeline = TimelineWriter::new(&loc, &config);
+        let clock = Arc::new(ManualClock::new(1_766_264_468_078));
+        let lock = Arc::new(InProcessLock::new());
+        let time = TimeGenerator::new(TimeMode::HybridLogical, Duration::from_millis(200), clock, lock);
+        Fixture { loc, config, timeline, time }
+    }
+
+    /// Starts a delta commit: requested and inflight files.
+    async fn start(f: &Fixture) -> Instant {
+        let t = f.time.new_instant().await.unwrap();
+        let instant = Instant::requested(t, Action::DeltaCommit);
+        f.timeline.create(&instant, State::Requested, Vec::new()).await.unwrap();
+        f.timeline.create(&instant, State::Inflight, Vec::new()).await.unwrap();
+        instant
+    }
+
+    /// Completes a delta commit of `w` at generation `held`, with the
+    /// checkpoint both in the state file and in the commit's metadata.
+    async fn commit(f: &Fixture, w: &WriterState, held: u64, checkpoint: Option<&str>) -> Result<InstantTime> {
+        let instant = start(f).await;
+        let mut meta = CommitMetadata::default();
+        if let Some(cp) = checkpoint {
+            meta.extra_metadata.insert(format!("{CHECKPOINT_KEY_PREFIX}{}", w.writer_id()), cp.to_string());
+        }
+        let t = instant.requested.clone();
+        let content = meta.to_avro_container().unwrap();
+        let hook = |c: InstantTime| async move { w.before_visible(held, &t, &c, checkpoint).await };
+        complete_instant_with(&f.loc, &f.timeline, &f.time, &instant, content, Completion::Owned, hook).await?;
+        w.completed(&instant.requested);
+        Ok(instant.requested)
+    }
+
+    async fn last(f: &Fixture, id: &str) -> Option<String> {
+        lookup(&f.loc, &f.config, id).await.unwrap().checkpoint.map(|c| c.checkpoint)
+    }
+
+    #[test]
+    fn writer_ids_name_safe_files() {
+        for ok in ["orders", "cli", "a.b_c-1", "W7", &"x".repeat(MAX_WRITER_ID_LEN)] {
+            check_writer_id(ok).unwrap();
+        }
+        for bad in ["", ".hidden", "..", "a/b", "a\\b", "a b", "caf\u{e9}", "a\nb", &"x".repeat(MAX_WRITER_ID_LEN + 1)]
+        {
+            let err = check_writer_id(bad).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad:?}");
+            let msg = err.to_string();
+            assert!(msg.starts_with("writer ID `") && msg.contains("A-Z, a-z, 0-9"), "{msg}");
+        }
+        assert!(check_writer_id("a/b").unwrap_err().to_string().contains("writer ID `a/b`: holds `/`"));
+    }
+
+    #[tokio::test]
+    async fn a_takeover_fences_the_older_generation() {
+        let f = fixture();
+        let a = WriterState::new(&f.loc, &f.config, "orders").unwrap();
+        let first = a.take_over(&f.time).await.unwrap();
+        assert_eq!((first.generation, first.checkpoint.clone()), (1, None));
+        commit(&f, &a, 1, Some("10")).await.unwrap();
+
+        let b = WriterState::new(&f.loc, &f.config, "orders").unwrap();
+        let second = b.take_over(&f.time).await.unwrap();
+        assert_eq!(second.generation, 2);
+        assert_eq!(second.checkpoint.as_ref().map(|c| c.checkpoint.as_str()), Some("10"));
+
+        let err = commit(&f, &a, a.generation(), Some("20")).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Conflict);
+        let msg = err.to_string();
+        assert!(msg.contains("writer ID `orders` was taken over by a newer writer (generation 2)"), "{msg}");
+        assert!(msg.contains("this writer holds generation 1"), "{msg}");
+        let listed = f.timeline.load().await.unwrap();
+        assert_eq!(listed.completed().count(), 1, "the fenced commit did not complete");
+        // A client that never registered is fenced too once the id is taken.
+        let err = commit(&f, &a, 0, Some("30")).await.unwrap_err();
+        assert!(err.to_string().contains("holds generation 0"), "{err}");
+        // Commits without a checkpoint are fenced as well.
+        assert_eq!(commit(&f, &a, 1, None).await.unwrap_err().kind(), ErrorKind::Conflict);
+
+        commit(&f, &b, 2, Some("40")).await.unwrap();
+        assert_eq!(last(&f, "orders").await.as_deref(), Some("40"));
+        assert_eq!(lookup(&f.loc, &f.config, "orders").await.unwrap().generation, 2);
+    }
+
+    #[tokio::test]
+    async fn a_pending_checkpoint_counts_once_its_commit_is_visible() {
+        let f = fixture();
+        let w = WriterState::new(&f.loc, &f.config, "orders").unwrap();
+        w.take_over(&f.time).await.unwrap();
+        let first = commit(&f, &w, 1, Some("100")).await.unwrap();
+        // The writer records its pending entry, then dies before creating
+        // the completed file.
+        let instant = start(&f).await;
+        let c = f.time.new_instant().await.unwrap();
+        w.before_visible(1, &instant.requested, &c, Some("200")).await.unwrap();
+        let found = lookup(&f.loc, &f.config, "orders").await.unwrap().checkpoint.unwrap();
+        assert_eq!((found.checkpoint.as_str(), &found.instant), ("100", &first));
+        // Had the completed file been created, the pending entry is it.
+        let done = Instant { state: State::Completed, completed: Some(c.clone()), ..instant.clone() };
+        f.timeline.create(&done, State::Completed, Vec::new()).await.unwrap();
+        let found = lookup(&f.loc, &f.config, "orders").await.unwrap().checkpoint.unwrap();
+        assert_eq!((found.checkpoint.as_str(), found.completed.as_ref()), ("200", Some(&c)));
+
+        // A takeover settles the pending entry into the committed one.
+        let again = WriterState::new(&f.loc, &f.config, "orders").unwrap();
+        let status = again.take_over(&f.time).await.unwrap();
+        assert_eq!(status.checkpoint.map(|c| c.checkpoint).as_deref(), Some("200"));
+        let text = f.loc.get(&state_path(&f.loc, "orders")).await.unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        assert_eq!(doc["pending"], serde_json::Value::Null, "{doc}");
+        assert_eq!(doc["committed"]["checkpoint"], "200", "{doc}");
+        assert_eq!(doc["generation"], 2, "{doc}");
+    }
+
+    #[tokio::test]
+    async fn checkpoints_in_commit_metadata_alone_are_found_before_the_state_files_began() {
+        let f = fixture();
+        // A table written before state files: checkpoints only in commits.
+        let old = WriterState::new(&f.loc, &f.config, "orders").unwrap();
+        let legacy = |id: &'static str, cp: &'static str| {
+            let f = &f;
+            async move {
+                let instant = start(f).await;
+                let mut meta = CommitMetadata::default();
+                meta.extra_metadata.insert(format!("{CHECKPOINT_KEY_PREFIX}{id}"), cp.into());
+                let content = meta.to_avro_container().unwrap();
+                crate::protocol::complete_instant(&f.loc, &f.timeline, &f.time, &instant, content, Completion::Owned)
+                    .await
+                    .unwrap();
+            }
+        };
+        legacy("orders", "7").await;
+        legacy("risk", "r1").await;
+        assert_eq!(last(&f, "orders").await.as_deref(), Some("7"));
+        assert_eq!(last(&f, "risk").await.as_deref(), Some("r1"));
+        assert_eq!(last(&f, "profile").await, None);
+
+        // The first checkpoint recorded in a state file starts the era:
+        // older commits are still scanned for ids without a state file.
+        commit(&f, &old, 0, Some("8")).await.unwrap();
+        assert_eq!(last(&f, "orders").await.as_deref(), Some("8"));
+        assert_eq!(last(&f, "risk").await.as_deref(), Some("r1"));
+        // A takeover of an id without a state file starts from its old checkpoint.
+        let risk = WriterState::new(&f.loc, &f.config, "risk").unwrap();
+        assert_eq!(risk.take_over(&f.time).await.unwrap().checkpoint.map(|c| c.checkpoint).as_deref(), Some("r1"));
+
+        // A new table says all its checkpoints are in state files: no scan.
+        let g = fixture();
+        mark_new_table(&g.loc).await.unwrap();
+        let instant = start(&g).await;
+        let mut meta = CommitMetadata::default();
+        meta.extra_metadata.insert(format!("{CHECKPOINT_KEY_PREFIX}orders"), "9".into());
+        let content = meta.to_avro_container().unwrap();
+        crate::protocol::complete_instant(&g.loc, &g.timeline, &g.time, &instant, content, Completion::Owned)
+            .await
+            .unwrap();
+        assert_eq!(last(&g, "orders").await, None, "commits of a table with state files are never scanned");
+    }
+
+    #[tokio::test]
+    async fn damaged_state_files_are_corrupt_naming_the_file() {
+        let f = fixture();
+        let path = state_path(&f.loc, "orders");
+        f.loc.create(&path, b"{not json".to_vec()).await.unwrap();
+        let err = lookup(&f.loc, &f.config, "orders").await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupt);
+        assert!(err.to_string().contains("t/.hoodie/.tributary/writers/orders.json"), "{err}");
+        let err = lookup(&f.loc, &f.config, "../x").await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    }
+}
