@@ -45,14 +45,14 @@ fn batch(rows: usize, keys: usize, deletes: f64, rng: &mut SmallRng) -> RecordBa
             Arc::new(BooleanArray::from_iter((0..rows).map(|_| Some(rng.random_bool(deletes))))),
         ],
     )
-    .unwrap()
+    .expect("bench setup")
 }
 
 fn dir_bytes(dir: &std::path::Path, pick: &dyn Fn(&str) -> bool) -> u64 {
     let mut total = 0;
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+    for entry in std::fs::read_dir(dir).expect("bench setup").flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let meta = entry.metadata().unwrap();
+        let meta = entry.metadata().expect("bench setup");
         if meta.is_dir() {
             if name != ".hoodie" {
                 total += dir_bytes(&entry.path(), pick);
@@ -65,7 +65,7 @@ fn dir_bytes(dir: &std::path::Path, pick: &dyn Fn(&str) -> bool) -> u64 {
 }
 
 async fn case(rows: usize, deletes: f64) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("bench setup");
     let mut o = CreateOptions::new(SCHEMA, "uuid", "ts");
     o.partition_field = Some("city".into());
     o.buckets = 4;
@@ -73,18 +73,19 @@ async fn case(rows: usize, deletes: f64) {
         time: TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() },
         ..Default::default()
     };
-    let t = Table::builder_local(dir.path().join("t")).with_settings(settings).create(o).await.unwrap();
+    let t = Table::builder_local(dir.path().join("t")).with_settings(settings).create(o).await.expect("bench setup");
     let keys = rows / 5;
     let mut rng = SmallRng::seed_from_u64(7);
-    let client = t.write_client(WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).expect("bench setup");
     for _ in 0..COMMITS {
         let b = batch(rows / COMMITS, keys, deletes, &mut rng);
-        let mut c = client.start_commit().await.unwrap();
-        c.write_batch(&b).await.unwrap();
-        c.commit().await.unwrap();
+        let mut c = client.start_commit().await.expect("bench setup");
+        c.write_batch(&b).await.expect("bench setup");
+        c.commit().await.expect("bench setup");
     }
     let started = Instant::now();
-    let done = t.compactor(CompactorSettings::default()).await.unwrap().run_once().await.unwrap();
+    let done =
+        t.compactor(CompactorSettings::default()).await.expect("bench setup").run_once().await.expect("bench setup");
     let secs = started.elapsed().as_secs_f64();
     let records: u64 = done.iter().map(|s| s.records).sum();
     let tombstones: u64 = done.iter().map(|s| s.tombstones).sum();
@@ -103,7 +104,7 @@ async fn case(rows: usize, deletes: f64) {
 
 fn main() {
     let rows: usize = std::env::var("TRIBUTARY_BENCH_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("bench setup");
     for deletes in [0.0, 0.05] {
         rt.block_on(case(rows, deletes));
     }
