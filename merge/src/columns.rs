@@ -46,11 +46,12 @@ struct RowState {
 }
 
 /// Merges versions column by column; see the module notes. Returns the
-/// surviving rows and the tombstones of the keys a delete won.
+/// surviving rows and, with `tombstones`, those of the keys a delete won.
 pub(crate) fn merge_columns(
     schema: &TableSchema,
     config: &TableConfig,
     versions: &[Version],
+    tombstones: bool,
 ) -> Result<(Option<RecordBatch>, Vec<Tombstone>)> {
     let full = schema.arrow_with_meta();
     let ncols = full.fields().len();
@@ -184,7 +185,7 @@ pub(crate) fn merge_columns(
             }
         }
     }
-    let tombstones: Vec<Tombstone> = if event_time {
+    let tombstones: Vec<Tombstone> = if event_time && tombstones {
         states.iter().filter(|(_, s)| s.deleted).filter_map(|(k, s)| Tombstone::of(k.as_bytes(), &s.row_ord)).collect()
     } else {
         Vec::new()

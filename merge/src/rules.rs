@@ -42,7 +42,8 @@ pub fn merge_as(
     Ok(merge_parts(schema, config, versions, partial, by_key)?.0)
 }
 
-/// [`merge_as`], with the tombstones of the keys a delete won.
+/// [`merge_as`], with the tombstones of the keys a delete won when the rows
+/// come by key (a compaction's merge; readers need none).
 pub(crate) fn merge_parts(
     schema: &TableSchema,
     config: &TableConfig,
@@ -52,7 +53,7 @@ pub(crate) fn merge_parts(
 ) -> Result<(Option<RecordBatch>, Vec<Tombstone>)> {
     check_merger(config)?;
     if partial || !config.sequence_groups.is_empty() {
-        let (merged, tombstones) = crate::columns::merge_columns(schema, config, versions)?;
+        let (merged, tombstones) = crate::columns::merge_columns(schema, config, versions, by_key)?;
         let merged = match merged {
             Some(b) if by_key => Some(sort_by_key(&b)?),
             other => other,
@@ -63,7 +64,7 @@ pub(crate) fn merge_parts(
         for v in versions {
             merger.push(v)?;
         }
-        let tombstones = merger.tombstones();
+        let tombstones = if by_key { merger.tombstones() } else { Vec::new() };
         Ok((merger.finish(by_key)?, tombstones))
     }
 }

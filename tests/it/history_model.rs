@@ -8,16 +8,14 @@
 //! has one answer. `TRIBUTARY_HISTORY_CASES` sets the number of histories.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use arrow::array::{AsArray, BooleanArray, RecordBatch};
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::array::{AsArray, RecordBatch};
 use proptest::prelude::*;
 use tributary::{CreateOptions, Query, ReadOptions, Table};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_writer::{WriteClient, WriteSettings};
 
-use crate::support::{FARES_SCHEMA, have_official_reader, hybrid, official_rows, oslo_batch};
+use crate::support::{FARES_SCHEMA, batch_with_flags, have_official_reader, hybrid, official_rows_of};
 
 /// One event: key number, event time, and whether it deletes the key.
 #[derive(Debug, Clone, Copy)]
@@ -106,12 +104,8 @@ fn fare(ts: i64) -> f64 {
 fn batch(events: &[Event]) -> RecordBatch {
     let keys: Vec<String> = events.iter().map(|e| key_of(e.key)).collect();
     let rows: Vec<(&str, i64, f64)> = events.iter().zip(&keys).map(|(e, k)| (k.as_str(), e.ts, fare(e.ts))).collect();
-    let b = oslo_batch(&rows);
-    let mut fields: Vec<Field> = b.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
-    fields.push(Field::new("_hoodie_is_deleted", DataType::Boolean, false));
-    let mut columns = b.columns().to_vec();
-    columns.push(Arc::new(BooleanArray::from_iter(events.iter().map(|e| Some(e.delete)))));
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+    let flags: Vec<bool> = events.iter().map(|e| e.delete).collect();
+    batch_with_flags(&rows, &flags)
 }
 
 async fn ours(t: &Table, query: Query) -> Vec<(String, i64, f64)> {
@@ -123,11 +117,7 @@ async fn ours(t: &Table, query: Query) -> Vec<(String, i64, f64)> {
 }
 
 fn official(t: &Table, read_optimized: bool) -> Vec<(String, i64, f64)> {
-    let path = t.location().to_string();
-    let path = path.strip_prefix("file://").unwrap_or(&path).to_string();
-    let opts =
-        if read_optimized { "o = o.with_hudi_option(\"hoodie.read.use.read_optimized.mode\", \"true\")" } else { "" };
-    let mut rows: Vec<(String, i64, f64)> = official_rows(std::path::Path::new(&path), opts)
+    let mut rows: Vec<(String, i64, f64)> = official_rows_of(t, read_optimized)
         .iter()
         .map(|r| (r["uuid"].as_str().unwrap().to_string(), r["ts"].as_i64().unwrap(), r["fare"].as_f64().unwrap()))
         .collect();

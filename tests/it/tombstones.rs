@@ -10,7 +10,7 @@ use tributary::{CreateOptions, Query, ReadOptions, Table, TombstoneRetention};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_writer::WriteSettings;
 
-use crate::support::{FARES_SCHEMA, batch_with_deletes, have_official_reader, hybrid, official_rows};
+use crate::support::{FARES_SCHEMA, batch_with_deletes, have_official_reader, hybrid, official_rows_of};
 
 /// A fares table in `dir/t` with `retention`.
 async fn fares(dir: &std::path::Path, retention: TombstoneRetention) -> Table {
@@ -45,11 +45,7 @@ async fn our_keys(t: &Table, query: Query) -> Vec<String> {
 
 /// The keys the official reader returns (snapshot, or read-optimized), sorted.
 fn official_keys(t: &Table, read_optimized: bool) -> Vec<String> {
-    let path = t.location().to_string();
-    let path = path.strip_prefix("file://").unwrap_or(&path);
-    let opts =
-        if read_optimized { "o = o.with_hudi_option(\"hoodie.read.use.read_optimized.mode\", \"true\")" } else { "" };
-    let mut keys: Vec<String> = official_rows(std::path::Path::new(path), opts)
+    let mut keys: Vec<String> = official_rows_of(t, read_optimized)
         .iter()
         .map(|r| r["_hoodie_record_key"].as_str().unwrap().to_string())
         .collect();

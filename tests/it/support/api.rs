@@ -41,8 +41,15 @@ pub fn oslo_batch(rows: &[(&str, i64, f64)]) -> RecordBatch {
 /// [`oslo_batch`] with a `_hoodie_is_deleted` column: the rows whose key
 /// `deleted` picks are deletes.
 pub fn batch_with_deletes(rows: &[(&str, i64, f64)], deleted: &dyn Fn(&str) -> bool) -> RecordBatch {
+    let flags: Vec<bool> = rows.iter().map(|r| deleted(r.0)).collect();
+    batch_with_flags(rows, &flags)
+}
+
+/// [`oslo_batch`] with a `_hoodie_is_deleted` column holding `flags`, one
+/// per row.
+pub fn batch_with_flags(rows: &[(&str, i64, f64)], flags: &[bool]) -> RecordBatch {
     let b = oslo_batch(rows);
-    let flags = arrow::array::BooleanArray::from_iter(rows.iter().map(|r| Some(deleted(r.0))));
+    let flags = arrow::array::BooleanArray::from_iter(flags.iter().map(|f| Some(*f)));
     let mut fields: Vec<Field> = b.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
     fields.push(Field::new("_hoodie_is_deleted", DataType::Boolean, true));
     let mut columns = b.columns().to_vec();

@@ -46,6 +46,16 @@ pub fn official_rows(table: &Path, opts: &str) -> Vec<Value> {
     comparable(serde_json::from_str(out.trim()).unwrap())
 }
 
+/// The official reader's rows of the local table `t`: its snapshot, or with
+/// `read_optimized` its base files only.
+pub fn official_rows_of(t: &tributary::Table, read_optimized: bool) -> Vec<Value> {
+    let uri = t.location().to_string();
+    let path = uri.strip_prefix("file://").unwrap_or(&uri);
+    let opts =
+        if read_optimized { "o = o.with_hudi_option(\"hoodie.read.use.read_optimized.mode\", \"true\")" } else { "" };
+    official_rows(Path::new(path), opts)
+}
+
 /// `tributary read --meta` of `table` with `extra` options: rows with their
 /// `_hoodie_*` meta columns.
 pub fn our_rows(table: &Path, extra: &[&str]) -> Vec<Value> {
