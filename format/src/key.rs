@@ -157,7 +157,9 @@ impl RecordKey {
             [] => Err(KeyError { row: 0, field: None, reason: "the table declares no record key field".into() }),
             [(name, i)] => {
                 let col = batch.column(*i);
-                if let Some(row) = (0..col.len()).find(|r| col.is_null(*r)) {
+                if col.null_count() > 0
+                    && let Some(row) = (0..col.len()).find(|r| col.is_null(*r))
+                {
                     return Err(KeyError { row, field: Some(name.clone()), reason: "missing record key".into() });
                 }
                 Ok(Keys { keys: Arc::new(as_text(col, name)?), values: Vec::new() })
@@ -271,6 +273,10 @@ impl<'a> Iterator for HashValues<'a> {
 
 /// A key field's column as text (nulls stay null).
 fn as_text(col: &ArrayRef, field: &str) -> std::result::Result<StringArray, KeyError> {
+    if col.data_type() == &DataType::Utf8 {
+        // String keys are their own text: no copy.
+        return Ok(col.as_string::<i32>().clone());
+    }
     let n = col.len();
     let mut out = StringBuilder::with_capacity(n, n * 12);
     // Appends each row's value through `write` (a null stays null).
@@ -285,7 +291,6 @@ fn as_text(col: &ArrayRef, field: &str) -> std::result::Result<StringArray, KeyE
         }
     }
     match col.data_type() {
-        DataType::Utf8 => return Ok(col.as_string::<i32>().clone()),
         DataType::Int32 => {
             let a = col.as_primitive::<types::Int32Type>();
             each(a, &mut out, |r, o| {
