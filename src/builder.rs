@@ -91,6 +91,8 @@ enum Target {
     Location(TableLocation),
     /// A local folder, not yet resolved.
     Local(PathBuf),
+    /// A URI and store options, not yet parsed ([`TableLocation::parse_with`]).
+    Uri(String, Vec<(String, String)>),
 }
 
 /// Where a table's compactors spill.
@@ -98,12 +100,9 @@ enum Target {
 pub(crate) enum Spill {
     /// What [`TableBuilder::with_spill_store`] was given.
     Given(Arc<dyn ObjectStore>, Path),
-    /// The `.hoodie/.temp` folder of a table built for a local folder,
-    /// through a local store that skips fsync and removes emptied folders;
-    /// opened (created if need be) when a compactor is made.
-    LocalTemp(PathBuf),
-    /// `.hoodie/.temp` in the table's own store.
-    TableTemp,
+    /// A local folder, through a local store that skips fsync and removes
+    /// the folders it empties; created when a compactor is made.
+    Local(PathBuf),
 }
 
 /// Builds a [`Table`]: where it lives, its [`TableSettings`] and the
@@ -111,10 +110,12 @@ pub(crate) enum Spill {
 ///
 /// - clock: [`SystemClock`];
 /// - instant lock and compaction lock: per [`TableSettings::lock`] (by
-///   default an OS [`FileLock`] on the table folder for a table built with
-///   [`TableBuilder::local`], an object-store [`LeaseLock`] otherwise);
-/// - spill store: the table's `.hoodie/.temp/` (for a local folder, through a
-///   store that skips fsync, since spill files never outlive a compaction).
+///   default an OS [`FileLock`] on the table folder for a table in a local
+///   folder, a [`LeaseLock`] in the table's store otherwise);
+/// - spill folder: [`TableSettings::spill_dir`], by default the table's
+///   `.hoodie/.temp/` for a table in a local folder and the system's temporary
+///   folder otherwise, through a local store that skips fsync (spill files
+///   never outlive a compaction).
 ///
 /// Nothing is checked or resolved until [`TableBuilder::open`] or
 /// [`TableBuilder::create`].
@@ -170,6 +171,28 @@ impl TableBuilder {
         Self::for_target(Target::Local(dir.into()))
     }
 
+    /// A builder for the table at `uri`: a local path, `file://`,
+    /// `memory://`, `s3://`, `gs://` or `az://`, its store configured from
+    /// the environment and [`TableBuilder::with_store_options`]; see
+    /// [`TableLocation::parse_with`].
+    pub fn uri(uri: impl Into<String>) -> Self {
+        Self::for_target(Target::Uri(uri.into(), Vec::new()))
+    }
+
+    /// Options for the store of a builder made with [`TableBuilder::uri`]
+    /// (`endpoint`, `region`, `access_key_id`, `allow_http`, `retry_max`,
+    /// ...), applied after the environment's. Ignored for a builder given a
+    /// location.
+    pub fn with_store_options<K: Into<String>, V: Into<String>>(
+        mut self,
+        options: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        if let Target::Uri(_, opts) = &mut self.target {
+            opts.extend(options.into_iter().map(|(k, v)| (k.into(), v.into())));
+        }
+        self
+    }
+
     fn for_target(target: Target) -> Self {
         Self { target, settings: TableSettings::default(), clock: None, lock: None, compaction_lock: None, spill: None }
     }
@@ -204,7 +227,7 @@ impl TableBuilder {
     }
 
     /// Where compactors put their spill files: folder `dir` of `store`. By
-    /// default the table's `.hoodie/.temp/`.
+    /// default [`TableSettings::spill_dir`].
     pub fn with_spill_store(mut self, store: Arc<dyn ObjectStore>, dir: Path) -> Self {
         self.spill = Some((store, dir));
         self
@@ -212,19 +235,27 @@ impl TableBuilder {
 
     /// Opens the table, validating its configuration.
     pub async fn open(self) -> Result<Table> {
-        let (loc, local_dir, components) = self.build()?;
+        let (loc, components) = self.build()?;
         let path = loc.properties_path();
         let bytes = match loc.get(&path).await {
             Ok(b) => b,
             Err(e) if e.is_not_found() => {
+                // The store may be missing altogether (no such bucket): a
+                // listing of the table's folder says so.
+                if let Err(e) = loc.store.list_with_delimiter(Some(&loc.root)).await {
+                    return Err(Error::InvalidInput {
+                        what: format!("table URI `{loc}`"),
+                        reason: format!("the store answered that the table is missing, then failed to list it: {e}"),
+                    });
+                }
                 return Err(Error::NotATable { path: loc.to_string() });
             }
             Err(e) => return Err(e.into()),
         };
         let text = String::from_utf8_lossy(&bytes);
-        let shown = match &local_dir {
+        let shown = match loc.local_folder() {
             Some(dir) => dir.join(".hoodie").join("hoodie.properties").display().to_string(),
-            None => path.to_string(),
+            None => format!("{loc}/.hoodie/hoodie.properties"),
         };
         let config = TableConfig::parse(&text, &shown)?;
         Ok(Table { loc, config, components })
@@ -235,7 +266,7 @@ impl TableBuilder {
     /// checkpoint of the table is in a writer state file (so looking up a
     /// writer id that has none reads no commit).
     pub async fn create(self, options: CreateOptions) -> Result<Table> {
-        let (loc, local_dir, components) = self.build()?;
+        let (loc, components) = self.build()?;
         let src = options.schema_source.as_str();
         let schema = Schema::parse_str(&options.schema_json).map_err(|e| Error::InvalidInput {
             what: src.to_string(),
@@ -268,7 +299,7 @@ impl TableBuilder {
         }
         let name = match &options.name {
             Some(n) => n.clone(),
-            None => default_name(&loc, local_dir.as_deref()),
+            None => default_name(&loc),
         };
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(Error::InvalidInput {
@@ -289,7 +320,11 @@ impl TableBuilder {
             sequence_groups: options.sequence_groups.clone(),
             tombstone_retention: options.tombstone_retention,
         });
-        let text = config.to_properties_text("Created by tributary")?;
+        // The creation time makes the file this create's own, so a retried
+        // create that finds it knows whether it wrote it or found a table.
+        let created = chrono::DateTime::from_timestamp_millis(components.clock.now_millis())
+            .map_or_else(String::new, |t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+        let text = config.to_properties_text(&format!("Created by tributary at {created}"))?;
         match loc.create(&loc.properties_path(), text.into_bytes()).await {
             Err(tributary_timeline::Error::AlreadyExists { .. }) => {
                 return Err(Error::TableExists { path: loc.to_string() });
@@ -302,39 +337,39 @@ impl TableBuilder {
         Ok(Table { loc, config, components })
     }
 
-    /// Resolves the location and the components: the location, the local
-    /// folder when the builder was given one, and the components.
-    fn build(self) -> Result<(TableLocation, Option<PathBuf>, Components)> {
+    /// Resolves the location and the components.
+    fn build(self) -> Result<(TableLocation, Components)> {
         let Self { target, settings, clock, lock, compaction_lock, spill } = self;
-        let (loc, local_dir) = match target {
-            Target::Location(loc) => (loc, None),
-            Target::Local(dir) => {
-                let dir = std::path::absolute(&dir)
-                    .map_err(|e| tributary_timeline::Error::io("resolve table folder", &dir, e))?;
-                (TableLocation::local(dir.clone())?, Some(dir))
-            }
+        let loc = match target {
+            Target::Location(loc) => loc,
+            Target::Local(dir) => TableLocation::local(dir)?,
+            Target::Uri(uri, options) => TableLocation::parse_with(&uri, options)?,
         };
         let invalid = |what: &str, reason: String| Error::InvalidInput {
             what: format!("table settings of {loc}: {what}"),
             reason,
         };
-        if settings.lock_lease.is_zero() || settings.compaction_lease.is_zero() {
-            return Err(invalid("lock_lease_ms, compaction_lease_ms", "a lease must last longer than 0 ms".into()));
-        }
         if settings.heartbeat_expiry.is_zero() {
             return Err(invalid("heartbeat_expiry_ms", "must be longer than 0 ms".into()));
         }
         let clock = clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let local_dir = loc.local_folder().map(std::path::Path::to_path_buf);
         let kind = match (settings.lock, &local_dir) {
             (LockKind::Auto, Some(_)) => LockKind::File,
             (LockKind::Auto, None) => LockKind::Lease,
             (kind, _) => kind,
         };
-        let owner = settings.lock_owner.clone().unwrap_or_else(|| format!("pid-{}", std::process::id()));
-        let lease = |lease: Duration| LeaseSettings {
-            lease,
-            acquire_timeout: settings.lock_acquire_timeout,
-            ..LeaseSettings::default()
+        let owner = settings.lock_owner.clone().unwrap_or_else(default_owner);
+        let lease = |lease: Duration| -> Result<LeaseSettings> {
+            let s = LeaseSettings {
+                lease,
+                renew_interval: settings.lock_renew_interval,
+                acquire_timeout: settings.lock_acquire_timeout,
+                ..LeaseSettings::default()
+            };
+            s.validate()
+                .map_err(|e| invalid("lock_lease_ms, compaction_lease_ms, lock_renew_interval_ms", e.to_string()))?;
+            Ok(s)
         };
         // The default lock of each role: instants, then compaction.
         let default_lock = |compaction: bool| -> Result<Arc<dyn LockProvider>> {
@@ -343,8 +378,8 @@ impl TableBuilder {
                     let Some(dir) = &local_dir else {
                         return Err(invalid(
                             "lock",
-                            "a file lock needs a table built for a local folder (TableBuilder::local); \
-                             use the lease lock or inject one with with_lock"
+                            "a file lock needs a table in a local folder; use the lease lock or inject one with \
+                             with_lock"
                                 .into(),
                         ));
                     };
@@ -360,14 +395,14 @@ impl TableBuilder {
                     loc.meta_dir().join(".locks").join("tributary_compaction.json"),
                     owner.clone(),
                     clock.clone(),
-                    lease(settings.compaction_lease),
+                    lease(settings.compaction_lease)?,
                 )),
                 _ => Arc::new(LeaseLock::for_table(
                     loc.store.clone(),
                     &loc.root,
                     owner.clone(),
                     clock.clone(),
-                    lease(settings.lock_lease),
+                    lease(settings.lock_lease)?,
                 )),
             })
         };
@@ -379,13 +414,20 @@ impl TableBuilder {
             Some(l) => l,
             None => default_lock(true)?,
         };
-        let spill = match (spill, &local_dir) {
-            (Some((store, dir)), _) => Spill::Given(store, dir),
-            (None, Some(dir)) => Spill::LocalTemp(dir.join(".hoodie").join(".temp")),
-            (None, None) => Spill::TableTemp,
+        let spill = match (spill, &settings.spill_dir, &local_dir) {
+            (Some((store, dir)), _, _) => Spill::Given(store, dir),
+            (None, Some(dir), _) => Spill::Local(dir.clone()),
+            (None, None, Some(table)) => Spill::Local(table.join(".hoodie").join(".temp")),
+            (None, None, None) => Spill::Local(std::env::temp_dir().join("tributary-spill")),
         };
-        Ok((loc, local_dir, Components { settings, clock, lock, compaction_lock, spill }))
+        Ok((loc, Components { settings, clock, lock, compaction_lock, spill }))
     }
+}
+
+/// The owner a lease lock names by default: host and process.
+fn default_owner() -> String {
+    let host = std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "host".into());
+    format!("{host}-{}", std::process::id())
 }
 
 fn field_names(schema: &Schema) -> Vec<&str> {
@@ -591,8 +633,8 @@ fn compact_json(json: &str, source: &str) -> Result<String> {
 /// The last folder of the table's path, with every character other than
 /// ASCII letters and digits made `_`: the local folder's name when the
 /// builder was given one, else the root path's last segment.
-fn default_name(loc: &TableLocation, local_dir: Option<&std::path::Path>) -> String {
-    let last = match local_dir {
+fn default_name(loc: &TableLocation) -> String {
+    let last = match loc.local_folder() {
         Some(p) => p.file_name().map(|s| s.to_string_lossy().into_owned()),
         None => loc.root.filename().map(String::from),
     };

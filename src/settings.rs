@@ -36,16 +36,17 @@ impl Default for TimeSettings {
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum LockKind {
-    /// [`LockKind::File`] for a table built for a local folder
-    /// ([`TableBuilder::local`]), [`LockKind::Lease`] otherwise.
+    /// [`LockKind::File`] for a table in a local folder, [`LockKind::Lease`]
+    /// otherwise.
     #[default]
     Auto,
     /// An OS file lock under the table's `.hoodie/.aux/`: the processes of
-    /// one host. Only for a table built for a local folder.
+    /// one host. Only for a table in a local folder.
     File,
-    /// A lease document under the table's `.hoodie/.locks/`, taken with
-    /// conditional puts: processes anywhere sharing the store. The store
-    /// must support `PutMode::Update` (S3, GCS, Azure, memory).
+    /// A lease document under the table's `.hoodie/.locks/` (the instant
+    /// lock is `table_lock.json`, as Hudi's storage-based lock), taken and
+    /// renewed with conditional puts: processes anywhere sharing the store.
+    /// The store must support conditional puts (S3, GCS, Azure, memory).
     Lease,
     /// A lock of this process alone: for tests, and tables no other process
     /// writes.
@@ -72,15 +73,20 @@ pub struct TableSettings {
     /// Which lock is built when none is injected; by default
     /// [`LockKind::Auto`].
     pub lock: LockKind,
-    /// How long a lease of the instant lock lasts without release
-    /// ([`LockKind::Lease`]); a dead holder blocks others at most this long.
-    /// Default 60 s.
+    /// How long a lease of the instant lock lasts unless renewed
+    /// ([`LockKind::Lease`]); a dead holder blocks others at most this long
+    /// (plus 500 ms for clock drift). Default 60 s.
     #[serde(rename = "lock_lease_ms", with = "millis_serde")]
     pub lock_lease: Duration,
-    /// How long a compactor's lease of the compaction lock lasts
-    /// ([`LockKind::Lease`]); it is held for a whole compaction. Default 1 h.
+    /// How long a lease of the compaction lock lasts unless renewed
+    /// ([`LockKind::Lease`]). A compactor holds it for a whole compaction
+    /// and renews it as it works. Default 60 s.
     #[serde(rename = "compaction_lease_ms", with = "millis_serde")]
     pub compaction_lease: Duration,
+    /// How often a holder renews a lease; below half of each lease. Default
+    /// 10 s.
+    #[serde(rename = "lock_renew_interval_ms", with = "millis_serde")]
+    pub lock_renew_interval: Duration,
     /// Give up taking a lease lock after this long. Default 120 s.
     #[serde(rename = "lock_acquire_timeout_ms", with = "millis_serde")]
     pub lock_acquire_timeout: Duration,
@@ -94,6 +100,11 @@ pub struct TableSettings {
     /// ([`tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY`]).
     #[serde(rename = "heartbeat_expiry_ms", with = "millis_serde")]
     pub heartbeat_expiry: Duration,
+    /// The local folder compactors spill to, unless a spill store is
+    /// injected with [`TableBuilder::with_spill_store`](crate::TableBuilder::with_spill_store).
+    /// Default: the table's `.hoodie/.temp/` for a table in a local folder,
+    /// `<system temporary folder>/tributary-spill` for any other.
+    pub spill_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for TableSettings {
@@ -103,10 +114,12 @@ impl Default for TableSettings {
             time: TimeSettings::default(),
             lock: LockKind::Auto,
             lock_lease: lease.lease,
-            compaction_lease: Duration::from_secs(3600),
+            compaction_lease: lease.lease,
+            lock_renew_interval: lease.renew_interval,
             lock_acquire_timeout: lease.acquire_timeout,
             lock_owner: None,
             heartbeat_expiry: tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY,
+            spill_dir: None,
         }
     }
 }

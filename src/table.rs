@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use object_store::ObjectStore;
 use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tributary_compaction::execute::{Compactor, CompactorSettings};
 use tributary_timeline::config::TableConfig;
 use tributary_timeline::{Clock, FileSystemView, LockProvider, TableLocation, TimeGenerator, Timeline};
@@ -28,6 +28,12 @@ impl Table {
     /// A builder for the table at `location`.
     pub fn builder(location: TableLocation) -> TableBuilder {
         TableBuilder::new(location)
+    }
+
+    /// A builder for the table at `uri` (a local path, `file://`,
+    /// `memory://`, `s3://`, `gs://` or `az://`); see [`TableBuilder::uri`].
+    pub fn builder_uri(uri: impl Into<String>) -> TableBuilder {
+        TableBuilder::uri(uri)
     }
 
     /// A builder for the table in local folder `dir`; see
@@ -52,6 +58,12 @@ impl Table {
     /// components: `Table::builder_local(path).open()`.
     pub async fn open_local(path: impl Into<PathBuf>) -> Result<Self> {
         TableBuilder::local(path).open().await
+    }
+
+    /// Opens the table at `uri` with its store configured from the
+    /// environment and default settings: `Table::builder_uri(uri).open()`.
+    pub async fn open_uri(uri: impl Into<String>) -> Result<Self> {
+        TableBuilder::uri(uri).open().await
     }
 
     /// Opens the table at `loc` with default settings and components:
@@ -158,20 +170,25 @@ impl Table {
     async fn spill_root(&self) -> Result<(Arc<dyn ObjectStore>, Path)> {
         match &self.components.spill {
             Spill::Given(store, dir) => Ok((store.clone(), dir.clone())),
-            Spill::TableTemp => Ok((self.loc.store.clone(), self.loc.meta_dir().join(".temp"))),
-            Spill::LocalTemp(dir) => {
+            Spill::Local(dir) => {
                 // Spill files never outlive the compaction: written without
-                // fsync, and the folders they leave empty removed. Rooted at
-                // `.temp`, so `.temp` itself, where writers put their
-                // markers, is never removed.
-                tokio::fs::create_dir_all(dir)
-                    .await
-                    .map_err(|e| tributary_timeline::Error::io("create spill folder", dir, e))?;
-                let store = object_store::local::LocalFileSystem::new_with_prefix(dir)
-                    .map_err(|e| Error::InvalidInput {
-                        what: format!("spill folder of {}", self.loc),
-                        reason: e.to_string(),
-                    })?
+                // fsync, and the folders they leave empty removed (never
+                // `dir` itself, where writers of a local table put their
+                // markers). A store rooted at `dir` needs the folder to
+                // exist: writing (then deleting) a placeholder file through
+                // the whole file system's store creates it.
+                let invalid = |e: &dyn std::fmt::Display| Error::InvalidInput {
+                    what: format!("spill folder {} of {}", dir.display(), self.loc),
+                    reason: e.to_string(),
+                };
+                let absolute = std::path::absolute(dir).map_err(|e| invalid(&e))?;
+                let placeholder =
+                    Path::from_absolute_path(absolute.join(".tributary-spill")).map_err(|e| invalid(&e))?;
+                let root = object_store::local::LocalFileSystem::new();
+                root.put(&placeholder, PutPayload::from_static(b"")).await.map_err(|e| invalid(&e))?;
+                root.delete(&placeholder).await.map_err(|e| invalid(&e))?;
+                let store = object_store::local::LocalFileSystem::new_with_prefix(&absolute)
+                    .map_err(|e| invalid(&e))?
                     .with_automatic_cleanup(true);
                 Ok((Arc::new(store), Path::default()))
             }

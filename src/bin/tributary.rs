@@ -46,8 +46,54 @@ Exit codes:
     after_help = EXIT_CODES
 )]
 struct Cli {
+    #[command(flatten)]
+    store: StoreArgs,
     #[command(subcommand)]
     command: Command,
+}
+
+/// How the table's store and lock are reached; options of every command.
+#[derive(clap::Args, Clone)]
+struct StoreArgs {
+    /// A store option KEY=VALUE for an object-store table, after the
+    /// environment's (AWS_*, GOOGLE_*, AZURE_*): endpoint, region,
+    /// access_key_id, secret_access_key, allow_http, retry_max,
+    /// retry_timeout, ... Repeatable.
+    #[arg(long = "store-option", value_name = "KEY=VALUE", global = true, value_parser = key_value)]
+    store_options: Vec<(String, String)>,
+    /// How long a lease of the table lock lasts unless renewed (object
+    /// stores): a dead holder blocks others this long.
+    #[arg(long, global = true, default_value = "60s", value_parser = humantime::parse_duration)]
+    lock_lease: Duration,
+    /// How often a lease holder renews its lease; below half the lease.
+    #[arg(long, global = true, default_value = "10s", value_parser = humantime::parse_duration)]
+    lock_renew_interval: Duration,
+}
+
+impl StoreArgs {
+    /// Opens the table at `table` with these store options and lock
+    /// settings on top of `settings`.
+    async fn open(&self, table: &str, settings: TableSettings) -> anyhow::Result<Table> {
+        Ok(self.builder(table, settings).open().await?)
+    }
+
+    fn builder(&self, table: &str, settings: TableSettings) -> tributary::TableBuilder {
+        let settings = TableSettings {
+            lock_lease: self.lock_lease,
+            compaction_lease: self.lock_lease,
+            lock_renew_interval: self.lock_renew_interval,
+            ..settings
+        };
+        Table::builder_uri(table).with_store_options(self.store_options.clone()).with_settings(settings)
+    }
+}
+
+/// Parses `KEY=VALUE`.
+fn key_value(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+        .filter(|(k, _)| !k.is_empty())
+        .ok_or_else(|| format!("`{s}`: expected KEY=VALUE"))
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -70,8 +116,8 @@ enum BucketHashArg {
 enum Command {
     /// Create a Hudi v8 Merge-on-Read table from an Avro schema.
     Init {
-        /// Table folder.
-        table: PathBuf,
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
         /// Avro schema file (.avsc) of the table's columns.
         #[arg(long)]
         schema: PathBuf,
@@ -120,13 +166,13 @@ enum Command {
     },
     /// Print the timeline: requested time, action, state, completion time.
     Timeline {
-        /// Table folder.
-        table: PathBuf,
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
     },
     /// Upsert JSON-lines records (one object per line) into a table.
     Write {
-        /// Table folder.
-        table: PathBuf,
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
         /// Input file; `-` or absent reads standard input.
         #[arg(long)]
         input: Option<PathBuf>,
@@ -166,8 +212,8 @@ enum Command {
     /// Print the last committed checkpoint of a writer ID: the checkpoint
     /// and a newline, or nothing when it has none (exit code 0 either way).
     Checkpoint {
-        /// Table folder.
-        table: PathBuf,
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
         /// Writer ID.
         #[arg(long)]
         writer_id: String,
@@ -177,8 +223,8 @@ enum Command {
     },
     /// Compact log files into Parquet base files, once or as a service.
     Compact {
-        /// Table folder.
-        table: PathBuf,
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
         /// Keep compacting every interval until stopped.
         #[arg(long)]
         watch: bool,
@@ -198,7 +244,8 @@ enum Command {
         /// compacted at once; larger groups merge through spill files.
         #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
         memory_mb: u64,
-        /// Existing folder for spill files (default: the table's `.hoodie/.temp`).
+        /// Local folder for spill files (default: the table's `.hoodie/.temp`
+        /// for a local table, the system's temporary folder otherwise).
         #[arg(long)]
         spill_dir: Option<PathBuf>,
         /// How instants are generated.
@@ -213,8 +260,8 @@ enum Command {
     },
     /// Remove file slices that no retained commit needs (after rolling back failed writes).
     Clean {
-        /// Table folder.
-        table: PathBuf,
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
         /// Keep what the last N commits need.
         #[arg(long, default_value_t = 10)]
         retain_commits: usize,
@@ -230,8 +277,8 @@ enum Command {
     },
     /// Read a table and print its rows, ordered by partition then record key.
     Read {
-        /// Table folder.
-        table: PathBuf,
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
         /// Query type.
         #[arg(long, value_enum, default_value = "snapshot")]
         query: QueryArg,
@@ -406,7 +453,8 @@ fn checkpointing(
 }
 
 async fn write(
-    table: PathBuf,
+    store: &StoreArgs,
+    table: String,
     input: Option<PathBuf>,
     settings: WriteSettings,
     commit_every: Option<usize>,
@@ -414,7 +462,7 @@ async fn write(
     checkpointing: Checkpointing,
 ) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
-    let t = Table::builder_local(&table).with_settings(TableSettings { time, ..Default::default() }).open().await?;
+    let t = store.open(&table, TableSettings { time, ..Default::default() }).await?;
     let writer_id = settings.writer_id.clone();
     let client = t.write_client(settings)?;
     let Checkpointing { register, mut checkpoint, expect } = checkpointing;
@@ -552,8 +600,13 @@ async fn write(
     Ok(())
 }
 
-async fn checkpoint(table: PathBuf, writer_id: String, format: CheckpointFormatArg) -> anyhow::Result<()> {
-    let t = Table::open_local(&table).await?;
+async fn checkpoint(
+    store: &StoreArgs,
+    table: String,
+    writer_id: String,
+    format: CheckpointFormatArg,
+) -> anyhow::Result<()> {
+    let t = store.open(&table, TableSettings::default()).await?;
     let status = t.checkpoint(&writer_id).await?;
     let mut out = std::io::stdout().lock();
     match format {
@@ -605,23 +658,14 @@ fn time_settings(mode: TimeModeArg, max_clock_skew_ms: u64) -> TimeSettings {
 }
 
 async fn compact(
-    table: PathBuf,
+    store: &StoreArgs,
+    table: String,
     watch: bool,
     interval: Duration,
     table_settings: TableSettings,
-    spill_dir: Option<PathBuf>,
     settings: tributary_compaction::execute::CompactorSettings,
 ) -> anyhow::Result<()> {
-    let mut builder = Table::builder_local(&table).with_settings(table_settings);
-    if let Some(dir) = spill_dir {
-        // Spill files never outlive a compaction: no fsync, and the folders
-        // they leave empty are removed (the spill folder itself stays).
-        let store = object_store::local::LocalFileSystem::new_with_prefix(&dir)
-            .map_err(|e| anyhow::anyhow!("--spill-dir {}: {e}", dir.display()))?
-            .with_automatic_cleanup(true);
-        builder = builder.with_spill_store(std::sync::Arc::new(store), object_store::path::Path::default());
-    }
-    let t = builder.open().await?;
+    let t = store.open(&table, table_settings).await?;
     let bar = indicatif::ProgressBar::new_spinner();
     bar.enable_steady_tick(Duration::from_millis(200));
     loop {
@@ -660,8 +704,8 @@ async fn compact(
     Ok(())
 }
 
-async fn read(table: PathBuf, options: ReadOptions, format: FormatArg) -> anyhow::Result<()> {
-    let t = Table::open_local(&table).await?;
+async fn read(store: &StoreArgs, table: String, options: ReadOptions, format: FormatArg) -> anyhow::Result<()> {
+    let t = store.open(&table, TableSettings::default()).await?;
     let batch = t.read(&options).await?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -689,6 +733,7 @@ fn tombstone_retention(s: &str) -> Result<TombstoneRetention, String> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    let store = &cli.store;
     match cli.command {
         Command::Init {
             table,
@@ -735,7 +780,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 BucketHashArg::Murmur3 => BucketHash::Murmur3,
                 BucketHashArg::HudiJava => BucketHash::HudiJava,
             };
-            let t = Table::create_local(&table, options).await?;
+            let t = store.builder(&table, TableSettings::default()).create(options).await?;
             let c = t.config();
             println!(
                 "created table `{}` at {} (version {}, MERGE_ON_READ, {} buckets, {})",
@@ -747,7 +792,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             );
         }
         Command::Timeline { table } => {
-            let t = Table::open_local(&table).await?;
+            let t = store.open(&table, TableSettings::default()).await?;
             let timeline = t.timeline().await?;
             for w in timeline.warnings() {
                 eprintln!("warning: {w}");
@@ -778,9 +823,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let writer_id = writer_id.unwrap_or_else(|| DEFAULT_CLI_WRITER.into());
             let settings = WriteSettings { tasks, writer_id, columns, ..Default::default() };
             let time = time_settings(time_mode, max_clock_skew_ms);
-            write(table, input, settings, commit_every, time, checkpointing).await?;
+            write(store, table, input, settings, commit_every, time, checkpointing).await?;
         }
-        Command::Checkpoint { table, writer_id, format } => checkpoint(table, writer_id, format).await?,
+        Command::Checkpoint { table, writer_id, format } => checkpoint(store, table, writer_id, format).await?,
         Command::Compact {
             table,
             watch,
@@ -795,7 +840,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             heartbeat_expiry,
         } => {
             let time = time_settings(time_mode, max_clock_skew_ms);
-            let table_settings = TableSettings { time, heartbeat_expiry, ..Default::default() };
+            let table_settings = TableSettings { time, heartbeat_expiry, spill_dir, ..Default::default() };
             let settings = tributary_compaction::execute::CompactorSettings {
                 plan: tributary_compaction::plan::PlanSettings {
                     min_log_files: min_logs,
@@ -806,12 +851,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 memory_budget: usize::try_from(memory_mb << 20).unwrap_or(usize::MAX),
                 ..Default::default()
             };
-            compact(table, watch, interval, table_settings, spill_dir, settings).await?;
+            compact(store, table, watch, interval, table_settings, settings).await?;
         }
         Command::Clean { table, retain_commits, heartbeat_expiry, time_mode, max_clock_skew_ms } => {
             let time = time_settings(time_mode, max_clock_skew_ms);
             let settings = TableSettings { time, heartbeat_expiry, ..Default::default() };
-            let t = Table::builder_local(&table).with_settings(settings).open().await?;
+            let t = store.open(&table, settings).await?;
             match t.clean(retain_commits).await? {
                 None => println!("nothing to clean"),
                 Some(s) => println!(
@@ -834,7 +879,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     Query::Incremental { begin, end }
                 }
             };
-            read(table, ReadOptions { query, as_of, with_meta: meta, ..Default::default() }, format).await?;
+            read(store, table, ReadOptions { query, as_of, with_meta: meta, ..Default::default() }, format).await?;
         }
     }
     Ok(())
@@ -856,10 +901,28 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", message(&e));
             exit_code(&e)
         }
     }
+}
+
+/// The error and its causes, joined by `: `, leaving out a cause whose text
+/// an earlier one already shows (object-store errors repeat their sources
+/// in their own messages).
+fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -162,7 +162,22 @@ impl Error {
                 ErrorKind::Conflict
             }
             Error::Corrupt { .. } => ErrorKind::Corrupt,
-            Error::LockTimeout { .. } | Error::Store { .. } | Error::Io { .. } => ErrorKind::Unavailable,
+            // A write to a missing object's place fails only when the
+            // bucket or container itself is missing.
+            Error::Store { op: "create" | "put", source: object_store::Error::NotFound { .. }, .. } => {
+                ErrorKind::InvalidInput
+            }
+            Error::Store { source, .. } => match source {
+                // Credentials, permissions and options are the caller's to fix.
+                object_store::Error::PermissionDenied { .. }
+                | object_store::Error::Unauthenticated { .. }
+                | object_store::Error::UnknownConfigurationKey { .. }
+                | object_store::Error::InvalidPath { .. }
+                | object_store::Error::NotSupported { .. }
+                | object_store::Error::NotImplemented { .. } => ErrorKind::InvalidInput,
+                _ => ErrorKind::Unavailable,
+            },
+            Error::LockTimeout { .. } | Error::Io { .. } => ErrorKind::Unavailable,
             Error::Format(e) => e.kind(),
         }
     }
@@ -178,6 +193,15 @@ impl Error {
     /// Wraps a local IO error, naming the operation and path.
     pub fn io(op: &'static str, path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
         Error::Io { op, path: path.as_ref().display().to_string(), source }
+    }
+
+    /// Whether a store error may pass if the operation is tried again: a
+    /// failure reported by the store's client after its own retries (a
+    /// timeout, a dropped connection, a 5xx), or a task that did not finish.
+    /// Answers about the object (not found, already exists, precondition)
+    /// and errors of configuration or permission are not.
+    pub fn is_transient(source: &object_store::Error) -> bool {
+        matches!(source, object_store::Error::Generic { .. } | object_store::Error::JoinError { .. })
     }
 
     /// True when the error reports an object that was not found.

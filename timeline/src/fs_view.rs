@@ -18,7 +18,7 @@ use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::file_name::{BaseFileName, LogFileName};
 use crate::instant::InstantTime;
-use crate::store::TableLocation;
+use crate::location::TableLocation;
 use crate::timeline::Timeline;
 
 /// Name of the marker file that makes a folder a partition.

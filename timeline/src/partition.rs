@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::fs_view::PARTITION_METADATA;
 use crate::instant::InstantTime;
-use crate::store::TableLocation;
+use crate::location::TableLocation;
 
 /// Makes sure `partition` (relative, `""` for the table root) holds a
 /// `.hoodie_partition_metadata`, creating it with `commit` as its commit

@@ -1,6 +1,6 @@
-//! Where a table lives: an object store plus a root path.
+//! The durable local store.
 //!
-//! [`TableLocation::local`] wraps the local file system in [`DurableLocalStore`],
+//! [`TableLocation::local`](crate::TableLocation::local) wraps the local file system in [`DurableLocalStore`],
 //! which fsyncs every file it writes and the folders above it before a put
 //! returns, so that "committed" means "on disk", and removes the folders
 //! below `.hoodie/.temp` that a delete leaves empty (an instant's marker
@@ -18,8 +18,6 @@ use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions,
     PutOptions, PutPayload, PutResult, UploadPart,
 };
-
-use crate::error::{Error, Result};
 
 /// The local file system, with every written file and its folders fsynced
 /// before the write is reported done. A delete inside a `.temp` folder also
@@ -255,99 +253,6 @@ impl ObjectStore for DurableLocalStore {
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
         self.inner.copy_opts(from, to, options).await?;
         self.sync(to).await
-    }
-}
-
-/// `base` extended by the slash-separated segments of `relative`.
-pub fn join_relative(base: &Path, relative: &str) -> Path {
-    relative.split('/').filter(|s| !s.is_empty()).fold(base.clone(), |p, part| p.join(part))
-}
-
-/// A table's store and root path.
-///
-/// Build one with [`TableLocation::new`] (any store) or
-/// [`TableLocation::local`] (a local folder). It names no local path: what
-/// needs the folder of a local table (an OS file lock, local spill files)
-/// is decided by whoever was given the folder, not read from here.
-#[derive(Clone)]
-pub struct TableLocation {
-    /// The store holding the table.
-    pub store: Arc<dyn ObjectStore>,
-    /// The table's base path inside the store.
-    pub root: Path,
-    /// How the location reads in messages; `None` for `<store>/<root>`.
-    label: Option<Arc<str>>,
-}
-
-impl fmt::Debug for TableLocation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "TableLocation({self})")
-    }
-}
-
-/// A local table reads as its folder; any other as `<store>/<root>`.
-impl fmt::Display for TableLocation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.label {
-            Some(label) => f.write_str(label),
-            None => write!(f, "{}/{}", self.store, self.root),
-        }
-    }
-}
-
-impl TableLocation {
-    /// A table in an arbitrary store.
-    pub fn new(store: Arc<dyn ObjectStore>, root: Path) -> Self {
-        Self { store, root, label: None }
-    }
-
-    /// A table in a local folder, written durably. Folders are created as
-    /// files are written. The location reads as the folder in messages.
-    pub fn local(dir: impl Into<PathBuf>) -> Result<Self> {
-        let dir: PathBuf = dir.into();
-        let dir = std::path::absolute(&dir).map_err(|e| Error::io("resolve table folder", &dir, e))?;
-        let root = Path::from_absolute_path(&dir)
-            .map_err(|e| Error::InvalidInput { what: dir.display().to_string(), reason: e.to_string() })?;
-        let label = Some(Arc::from(dir.display().to_string()));
-        Ok(Self { store: Arc::new(DurableLocalStore::new()), root, label })
-    }
-
-    /// `<root>/.hoodie`.
-    pub fn meta_dir(&self) -> Path {
-        self.root.clone().join(".hoodie")
-    }
-
-    /// `<root>/.hoodie/hoodie.properties`.
-    pub fn properties_path(&self) -> Path {
-        self.meta_dir().clone().join("hoodie.properties")
-    }
-
-    /// The path of `relative` (slash-separated) under the table root.
-    pub fn join(&self, relative: &str) -> Path {
-        relative.split('/').filter(|s| !s.is_empty()).fold(self.root.clone(), |p, part| p.clone().join(part))
-    }
-
-    /// `path` relative to the table root, slash-separated.
-    pub fn relative(&self, path: &Path) -> String {
-        path.prefix_match(&self.root)
-            .map(|parts| parts.map(|p| p.as_ref().to_string()).collect::<Vec<_>>().join("/"))
-            .unwrap_or_else(|| path.to_string())
-    }
-
-    /// Reads a whole object.
-    pub async fn get(&self, path: &Path) -> Result<bytes::Bytes> {
-        use object_store::ObjectStoreExt;
-        let got = self.store.get(path).await.map_err(|e| Error::store("get", path, e))?;
-        got.bytes().await.map_err(|e| Error::store("get", path, e))
-    }
-
-    /// Creates an object that must not exist yet.
-    pub async fn create(&self, path: &Path, bytes: impl Into<PutPayload>) -> Result<()> {
-        self.store
-            .put_opts(path, bytes.into(), object_store::PutMode::Create.into())
-            .await
-            .map(|_| ())
-            .map_err(|e| Error::store("create", path, e))
     }
 }
 

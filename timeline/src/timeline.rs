@@ -12,7 +12,7 @@ use object_store::path::Path;
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::instant::{Action, Instant, InstantTime, State, TimelineFile};
-use crate::store::TableLocation;
+use crate::location::TableLocation;
 
 /// The instants of a table, sorted by requested time.
 #[derive(Debug, Clone, Default)]
@@ -379,8 +379,10 @@ mod write_tests {
         let mut instant = Instant::requested(t.clone(), Action::DeltaCommit);
         writer.create(&instant, State::Requested, Vec::new()).await.unwrap();
         writer.create(&instant, State::Inflight, Vec::new()).await.unwrap();
-        let again = writer.create(&instant, State::Inflight, Vec::new()).await;
-        assert!(matches!(again, Err(Error::AlreadyExists { .. })), "{again:?}");
+        // A retried create finds its own file: done. Other content is a conflict.
+        writer.create(&instant, State::Inflight, Vec::new()).await.unwrap();
+        let other = writer.create(&instant, State::Inflight, b"other".to_vec()).await;
+        assert!(matches!(other, Err(Error::AlreadyExists { .. })), "{other:?}");
         // Completion time and visibility in one lock hold.
         let done = generator
             .with_time(|c| {

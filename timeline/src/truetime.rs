@@ -24,7 +24,7 @@ use std::time::Duration;
 use crate::clock::Clock;
 use crate::error::Result;
 use crate::instant::InstantTime;
-use crate::lock::{LockGuard, LockProvider};
+use crate::lock::{Fence, LockGuard, LockProvider};
 
 /// Hudi's default `hoodie.time.generator.max_expected_clock_skew_ms`.
 pub const DEFAULT_MAX_CLOCK_SKEW: Duration = Duration::from_millis(200);
@@ -98,12 +98,23 @@ impl TimeGenerator {
         F: FnOnce(InstantTime) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
+        self.with_time_fenced(|t, _| f(t)).await
+    }
+
+    /// [`TimeGenerator::with_time`], giving `f` a [`Fence`] too: `f` checks
+    /// it right before the step that must happen under the lock, which then
+    /// fails instead of happening when the lock was lost meanwhile (a lease
+    /// taken over while this process was frozen or cut off).
+    pub async fn with_time_fenced<T, F, Fut>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(InstantTime, Fence) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
         let mut guard = self.lock.acquire().await?;
-        let result = self.issue_and_run(guard.as_mut(), f).await;
-        let released = guard.release().await;
-        let value = result?;
-        released?;
-        Ok(value)
+        let fence = guard.fence();
+        let result = self.issue_and_run(guard.as_mut(), |t| f(t, fence)).await;
+        release(guard).await;
+        result
     }
 
     /// Runs `f` holding the table lock without issuing a time: for a step
@@ -117,10 +128,8 @@ impl TimeGenerator {
     {
         let guard = self.lock.acquire().await?;
         let result = f().await;
-        let released = guard.release().await;
-        let value = result?;
-        released?;
-        Ok(value)
+        release(guard).await;
+        result
     }
 
     async fn issue_and_run<T, F, Fut>(&self, guard: &mut dyn LockGuard, f: F) -> Result<T>
@@ -149,6 +158,16 @@ impl TimeGenerator {
             tokio::time::sleep(self.max_skew).await;
         }
         f(instant).await
+    }
+}
+
+/// Releases a lock after the work done under it. A failed release is
+/// logged, not returned: what ran under the lock has happened (a completed
+/// instant is visible) and must not be reported as failed, and a lease
+/// that could not be released runs out by itself.
+async fn release(guard: Box<dyn LockGuard>) {
+    if let Err(e) = guard.release().await {
+        tracing::error!(error = %e, "releasing the table lock failed; a lease runs out by itself");
     }
 }
 

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use arrow::array::{Array, ArrayRef, RecordBatch, StringArray, UInt32Array};
-use object_store::{PutMode, PutPayload};
 use tokio::sync::mpsc;
 use tributary_format::codec::{DataBlockEncoder, DeleteRecord, OrderingValue, encode_delete_block};
 use tributary_format::log_block::{BlockType, HeaderKey, begin_block, finish_block};
@@ -249,7 +248,9 @@ impl TaskContext {
             let rel = if partition.is_empty() { name.clone() } else { format!("{partition}/{name}") };
             marker::create_marker(&loc, &self.instant, partition, &name, marker::APPEND).await?;
             let path = loc.join(&rel);
-            match loc.store.put_opts(&path, PutPayload::from(bytes.clone()), PutMode::Create.into()).await {
+            // A create that finds its own bytes there (a retry after a lost
+            // answer) is done; other bytes mean the name is taken.
+            match loc.create(&path, bytes.clone()).await {
                 Ok(_) => {
                     self.versions.insert(key, version);
                     self.written.push(FileWrite {
@@ -264,8 +265,8 @@ impl TaskContext {
                     });
                     return Ok(());
                 }
-                Err(object_store::Error::AlreadyExists { .. }) => version += 1,
-                Err(e) => return Err(tributary_timeline::Error::store("create", &path, e).into()),
+                Err(tributary_timeline::Error::AlreadyExists { .. }) => version += 1,
+                Err(e) => return Err(e.into()),
             }
         }
     }

@@ -17,7 +17,7 @@ use object_store::ObjectStoreExt;
 
 use crate::error::{Error, Result};
 use crate::instant::{Instant, InstantTime, State};
-use crate::store::TableLocation;
+use crate::location::TableLocation;
 use crate::timeline::TimelineWriter;
 use crate::truetime::TimeGenerator;
 
@@ -68,7 +68,7 @@ where
     F: FnOnce(InstantTime) -> Fut,
     Fut: Future<Output = Result<()>>,
 {
-    time.with_time(|c| async move {
+    time.with_time_fenced(|c, fence| async move {
         match completion {
             Completion::Owned => {
                 let inflight = writer.path_of(instant, State::Inflight)?;
@@ -91,6 +91,9 @@ where
             }
         }
         before_visible(c.clone()).await?;
+        // The last step before visibility: a holder that lost the lock
+        // (its lease taken over) stops here, with nothing visible.
+        fence.check().await?;
         let done = Instant { state: State::Completed, completed: Some(c.clone()), ..instant.clone() };
         writer.create(&done, State::Completed, content).await?;
         Ok(c)

@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::instant::InstantTime;
-use crate::store::TableLocation;
+use crate::location::TableLocation;
 
 /// How long a heartbeat may go unrefreshed before its instant counts as a
 /// failed write: twice Hudi's default interval of 60 s.

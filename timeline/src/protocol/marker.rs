@@ -10,7 +10,7 @@ use object_store::path::Path;
 
 use crate::error::{Error, Result};
 use crate::instant::InstantTime;
-use crate::store::{TableLocation, join_relative};
+use crate::location::{TableLocation, join_relative};
 
 /// The marker type of a new log file (Hudi's `IOType.APPEND`).
 pub const APPEND: &str = "APPEND";

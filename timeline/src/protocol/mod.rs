@@ -31,7 +31,7 @@ use object_store::ObjectStoreExt;
 use object_store::path::Path;
 
 use crate::error::{Error, Result};
-use crate::store::TableLocation;
+use crate::location::TableLocation;
 
 /// Deletes an object; one already gone counts as deleted.
 pub async fn delete_if_exists(loc: &TableLocation, path: &Path) -> Result<()> {

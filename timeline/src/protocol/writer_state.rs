@@ -53,7 +53,7 @@ use tributary_format::metadata::CommitMetadata;
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::instant::{Action, Instant, InstantTime, State};
-use crate::store::TableLocation;
+use crate::location::TableLocation;
 use crate::timeline::TimelineWriter;
 use crate::truetime::TimeGenerator;
 

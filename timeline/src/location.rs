@@ -1,0 +1,365 @@
+//! Where a table lives: a store and a root path, named by a URI.
+//!
+//! [`TableLocation::parse`] takes what a user types: a local path,
+//! `file://`, `memory://`, `s3://`, `gs://` or `az://` (and the other
+//! spellings [`object_store::ObjectStoreScheme`] knows). Cloud stores read
+//! the usual environment variables (`AWS_*`, `GOOGLE_*`, `AZURE_*`) and
+//! then the options given, which use the store builders' own keys
+//! (`endpoint`, `region`, `access_key_id`, `allow_http`, ...). Every store
+//! goes through [`object_store`]; the one local special case is that a
+//! local folder is written through [`DurableLocalStore`], which fsyncs.
+//!
+//! Object stores retry throttling, server errors and timeouts themselves,
+//! with bounded exponential backoff ([`RETRY`]), so a bad endpoint fails
+//! within a bounded time instead of hanging.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutMode, PutPayload};
+
+use crate::error::{Error, Result};
+use crate::store::DurableLocalStore;
+
+/// How object stores built from a URI retry throttling (429), server errors
+/// (5xx) and timeouts: backoff from 100 ms doubling to at most 4 s, at most
+/// 8 retries, and never past 30 s from the first attempt. The options
+/// `retry_max` (a count) and `retry_timeout` (a duration such as `10s`)
+/// change the last two.
+pub const RETRY: RetryPolicy = RetryPolicy { max_retries: 8, timeout: Duration::from_secs(30) };
+
+/// Bounds on an object store's retries; see [`RETRY`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: usize,
+    /// No retry starts later than this after the first attempt.
+    pub timeout: Duration,
+}
+
+impl RetryPolicy {
+    fn config(self) -> object_store::RetryConfig {
+        object_store::RetryConfig {
+            backoff: object_store::BackoffConfig {
+                init_backoff: Duration::from_millis(100),
+                max_backoff: Duration::from_secs(4),
+                base: 2.0,
+            },
+            max_retries: self.max_retries,
+            retry_timeout: self.timeout,
+        }
+    }
+}
+
+/// `base` extended by the slash-separated segments of `relative`.
+pub fn join_relative(base: &Path, relative: &str) -> Path {
+    relative.split('/').filter(|s| !s.is_empty()).fold(base.clone(), |p, part| p.join(part))
+}
+
+/// A table's store and root path.
+///
+/// Build one from a URI with [`TableLocation::parse`], from a local folder
+/// with [`TableLocation::local`], or from any store with
+/// [`TableLocation::new`].
+///
+/// ```
+/// use tributary_timeline::TableLocation;
+///
+/// let local = TableLocation::parse("/data/lake/trips")?;
+/// assert_eq!(local.root.as_ref(), "data/lake/trips");
+/// assert!(local.local_folder().is_some());
+///
+/// let s3 = TableLocation::parse_with(
+///     "s3://lake/warehouse/trips",
+///     [("endpoint", "http://127.0.0.1:9000"), ("region", "us-east-1"), ("allow_http", "true")],
+/// )?;
+/// assert_eq!(s3.to_string(), "s3://lake/warehouse/trips");
+/// assert_eq!(s3.root.as_ref(), "warehouse/trips");
+///
+/// let err = TableLocation::parse("ftp://host/trips").unwrap_err().to_string();
+/// assert!(err.contains("ftp://host/trips") && err.contains("scheme"), "{err}");
+/// # Ok::<(), tributary_timeline::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct TableLocation {
+    /// The store holding the table.
+    pub store: Arc<dyn ObjectStore>,
+    /// The table's base path inside the store.
+    pub root: Path,
+    /// How the location reads in messages; `None` for `<store>/<root>`.
+    label: Option<Arc<str>>,
+    /// The folder, for a table in a local folder written durably.
+    local: Option<Arc<std::path::Path>>,
+}
+
+impl fmt::Debug for TableLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TableLocation({self})")
+    }
+}
+
+/// A table reads as its URI (a local one as its folder); one built from a
+/// store as `<store>/<root>`.
+impl fmt::Display for TableLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.label {
+            Some(label) => f.write_str(label),
+            None => write!(f, "{}/{}", self.store, self.root),
+        }
+    }
+}
+
+/// The one `memory://` store of this process, so that every location
+/// parsed from a `memory://` URI sees the same objects.
+fn process_memory() -> Arc<dyn ObjectStore> {
+    static MEMORY: OnceLock<Arc<dyn ObjectStore>> = OnceLock::new();
+    MEMORY.get_or_init(|| Arc::new(object_store::memory::InMemory::new())).clone()
+}
+
+impl TableLocation {
+    /// A table in an arbitrary store.
+    pub fn new(store: Arc<dyn ObjectStore>, root: Path) -> Self {
+        Self { store, root, label: None, local: None }
+    }
+
+    /// A table in a local folder, written durably ([`DurableLocalStore`]).
+    /// Folders are created as files are written. The location reads as the
+    /// folder in messages.
+    pub fn local(dir: impl Into<PathBuf>) -> Result<Self> {
+        let dir: PathBuf = dir.into();
+        let dir = std::path::absolute(&dir).map_err(|e| Error::io("resolve table folder", &dir, e))?;
+        let root = Path::from_absolute_path(&dir)
+            .map_err(|e| Error::InvalidInput { what: dir.display().to_string(), reason: e.to_string() })?;
+        let label = Some(Arc::from(dir.display().to_string()));
+        Ok(Self { store: Arc::new(DurableLocalStore::new()), root, label, local: Some(Arc::from(dir.as_path())) })
+    }
+
+    /// The table at `uri`, with its store configured from the environment
+    /// alone; see [`TableLocation::parse_with`].
+    pub fn parse(uri: &str) -> Result<Self> {
+        Self::parse_with(uri, std::iter::empty::<(&str, &str)>())
+    }
+
+    /// The table at `uri`: a local path or `file://` URI (a local folder,
+    /// see [`TableLocation::local`]), `memory://` (one store per process),
+    /// or `s3://bucket/path`, `gs://bucket/path`, `az://container/path`
+    /// (and the other spellings [`ObjectStoreScheme`] knows). A cloud
+    /// store is configured from its environment variables, then from
+    /// `options`, whose keys are the store builder's (`endpoint`, `region`,
+    /// `access_key_id`, `secret_access_key`, `allow_http`, `timeout`, ...)
+    /// plus `retry_max` and `retry_timeout` ([`RETRY`]). An unknown scheme
+    /// or option key is an error naming it; nothing is contacted yet.
+    pub fn parse_with<I, K, V>(uri: &str, options: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: Into<String>,
+    {
+        let invalid = |reason: String| Error::InvalidInput { what: format!("table URI `{uri}`"), reason };
+        let url = match url::Url::parse(uri) {
+            // A drive letter (`C:\...`) parses as a one-letter scheme.
+            Ok(url) if url.scheme().len() > 1 => url,
+            Ok(_) | Err(url::ParseError::RelativeUrlWithoutBase) => return Self::local(uri),
+            Err(e) => return Err(invalid(e.to_string())),
+        };
+        let unknown_scheme = || {
+            invalid(format!(
+                "unknown scheme `{}`: expected a local path, file://, memory://, s3://, gs:// or az://",
+                url.scheme()
+            ))
+        };
+        let (scheme, root) = ObjectStoreScheme::parse(&url).map_err(|_| unknown_scheme())?;
+        let mut retry = RETRY;
+        let mut pairs = Vec::new();
+        for (key, value) in options {
+            let (key, value) = (key.as_ref().to_ascii_lowercase(), value.into());
+            let bad = |reason: String| invalid(format!("option `{key}` = `{value}`: {reason}"));
+            match key.as_str() {
+                "retry_max" => retry.max_retries = value.parse().map_err(|e| bad(format!("{e}")))?,
+                "retry_timeout" => {
+                    retry.timeout = humantime::parse_duration(&value).map_err(|e| bad(format!("{e}")))?
+                }
+                _ => pairs.push((key, value)),
+            }
+        }
+        let label = Some(Arc::from(uri.trim_end_matches('/')));
+        let store: Arc<dyn ObjectStore> = match scheme {
+            ObjectStoreScheme::Local => {
+                let dir = url.to_file_path().map_err(|()| invalid("not a local file path".into()))?;
+                if let Some((key, _)) = pairs.first() {
+                    return Err(invalid(format!("option `{key}` does not apply to a local folder")));
+                }
+                return Self::local(dir);
+            }
+            ObjectStoreScheme::Memory => process_memory(),
+            ObjectStoreScheme::AmazonS3 => {
+                let builder = object_store::aws::AmazonS3Builder::from_env().with_url(uri).with_retry(retry.config());
+                let builder = configure(builder, &pairs, uri, |b, k, v| Ok(b.with_config(k.parse()?, v)))?;
+                Arc::new(builder.build().map_err(|e| invalid(e.to_string()))?)
+            }
+            ObjectStoreScheme::GoogleCloudStorage => {
+                let builder =
+                    object_store::gcp::GoogleCloudStorageBuilder::from_env().with_url(uri).with_retry(retry.config());
+                let builder = configure(builder, &pairs, uri, |b, k, v| Ok(b.with_config(k.parse()?, v)))?;
+                Arc::new(builder.build().map_err(|e| invalid(e.to_string()))?)
+            }
+            ObjectStoreScheme::MicrosoftAzure => {
+                let builder =
+                    object_store::azure::MicrosoftAzureBuilder::from_env().with_url(uri).with_retry(retry.config());
+                let builder = configure(builder, &pairs, uri, |b, k, v| Ok(b.with_config(k.parse()?, v)))?;
+                Arc::new(builder.build().map_err(|e| invalid(e.to_string()))?)
+            }
+            ObjectStoreScheme::Http => {
+                return Err(invalid(
+                    "plain HTTP stores have no conditional writes, which commits need; for an S3-compatible \
+                     server use s3://bucket/path with the `endpoint` option (or AWS_ENDPOINT)"
+                        .into(),
+                ));
+            }
+            _ => return Err(unknown_scheme()),
+        };
+        Ok(Self { store, root, label, local: None })
+    }
+
+    /// The folder of a table in a local folder ([`TableLocation::local`]):
+    /// what an OS file lock needs. `None` for any other store.
+    pub fn local_folder(&self) -> Option<&std::path::Path> {
+        self.local.as_deref()
+    }
+
+    /// `<root>/.hoodie`.
+    pub fn meta_dir(&self) -> Path {
+        self.root.clone().join(".hoodie")
+    }
+
+    /// `<root>/.hoodie/hoodie.properties`.
+    pub fn properties_path(&self) -> Path {
+        self.meta_dir().clone().join("hoodie.properties")
+    }
+
+    /// The path of `relative` (slash-separated) under the table root.
+    pub fn join(&self, relative: &str) -> Path {
+        join_relative(&self.root, relative)
+    }
+
+    /// `path` relative to the table root, slash-separated.
+    pub fn relative(&self, path: &Path) -> String {
+        path.prefix_match(&self.root)
+            .map(|parts| parts.map(|p| p.as_ref().to_string()).collect::<Vec<_>>().join("/"))
+            .unwrap_or_else(|| path.to_string())
+    }
+
+    /// Reads a whole object.
+    pub async fn get(&self, path: &Path) -> Result<bytes::Bytes> {
+        let got = self.store.get(path).await.map_err(|e| Error::store("get", path, e))?;
+        got.bytes().await.map_err(|e| Error::store("get", path, e))
+    }
+
+    /// Creates an object that must not exist yet, holding `bytes`.
+    ///
+    /// Idempotent: when the object is already there with exactly these
+    /// bytes, the create counts as done. That is what a retry finds when an
+    /// earlier attempt in fact succeeded but its answer was lost (a
+    /// timeout, a connection reset, a 5xx after the write), so such a retry
+    /// never turns into a failed commit or a second copy. A failure that may
+    /// be transient is retried a few times, with backoff, on top of the
+    /// store's own retries. [`Error::AlreadyExists`] means the object holds
+    /// other bytes.
+    pub async fn create(&self, path: &Path, bytes: impl Into<bytes::Bytes>) -> Result<()> {
+        const ATTEMPTS: u32 = 4;
+        let bytes: bytes::Bytes = bytes.into();
+        let mut backoff = Duration::from_millis(50);
+        for attempt in 1.. {
+            match self.store.put_opts(path, PutPayload::from(bytes.clone()), PutMode::Create.into()).await {
+                Ok(_) => return Ok(()),
+                Err(object_store::Error::AlreadyExists { .. }) => {
+                    return match self.get(path).await {
+                        Ok(existing) if existing == bytes => Ok(()),
+                        Ok(_) => Err(Error::AlreadyExists { path: path.to_string() }),
+                        Err(e) => Err(e),
+                    };
+                }
+                Err(e) if attempt < ATTEMPTS && Error::is_transient(&e) => {
+                    tracing::warn!(path = %path, attempt, error = %e, "create failed; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 4;
+                }
+                Err(e) => return Err(Error::store("create", path, e)),
+            }
+        }
+        unreachable!("the loop returns by its last attempt")
+    }
+}
+
+/// Applies `pairs` to a store builder with `apply`, naming the URI and the
+/// key of one the store does not know.
+fn configure<B>(
+    builder: B,
+    pairs: &[(String, String)],
+    uri: &str,
+    apply: impl Fn(B, &str, &str) -> object_store::Result<B>,
+) -> Result<B> {
+    pairs.iter().try_fold(builder, |b, (k, v)| {
+        apply(b, k, v).map_err(|e| Error::InvalidInput {
+            what: format!("table URI `{uri}`"),
+            reason: format!("unknown store option `{k}`: {e}"),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_and_file_uris_are_local_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let by_path = TableLocation::parse(dir.path().to_str().unwrap()).unwrap();
+        let uri = url::Url::from_directory_path(dir.path()).unwrap();
+        let by_uri = TableLocation::parse(uri.as_str()).unwrap();
+        assert_eq!(by_path.root, by_uri.root);
+        assert_eq!(by_path.local_folder(), Some(dir.path()));
+        assert_eq!(by_uri.local_folder(), Some(dir.path()));
+        let relative = TableLocation::parse("some/folder").unwrap();
+        assert!(relative.local_folder().is_some_and(|p| p.is_absolute()));
+    }
+
+    #[tokio::test]
+    async fn memory_uris_share_one_store_per_process() {
+        let a = TableLocation::parse("memory:///lake/t").unwrap();
+        let b = TableLocation::parse("memory:///lake/t").unwrap();
+        a.create(&a.join("x"), b"1".to_vec()).await.unwrap();
+        assert_eq!(&b.get(&b.join("x")).await.unwrap()[..], b"1");
+        assert!(a.local_folder().is_none());
+    }
+
+    #[test]
+    fn bad_uris_and_options_are_named() {
+        let err = |uri: &str, opts: &[(&str, &str)]| {
+            TableLocation::parse_with(uri, opts.iter().copied()).expect_err("an error").to_string()
+        };
+        let e = err("hdfs://nn/t", &[]);
+        assert!(e.contains("`hdfs://nn/t`") && e.contains("unknown scheme `hdfs`"), "{e}");
+        let e = err("s3://b/t", &[("endpiont", "http://x")]);
+        assert!(e.contains("`s3://b/t`") && e.contains("endpiont"), "{e}");
+        let e = err("s3://b/t", &[("retry_timeout", "soon")]);
+        assert!(e.contains("retry_timeout"), "{e}");
+        let e = err("https://example.com/t", &[]);
+        assert!(e.contains("conditional writes"), "{e}");
+        let e = err("file:///tmp/t", &[("region", "x")]);
+        assert!(e.contains("region"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_create_that_already_happened_counts_as_done() {
+        let loc = TableLocation::new(Arc::new(object_store::memory::InMemory::new()), Path::from("t"));
+        let path = loc.join("a");
+        loc.create(&path, b"same".to_vec()).await.unwrap();
+        loc.create(&path, b"same".to_vec()).await.unwrap();
+        let other = loc.create(&path, b"other".to_vec()).await;
+        assert!(matches!(other, Err(Error::AlreadyExists { .. })), "{other:?}");
+    }
+}
