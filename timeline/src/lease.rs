@@ -257,7 +257,8 @@ impl Shared {
     }
 
     /// Writes `doc` if the document is still at `version` (absent when
-    /// `None`). A refusal is resolved by reading the document back: when it
+    /// `None`). A refusal, or a failure that may have written anyway (a
+    /// timeout, a 5xx), is resolved by reading the document back: when it
     /// holds `doc` (this very write landed before a retry was refused) the
     /// write is done; when it is unchanged (the store wants unquoted ETags)
     /// or still names this owner and generation (an earlier write of this
@@ -268,11 +269,21 @@ impl Shared {
             reason: format!("cannot encode the lock document: {e}"),
         })?);
         let mut version = version;
-        for _ in 0..4 {
+        let mut backoff = Duration::from_millis(50);
+        for attempt in 1..=4 {
             let opts = PutOptions { mode: self.mode(version.as_ref()), ..Default::default() };
             match self.store.put_opts(&self.path, PutPayload::from(body.clone()), opts).await {
                 Ok(r) => return Ok(Written::Done(UpdateVersion { e_tag: r.e_tag, version: r.version })),
                 Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {}
+                // The write may have landed: the same conditional write again
+                // either lands now or is refused, and a refusal is resolved
+                // below by what the document holds.
+                Err(e) if attempt < 4 && Error::is_transient(&e) => {
+                    tracing::warn!(lock = %self.path, error = %e, "a lock write failed; trying it again");
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 4;
+                    continue;
+                }
                 Err(e) => return Err(self.store_err("put", e)),
             }
             let Found::Doc(current, now) = self.read().await? else {

@@ -25,6 +25,7 @@
 
 pub mod clock;
 pub mod config;
+pub mod counting;
 pub mod error;
 pub mod file_name;
 pub mod fs_view;

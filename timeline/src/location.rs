@@ -258,6 +258,19 @@ impl TableLocation {
         got.bytes().await.map_err(|e| Error::store("get", path, e))
     }
 
+    /// Writes `bytes` to `path`, replacing what is there: the same write
+    /// again does no harm, so a failure that may be transient is retried a
+    /// few times, with backoff, on top of the store's own retries.
+    pub async fn put(&self, path: &Path, bytes: impl Into<bytes::Bytes>) -> Result<()> {
+        let bytes: bytes::Bytes = bytes.into();
+        retry_transient(path, "put", || {
+            self.store.put_opts(path, PutPayload::from(bytes.clone()), PutMode::Overwrite.into())
+        })
+        .await
+        .map(|_| ())
+        .map_err(|e| Error::store("put", path, e))
+    }
+
     /// Creates an object that must not exist yet, holding `bytes`.
     ///
     /// Idempotent: when the object is already there with exactly these
@@ -269,28 +282,40 @@ impl TableLocation {
     /// store's own retries. [`Error::AlreadyExists`] means the object holds
     /// other bytes.
     pub async fn create(&self, path: &Path, bytes: impl Into<bytes::Bytes>) -> Result<()> {
-        const ATTEMPTS: u32 = 4;
         let bytes: bytes::Bytes = bytes.into();
-        let mut backoff = Duration::from_millis(50);
-        for attempt in 1.. {
-            match self.store.put_opts(path, PutPayload::from(bytes.clone()), PutMode::Create.into()).await {
-                Ok(_) => return Ok(()),
-                Err(object_store::Error::AlreadyExists { .. }) => {
-                    return match self.get(path).await {
-                        Ok(existing) if existing == bytes => Ok(()),
-                        Ok(_) => Err(Error::AlreadyExists { path: path.to_string() }),
-                        Err(e) => Err(e),
-                    };
-                }
-                Err(e) if attempt < ATTEMPTS && Error::is_transient(&e) => {
-                    tracing::warn!(path = %path, attempt, error = %e, "create failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff *= 4;
-                }
-                Err(e) => return Err(Error::store("create", path, e)),
-            }
+        let put = || self.store.put_opts(path, PutPayload::from(bytes.clone()), PutMode::Create.into());
+        match retry_transient(path, "create", put).await {
+            Ok(_) => Ok(()),
+            Err(object_store::Error::AlreadyExists { .. }) => match self.get(path).await {
+                Ok(existing) if existing == bytes => Ok(()),
+                Ok(_) => Err(Error::AlreadyExists { path: path.to_string() }),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(Error::store("create", path, e)),
         }
-        unreachable!("the loop returns by its last attempt")
+    }
+}
+
+/// Runs `op` until it succeeds, fails for good, or has failed transiently
+/// ([`Error::is_transient`]) four times, with backoff from 50 ms.
+async fn retry_transient<T, F, Fut>(path: &Path, what: &str, op: F) -> object_store::Result<T>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = object_store::Result<T>>,
+{
+    const ATTEMPTS: u32 = 4;
+    let mut backoff = Duration::from_millis(50);
+    let mut attempt = 1;
+    loop {
+        match op().await {
+            Err(e) if attempt < ATTEMPTS && Error::is_transient(&e) => {
+                tracing::warn!(path = %path, attempt, error = %e, "{what} failed; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff *= 4;
+                attempt += 1;
+            }
+            result => return result,
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 //! Partition folders and their `.hoodie_partition_metadata` files.
 
+use object_store::ObjectStoreExt;
+
 use crate::error::{Error, Result};
 use crate::fs_view::PARTITION_METADATA;
 use crate::instant::InstantTime;
@@ -11,6 +13,13 @@ use crate::location::TableLocation;
 pub async fn ensure_partition(loc: &TableLocation, partition: &str, commit: &InstantTime) -> Result<()> {
     let depth = partition.split('/').filter(|s| !s.is_empty()).count();
     let path = loc.join(partition).clone().join(PARTITION_METADATA);
+    // Usually it exists: one HEAD, where a create would be refused and then
+    // read back.
+    match loc.store.head(&path).await {
+        Ok(_) => return Ok(()),
+        Err(object_store::Error::NotFound { .. }) => {}
+        Err(e) => return Err(Error::store("head", &path, e)),
+    }
     let text = format!("#partition metadata\ncommitTime={commit}\npartitionDepth={depth}\n");
     match loc.create(&path, text.into_bytes()).await {
         Ok(()) | Err(Error::AlreadyExists { .. }) => Ok(()),

@@ -1,7 +1,10 @@
-//! Fault-injecting stores: wrappers over a table's `ObjectStore` that fail
-//! chosen operations, to test crashes between the steps of a protocol.
+//! Fault-injecting stores: wrappers over a table's `ObjectStore` that make
+//! chosen puts fail, stall, or succeed while reporting a failure, to test
+//! crashes between the steps of a protocol and answers lost on the network.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::stream::BoxStream;
 use object_store::path::Path;
@@ -10,22 +13,65 @@ use object_store::{
     PutOptions, PutPayload, PutResult,
 };
 
-/// A store whose puts to paths that `fails` picks fail, as if the process
-/// died just before them; every other operation goes to the inner store.
-pub struct FailPuts {
-    inner: Arc<dyn ObjectStore>,
-    what: &'static str,
-    fails: Box<dyn Fn(&str) -> bool + Send + Sync>,
+/// What happens to a put a [`FaultStore`] picks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// It fails without writing, as if the process died just before it or
+    /// the store refused it.
+    Fail,
+    /// It waits this long, then goes through.
+    Slow(Duration),
+    /// It is written, then reported as failed: the answer was lost (a
+    /// timeout, a reset connection, a 5xx after the write).
+    LostAnswer,
 }
 
-impl FailPuts {
+type Pick = Box<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// A store whose puts to paths that a predicate picks meet a [`Fault`]:
+/// every one of them ([`FaultStore::new`]), or only the first
+/// ([`FaultStore::once`]); every other operation goes to the inner store.
+pub struct FaultStore {
+    inner: Arc<dyn ObjectStore>,
+    what: &'static str,
+    fault: Fault,
+    picks: Pick,
+    /// How many more picked puts meet the fault; `usize::MAX` for all.
+    left: AtomicUsize,
+    /// The paths of the puts that met it.
+    hit: Mutex<Vec<String>>,
+}
+
+/// The name the crash tests know a [`FaultStore`] by: puts that fail.
+pub type FailPuts = FaultStore;
+
+impl FaultStore {
     /// Fails the puts whose path `fails` picks, with `what` as the reason.
     pub fn new(
         inner: Arc<dyn ObjectStore>,
         what: &'static str,
         fails: impl Fn(&str) -> bool + Send + Sync + 'static,
     ) -> Self {
-        Self { inner, what, fails: Box::new(fails) }
+        Self::with(inner, what, Fault::Fail, usize::MAX, fails)
+    }
+
+    /// Meets the first put whose path `picks` picks with `fault`.
+    pub fn once(
+        inner: Arc<dyn ObjectStore>,
+        fault: Fault,
+        picks: impl Fn(&str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        Self::with(inner, "injected fault", fault, 1, picks)
+    }
+
+    fn with(
+        inner: Arc<dyn ObjectStore>,
+        what: &'static str,
+        fault: Fault,
+        times: usize,
+        picks: impl Fn(&str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        Self { inner, what, fault, picks: Box::new(picks), left: AtomicUsize::new(times), hit: Mutex::new(Vec::new()) }
     }
 
     /// A compactor that dies after writing its base files, before its
@@ -33,42 +79,75 @@ impl FailPuts {
     pub fn before_commit(inner: Arc<dyn ObjectStore>) -> Self {
         Self::new(inner, "killed before commit", |p| p.ends_with(".commit"))
     }
-}
 
-impl std::fmt::Debug for FailPuts {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "FailPuts({}, {:?})", self.inner, self.what)
+    /// The paths of the puts that met the fault.
+    pub fn hit(&self) -> Vec<String> {
+        self.hit.lock().unwrap().clone()
+    }
+
+    /// The fault this put meets, if any (and counts it).
+    fn meets(&self, location: &Path) -> Option<Fault> {
+        if !(self.picks)(location.as_ref()) {
+            return None;
+        }
+        self.left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).ok()?;
+        self.hit.lock().unwrap().push(location.to_string());
+        Some(self.fault)
+    }
+
+    fn error(&self) -> object_store::Error {
+        object_store::Error::Generic { store: "fault", source: self.what.into() }
     }
 }
 
-impl std::fmt::Display for FailPuts {
+impl std::fmt::Debug for FaultStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "FailPuts({})", self.inner)
+        write!(f, "FaultStore({}, {:?}, {:?})", self.inner, self.fault, self.what)
+    }
+}
+
+impl std::fmt::Display for FaultStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FaultStore({})", self.inner)
     }
 }
 
 #[async_trait::async_trait]
-impl ObjectStore for FailPuts {
+impl ObjectStore for FaultStore {
     async fn put_opts(
         &self,
         location: &Path,
         payload: PutPayload,
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
-        if (self.fails)(location.as_ref()) {
-            return Err(object_store::Error::Generic { store: "fault", source: self.what.into() });
+        match self.meets(location) {
+            None => self.inner.put_opts(location, payload, opts).await,
+            Some(Fault::Fail) => Err(self.error()),
+            Some(Fault::Slow(d)) => {
+                tokio::time::sleep(d).await;
+                self.inner.put_opts(location, payload, opts).await
+            }
+            Some(Fault::LostAnswer) => {
+                self.inner.put_opts(location, payload, opts).await?;
+                Err(self.error())
+            }
         }
-        self.inner.put_opts(location, payload, opts).await
     }
     async fn put_multipart_opts(
         &self,
         location: &Path,
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        if (self.fails)(location.as_ref()) {
-            return Err(object_store::Error::Generic { store: "fault", source: self.what.into() });
+        match self.meets(location) {
+            Some(Fault::Fail) => Err(self.error()),
+            Some(Fault::Slow(d)) => {
+                tokio::time::sleep(d).await;
+                self.inner.put_multipart_opts(location, opts).await
+            }
+            // A multipart upload's answer comes at its completion, which
+            // this wrapper does not see: it goes through.
+            None | Some(Fault::LostAnswer) => self.inner.put_multipart_opts(location, opts).await,
         }
-        self.inner.put_multipart_opts(location, opts).await
     }
     async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
         self.inner.get_opts(location, options).await

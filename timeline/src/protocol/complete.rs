@@ -90,9 +90,11 @@ where
                 }
             }
         }
+        // A holder that lost the lock (its lease taken over while it was
+        // frozen or cut off) stops before recording anything: before the
+        // step that runs under the lock, and again right before visibility.
+        fence.check().await?;
         before_visible(c.clone()).await?;
-        // The last step before visibility: a holder that lost the lock
-        // (its lease taken over) stops here, with nothing visible.
         fence.check().await?;
         let done = Instant { state: State::Completed, completed: Some(c.clone()), ..instant.clone() };
         writer.create(&done, State::Completed, content).await?;

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use object_store::ObjectStoreExt;
-use object_store::PutPayload;
 use object_store::path::Path;
 use tokio::task::JoinHandle;
 
@@ -32,8 +31,7 @@ pub fn heartbeat_path(loc: &TableLocation, t: &InstantTime) -> Path {
 }
 
 async fn beat(loc: &TableLocation, path: &Path, clock: &dyn Clock) -> Result<()> {
-    let now = clock.now_millis().to_string();
-    loc.store.put(path, PutPayload::from(now.into_bytes())).await.map(|_| ()).map_err(|e| Error::store("put", path, e))
+    loc.put(path, clock.now_millis().to_string().into_bytes()).await
 }
 
 /// How long ago, by `clock`, the writer of `t` last beat. A missing

@@ -45,8 +45,8 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use object_store::ObjectStoreExt;
 use object_store::path::Path;
-use object_store::{ObjectStoreExt, PutMode, PutPayload};
 use serde::{Deserialize, Serialize};
 use tributary_format::metadata::CommitMetadata;
 
@@ -216,11 +216,7 @@ async fn write_state(loc: &TableLocation, doc: &StateFile) -> Result<()> {
     let path = state_path(loc, &doc.writer_id);
     let bytes = serde_json::to_vec(doc)
         .map_err(|e| Error::Corrupt { path: path.to_string(), reason: format!("cannot encode: {e}") })?;
-    loc.store
-        .put_opts(&path, PutPayload::from(bytes), PutMode::Overwrite.into())
-        .await
-        .map(|_| ())
-        .map_err(|e| Error::store("put", &path, e))
+    loc.put(&path, bytes).await
 }
 
 /// Parses an entry's instant times; bad ones mean the file is corrupt.

@@ -1,0 +1,164 @@
+//! [`CountingStore`]: counts the requests made through a store, by kind,
+//! so that what an operation costs on an object store (where requests are
+//! billed and each one is a round trip) can be shown and checked.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! use std::sync::Arc;
+//! use object_store::{ObjectStore, ObjectStoreExt, memory::InMemory, path::Path};
+//! use tributary_timeline::counting::{CountingStore, Requests};
+//!
+//! let store = Arc::new(CountingStore::new(Arc::new(InMemory::new())));
+//! store.put(&Path::from("a"), b"x".to_vec().into()).await.unwrap();
+//! store.head(&Path::from("a")).await.unwrap();
+//! assert_eq!(store.take(), Requests { puts: 1, heads: 1, ..Requests::default() });
+//! # }
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions,
+    PutOptions, PutPayload, PutResult,
+};
+
+/// Requests counted by a [`CountingStore`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Requests {
+    /// GETs (whole objects or ranges).
+    pub gets: usize,
+    /// HEADs.
+    pub heads: usize,
+    /// Listings, recursive or by delimiter (one per call; a store may page).
+    pub lists: usize,
+    /// Puts, single or multipart (one per upload), and copies.
+    pub puts: usize,
+    /// Deletes, one per object.
+    pub deletes: usize,
+}
+
+impl Requests {
+    /// Every request, of any kind.
+    pub fn total(&self) -> usize {
+        self.gets + self.heads + self.lists + self.puts + self.deletes
+    }
+}
+
+impl fmt::Display for Requests {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self { gets, heads, lists, puts, deletes } = self;
+        write!(f, "{puts} PUT, {gets} GET, {heads} HEAD, {lists} LIST, {deletes} DELETE")
+    }
+}
+
+impl std::ops::Sub for Requests {
+    type Output = Requests;
+    fn sub(self, o: Requests) -> Requests {
+        Requests {
+            gets: self.gets - o.gets,
+            heads: self.heads - o.heads,
+            lists: self.lists - o.lists,
+            puts: self.puts - o.puts,
+            deletes: self.deletes - o.deletes,
+        }
+    }
+}
+
+/// Passes every operation to the inner store, counting it.
+#[derive(Debug)]
+pub struct CountingStore {
+    inner: Arc<dyn ObjectStore>,
+    counts: Arc<[AtomicUsize; 5]>,
+}
+
+const GET: usize = 0;
+const HEAD: usize = 1;
+const LIST: usize = 2;
+const PUT: usize = 3;
+const DELETE: usize = 4;
+
+impl CountingStore {
+    /// Counts the requests made to `inner`.
+    pub fn new(inner: Arc<dyn ObjectStore>) -> Self {
+        Self { inner, counts: Arc::new(Default::default()) }
+    }
+
+    fn add(&self, kind: usize) {
+        self.counts[kind].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn read(&self, f: impl Fn(&AtomicUsize) -> usize) -> Requests {
+        let c = &self.counts;
+        Requests { gets: f(&c[GET]), heads: f(&c[HEAD]), lists: f(&c[LIST]), puts: f(&c[PUT]), deletes: f(&c[DELETE]) }
+    }
+
+    /// The requests counted so far.
+    pub fn requests(&self) -> Requests {
+        self.read(|c| c.load(Ordering::Relaxed))
+    }
+
+    /// The requests counted since the last call (or since creation).
+    pub fn take(&self) -> Requests {
+        self.read(|c| c.swap(0, Ordering::Relaxed))
+    }
+}
+
+impl fmt::Display for CountingStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.inner)
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for CountingStore {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        self.add(PUT);
+        self.inner.put_opts(location, payload, opts).await
+    }
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.add(PUT);
+        self.inner.put_multipart_opts(location, opts).await
+    }
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
+        self.add(if options.head { HEAD } else { GET });
+        self.inner.get_opts(location, options).await
+    }
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        let counts = self.counts.clone();
+        let counted = locations.inspect(move |l| {
+            if l.is_ok() {
+                counts[DELETE].fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        self.inner.delete_stream(counted.boxed())
+    }
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.add(LIST);
+        self.inner.list(prefix)
+    }
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.add(LIST);
+        self.inner.list_with_delimiter(prefix).await
+    }
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
+        self.add(PUT);
+        self.inner.copy_opts(from, to, options).await
+    }
+}
