@@ -35,9 +35,15 @@ pub fn file_names(root: &Path, pred: impl Fn(&str) -> bool) -> Vec<String> {
 }
 
 /// Whether a file name is a log file's (`.{fileId}_{instant}.log.{n}_{token}`),
-/// not its marker's.
+/// not its marker's, nor the staging file (`<name>#<n>`) the local store
+/// writes it through before renaming it into place.
 pub fn is_log(name: &str) -> bool {
-    name.contains(".log.") && !is_marker(name)
+    name.contains(".log.") && !is_marker(name) && !is_staging(name)
+}
+
+/// Whether a file name is a local store's staging file, `<name>#<n>`.
+fn is_staging(name: &str) -> bool {
+    name.rsplit_once('#').is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Whether a file name is a write marker's (`{file}.marker.{IOType}`).
