@@ -1,21 +1,23 @@
 //! Compaction beside writers: completion-time slicing, crash recovery,
-//! bounded memory.
+//! bounded memory; on the store `TRIBUTARY_TEST_STORE` names (see
+//! [`Place`]).
 
 use std::sync::Arc;
 
 use arrow::array::{Array, AsArray};
-use tributary::{CreateOptions, LockKind, Query, ReadOptions, Table, TableSettings};
+use tributary::{CreateOptions, Query, ReadOptions, Table};
 use tributary_compaction::execute::CompactorSettings;
-use tributary_timeline::{Action, State, TableLocation};
+use tributary_timeline::{Action, State};
 use tributary_writer::WriteSettings;
 
-use crate::support::{FARES_SCHEMA, FailPuts, batch_with_deletes, copy_tree, hybrid, oslo_batch};
+use crate::support::{FARES_SCHEMA, FailPuts, Place, batch_with_deletes, hybrid, oslo_batch};
 
-async fn table(dir: &std::path::Path) -> Table {
+/// A fares table `t` in `place`, two buckets per city.
+async fn table(place: &Place) -> Table {
     let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
     o.partition_field = Some("city".into());
     o.buckets = 2;
-    Table::builder_local(dir.join("t")).with_settings(hybrid()).create(o).await.unwrap()
+    place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap()
 }
 
 async fn rows(t: &Table, query: Query) -> Vec<(String, i64, f64)> {
@@ -30,8 +32,8 @@ async fn rows(t: &Table, query: Query) -> Vec<(String, i64, f64)> {
 /// completed after it lands in the new slice, and nothing is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn late_completion_falls_into_the_new_slice() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = table(dir.path()).await;
+    let Some(place) = Place::new() else { return };
+    let t = table(&place).await;
     let client = t.write_client(WriteSettings::default()).unwrap();
     let mut c1 = client.start_commit().await.unwrap();
     c1.write_batch(&oslo_batch(&[("a", 1, 1.0), ("b", 1, 1.0)])).await.unwrap();
@@ -71,8 +73,8 @@ async fn late_completion_falls_into_the_new_slice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = table(dir.path()).await;
+    let Some(place) = Place::new() else { return };
+    let t = table(&place).await;
     let client = t.write_client(WriteSettings::default()).unwrap();
     for i in 0..3 {
         let mut c = client.start_commit().await.unwrap();
@@ -81,21 +83,15 @@ async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
     }
     let before = rows(&t, Query::Snapshot).await;
 
-    let healthy = t.location().clone();
-    let crashing = TableLocation::new(Arc::new(FailPuts::before_commit(healthy.store.clone())), healthy.root.clone());
-    let in_process = TableSettings { lock: LockKind::InProcess, ..hybrid() };
-    let broken = Table::builder(crashing).with_settings(in_process).open().await.unwrap();
+    let broken =
+        place.table("t").builder_through(|s| Arc::new(FailPuts::before_commit(s)), hybrid()).open().await.unwrap();
     let err = broken.compactor(CompactorSettings::default()).await.unwrap().run_once().await;
     assert!(err.is_err(), "the crash stops the compaction");
     let (timeline, _) = t.file_system_view().await.unwrap();
     let pending: Vec<_> = timeline.pending_compactions().collect();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].state, State::Inflight);
-    let parquet = std::fs::read_dir(dir.path().join("t/city=oslo"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
-        .count();
+    let parquet = place.table("t").file_names_under("city=oslo", |n| n.ends_with(".parquet")).len();
     assert!(parquet > 0, "base files were written before the crash");
     assert_eq!(rows(&t, Query::Snapshot).await, before, "readers never see the partial result");
     assert!(rows(&t, Query::ReadOptimized).await.is_empty());
@@ -111,8 +107,8 @@ async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn groups_larger_than_the_budget_merge_through_spill_files() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = table(dir.path()).await;
+    let Some(place) = Place::new() else { return };
+    let t = table(&place).await;
     let client = t.write_client(WriteSettings::default()).unwrap();
     let keys: Vec<String> = (0..3000).map(|k| format!("k{k:05}")).collect();
     for round in 0..4i64 {
@@ -147,9 +143,9 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
     // key index alone over the budget).
     let mut paths = std::collections::BTreeSet::new();
     for budget_kib in [16, 64, 256, 512, 800, 832, 1024, 4096, 16384] {
-        let copy = tempfile::tempdir().unwrap();
-        copy_tree(&dir.path().join("t"), &copy.path().join("t"));
-        let t = Table::builder_local(copy.path().join("t")).with_settings(hybrid()).open().await.unwrap();
+        let copy = place.table(&format!("copy-{budget_kib}"));
+        place.table("t").copy_to(&copy);
+        let t = copy.builder().with_settings(hybrid()).open().await.unwrap();
         let settings = CompactorSettings { memory_budget: budget_kib << 10, ..Default::default() };
         let done = t.compactor(settings).await.unwrap().run_once().await.unwrap();
         let s = &done[0];
@@ -171,9 +167,15 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
     // A budget far below the group's size forces the merge through spill files.
     let settings = CompactorSettings { memory_budget: 64 << 10, ..Default::default() };
     let compactor = t.compactor(settings).await.unwrap();
-    // What a crashed attempt of this plan would have spilled is cleared first.
+    // What a crashed attempt of this plan would have spilled is cleared
+    // first. The default spill folder (`TableSettings::spill_dir`): the
+    // table's `.hoodie/.temp/` for a local folder, else the system's.
+    let spill_root = match t.location().local_folder() {
+        Some(dir) => dir.join(".hoodie/.temp"),
+        None => std::env::temp_dir().join("tributary-spill"),
+    };
     let (c, _) = compactor.schedule().await.unwrap().unwrap();
-    let leftover = dir.path().join(format!("t/.hoodie/.temp/{c}.00000000-0000-0000-0000-000000000000-0.spill"));
+    let leftover = spill_root.join(format!("{c}.00000000-0000-0000-0000-000000000000-0.spill"));
     std::fs::create_dir_all(&leftover).unwrap();
     std::fs::write(leftover.join("part-0000-000001.spill"), b"stale").unwrap();
     let done = compactor.run_once().await.unwrap();
@@ -181,24 +183,41 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
     assert!(!leftover.exists(), "stale spill files are removed");
     assert_eq!(rows(&t, Query::ReadOptimized).await, before);
     assert_eq!(rows(&t, Query::Snapshot).await, before);
-    let temp: Vec<String> = std::fs::read_dir(dir.path().join("t/.hoodie/.temp"))
+    // Every instant completed: no marker and no spill folder is left (the
+    // system's spill folder is shared: this table's compactions' folders).
+    let markers = place.table("t").list(".hoodie/.temp");
+    assert!(markers.is_empty(), "markers are removed: {markers:?}");
+    let compactions: Vec<String> = t
+        .timeline()
+        .await
+        .unwrap()
+        .instants()
+        .iter()
+        .filter(|i| i.action == Action::Compaction)
+        .map(|i| format!("{}.", i.requested))
+        .collect();
+    assert!(!compactions.is_empty());
+    let temp: Vec<String> = std::fs::read_dir(&spill_root)
         .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
-    // Every instant completed: no marker folder and no spill folder is left.
+    let temp: Vec<&String> = match t.location().local_folder() {
+        Some(_) => temp.iter().collect(),
+        None => temp.iter().filter(|n| compactions.iter().any(|c| n.starts_with(c))).collect(),
+    };
     assert!(temp.is_empty(), "markers and spill files are removed: {temp:?}");
     // Base files are sorted by record key.
-    for e in std::fs::read_dir(dir.path().join("t/city=oslo")).unwrap().flatten() {
-        if e.file_name().to_string_lossy().ends_with(".parquet") {
-            let bytes = bytes::Bytes::from(std::fs::read(e.path()).unwrap());
-            let reader =
-                parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes).unwrap().build().unwrap();
-            let mut keys = Vec::new();
-            for b in reader {
-                let b = b.unwrap();
-                let k = b.column_by_name("_hoodie_record_key").unwrap().as_string::<i32>().clone();
-                keys.extend((0..k.len()).map(|i| k.value(i).to_string()));
-            }
-            assert!(keys.windows(2).all(|w| w[0] < w[1]), "sorted and unique");
+    let table = place.table("t");
+    for path in table.file_paths(|n| n.ends_with(".parquet")) {
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(table.read(&path))
+            .unwrap()
+            .build()
+            .unwrap();
+        let mut keys = Vec::new();
+        for b in reader {
+            let b = b.unwrap();
+            let k = b.column_by_name("_hoodie_record_key").unwrap().as_string::<i32>().clone();
+            keys.extend((0..k.len()).map(|i| k.value(i).to_string()));
         }
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{path}: sorted and unique");
     }
 }
