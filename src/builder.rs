@@ -112,10 +112,10 @@ pub(crate) enum Spill {
 /// - instant lock and compaction lock: per [`TableSettings::lock`] (by
 ///   default an OS [`FileLock`] on the table folder for a table in a local
 ///   folder, a [`LeaseLock`] in the table's store otherwise);
-/// - spill folder: [`TableSettings::spill_dir`], by default the table's
-///   `.hoodie/.temp/` for a table in a local folder and the system's temporary
-///   folder otherwise, through a local store that skips fsync (spill files
-///   never outlive a compaction).
+/// - spill folder: the table's subfolder of [`TableSettings::spill_dir`], by
+///   default the table's `.hoodie/.temp/` for a table in a local folder and
+///   its subfolder of the system's temporary folder otherwise, through a
+///   local store that skips fsync (spill files never outlive a compaction).
 ///
 /// Nothing is checked or resolved until [`TableBuilder::open`] or
 /// [`TableBuilder::create`].
@@ -227,7 +227,9 @@ impl TableBuilder {
     }
 
     /// Where compactors put their spill files: folder `dir` of `store`. By
-    /// default [`TableSettings::spill_dir`].
+    /// default [`TableSettings::spill_dir`]. Spill folders are named by
+    /// compaction instant and file group, so tables that may compact at
+    /// once need folders of their own.
     pub fn with_spill_store(mut self, store: Arc<dyn ObjectStore>, dir: Path) -> Self {
         self.spill = Some((store, dir));
         self
@@ -414,14 +416,32 @@ impl TableBuilder {
             Some(l) => l,
             None => default_lock(true)?,
         };
+        // Spill folders are named by compaction instant and file group
+        // alone, which two tables can share: a folder outside the table
+        // holds one subfolder per table, lest one table's compaction clear
+        // or read another's spill files.
         let spill = match (spill, &settings.spill_dir, &local_dir) {
             (Some((store, dir)), _, _) => Spill::Given(store, dir),
-            (None, Some(dir), _) => Spill::Local(dir.clone()),
+            (None, Some(dir), _) => Spill::Local(dir.join(spill_subfolder(&loc))),
             (None, None, Some(table)) => Spill::Local(table.join(".hoodie").join(".temp")),
-            (None, None, None) => Spill::Local(std::env::temp_dir().join("tributary-spill")),
+            (None, None, None) => {
+                Spill::Local(std::env::temp_dir().join("tributary-spill").join(spill_subfolder(&loc)))
+            }
         };
         Ok((loc, Components { settings, clock, lock, compaction_lock, spill }))
     }
+}
+
+/// The subfolder of a shared spill folder that the table at `loc` spills
+/// to: a hash (64-bit FNV-1a) of the location as it reads, the same in
+/// every process, so a compaction still finds what a crashed attempt of it
+/// spilled.
+fn spill_subfolder(loc: &TableLocation) -> String {
+    let hash = loc
+        .to_string()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    format!("{hash:016x}")
 }
 
 /// The owner a lease lock names by default: host and process.

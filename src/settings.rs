@@ -100,10 +100,12 @@ pub struct TableSettings {
     /// ([`tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY`]).
     #[serde(rename = "heartbeat_expiry_ms", with = "millis_serde")]
     pub heartbeat_expiry: Duration,
-    /// The local folder compactors spill to, unless a spill store is
-    /// injected with [`TableBuilder::with_spill_store`](crate::TableBuilder::with_spill_store).
-    /// Default: the table's `.hoodie/.temp/` for a table in a local folder,
-    /// `<system temporary folder>/tributary-spill` for any other.
+    /// The local folder compactors spill under, unless a spill store is
+    /// injected with [`TableBuilder::with_spill_store`](crate::TableBuilder::with_spill_store):
+    /// in a subfolder per table (named by a hash of the table's location), so
+    /// tables may share it. Default: the table's `.hoodie/.temp/` for a table
+    /// in a local folder, `<system temporary folder>/tributary-spill/<table
+    /// hash>` for any other.
     pub spill_dir: Option<std::path::PathBuf>,
 }
 

@@ -5,12 +5,13 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, AsArray};
-use tributary::{CreateOptions, Query, ReadOptions, Table};
+use tributary::{CreateOptions, Query, ReadOptions, Table, TableSettings};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::{Action, State};
 use tributary_writer::WriteSettings;
 
 use crate::support::{FARES_SCHEMA, FailPuts, Place, batch_with_deletes, hybrid, oslo_batch};
+use tributary_timeline::ManualClock;
 
 /// A fares table `t` in `place`, two buckets per city.
 async fn table(place: &Place) -> Table {
@@ -164,16 +165,30 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
     for path in [(Some(true), Some(false)), (Some(true), Some(true)), (Some(false), Some(true))] {
         assert!(paths.contains(&path), "(key first, spilled) = {path:?} among {paths:?}");
     }
-    // A budget far below the group's size forces the merge through spill files.
+    // A budget far below the group's size forces the merge through spill
+    // files. They go to the table's `.hoodie/.temp/` for a local folder;
+    // for a table elsewhere to its subfolder of `TableSettings::spill_dir`
+    // (by default of the system's temporary folder; here of one of this
+    // test's own, so that the subfolder is the only one there).
     let settings = CompactorSettings { memory_budget: 64 << 10, ..Default::default() };
-    let compactor = t.compactor(settings).await.unwrap();
-    // What a crashed attempt of this plan would have spilled is cleared
-    // first. The default spill folder (`TableSettings::spill_dir`): the
-    // table's `.hoodie/.temp/` for a local folder, else the system's.
-    let spill_root = match t.location().local_folder() {
-        Some(dir) => dir.join(".hoodie/.temp"),
-        None => std::env::temp_dir().join("tributary-spill"),
+    let (t, spill_dir) = match t.location().local_folder() {
+        Some(dir) => (t.clone(), dir.join(".hoodie/.temp")),
+        None => {
+            let spill_dir = place.scratch().join("spill");
+            let settings = TableSettings { spill_dir: Some(spill_dir.clone()), ..hybrid() };
+            (place.table("t").builder().with_settings(settings).open().await.unwrap(), spill_dir)
+        }
     };
+    let compactor = t.compactor(settings).await.unwrap();
+    let spill_root = match t.location().local_folder() {
+        Some(_) => spill_dir,
+        None => {
+            let subfolders: Vec<_> = std::fs::read_dir(&spill_dir).unwrap().flatten().map(|e| e.path()).collect();
+            assert_eq!(subfolders.len(), 1, "one subfolder per table: {subfolders:?}");
+            subfolders[0].clone()
+        }
+    };
+    // What a crashed attempt of this plan would have spilled is cleared first.
     let (c, _) = compactor.schedule().await.unwrap().unwrap();
     let leftover = spill_root.join(format!("{c}.00000000-0000-0000-0000-000000000000-0.spill"));
     std::fs::create_dir_all(&leftover).unwrap();
@@ -183,27 +198,12 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
     assert!(!leftover.exists(), "stale spill files are removed");
     assert_eq!(rows(&t, Query::ReadOptimized).await, before);
     assert_eq!(rows(&t, Query::Snapshot).await, before);
-    // Every instant completed: no marker and no spill folder is left (the
-    // system's spill folder is shared: this table's compactions' folders).
+    // Every instant completed: no marker folder and no spill folder is left.
     let markers = place.table("t").list(".hoodie/.temp");
     assert!(markers.is_empty(), "markers are removed: {markers:?}");
-    let compactions: Vec<String> = t
-        .timeline()
-        .await
-        .unwrap()
-        .instants()
-        .iter()
-        .filter(|i| i.action == Action::Compaction)
-        .map(|i| format!("{}.", i.requested))
-        .collect();
-    assert!(!compactions.is_empty());
     let temp: Vec<String> = std::fs::read_dir(&spill_root)
         .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
-    let temp: Vec<&String> = match t.location().local_folder() {
-        Some(_) => temp.iter().collect(),
-        None => temp.iter().filter(|n| compactions.iter().any(|c| n.starts_with(c))).collect(),
-    };
     assert!(temp.is_empty(), "markers and spill files are removed: {temp:?}");
     // Base files are sorted by record key.
     let table = place.table("t");
@@ -219,5 +219,49 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
             keys.extend((0..k.len()).map(|i| k.value(i).to_string()));
         }
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "{path}: sorted and unique");
+    }
+}
+
+/// Two tables outside a local folder spill to the same local folder by
+/// default. Their compactions may share an instant (here two tables whose
+/// clocks read alike) and file group ids (bucket file ids are the same in
+/// every table): each still merges its own rows, and neither clears the
+/// other's spill files. On `memory://` tables in every run: the shared
+/// folder is local whatever the table's store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_compacting_at_one_instant_keep_their_spill_files_apart() {
+    let keys: Vec<String> = (0..3000).map(|k| format!("k{k:05}")).collect();
+    let mut tables = Vec::new();
+    for (name, fare) in [("a", 1.0), ("b", 2.0)] {
+        let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
+        o.buckets = 1;
+        let t = Table::builder_uri(format!("memory:///compaction-spill/{name}"))
+            .with_settings(hybrid())
+            .with_clock(Arc::new(ManualClock::new(1_766_264_468_078)))
+            .create(o)
+            .await
+            .unwrap();
+        let client = t.write_client(WriteSettings::default()).unwrap();
+        for round in 0..3i64 {
+            let data: Vec<(&str, i64, f64)> = keys.iter().map(|k| (k.as_str(), round, fare)).collect();
+            let mut c = client.start_commit().await.unwrap();
+            c.write_batch(&oslo_batch(&data)).await.unwrap();
+            c.commit().await.unwrap();
+        }
+        let want = rows(&t, Query::Snapshot).await;
+        tables.push((t, want));
+    }
+    // A budget far below a group's size: both merges go through spill files.
+    let settings = CompactorSettings { memory_budget: 16 << 10, ..Default::default() };
+    let (a, b) = (&tables[0].0, &tables[1].0);
+    let (ca, cb) = (a.compactor(settings.clone()).await.unwrap(), b.compactor(settings).await.unwrap());
+    let (ia, _) = ca.schedule().await.unwrap().unwrap();
+    let (ib, _) = cb.schedule().await.unwrap().unwrap();
+    assert_eq!(ia, ib, "the two compactions share an instant");
+    let (da, db) = tokio::join!(ca.execute(&ia), cb.execute(&ib));
+    for (done, (t, want)) in [da, db].into_iter().zip(&tables) {
+        let done = done.unwrap_or_else(|e| panic!("{}: {e}", t.location()));
+        assert_eq!(done.spilled_groups, done.groups, "{}: merged through spill files", t.location());
+        assert_eq!(&rows(t, Query::ReadOptimized).await, want, "{}: its own rows", t.location());
     }
 }
