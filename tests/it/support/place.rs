@@ -114,8 +114,7 @@ impl Drop for Place {
         let (store, root) = (all.loc.store.clone(), all.loc.root.clone());
         block_on(async move {
             let listed = store.list(Some(&root)).map_ok(|m| m.location).boxed();
-            let deleted: Vec<StorePath> = store.delete_stream(listed).try_collect().await.unwrap();
-            deleted.len()
+            let _: Vec<StorePath> = store.delete_stream(listed).try_collect().await.unwrap();
         });
     }
 }
@@ -136,7 +135,9 @@ fn test_name() -> String {
 }
 
 /// Runs `f` to completion on the helpers' own runtime, from sync or async
-/// code alike (it blocks the calling thread, never a runtime of the test).
+/// code alike: the calling thread waits (a worker of the test's runtime, if
+/// called from one), and nothing of the test's runtime runs `f`, so the
+/// helpers' store clients never outlive the runtime they were used on.
 fn block_on<F>(f: F) -> F::Output
 where
     F: Future + Send + 'static,
