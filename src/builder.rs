@@ -112,10 +112,10 @@ pub(crate) enum Spill {
 /// - instant lock and compaction lock: per [`TableSettings::lock`] (by
 ///   default an OS [`FileLock`] on the table folder for a table in a local
 ///   folder, a [`LeaseLock`] in the table's store otherwise);
-/// - spill folder: [`TableSettings::spill_dir`], by default the table's
-///   `.hoodie/.temp/` for a table in a local folder and the system's temporary
-///   folder otherwise, through a local store that skips fsync (spill files
-///   never outlive a compaction).
+/// - spill folder: the table's subfolder of [`TableSettings::spill_dir`], by
+///   default the table's `.hoodie/.temp/` for a table in a local folder and
+///   its subfolder of the system's temporary folder otherwise, through a
+///   local store that skips fsync (spill files never outlive a compaction).
 ///
 /// Nothing is checked or resolved until [`TableBuilder::open`] or
 /// [`TableBuilder::create`].
@@ -227,7 +227,9 @@ impl TableBuilder {
     }
 
     /// Where compactors put their spill files: folder `dir` of `store`. By
-    /// default [`TableSettings::spill_dir`].
+    /// default [`TableSettings::spill_dir`]. Spill folders are named by
+    /// compaction instant and file group, so tables that may compact at
+    /// once need folders of their own.
     pub fn with_spill_store(mut self, store: Arc<dyn ObjectStore>, dir: Path) -> Self {
         self.spill = Some((store, dir));
         self
@@ -414,14 +416,30 @@ impl TableBuilder {
             Some(l) => l,
             None => default_lock(true)?,
         };
+        // Spill folders are named by compaction instant and file group
+        // alone, which two tables can share: a folder outside the table
+        // holds one subfolder per table, lest one table's compaction clear
+        // or read another's spill files.
         let spill = match (spill, &settings.spill_dir, &local_dir) {
             (Some((store, dir)), _, _) => Spill::Given(store, dir),
-            (None, Some(dir), _) => Spill::Local(dir.clone()),
+            (None, Some(dir), _) => Spill::Local(dir.join(spill_subfolder(&loc))),
             (None, None, Some(table)) => Spill::Local(table.join(".hoodie").join(".temp")),
-            (None, None, None) => Spill::Local(std::env::temp_dir().join("tributary-spill")),
+            (None, None, None) => {
+                Spill::Local(std::env::temp_dir().join("tributary-spill").join(spill_subfolder(&loc)))
+            }
         };
         Ok((loc, Components { settings, clock, lock, compaction_lock, spill }))
     }
+}
+
+/// The subfolder of a shared spill folder that the table at `loc` spills
+/// to: the table's folder name and a CRC-32 of its location as it reads,
+/// the same in every process, so a compaction still finds what a crashed
+/// attempt of it spilled.
+fn spill_subfolder(loc: &TableLocation) -> String {
+    let name: String =
+        loc.root.filename().unwrap_or("table").chars().filter(char::is_ascii_alphanumeric).take(40).collect();
+    format!("{name}-{:08x}", crc32fast::hash(loc.to_string().as_bytes()))
 }
 
 /// The owner a lease lock names by default: host and process.

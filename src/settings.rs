@@ -100,9 +100,11 @@ pub struct TableSettings {
     /// ([`tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY`]).
     #[serde(rename = "heartbeat_expiry_ms", with = "millis_serde")]
     pub heartbeat_expiry: Duration,
-    /// The local folder compactors spill to, unless a spill store is
-    /// injected with [`TableBuilder::with_spill_store`](crate::TableBuilder::with_spill_store).
-    /// Default: the table's `.hoodie/.temp/` for a table in a local folder,
+    /// The local folder compactors spill under, unless a spill store is
+    /// injected with [`TableBuilder::with_spill_store`](crate::TableBuilder::with_spill_store):
+    /// in a subfolder per table (its folder name and a checksum of its
+    /// location), so tables may share it. Default: the table's
+    /// `.hoodie/.temp/` for a table in a local folder, that subfolder of
     /// `<system temporary folder>/tributary-spill` for any other.
     pub spill_dir: Option<std::path::PathBuf>,
 }

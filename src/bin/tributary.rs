@@ -244,8 +244,9 @@ enum Command {
         /// compacted at once; larger groups merge through spill files.
         #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
         memory_mb: u64,
-        /// Local folder for spill files (default: the table's `.hoodie/.temp`
-        /// for a local table, the system's temporary folder otherwise).
+        /// Local folder for spill files, in a subfolder per table (default:
+        /// the table's `.hoodie/.temp` for a local table, the system's
+        /// temporary folder otherwise).
         #[arg(long)]
         spill_dir: Option<PathBuf>,
         /// How instants are generated.

@@ -1,7 +1,8 @@
 //! Exactly-once writers: checkpoints committed with the data (`write
 //! --writer-id ID --checkpoint OFFSET`), looked up from the writer's state
 //! file (`tributary checkpoint`), and writer ids taken over by a newer
-//! writer, which fences the older one.
+//! writer, which fences the older one. On the store
+//! `TRIBUTARY_TEST_STORE` names (see [`Place`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,7 +12,7 @@ use serde_json::Value;
 use tributary::{CreateOptions, LockKind, Query, ReadOptions, Table, TableSettings};
 use tributary_format::ErrorKind;
 use tributary_format::metadata::CommitMetadata;
-use tributary_timeline::{FileLock, TableLocation};
+use tributary_timeline::TableLocation;
 use tributary_writer::WriteSettings;
 
 use crate::support::*;
@@ -43,9 +44,9 @@ fn fails_with(code: i32, args: &[&str]) -> String {
 
 /// `tributary write` of source lines `from..to` as writer `id`, committing
 /// checkpoint `to` after expecting `expect`.
-fn write_cli(dir: &Path, table: &Path, id: &str, from: usize, to: usize, expect: &str) -> String {
+fn write_cli(dir: &Path, table: &TableUri, id: &str, from: usize, to: usize, expect: &str) -> String {
     let input = batch(dir, from, to);
-    let (t, input, to) = (table.to_str().unwrap(), input.to_str().unwrap(), to.to_string());
+    let (t, input, to) = (table.uri(), input.to_str().unwrap(), to.to_string());
     tributary_ok(&[
         "write",
         t,
@@ -64,21 +65,22 @@ fn write_cli(dir: &Path, table: &Path, id: &str, from: usize, to: usize, expect:
 
 /// Records written by the table's completed delta commits, by their
 /// commit metadata: a record written twice counts twice.
-fn committed_writes(table: &Path) -> i64 {
-    let names = file_paths(&table.join(".hoodie/timeline"), |n| n.ends_with(".deltacommit"));
+fn committed_writes(table: &TableUri) -> i64 {
+    let names: Vec<String> =
+        table.list(".hoodie/timeline").into_iter().filter(|p| p.ends_with(".deltacommit")).collect();
     names
         .iter()
         .map(|p| {
-            let meta = CommitMetadata::from_avro_container(&std::fs::read(p).unwrap(), &p.display().to_string());
+            let meta = CommitMetadata::from_avro_container(&table.read(p), p);
             meta.unwrap().write_stats().map(|s| s.num_writes).sum::<i64>()
         })
         .sum()
 }
 
 /// `tributary read` of `table`: fare by record key, each key once.
-fn fares(table: &Path) -> BTreeMap<String, f64> {
+fn fares(table: &TableUri) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
-    for l in tributary_ok(&["read", table.to_str().unwrap()]).lines() {
+    for l in tributary_ok(&["read", table.uri()]).lines() {
         let row: Value = serde_json::from_str(l).unwrap();
         let key = row["uuid"].as_str().unwrap().to_string();
         assert!(out.insert(key.clone(), row["fare"].as_f64().unwrap()).is_none(), "{key} read twice");
@@ -93,24 +95,19 @@ fn fares(table: &Path) -> BTreeMap<String, f64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_resumes_from_the_printed_checkpoint_without_loss_or_duplicate() {
     const N: usize = 300;
-    let dir = tempfile::tempdir().unwrap();
-    let table = init_trips(dir.path(), "t", &["--partition-field", "city", "--buckets", "2"]);
-    let t = table.to_str().unwrap();
+    let Some(place) = Place::new() else { return };
+    let table = place.init_trips("t", &["--partition-field", "city", "--buckets", "2"]);
+    let t = table.uri();
     assert_eq!(tributary_ok(&["checkpoint", t, "--writer-id", "src"]), "", "no checkpoint yet");
-    let out = write_cli(dir.path(), &table, "src", 0, 100, "");
+    let out = write_cli(place.scratch(), &table, "src", 0, 100, "");
     assert!(out.contains("checkpoint `100` committed as writer `src` (generation 1)"), "{out}");
 
     // The second run: its completed file cannot be created (the process
     // dies there), after its log files and its pending entry are written.
-    let healthy = TableLocation::local(&table).unwrap();
-    let dies = FailPuts::new(healthy.store.clone(), "killed before completion", |p| p.ends_with(".deltacommit"));
-    let crashing = TableLocation::new(Arc::new(dies), healthy.root.clone());
-    let crashed = Table::builder(crashing)
-        .with_settings(TableSettings { lock: LockKind::InProcess, ..hybrid() })
-        .with_lock(Arc::new(FileLock::for_table(&table)))
-        .open()
-        .await
-        .unwrap();
+    let dies = |s| -> Arc<dyn object_store::ObjectStore> {
+        Arc::new(FailPuts::new(s, "killed before completion", |p| p.ends_with(".deltacommit")))
+    };
+    let crashed = table.builder_through(dies, hybrid()).open().await.unwrap();
     let client = crashed.write_client(settings("src")).unwrap();
     let status = client.register().await.unwrap();
     assert_eq!(status.generation, 2);
@@ -121,9 +118,8 @@ async fn a_restart_resumes_from_the_printed_checkpoint_without_loss_or_duplicate
     let lost = commit.instant().to_string();
     let err = commit.commit_with_checkpoint(Some("200".into())).await.unwrap_err();
     assert!(err.to_string().contains("killed before completion"), "{err}");
-    assert!(!file_names(&table, |n| is_log(n) && n.contains(&format!("_{lost}.log."))).is_empty());
-    let state: Value =
-        serde_json::from_slice(&std::fs::read(table.join(".hoodie/.tributary/writers/src.json")).unwrap()).unwrap();
+    assert!(!table.file_names(|n| is_log(n) && n.contains(&format!("_{lost}.log."))).is_empty());
+    let state: Value = serde_json::from_slice(&table.read(".hoodie/.tributary/writers/src.json")).unwrap();
     assert_eq!(state["pending"]["checkpoint"], "200", "the pending entry was written: {state}");
     assert_eq!(state["pending"]["instant"], lost.as_str(), "{state}");
     drop(client);
@@ -132,7 +128,7 @@ async fn a_restart_resumes_from_the_printed_checkpoint_without_loss_or_duplicate
     let printed = tributary_ok(&["checkpoint", t, "--writer-id", "src"]);
     assert_eq!(printed, "100\n");
     let from: usize = printed.trim().parse().unwrap();
-    write_cli(dir.path(), &table, "src", from, N, printed.trim());
+    write_cli(place.scratch(), &table, "src", from, N, printed.trim());
     assert_eq!(tributary_ok(&["checkpoint", t, "--writer-id", "src"]), format!("{N}\n"));
 
     let want: BTreeMap<String, f64> = (0..N).map(|i| (format!("k{i:04}"), i as f64 + 0.5)).collect();
@@ -150,12 +146,12 @@ async fn a_restart_resumes_from_the_printed_checkpoint_without_loss_or_duplicate
 /// commit fails naming the id, is withdrawn with its files, and B commits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newer_writer_with_the_same_id_fences_the_older_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("t");
+    let Some(place) = Place::new() else { return };
+    let root = place.table("t");
     let mut options = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
     options.partition_field = Some("city".into());
     options.buckets = 2;
-    let t = Table::builder_local(&root).with_settings(hybrid()).create(options).await.unwrap();
+    let t = root.builder().with_settings(hybrid()).create(options).await.unwrap();
     let a = t.write_client(WriteSettings { buffer_bytes: 1, ..settings("x") }).unwrap();
     assert_eq!(a.register().await.unwrap().generation, 1);
     let mut c = a.start_commit().await.unwrap();
@@ -174,11 +170,11 @@ async fn a_newer_writer_with_the_same_id_fences_the_older_one() {
     assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
     let msg = err.to_string();
     assert!(msg.contains("writer ID `x` was taken over by a newer writer (generation 2)"), "{msg}");
-    assert!(msg.contains(&fenced) && msg.contains(&root.display().to_string()), "{msg}");
+    assert!(msg.contains(&fenced) && msg.contains(root.uri()), "{msg}");
     assert_eq!(t.read(&ReadOptions::default()).await.unwrap(), before, "nothing of A's commit is visible");
     let timeline = t.timeline().await.unwrap();
     assert!(timeline.get(&fenced.parse().unwrap()).is_none(), "A's instant is withdrawn: {:?}", timeline.instants());
-    let leftovers = file_paths(&root, |n| n.contains(&fenced));
+    let leftovers = root.file_paths(|n| n.contains(&fenced));
     assert!(leftovers.is_empty(), "A's log files, markers and heartbeat are gone: {leftovers:?}");
     assert_eq!(b.last_checkpoint("x").await.unwrap().as_deref(), Some("1"));
     // A stays fenced; B commits.
@@ -199,11 +195,14 @@ async fn a_newer_writer_with_the_same_id_fences_the_older_one() {
 }
 
 /// Looking a checkpoint up reads the writer's state file and checks one
-/// completed file's existence, however many commits the table holds.
+/// completed file's existence, however many commits the table holds. (The
+/// lock is this process's, whose requests are not the point.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lookup_reads_one_file_however_long_the_timeline() {
-    let store = Arc::new(CountingStore::new(Arc::new(object_store::memory::InMemory::new())));
-    let loc = TableLocation::new(store.clone(), object_store::path::Path::from("warehouse/fares"));
+    let Some(place) = Place::new() else { return };
+    let healthy = place.table("fares").location();
+    let store = Arc::new(CountingStore::new(healthy.store.clone()));
+    let loc = TableLocation::new(store.clone(), healthy.root.clone());
     let mut options = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
     options.buckets = 2;
     let t = Table::builder(loc)
@@ -247,10 +246,10 @@ async fn a_lookup_reads_one_file_however_long_the_timeline() {
 
 #[test]
 fn checkpoint_options_need_a_writer_id_and_one_commit() {
-    let dir = tempfile::tempdir().unwrap();
-    let table = init_trips(dir.path(), "t", &[]);
-    let t = table.to_str().unwrap();
-    let input = batch(dir.path(), 0, 3);
+    let Some(place) = Place::new() else { return };
+    let table = place.init_trips("t", &[]);
+    let t = table.uri();
+    let input = batch(place.scratch(), 0, 3);
     let i = input.to_str().unwrap();
     let err = fails_with(2, &["write", t, "--input", i, "--checkpoint", "3"]);
     assert!(err.contains("--checkpoint needs --writer-id"), "{err}");
@@ -270,10 +269,10 @@ fn checkpoint_options_need_a_writer_id_and_one_commit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_writer_ids_are_invalid_input_naming_the_id() {
-    let dir = tempfile::tempdir().unwrap();
-    let table = init_trips(dir.path(), "t", &[]);
-    let t = table.to_str().unwrap();
-    let input = batch(dir.path(), 0, 3);
+    let Some(place) = Place::new() else { return };
+    let table = place.init_trips("t", &[]);
+    let t = table.uri();
+    let input = batch(place.scratch(), 0, 3);
     for bad in ["../escape", "a/b", ".hidden", "with space", ""] {
         let err =
             fails_with(2, &["write", t, "--input", input.to_str().unwrap(), "--writer-id", bad, "--checkpoint", "3"]);
@@ -282,9 +281,9 @@ async fn bad_writer_ids_are_invalid_input_naming_the_id() {
         assert!(err.contains(&format!("writer ID `{bad}`")), "{err}");
     }
     assert!(tributary_ok(&["timeline", t]).is_empty(), "nothing was written");
-    let outside = file_paths(dir.path(), |n| n.ends_with(".json") && n != "writers.json");
+    let outside = place.file_names(|n| n.ends_with(".json") && n != "writers.json");
     assert!(outside.is_empty(), "no state file was made: {outside:?}");
-    let opened = Table::open_local(&table).await.unwrap();
+    let opened = Table::open_uri(t).await.unwrap();
     let err = opened.write_client(settings("a:b")).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
     assert!(err.to_string().contains("writer ID `a:b`: holds `:`"), "{err}");
@@ -295,9 +294,10 @@ async fn bad_writer_ids_are_invalid_input_naming_the_id() {
 /// write after someone else committed, before writing anything.
 #[test]
 fn the_checkpoint_command_and_expected_checkpoints() {
-    let dir = tempfile::tempdir().unwrap();
-    let table = init_trips(dir.path(), "t", &["--partition-field", "city"]);
-    let t = table.to_str().unwrap();
+    let Some(place) = Place::new() else { return };
+    let dir = place.scratch();
+    let table = place.init_trips("t", &["--partition-field", "city"]);
+    let t = table.uri();
     let json = |id: &str| -> Value {
         serde_json::from_str(&tributary_ok(&["checkpoint", t, "--writer-id", id, "--format", "json"])).unwrap()
     };
@@ -305,7 +305,7 @@ fn the_checkpoint_command_and_expected_checkpoints() {
         json("src"),
         serde_json::json!({"writer_id": "src", "checkpoint": null, "instant": null, "completed": null, "generation": 0})
     );
-    write_cli(dir.path(), &table, "src", 0, 10, "");
+    write_cli(dir, &table, "src", 0, 10, "");
     let doc = json("src");
     assert_eq!((doc["checkpoint"].as_str(), doc["generation"].as_u64()), (Some("10"), Some(1)), "{doc}");
     let timeline = tributary_ok(&["timeline", t]);
@@ -313,8 +313,8 @@ fn the_checkpoint_command_and_expected_checkpoints() {
     assert!(timeline.lines().any(|l| l.starts_with(instant) && l.ends_with(completed)), "{doc}\n{timeline}");
 
     // Another run of the id commits after our read: we refuse, and write nothing.
-    write_cli(dir.path(), &table, "src", 10, 20, "10");
-    let input = batch(dir.path(), 10, 30);
+    write_cli(dir, &table, "src", 10, 20, "10");
+    let input = batch(dir, 10, 30);
     let err = fails_with(
         5,
         &[
@@ -337,7 +337,7 @@ fn the_checkpoint_command_and_expected_checkpoints() {
     assert_eq!(tributary_ok(&["timeline", t]).lines().count(), 2, "nothing was written");
 
     // An empty input moves the checkpoint on.
-    let empty = dir.path().join("empty.jsonl");
+    let empty = dir.join("empty.jsonl");
     std::fs::write(&empty, "").unwrap();
     let out =
         tributary_ok(&["write", t, "--input", empty.to_str().unwrap(), "--writer-id", "src", "--checkpoint", "25"]);

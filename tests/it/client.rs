@@ -1,4 +1,5 @@
-//! The write client's library API: Arrow input, checkpoints, abort, merge modes.
+//! The write client's library API: Arrow input, checkpoints, abort, merge
+//! modes; on the store `TRIBUTARY_TEST_STORE` names (see [`Place`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,18 +10,19 @@ use tributary::{CreateOptions, Query, ReadOptions, Table};
 use tributary_timeline::MergeMode;
 use tributary_writer::WriteSettings;
 
-use crate::support::{file_names, file_paths, hybrid, is_log, is_marker};
+use crate::support::{Place, hybrid, is_log, is_marker};
 
 const SCHEMA: &str = r#"{"type":"record","name":"trips","fields":[
     {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
     {"name":"fare","type":["null","double"],"default":null},{"name":"city","type":"string"}]}"#;
 
-async fn table(dir: &std::path::Path, mode: MergeMode) -> Table {
+/// A table `t` in `place` merging by `mode`.
+async fn table(place: &Place, mode: MergeMode) -> Table {
     let mut o = CreateOptions::new(SCHEMA, "uuid", "ts");
     o.partition_field = Some("city".into());
     o.buckets = 2;
     o.merge_mode = mode;
-    Table::builder_local(dir.join("t")).with_settings(hybrid()).create(o).await.unwrap()
+    place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap()
 }
 
 fn batch(uuids: &[&str], ts: &[i64], fares: &[Option<f64>], deleted: Option<&[bool]>) -> RecordBatch {
@@ -52,8 +54,8 @@ async fn fares(t: &Table) -> Vec<(String, Option<f64>)> {
 
 #[tokio::test]
 async fn arrow_batches_merge_by_event_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = table(dir.path(), MergeMode::EventTime).await;
+    let Some(place) = Place::new() else { return };
+    let t = table(&place, MergeMode::EventTime).await;
     let client = t.write_client(WriteSettings::default()).unwrap();
     let mut c = client.start_commit().await.unwrap();
     c.write_batch(&batch(&["a", "b", "c"], &[10, 10, 10], &[Some(1.0), Some(2.0), None], None)).await.unwrap();
@@ -72,8 +74,8 @@ async fn arrow_batches_merge_by_event_time() {
 
 #[tokio::test]
 async fn commit_time_ordering_takes_the_later_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = table(dir.path(), MergeMode::CommitTime).await;
+    let Some(place) = Place::new() else { return };
+    let t = table(&place, MergeMode::CommitTime).await;
     let client = t.write_client(WriteSettings::default()).unwrap();
     for (ts, fare) in [(10, 1.0), (5, 2.0)] {
         let mut c = client.start_commit().await.unwrap();
@@ -85,8 +87,8 @@ async fn commit_time_ordering_takes_the_later_write() {
 
 #[tokio::test]
 async fn checkpoints_survive_a_restart_per_writer() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = table(dir.path(), MergeMode::EventTime).await;
+    let Some(place) = Place::new() else { return };
+    let t = table(&place, MergeMode::EventTime).await;
     let settings = |id: &str| WriteSettings { writer_id: id.into(), ..Default::default() };
     let a = t.write_client(settings("orders")).unwrap();
     assert_eq!(a.last_checkpoint("orders").await.unwrap(), None);
@@ -103,7 +105,7 @@ async fn checkpoints_survive_a_restart_per_writer() {
     let c = a.start_commit().await.unwrap();
     c.commit().await.unwrap();
 
-    let reopened = Table::builder_local(dir.path().join("t")).with_settings(hybrid()).open().await.unwrap();
+    let reopened = place.table("t").builder().with_settings(hybrid()).open().await.unwrap();
     let r = reopened.write_client(settings("orders")).unwrap();
     assert_eq!(r.last_checkpoint("orders").await.unwrap().as_deref(), Some("offset=200"));
     assert_eq!(r.last_checkpoint("profile").await.unwrap().as_deref(), Some("p-7"));
@@ -112,9 +114,9 @@ async fn checkpoints_survive_a_restart_per_writer() {
 
 #[tokio::test]
 async fn abort_leaves_nothing_behind() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("t");
-    let t = table(dir.path(), MergeMode::EventTime).await;
+    let Some(place) = Place::new() else { return };
+    let root = place.table("t");
+    let t = table(&place, MergeMode::EventTime).await;
     // A tiny buffer forces flushes (log files) before the abort.
     let client = t.write_client(WriteSettings { buffer_bytes: 1, ..Default::default() }).unwrap();
     let mut c = client.start_commit().await.unwrap();
@@ -125,8 +127,8 @@ async fn abort_leaves_nothing_behind() {
     // The writer tasks flush in the background: wait until the commit's log
     // files and markers are there, so the abort has something to remove.
     let written = || {
-        let logs = file_names(&root, |n| is_log(n) && n.contains(&format!("_{instant}.log.")));
-        let markers = file_names(&root.join(".hoodie/.temp").join(&instant), is_marker);
+        let logs = root.file_names(|n| is_log(n) && n.contains(&format!("_{instant}.log.")));
+        let markers = root.file_names_under(&format!(".hoodie/.temp/{instant}"), is_marker);
         (logs, markers)
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -139,17 +141,17 @@ async fn abort_leaves_nothing_behind() {
     for log in &logs {
         assert!(markers.iter().any(|m| m.starts_with(&format!("{log}.marker."))), "{log} has a marker: {markers:?}");
     }
-    let heartbeat = root.join(".hoodie/.heartbeat").join(&instant);
-    assert!(heartbeat.is_file(), "the commit's heartbeat runs");
+    let heartbeat = format!(".hoodie/.heartbeat/{instant}");
+    assert!(root.exists(&heartbeat), "the commit's heartbeat runs");
     let pending: Vec<String> = t.timeline().await.unwrap().instants().iter().map(|i| i.requested.to_string()).collect();
     assert_eq!(pending, vec![instant.clone()], "the commit's instant is pending");
 
     c.abort().await.unwrap();
     assert_eq!(t.read(&ReadOptions::default()).await.unwrap().num_rows(), 0);
     assert!(t.timeline().await.unwrap().instants().is_empty(), "the instant is withdrawn");
-    let leftovers = file_paths(&root, |n| is_log(n) || is_marker(n));
+    let leftovers = root.file_paths(|n| is_log(n) || is_marker(n));
     assert!(leftovers.is_empty(), "{leftovers:?}");
-    assert!(!heartbeat.exists(), "the heartbeat is stopped");
-    let timeline_files = file_names(&root.join(".hoodie/timeline"), |n| n.contains(&instant));
+    assert!(!root.exists(&heartbeat), "the heartbeat is stopped");
+    let timeline_files = root.file_names_under(".hoodie/timeline", |n| n.contains(&instant));
     assert!(timeline_files.is_empty(), "{timeline_files:?}");
 }

@@ -1,21 +1,24 @@
 //! Compaction beside writers: completion-time slicing, crash recovery,
-//! bounded memory.
+//! bounded memory; on the store `TRIBUTARY_TEST_STORE` names (see
+//! [`Place`]).
 
 use std::sync::Arc;
 
 use arrow::array::{Array, AsArray};
-use tributary::{CreateOptions, LockKind, Query, ReadOptions, Table, TableSettings};
+use tributary::{CreateOptions, Query, ReadOptions, Table, TableSettings};
 use tributary_compaction::execute::CompactorSettings;
-use tributary_timeline::{Action, State, TableLocation};
+use tributary_timeline::{Action, State};
 use tributary_writer::WriteSettings;
 
-use crate::support::{FARES_SCHEMA, FailPuts, batch_with_deletes, copy_tree, hybrid, oslo_batch};
+use crate::support::{FARES_SCHEMA, FailPuts, Place, batch_with_deletes, hybrid, oslo_batch};
+use tributary_timeline::ManualClock;
 
-async fn table(dir: &std::path::Path) -> Table {
+/// A fares table `t` in `place`, two buckets per city.
+async fn table(place: &Place) -> Table {
     let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
     o.partition_field = Some("city".into());
     o.buckets = 2;
-    Table::builder_local(dir.join("t")).with_settings(hybrid()).create(o).await.unwrap()
+    place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap()
 }
 
 async fn rows(t: &Table, query: Query) -> Vec<(String, i64, f64)> {
@@ -30,8 +33,8 @@ async fn rows(t: &Table, query: Query) -> Vec<(String, i64, f64)> {
 /// completed after it lands in the new slice, and nothing is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn late_completion_falls_into_the_new_slice() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = table(dir.path()).await;
+    let Some(place) = Place::new() else { return };
+    let t = table(&place).await;
     let client = t.write_client(WriteSettings::default()).unwrap();
     let mut c1 = client.start_commit().await.unwrap();
     c1.write_batch(&oslo_batch(&[("a", 1, 1.0), ("b", 1, 1.0)])).await.unwrap();
@@ -71,8 +74,8 @@ async fn late_completion_falls_into_the_new_slice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = table(dir.path()).await;
+    let Some(place) = Place::new() else { return };
+    let t = table(&place).await;
     let client = t.write_client(WriteSettings::default()).unwrap();
     for i in 0..3 {
         let mut c = client.start_commit().await.unwrap();
@@ -81,21 +84,15 @@ async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
     }
     let before = rows(&t, Query::Snapshot).await;
 
-    let healthy = t.location().clone();
-    let crashing = TableLocation::new(Arc::new(FailPuts::before_commit(healthy.store.clone())), healthy.root.clone());
-    let in_process = TableSettings { lock: LockKind::InProcess, ..hybrid() };
-    let broken = Table::builder(crashing).with_settings(in_process).open().await.unwrap();
+    let broken =
+        place.table("t").builder_through(|s| Arc::new(FailPuts::before_commit(s)), hybrid()).open().await.unwrap();
     let err = broken.compactor(CompactorSettings::default()).await.unwrap().run_once().await;
     assert!(err.is_err(), "the crash stops the compaction");
     let (timeline, _) = t.file_system_view().await.unwrap();
     let pending: Vec<_> = timeline.pending_compactions().collect();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].state, State::Inflight);
-    let parquet = std::fs::read_dir(dir.path().join("t/city=oslo"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
-        .count();
+    let parquet = place.table("t").file_names_under("city=oslo", |n| n.ends_with(".parquet")).len();
     assert!(parquet > 0, "base files were written before the crash");
     assert_eq!(rows(&t, Query::Snapshot).await, before, "readers never see the partial result");
     assert!(rows(&t, Query::ReadOptimized).await.is_empty());
@@ -111,8 +108,8 @@ async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn groups_larger_than_the_budget_merge_through_spill_files() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = table(dir.path()).await;
+    let Some(place) = Place::new() else { return };
+    let t = table(&place).await;
     let client = t.write_client(WriteSettings::default()).unwrap();
     let keys: Vec<String> = (0..3000).map(|k| format!("k{k:05}")).collect();
     for round in 0..4i64 {
@@ -147,9 +144,9 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
     // key index alone over the budget).
     let mut paths = std::collections::BTreeSet::new();
     for budget_kib in [16, 64, 256, 512, 800, 832, 1024, 4096, 16384] {
-        let copy = tempfile::tempdir().unwrap();
-        copy_tree(&dir.path().join("t"), &copy.path().join("t"));
-        let t = Table::builder_local(copy.path().join("t")).with_settings(hybrid()).open().await.unwrap();
+        let copy = place.table(&format!("copy-{budget_kib}"));
+        place.table("t").copy_to(&copy);
+        let t = copy.builder().with_settings(hybrid()).open().await.unwrap();
         let settings = CompactorSettings { memory_budget: budget_kib << 10, ..Default::default() };
         let done = t.compactor(settings).await.unwrap().run_once().await.unwrap();
         let s = &done[0];
@@ -168,12 +165,32 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
     for path in [(Some(true), Some(false)), (Some(true), Some(true)), (Some(false), Some(true))] {
         assert!(paths.contains(&path), "(key first, spilled) = {path:?} among {paths:?}");
     }
-    // A budget far below the group's size forces the merge through spill files.
+    // A budget far below the group's size forces the merge through spill
+    // files. They go to the table's `.hoodie/.temp/` for a local folder;
+    // for a table elsewhere to its subfolder of `TableSettings::spill_dir`
+    // (by default of the system's temporary folder; here of one of this
+    // test's own, so that the subfolder is the only one there).
     let settings = CompactorSettings { memory_budget: 64 << 10, ..Default::default() };
+    let (t, spill_dir) = match t.location().local_folder() {
+        Some(dir) => (t.clone(), dir.join(".hoodie/.temp")),
+        None => {
+            let spill_dir = place.scratch().join("spill");
+            let settings = TableSettings { spill_dir: Some(spill_dir.clone()), ..hybrid() };
+            (place.table("t").builder().with_settings(settings).open().await.unwrap(), spill_dir)
+        }
+    };
     let compactor = t.compactor(settings).await.unwrap();
+    let spill_root = match t.location().local_folder() {
+        Some(_) => spill_dir,
+        None => {
+            let subfolders: Vec<_> = std::fs::read_dir(&spill_dir).unwrap().flatten().map(|e| e.path()).collect();
+            assert_eq!(subfolders.len(), 1, "one subfolder per table: {subfolders:?}");
+            subfolders[0].clone()
+        }
+    };
     // What a crashed attempt of this plan would have spilled is cleared first.
     let (c, _) = compactor.schedule().await.unwrap().unwrap();
-    let leftover = dir.path().join(format!("t/.hoodie/.temp/{c}.00000000-0000-0000-0000-000000000000-0.spill"));
+    let leftover = spill_root.join(format!("{c}.00000000-0000-0000-0000-000000000000-0.spill"));
     std::fs::create_dir_all(&leftover).unwrap();
     std::fs::write(leftover.join("part-0000-000001.spill"), b"stale").unwrap();
     let done = compactor.run_once().await.unwrap();
@@ -181,24 +198,70 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
     assert!(!leftover.exists(), "stale spill files are removed");
     assert_eq!(rows(&t, Query::ReadOptimized).await, before);
     assert_eq!(rows(&t, Query::Snapshot).await, before);
-    let temp: Vec<String> = std::fs::read_dir(dir.path().join("t/.hoodie/.temp"))
+    // Every instant completed: no marker folder and no spill folder is left.
+    let markers = place.table("t").list(".hoodie/.temp");
+    assert!(markers.is_empty(), "markers are removed: {markers:?}");
+    let temp: Vec<String> = std::fs::read_dir(&spill_root)
         .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
-    // Every instant completed: no marker folder and no spill folder is left.
     assert!(temp.is_empty(), "markers and spill files are removed: {temp:?}");
     // Base files are sorted by record key.
-    for e in std::fs::read_dir(dir.path().join("t/city=oslo")).unwrap().flatten() {
-        if e.file_name().to_string_lossy().ends_with(".parquet") {
-            let bytes = bytes::Bytes::from(std::fs::read(e.path()).unwrap());
-            let reader =
-                parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes).unwrap().build().unwrap();
-            let mut keys = Vec::new();
-            for b in reader {
-                let b = b.unwrap();
-                let k = b.column_by_name("_hoodie_record_key").unwrap().as_string::<i32>().clone();
-                keys.extend((0..k.len()).map(|i| k.value(i).to_string()));
-            }
-            assert!(keys.windows(2).all(|w| w[0] < w[1]), "sorted and unique");
+    let table = place.table("t");
+    for path in table.file_paths(|n| n.ends_with(".parquet")) {
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(table.read(&path))
+            .unwrap()
+            .build()
+            .unwrap();
+        let mut keys = Vec::new();
+        for b in reader {
+            let b = b.unwrap();
+            let k = b.column_by_name("_hoodie_record_key").unwrap().as_string::<i32>().clone();
+            keys.extend((0..k.len()).map(|i| k.value(i).to_string()));
         }
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{path}: sorted and unique");
+    }
+}
+
+/// Two tables outside a local folder spill to the same local folder by
+/// default. Their compactions may share an instant (here two tables whose
+/// clocks read alike) and file group ids (bucket file ids are the same in
+/// every table): each still merges its own rows, and neither clears the
+/// other's spill files. On `memory://` tables in every run: the shared
+/// folder is local whatever the table's store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_compacting_at_one_instant_keep_their_spill_files_apart() {
+    let keys: Vec<String> = (0..3000).map(|k| format!("k{k:05}")).collect();
+    let mut tables = Vec::new();
+    for (name, fare) in [("a", 1.0), ("b", 2.0)] {
+        let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
+        o.buckets = 1;
+        let t = Table::builder_uri(format!("memory:///compaction-spill/{name}"))
+            .with_settings(hybrid())
+            .with_clock(Arc::new(ManualClock::new(1_766_264_468_078)))
+            .create(o)
+            .await
+            .unwrap();
+        let client = t.write_client(WriteSettings::default()).unwrap();
+        for round in 0..3i64 {
+            let data: Vec<(&str, i64, f64)> = keys.iter().map(|k| (k.as_str(), round, fare)).collect();
+            let mut c = client.start_commit().await.unwrap();
+            c.write_batch(&oslo_batch(&data)).await.unwrap();
+            c.commit().await.unwrap();
+        }
+        let want = rows(&t, Query::Snapshot).await;
+        tables.push((t, want));
+    }
+    // A budget far below a group's size: both merges go through spill files.
+    let settings = CompactorSettings { memory_budget: 16 << 10, ..Default::default() };
+    let (a, b) = (&tables[0].0, &tables[1].0);
+    let (ca, cb) = (a.compactor(settings.clone()).await.unwrap(), b.compactor(settings).await.unwrap());
+    let (ia, _) = ca.schedule().await.unwrap().unwrap();
+    let (ib, _) = cb.schedule().await.unwrap().unwrap();
+    assert_eq!(ia, ib, "the two compactions share an instant");
+    let (da, db) = tokio::join!(ca.execute(&ia), cb.execute(&ib));
+    for (done, (t, want)) in [da, db].into_iter().zip(&tables) {
+        let done = done.unwrap_or_else(|e| panic!("{}: {e}", t.location()));
+        assert_eq!(done.spilled_groups, done.groups, "{}: merged through spill files", t.location());
+        assert_eq!(&rows(t, Query::ReadOptimized).await, want, "{}: its own rows", t.location());
     }
 }

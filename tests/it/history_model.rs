@@ -6,6 +6,7 @@
 //! reader's snapshot does too, and after a final compaction so do both
 //! readers' read-optimized views. Event times are distinct, so the model
 //! has one answer. `TRIBUTARY_HISTORY_CASES` sets the number of histories.
+//! On the store `TRIBUTARY_TEST_STORE` names (see [`Place`]).
 
 use std::collections::BTreeMap;
 
@@ -15,7 +16,7 @@ use tributary::{CreateOptions, Query, ReadOptions, Table};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_writer::{WriteClient, WriteSettings};
 
-use crate::support::{FARES_SCHEMA, batch_with_flags, have_official_reader, hybrid, official_rows_of};
+use crate::support::{FARES_SCHEMA, Place, batch_with_flags, have_official_reader, hybrid, official_rows_of};
 
 /// One event: key number, event time, and whether it deletes the key.
 #[derive(Debug, Clone, Copy)]
@@ -135,12 +136,11 @@ async fn commit(client: &WriteClient, events: &[Event]) {
     c.commit().await.unwrap();
 }
 
-async fn run(writers: usize, steps: &[Step], official_reader: bool) -> Result<(), TestCaseError> {
-    let dir = tempfile::tempdir().unwrap();
+async fn run(place: &Place, writers: usize, steps: &[Step], official_reader: bool) -> Result<(), TestCaseError> {
     let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
     o.partition_field = Some("city".into());
     o.buckets = 2;
-    let t = Table::builder_local(dir.path().join("t")).with_settings(hybrid()).create(o).await.unwrap();
+    let t = place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap();
     let clients: Vec<WriteClient> = (0..writers).map(|_| t.write_client(WriteSettings::default()).unwrap()).collect();
     let mut model = Model::default();
     for (i, step) in steps.iter().enumerate() {
@@ -185,9 +185,10 @@ proptest! {
 
     #[test]
     fn histories_with_compactions_match_the_event_time_model((writers, steps) in history()) {
+        let Some(place) = Place::new() else { return Ok(()) };
         let official_reader = have_official_reader();
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        rt.block_on(run(writers, &steps, official_reader))?;
+        rt.block_on(run(&place, writers, &steps, official_reader))?;
     }
 }
 
@@ -203,6 +204,7 @@ fn a_late_older_update_across_a_compaction_stays_deleted() {
         Step::Across { writer: 0, events: vec![e(1, 200, false), e(2, 250, true)] },
         Step::Commit { writer: 1, events: vec![e(2, 150, false)] },
     ];
+    let Some(place) = Place::new() else { return };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    rt.block_on(run(2, &steps, have_official_reader())).unwrap();
+    rt.block_on(run(&place, 2, &steps, have_official_reader())).unwrap();
 }

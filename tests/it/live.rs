@@ -3,7 +3,8 @@
 //! is still pending (writers do not wait for the compactor), and what they
 //! wrote converges. Commit latencies
 //! with and without the service are figures, not assertions: see
-//! `benches/live.rs`.
+//! `benches/live.rs`. On the store `TRIBUTARY_TEST_STORE` names (see
+//! [`Place`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -40,7 +41,7 @@ fn live_writer_process() {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async move {
         let time = TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() };
-        let t = Table::builder_local(table)
+        let t = Table::builder_uri(*table)
             .with_settings(TableSettings { time, ..Default::default() })
             .open()
             .await
@@ -49,19 +50,20 @@ fn live_writer_process() {
         let client = t.write_client(settings).unwrap();
         let schema = live_events::arrow_schema();
         let mut rng = StdRng::seed_from_u64(writer as u64);
+        let table = TableUri::parse(table);
         let mut lines = Vec::new();
         while !Path::new(stop).exists() {
             // Event times are unique across writers (residue = writer id)
             // and arrive in random order.
             let events = live_events::next_events(&mut rng, writer);
             let batch = live_events::batch(&schema, &events, writer);
-            let pending_before = pending_compactions(Path::new(table));
+            let pending_before = pending_compactions(&table);
             let mut commit = client.start_commit().await.unwrap();
             commit.write_batch(&batch).await.unwrap();
             commit.commit().await.unwrap();
             // A compaction pending before this commit started and still
             // pending after it completed: the commit did not wait for it.
-            let pending_after = pending_compactions(Path::new(table));
+            let pending_after = pending_compactions(&table);
             for c in pending_before.intersection(&pending_after) {
                 std::fs::write(Path::new(overlaps).join(format!("{c}-w{writer}")), "").unwrap();
             }
@@ -75,9 +77,8 @@ fn live_writer_process() {
 
 /// Compactions planned and not completed, as the timeline folder shows
 /// them: `<C>.compaction.requested` without a completed `<C>_<c>.commit`.
-fn pending_compactions(table: &Path) -> BTreeSet<String> {
-    let Ok(dir) = std::fs::read_dir(table.join(".hoodie/timeline")) else { return BTreeSet::new() };
-    let names: Vec<String> = dir.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+fn pending_compactions(table: &TableUri) -> BTreeSet<String> {
+    let names = table.file_names_under(".hoodie/timeline", |_| true);
     let completed: BTreeSet<&str> =
         names.iter().filter_map(|n| n.strip_suffix(".commit")?.split_once('_').map(|(c, _)| c)).collect();
     names
@@ -98,20 +99,22 @@ fn overlaps(dir: &Path) -> Vec<String> {
 
 #[test]
 fn writers_commit_while_the_compaction_service_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let table = init_trips(dir.path(), "t", &["--partition-field", "city", "--buckets", "4"]);
-    let t = table.to_str().unwrap();
-    let stop = dir.path().join("stop");
-    let overlap_dir = dir.path().join("overlaps");
+    let Some(place) = Place::new() else { return };
+    let dir = place.scratch();
+    let table = place.init_trips("t", &["--partition-field", "city", "--buckets", "4"]);
+    let t = table.uri();
+    let stop = dir.join("stop");
+    let overlap_dir = dir.join("overlaps");
     std::fs::create_dir(&overlap_dir).unwrap();
     let mut compactor = std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
         .args(["compact", t, "--watch", "--interval", "200ms", "--time-mode", "hybrid-logical"])
+        .args(SHORT_LEASE)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let writers: Vec<_> = (0..WRITERS)
         .map(|w| {
-            let out = dir.path().join(format!("writer-{w}.txt"));
+            let out = dir.join(format!("writer-{w}.txt"));
             let child = std::process::Command::new(std::env::current_exe().unwrap())
                 .args(["--ignored", "--exact", "live::live_writer_process", "--nocapture", "--test-threads=1"])
                 .env(CHILD_ENV, format!("{t}|{w}|{}|{}|{}", stop.display(), overlap_dir.display(), out.display()))

@@ -1,4 +1,5 @@
-//! Recovery of failed writes and cleaning, through the CLI.
+//! Recovery of failed writes and cleaning, through the CLI, on the store
+//! `TRIBUTARY_TEST_STORE` names (see [`Place`]).
 
 use crate::support::*;
 
@@ -19,24 +20,25 @@ fn write_lines(dir: &std::path::Path, name: &str, n: usize, ts: i64) -> std::pat
 
 #[test]
 fn expired_writes_are_rolled_back_before_compaction() {
-    let dir = tempfile::tempdir().unwrap();
-    let table = init_trips(dir.path(), "t", &["--partition-field", "city", "--buckets", "2"]);
-    let t = table.to_str().unwrap();
-    let first = write_lines(dir.path(), "a.jsonl", 100, 1);
+    let Some(place) = Place::new() else { return };
+    let table = place.init_trips("t", &["--partition-field", "city", "--buckets", "2"]);
+    let t = table.uri();
+    let first = write_lines(place.scratch(), "a.jsonl", 100, 1);
     tributary_ok(&["write", t, "--input", first.to_str().unwrap(), "--time-mode", "hybrid-logical"]);
     let before = tributary_ok(&["read", t]);
 
     // A writer dies while writing: kill it once its first log file exists.
-    let big = write_lines(dir.path(), "b.jsonl", 400_000, 2);
+    let big = write_lines(place.scratch(), "b.jsonl", 400_000, 2);
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
         .args(["write", t, "--input", big.to_str().unwrap(), "--time-mode", "hybrid-logical", "--tasks", "2"])
+        .args(SHORT_LEASE)
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    let committed_logs = file_names(&table, is_log);
+    let committed_logs = table.file_names(is_log);
     assert!(!committed_logs.is_empty(), "the first write made log files");
-    while file_names(&table, is_log).len() <= committed_logs.len() && std::time::Instant::now() < deadline {
+    while table.file_names(is_log).len() <= committed_logs.len() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
     child.kill().unwrap();
@@ -48,12 +50,12 @@ fn expired_writes_are_rolled_back_before_compaction() {
     let inflight = inflight[0].to_string();
     // The logs that appeared since the first write are the killed writer's
     // (its instant is in their names), not the committed ones.
-    let orphans: Vec<String> = file_names(&table, is_log).into_iter().filter(|n| !committed_logs.contains(n)).collect();
+    let orphans: Vec<String> = table.file_names(is_log).into_iter().filter(|n| !committed_logs.contains(n)).collect();
     assert!(!orphans.is_empty(), "the killed writer left log files");
     for o in &orphans {
         assert!(o.contains(&format!("_{inflight}.log.")), "{o} is a log of the killed write {inflight}");
     }
-    assert!(!file_names(&table, is_marker).is_empty(), "the killed writer left its markers");
+    assert!(!table.file_names(is_marker).is_empty(), "the killed writer left its markers");
     assert_eq!(tributary_ok(&["read", t]), before, "uncommitted files are invisible");
 
     // A live heartbeat protects it; an expired one gets it rolled back.
@@ -64,43 +66,43 @@ fn expired_writes_are_rolled_back_before_compaction() {
     let timeline = tributary_ok(&["timeline", t]);
     assert!(!timeline.contains("INFLIGHT") && !timeline.contains("REQUESTED"), "{timeline}");
     assert!(timeline.lines().any(|l| l.contains("rollback") && l.contains("COMPLETED")), "{timeline}");
-    assert_eq!(file_names(&table, is_log), committed_logs, "orphan logs deleted, committed logs kept");
-    assert!(file_names(&table, is_marker).is_empty());
+    assert_eq!(table.file_names(is_log), committed_logs, "orphan logs deleted, committed logs kept");
+    assert!(table.file_names(is_marker).is_empty());
     assert_eq!(tributary_ok(&["read", t]), before);
     if have_official_reader() {
-        let rows = assert_same_rows(&table, "after the rollback");
+        let rows = assert_same_rows(t, "after the rollback");
         assert_eq!(rows.len(), before.lines().count());
     }
 }
 
 #[test]
 fn clean_removes_old_slices_and_keeps_reads() {
-    let dir = tempfile::tempdir().unwrap();
-    let table = init_trips(dir.path(), "t", &["--partition-field", "city", "--buckets", "2"]);
-    let t = table.to_str().unwrap();
+    let Some(place) = Place::new() else { return };
+    let table = place.init_trips("t", &["--partition-field", "city", "--buckets", "2"]);
+    let t = table.uri();
     for round in 0..3 {
-        let f = write_lines(dir.path(), &format!("r{round}.jsonl"), 500, round + 1);
+        let f = write_lines(place.scratch(), &format!("r{round}.jsonl"), 500, round + 1);
         tributary_ok(&["write", t, "--input", f.to_str().unwrap(), "--time-mode", "hybrid-logical"]);
         tributary_ok(&["compact", t, "--time-mode", "hybrid-logical"]);
     }
     let before = tributary_ok(&["read", t]);
-    let bases_before = file_names(&table, |n| n.ends_with(".parquet"));
-    let logs_before = file_names(&table, is_log);
+    let bases_before = table.file_names(|n| n.ends_with(".parquet"));
+    let logs_before = table.file_names(is_log);
     assert_eq!(
         tributary_ok(&["clean", t, "--retain-commits", "100", "--time-mode", "hybrid-logical"]).trim(),
         "nothing to clean"
     );
     let out = tributary_ok(&["clean", t, "--retain-commits", "1", "--time-mode", "hybrid-logical"]);
     assert!(out.contains("files deleted"), "{out}");
-    let bases_after = file_names(&table, |n| n.ends_with(".parquet"));
+    let bases_after = table.file_names(|n| n.ends_with(".parquet"));
     assert!(bases_after.len() < bases_before.len(), "{bases_before:?} -> {bases_after:?}");
-    let logs_after = file_names(&table, is_log);
+    let logs_after = table.file_names(is_log);
     assert!(logs_after.len() < logs_before.len(), "superseded logs removed: {logs_before:?} -> {logs_after:?}");
     assert_eq!(tributary_ok(&["read", t]), before, "reads unchanged");
     let timeline = tributary_ok(&["timeline", t]);
     assert!(timeline.lines().any(|l| l.contains("clean") && l.contains("COMPLETED")), "{timeline}");
     if have_official_reader() {
-        let rows = assert_same_rows(&table, "after cleaning");
+        let rows = assert_same_rows(t, "after cleaning");
         assert_eq!(rows.len(), before.lines().count());
     }
 }

@@ -1,6 +1,7 @@
 //! Deletes stay deleted across compaction: a compaction keeps a deleted
 //! key's tombstone in the new file slice, every reader applies it, and the
-//! table's retention bounds how long it lives.
+//! table's retention bounds how long it lives. On the store
+//! `TRIBUTARY_TEST_STORE` names (see [`Place`]).
 
 use std::sync::Arc;
 
@@ -10,15 +11,15 @@ use tributary::{CreateOptions, Query, ReadOptions, Table, TombstoneRetention};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_writer::WriteSettings;
 
-use crate::support::{FARES_SCHEMA, batch_with_deletes, have_official_reader, hybrid, official_rows_of};
+use crate::support::{FARES_SCHEMA, Place, batch_with_deletes, have_official_reader, hybrid, official_rows_of};
 
-/// A fares table in `dir/t` with `retention`.
-async fn fares(dir: &std::path::Path, retention: TombstoneRetention) -> Table {
+/// A fares table `t` in `place` with `retention`.
+async fn fares(place: &Place, retention: TombstoneRetention) -> Table {
     let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
     o.partition_field = Some("city".into());
     o.buckets = 2;
     o.tombstone_retention = retention;
-    Table::builder_local(dir.join("t")).with_settings(hybrid()).create(o).await.unwrap()
+    place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap()
 }
 
 /// Writes `batch` in one commit.
@@ -71,8 +72,8 @@ async fn assert_keys(t: &Table, want: &[&str], gone: &[&str], what: &str) {
 /// any number of further compactions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_older_update_after_the_compaction_of_its_delete_stays_deleted() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = fares(dir.path(), TombstoneRetention::Forever).await;
+    let Some(place) = Place::new() else { return };
+    let t = fares(&place, TombstoneRetention::Forever).await;
     commit(&t, &batch_with_deletes(&[("a", 10, 1.0), ("b", 10, 1.0), ("c", 10, 1.0)], &|_| false)).await;
     commit(&t, &batch_with_deletes(&[("a", 20, 0.0), ("c", 20, 0.0)], &|_| true)).await;
     assert_eq!(compact(&t).await, 2, "two tombstones kept");
@@ -91,8 +92,8 @@ async fn an_older_update_after_the_compaction_of_its_delete_stays_deleted() {
 /// A slice whose only log is its own tombstone log is not compacted again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tombstone_log_alone_does_not_trigger_a_compaction() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = fares(dir.path(), TombstoneRetention::Forever).await;
+    let Some(place) = Place::new() else { return };
+    let t = fares(&place, TombstoneRetention::Forever).await;
     commit(&t, &batch_with_deletes(&[("a", 10, 1.0), ("b", 10, 1.0)], &|k| k == "a")).await;
     commit(&t, &batch_with_deletes(&[("b", 20, 1.0)], &|_| true)).await;
     compact(&t).await;
@@ -105,12 +106,12 @@ async fn a_tombstone_log_alone_does_not_trigger_a_compaction() {
 /// the row back; within the bound it stays deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retention_drops_tombstones_past_the_bound_and_keeps_the_rest() {
-    let dir = tempfile::tempdir().unwrap();
+    let Some(place) = Place::new() else { return };
     // One bucket, so every key shares one file group and its newest value.
     let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
     o.buckets = 1;
     o.tombstone_retention = TombstoneRetention::Amount(100.0);
-    let t = Table::builder_local(dir.path().join("t")).with_settings(hybrid()).create(o).await.unwrap();
+    let t = place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap();
     commit(&t, &batch_with_deletes(&[("old", 900, 1.0), ("new", 900, 1.0), ("x", 900, 1.0)], &|_| false)).await;
     commit(&t, &batch_with_deletes(&[("old", 1000, 0.0)], &|_| true)).await;
     assert_eq!(compact(&t).await, 1, "newest is 1000: the tombstone at 1000 is within the bound");
@@ -125,13 +126,14 @@ async fn retention_drops_tombstones_past_the_bound_and_keeps_the_rest() {
 /// `init` refuses a retention its ordering field cannot measure.
 #[tokio::test]
 async fn a_retention_that_does_not_fit_the_ordering_field_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let Some(place) = Place::new() else { return };
     let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
     o.tombstone_retention = TombstoneRetention::parse("7d").unwrap();
-    let err = Table::builder_local(dir.path().join("t")).create(o).await.unwrap_err();
+    let err = place.table("t").builder().create(o).await.unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains("--tombstone-retention") && msg.contains("`ts`") && msg.contains("7d"), "{msg}");
     assert_eq!(err.kind(), tributary_format::ErrorKind::InvalidInput);
+    assert!(place.table("t").list("").is_empty(), "nothing was written");
 }
 
 /// One ordering field type: its Avro type, and the Arrow type to cast test
@@ -189,14 +191,14 @@ fn typed_batch(ty: &DataType, rows: &[(&str, i64, bool)]) -> RecordBatch {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deletes_order_like_updates_on_every_ordering_type() {
     for kind in kinds() {
-        let dir = tempfile::tempdir().unwrap();
+        let Some(place) = Place::new() else { return };
         let schema = format!(
             r#"{{"type":"record","name":"r","fields":[{{"name":"id","type":"string"}},{{"name":"ord","type":{}}}]}}"#,
             kind.avro
         );
         let mut o = CreateOptions::new(schema, "id", "ord");
         o.buckets = 2;
-        let t = Table::builder_local(dir.path().join("t")).with_settings(hybrid()).create(o).await.unwrap();
+        let t = place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap();
         let what = |stage: &str| format!("{} ({stage})", kind.avro);
         // a: update 5, then delete 7 (delete wins); b: update 5, delete 3
         // (update wins); c: delete 7, then update 5 (stays deleted); d:

@@ -1,8 +1,7 @@
-//! Wide tables: partial-column writers and sequence groups.
+//! Wide tables: partial-column writers and sequence groups; on the store
+//! `TRIBUTARY_TEST_STORE` names (see [`Place`]).
 
 use std::collections::BTreeMap;
-use std::path::Path;
-
 use std::time::Duration;
 
 use arrow::array::{Array, AsArray, RecordBatch};
@@ -26,13 +25,15 @@ const SCHEMA: &str = r#"{"type":"record","name":"wide","fields":[
  {"name":"ts_b","type":["null","long"],"default":null},
  {"name":"note","type":["null","string"],"default":null}]}"#;
 
-fn init_wide(dir: &Path) -> std::path::PathBuf {
-    let schema = dir.join("wide.avsc");
+/// `tributary init` of table `wide` in `place`, with groups `ts_a=a1,a2`
+/// and `ts_b=b1,b2`.
+fn init_wide(place: &Place) -> TableUri {
+    let schema = place.scratch().join("wide.avsc");
     std::fs::write(&schema, SCHEMA).unwrap();
-    let table = dir.join("wide");
+    let table = place.table("wide");
     tributary_ok(&[
         "init",
-        table.to_str().unwrap(),
+        table.uri(),
         "--schema",
         schema.to_str().unwrap(),
         "--record-key",
@@ -51,19 +52,19 @@ fn init_wide(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn bad_definitions_are_named() {
-    let dir = tempfile::tempdir().unwrap();
-    let schema = dir.path().join("wide.avsc");
+    let Some(place) = Place::new() else { return };
+    let dir = place.scratch();
+    let schema = dir.join("wide.avsc");
     std::fs::write(&schema, SCHEMA).unwrap();
     let s = schema.to_str().unwrap();
-    let strict = dir.path().join("strict.avsc");
+    let strict = dir.join("strict.avsc");
     std::fs::write(
         &strict,
         SCHEMA.replace(r#"{"name":"a2","type":["null","long"],"default":null}"#, r#"{"name":"a2","type":"long"}"#),
     )
     .unwrap();
-    let t = dir.path().join("t");
-    let t = t.to_str().unwrap();
-    let base = ["init", t, "--record-key", "id", "--ordering-field", "ts"];
+    let t = place.table("t");
+    let base = ["init", t.uri(), "--record-key", "id", "--ordering-field", "ts"];
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["--schema", s, "--sequence-group", "ts_a=a1,a2", "--sequence-group", "ts_b=b1,a2"],
@@ -82,9 +83,10 @@ fn bad_definitions_are_named() {
         let err = tributary_err(&args);
         assert!(err.contains(expect), "{args:?}: expected `{expect}` in {err}");
     }
-    let table = init_wide(dir.path());
-    let tt = table.to_str().unwrap();
-    let input = dir.path().join("in.jsonl");
+    assert!(t.list("").is_empty(), "no refused definition made a table");
+    let table = init_wide(&place);
+    let tt = table.uri();
+    let input = dir.join("in.jsonl");
     std::fs::write(&input, "{\"id\":\"x\",\"b1\":\"v\",\"b2\":1.0}\n").unwrap();
     let i = input.to_str().unwrap();
     let err = tributary_err(&["write", tt, "--input", i, "--columns", "b1,b2"]);
@@ -116,8 +118,8 @@ fn two_source_model(a: &[Value], b: &[Value]) -> Vec<Value> {
     rows.into_values().collect()
 }
 
-fn read_wide(table: &Path, extra: &[&str]) -> Vec<Value> {
-    let mut args = vec!["read", table.to_str().unwrap(), "--format", "jsonl"];
+fn read_wide(table: &TableUri, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["read", table.uri(), "--format", "jsonl"];
     args.extend_from_slice(extra);
     let mut rows: Vec<Value> = tributary_ok(&args)
         .lines()
@@ -140,9 +142,9 @@ fn normalize(mut rows: Vec<Value>) -> Vec<Value> {
 
 #[test]
 fn two_sources_at_once_keep_each_groups_newest_values() {
-    let dir = tempfile::tempdir().unwrap();
-    let table = init_wide(dir.path());
-    let t = table.to_str().unwrap();
+    let Some(place) = Place::new() else { return };
+    let table = init_wide(&place);
+    let t = table.uri();
     let mut rng = StdRng::seed_from_u64(5);
     let mut times: Vec<i64> = (1..=20_000).collect();
     for i in (1..times.len()).rev() {
@@ -164,7 +166,7 @@ fn two_sources_at_once_keep_each_groups_newest_values() {
     let mut a = events('a', 3000);
     let mut b = events('b', 3000);
     let run = |name: &str, events: &[Value], columns: &str| {
-        let f = dir.path().join(format!("{name}.jsonl"));
+        let f = place.scratch().join(format!("{name}.jsonl"));
         std::fs::write(&f, events.iter().map(|e| format!("{e}\n")).collect::<String>()).unwrap();
         std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
             .args(["write", t, "--input", f.to_str().unwrap(), "--columns", columns, "--commit-every", "300"])
@@ -185,9 +187,10 @@ fn two_sources_at_once_keep_each_groups_newest_values() {
     if have_official_reader() {
         // Without logs to merge, the official reader reads the compacted rows.
         let out = python(
-            "import sys, json\nimport pyarrow as pa\nfrom hudi import HudiTableBuilder\n\
-             t = HudiTableBuilder.from_base_uri(sys.argv[1]).build()\n\
-             print(json.dumps(pa.Table.from_batches(t.read()).to_pylist()))",
+            &format!(
+                "import sys, json\nimport pyarrow as pa\n{OPEN_TABLE}\
+                 print(json.dumps(pa.Table.from_batches(open_table(sys.argv[1]).read()).to_pylist()))"
+            ),
             &[t],
         );
         let mut rows: Vec<Value> = serde_json::from_str::<Vec<Value>>(out.trim())
@@ -212,7 +215,7 @@ fn two_sources_at_once_keep_each_groups_newest_values() {
     if have_official_reader() {
         // With partial logs to merge, the official reader refuses rather than misreads.
         let out = std::process::Command::new("python3")
-            .args(["-c", "import sys\nfrom hudi import HudiTableBuilder\nHudiTableBuilder.from_base_uri(sys.argv[1]).build().read()", t])
+            .args(["-c", &format!("import sys\n{OPEN_TABLE}open_table(sys.argv[1]).read()"), t])
             .output()
             .unwrap();
         assert!(!out.status.success(), "the official reader must not silently merge a CUSTOM table");
@@ -366,33 +369,36 @@ async fn snapshot(table: &Table) -> BTreeMap<String, Row> {
         .collect()
 }
 
-async fn new_table(dir: &Path) -> Table {
+/// A table `t` in `place` with groups `ts_a=a1,a2` and `ts_b=b1,b2`.
+async fn new_table(place: &Place) -> Table {
     let mut o = CreateOptions::new(SCHEMA, "id", "ts");
     o.buckets = 2;
     o.sequence_groups = vec![SequenceGroup::parse("ts_a=a1,a2").unwrap(), SequenceGroup::parse("ts_b=b1,b2").unwrap()];
     let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
-    Table::builder_local(dir.join("t"))
-        .with_settings(TableSettings { time, ..Default::default() })
-        .create(o)
-        .await
-        .unwrap()
+    place.table("t").builder().with_settings(TableSettings { time, ..Default::default() }).create(o).await.unwrap()
+}
+
+/// Cases of the three-source property: `TRIBUTARY_WIDE_CASES`, by default 24.
+fn cases() -> u32 {
+    std::env::var("TRIBUTARY_WIDE_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24)
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     /// Three sources (a group each, plus the ungrouped `note` following the
     /// table's `ts`) and deletes, against the model; and the same after a
-    /// compaction and more writes on top.
+    /// compaction and more writes on top. `TRIBUTARY_WIDE_CASES` sets the
+    /// number of cases.
     #[test]
     fn three_sources_with_deletes_match_the_model(
         first in prop::collection::vec(op_strategy(), 1..30),
         second in prop::collection::vec(op_strategy(), 0..10),
     ) {
+        let Some(place) = Place::new() else { return Ok(()) };
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let (got, after, expected, expected_all) = rt.block_on(async {
-            let dir = tempfile::tempdir().unwrap();
-            let table = new_table(dir.path()).await;
+            let table = new_table(&place).await;
             apply(&table, &first).await;
             let got = snapshot(&table).await;
             table.compactor(CompactorSettings::default())

@@ -1,4 +1,5 @@
-//! `tributary write` against an independent model and the official Hudi reader.
+//! `tributary write` against an independent model and the official Hudi
+//! reader, on the store `TRIBUTARY_TEST_STORE` names (see [`Place`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -89,21 +90,22 @@ fn expected(model: &BTreeMap<String, Event>) -> Vec<Value> {
     normalize(model.values().map(Event::json).collect())
 }
 
-fn ours(table: &Path) -> Vec<Value> {
-    let out = tributary_ok(&["read", table.to_str().unwrap(), "--format", "jsonl"]);
+fn ours(table: &TableUri) -> Vec<Value> {
+    let out = tributary_ok(&["read", table.uri(), "--format", "jsonl"]);
     normalize(out.lines().map(|l| serde_json::from_str(l).unwrap()).collect())
 }
 
-fn official(table: &Path) -> Vec<Value> {
+fn official(table: &TableUri) -> Vec<Value> {
     let out = python(
-        "import sys, json\n\
-         import pyarrow as pa\n\
-         from hudi import HudiTableBuilder\n\
-         t = HudiTableBuilder.from_base_uri(sys.argv[1]).build()\n\
-         b = t.read()\n\
-         rows = pa.Table.from_batches(b).to_pylist() if b else []\n\
-         print(json.dumps(rows))",
-        &[table.to_str().unwrap()],
+        &format!(
+            "import sys, json\n\
+             import pyarrow as pa\n\
+             {OPEN_TABLE}\
+             b = open_table(sys.argv[1]).read()\n\
+             rows = pa.Table.from_batches(b).to_pylist() if b else []\n\
+             print(json.dumps(rows))"
+        ),
+        &[table.uri()],
     );
     normalize(serde_json::from_str(out.trim()).unwrap())
 }
@@ -118,14 +120,14 @@ fn write_file(dir: &Path, name: &str, events: &[Event]) -> std::path::PathBuf {
 #[test]
 fn oracle_partitioned_and_unpartitioned() {
     for (name, extra) in [("part", &["--partition-field", "city"][..]), ("flat", &[][..])] {
-        let dir = tempfile::tempdir().unwrap();
-        let table = init_trips(dir.path(), name, &[&["--buckets", "4"][..], extra].concat());
+        let Some(place) = Place::new() else { return };
+        let table = place.init_trips(name, &[&["--buckets", "4"][..], extra].concat());
         let mut rng = StdRng::seed_from_u64(7);
         let mut written = Vec::new();
         for c in 0..5 {
             let batch = events(&mut rng, 150, 60, None);
-            let f = write_file(dir.path(), &format!("c{c}.jsonl"), &batch);
-            let out = tributary_ok(&["write", table.to_str().unwrap(), "--input", f.to_str().unwrap(), "--tasks", "3"]);
+            let f = write_file(place.scratch(), &format!("c{c}.jsonl"), &batch);
+            let out = tributary_ok(&["write", table.uri(), "--input", f.to_str().unwrap(), "--tasks", "3"]);
             assert!(out.contains("in 1 instants"), "{out}");
             written.push(batch);
         }
@@ -136,7 +138,7 @@ fn oracle_partitioned_and_unpartitioned() {
             assert_eq!(official(&table), want, "{name}: official reader vs model");
             assert_same_rows(&table, name);
         }
-        let timeline = tributary_ok(&["timeline", table.to_str().unwrap()]);
+        let timeline = tributary_ok(&["timeline", table.uri()]);
         assert_eq!(timeline.lines().filter(|l| l.contains("COMPLETED")).count(), 5, "{timeline}");
     }
 }
@@ -146,8 +148,8 @@ fn concurrent_processes_never_fail_and_converge() {
     const PROCESSES: usize = 4;
     const COMMITS: usize = 20;
     const PER_COMMIT: usize = 40;
-    let dir = tempfile::tempdir().unwrap();
-    let table = init_trips(dir.path(), "t", &["--partition-field", "city", "--buckets", "8"]);
+    let Some(place) = Place::new() else { return };
+    let table = place.init_trips("t", &["--partition-field", "city", "--buckets", "8"]);
     let mut rng = StdRng::seed_from_u64(11);
     let mut times: Vec<i64> = (1..=(PROCESSES * COMMITS * PER_COMMIT) as i64).collect();
     for i in (1..times.len()).rev() {
@@ -159,9 +161,9 @@ fn concurrent_processes_never_fail_and_converge() {
         .iter()
         .enumerate()
         .map(|(p, evs)| {
-            let f = write_file(dir.path(), &format!("p{p}.jsonl"), evs);
+            let f = write_file(place.scratch(), &format!("p{p}.jsonl"), evs);
             std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
-                .args(["write", table.to_str().unwrap(), "--input", f.to_str().unwrap(), "--tasks", "4"])
+                .args(["write", table.uri(), "--input", f.to_str().unwrap(), "--tasks", "4"])
                 .args(["--commit-every", &PER_COMMIT.to_string(), "--writer-id", &format!("p{p}")])
                 .args(["--time-mode", "hybrid-logical"])
                 .output()
@@ -173,7 +175,7 @@ fn concurrent_processes_never_fail_and_converge() {
         assert!(out.status.success(), "writer failed: {}", String::from_utf8_lossy(&out.stderr));
         assert!(stdout.contains(&format!("in {COMMITS} instants")), "{stdout}");
     }
-    let timeline = tributary_ok(&["timeline", table.to_str().unwrap()]);
+    let timeline = tributary_ok(&["timeline", table.uri()]);
     let lines: Vec<&str> = timeline.lines().collect();
     assert_eq!(lines.len(), PROCESSES * COMMITS, "one instant per commit, no retries: {timeline}");
     assert!(lines.iter().all(|l| l.contains("COMPLETED")), "{timeline}");
@@ -189,32 +191,22 @@ fn concurrent_processes_never_fail_and_converge() {
 fn killed_writer_leaves_exactly_the_committed_data() {
     const PER_COMMIT: usize = 200;
     const COMMITS: usize = 400;
-    let dir = tempfile::tempdir().unwrap();
-    let table = init_trips(dir.path(), "t", &["--partition-field", "city", "--buckets", "4"]);
+    let Some(place) = Place::new() else { return };
+    let table = place.init_trips("t", &["--partition-field", "city", "--buckets", "4"]);
     let mut rng = StdRng::seed_from_u64(3);
     let all = events(&mut rng, PER_COMMIT * COMMITS, 500, None);
-    let f = write_file(dir.path(), "big.jsonl", &all);
+    let f = write_file(place.scratch(), "big.jsonl", &all);
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
-        .args(["write", table.to_str().unwrap(), "--input", f.to_str().unwrap(), "--tasks", "2"])
+        .args(["write", table.uri(), "--input", f.to_str().unwrap(), "--tasks", "2"])
         .args(["--commit-every", &PER_COMMIT.to_string(), "--time-mode", "hybrid-logical"])
+        .args(SHORT_LEASE)
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let timeline_dir = table.join(".hoodie/timeline");
-    let completed = || {
-        std::fs::read_dir(&timeline_dir)
-            // Completed deltacommits only: a kill can leave the store's staging file
-            // (`<name>#<n>`) beside them, which is not part of the timeline.
-            .map(|d| {
-                d.flatten()
-                    .filter(|e| {
-                        let name = e.file_name().to_string_lossy().into_owned();
-                        name.contains('_') && name.ends_with(".deltacommit")
-                    })
-                    .count()
-            })
-            .unwrap_or(0)
-    };
+    // Completed deltacommits only (a local store's listing leaves out the
+    // staging files, `<name>#<n>`, a kill can leave beside them).
+    let completed =
+        || table.file_names_under(".hoodie/timeline", |n| n.contains('_') && n.ends_with(".deltacommit")).len();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while completed() < 3 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(5));
@@ -228,7 +220,7 @@ fn killed_writer_leaves_exactly_the_committed_data() {
     assert!(done < COMMITS, "the kill came before the last of the {COMMITS} commits, not after {done}");
     // The timeline shows exactly those commits completed, and at most the
     // one the kill interrupted pending.
-    let timeline = tributary_ok(&["timeline", table.to_str().unwrap()]);
+    let timeline = tributary_ok(&["timeline", table.uri()]);
     assert_eq!(timeline.lines().filter(|l| l.contains("COMPLETED")).count(), done, "{timeline}");
     assert!(timeline.lines().filter(|l| !l.contains("COMPLETED")).count() <= 1, "{timeline}");
     let chunks: Vec<Vec<Event>> = all.chunks(PER_COMMIT).take(done).map(<[Event]>::to_vec).collect();
@@ -242,26 +234,21 @@ fn killed_writer_leaves_exactly_the_committed_data() {
 
 #[test]
 fn bad_input_names_line_and_field_and_changes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let table = init_trips(dir.path(), "t", &["--partition-field", "city"]);
+    let Some(place) = Place::new() else { return };
+    let table = place.init_trips("t", &["--partition-field", "city"]);
     let good = r#"{"uuid":"a","ts":1,"rider":"A","fare":1.5,"city":"paris"}"#;
-    let f = dir.path().join("good.jsonl");
+    let f = place.scratch().join("good.jsonl");
     std::fs::write(&f, format!("{good}\n")).unwrap();
-    tributary_ok(&["write", table.to_str().unwrap(), "--input", f.to_str().unwrap()]);
-    let listing = || {
-        let mut files = Vec::new();
-        let mut stack = vec![table.clone()];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                if e.path().is_dir() {
-                    stack.push(e.path());
-                } else if !e.path().to_string_lossy().contains(".hoodie/.aux") {
-                    files.push((e.path(), std::fs::read(e.path()).unwrap()));
-                }
-            }
-        }
-        files.sort();
-        files
+    tributary_ok(&["write", table.uri(), "--input", f.to_str().unwrap()]);
+    // Every object and its bytes, but the OS lock file (which holds the last
+    // time issued).
+    let listing = || -> Vec<(String, bytes::Bytes)> {
+        table
+            .list("")
+            .into_iter()
+            .filter(|p| !p.starts_with(".hoodie/.aux/"))
+            .map(|p| (p.clone(), table.read(&p)))
+            .collect()
     };
     let before = listing();
     let cases = [
@@ -280,9 +267,9 @@ fn bad_input_names_line_and_field_and_changes_nothing() {
         ),
     ];
     for (bad, expect) in cases {
-        let f = dir.path().join("bad.jsonl");
+        let f = place.scratch().join("bad.jsonl");
         std::fs::write(&f, format!("{}\n{bad}\n", good.replace("\"a\"", "\"z\""))).unwrap();
-        let err = tributary_err(&["write", table.to_str().unwrap(), "--input", f.to_str().unwrap()]);
+        let err = tributary_err(&["write", table.uri(), "--input", f.to_str().unwrap()]);
         assert!(err.contains(expect), "expected `{expect}` in: {err}");
         assert!(err.contains("bad.jsonl"), "names the input: {err}");
         assert!(listing() == before, "the table changed after: {bad}");

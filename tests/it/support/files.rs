@@ -1,4 +1,5 @@
-//! A table's files as the local file system shows them.
+//! A table's files as the local file system shows them (tests on any
+//! store list them through a [`super::TableUri`]), and what their names say.
 
 use std::path::{Path, PathBuf};
 
@@ -26,14 +27,6 @@ pub fn file_paths(root: &Path, pred: impl Fn(&str) -> bool) -> Vec<PathBuf> {
     out
 }
 
-/// Names of the files under `root` (recursively) that satisfy `pred`, sorted.
-pub fn file_names(root: &Path, pred: impl Fn(&str) -> bool) -> Vec<String> {
-    let mut out: Vec<String> =
-        file_paths(root, pred).iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
-    out.sort();
-    out
-}
-
 /// Whether a file name is a log file's (`.{fileId}_{instant}.log.{n}_{token}`),
 /// not its marker's, nor the staging file (`<name>#<n>`) the local store
 /// writes it through before renaming it into place.
@@ -49,17 +42,4 @@ fn is_staging(name: &str) -> bool {
 /// Whether a file name is a write marker's (`{file}.marker.{IOType}`).
 pub fn is_marker(name: &str) -> bool {
     name.contains(".marker.")
-}
-
-/// Copies the folder `from` to `to`, recursively.
-pub fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
 }

@@ -1,5 +1,6 @@
 //! Shared helpers: what a test needs from outside the project (the Hudi
-//! corpus, the official Python reader), the CLI, fault-injecting and
+//! corpus, the official Python reader, an S3 server), the CLI, where a
+//! test's tables live (a local folder or S3), fault-injecting and
 //! request-counting stores and table file listings.
 
 mod api;
@@ -9,6 +10,7 @@ mod fault;
 mod files;
 pub mod live_events;
 mod oracle;
+mod place;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -19,6 +21,7 @@ pub use counting::*;
 pub use fault::*;
 pub use files::*;
 pub use oracle::*;
+pub use place::*;
 
 /// The one rule for a fixture or oracle that is missing (the Hudi corpus, the
 /// official reader): under `CI` the test fails, since a test that cannot
@@ -61,6 +64,12 @@ pub fn tributary(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tributary")).args(args).output().unwrap()
 }
 
+/// Lock options for a `tributary` process that a test kills: on an object
+/// store the lease it may hold at its death blocks the table's lock until
+/// the lease runs out, and the default lease (60 s) would stall the test
+/// that long. A local folder's OS lock ignores them.
+pub const SHORT_LEASE: [&str; 4] = ["--lock-lease", "10s", "--lock-renew-interval", "2s"];
+
 /// Runs `tributary`, requiring success; returns stdout.
 pub fn tributary_ok(args: &[&str]) -> String {
     let out = tributary(args);
@@ -84,23 +93,22 @@ pub fn trips_schema(dir: &Path) -> PathBuf {
     p
 }
 
-/// `tributary init dir/<name>` of a trips table keyed by `uuid`, ordered by
-/// `ts`, with `extra` options; returns the table path.
+/// `tributary init dir/<name>` of a trips table (see [`init_trips_at`]);
+/// returns the table path. [`Place::init_trips`] does the same on any store.
 pub fn init_trips(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
-    let schema = trips_schema(dir);
     let table = dir.join(name);
-    let mut args = vec![
-        "init",
-        table.to_str().unwrap(),
-        "--schema",
-        schema.to_str().unwrap(),
-        "--record-key",
-        "uuid",
-        "--ordering-field",
-        "ts",
-    ];
+    init_trips_at(dir, table.to_str().unwrap(), extra);
+    table
+}
+
+/// `tributary init <table>` (a path or URI) of a trips table keyed by
+/// `uuid`, ordered by `ts`, with `extra` options; its schema is written to
+/// `scratch`.
+pub fn init_trips_at(scratch: &Path, table: &str, extra: &[&str]) {
+    let schema = trips_schema(scratch);
+    let mut args =
+        vec!["init", table, "--schema", schema.to_str().unwrap(), "--record-key", "uuid", "--ordering-field", "ts"];
     args.extend_from_slice(extra);
     let out = tributary_ok(&args);
     assert!(out.contains("version 8"), "{out}");
-    table
 }

@@ -1,7 +1,8 @@
 //! Rows as the official Hudi reader and as `tributary read` return them,
-//! meta columns included, in one comparable form.
+//! meta columns included, in one comparable form. Tables are named by path
+//! or URI (`s3://...`, read with the `AWS_*` variables).
 
-use std::path::Path;
+use std::ffi::OsStr;
 
 use serde_json::Value;
 
@@ -27,39 +28,56 @@ pub fn comparable(rows: Vec<Value>) -> Vec<Value> {
     out
 }
 
-/// The official reader's rows of `table`, meta columns included; `opts` is
-/// Python that changes the `HudiReadOptions` named `o`. Values JSON has no
-/// form for are written as Python's `str` of them (a date as `2020-02-22`,
-/// as `tributary read` writes it).
-pub fn official_rows(table: &Path, opts: &str) -> Vec<Value> {
+/// Python defining `open_table(uri)`: the official reader's table at a
+/// path or URI. For `s3://` it passes the endpoint and `allow_http` from the
+/// `AWS_*` variables (as `.ci/s3.sh` writes them) as storage options; the
+/// credentials and region it reads from the environment itself.
+pub const OPEN_TABLE: &str = r#"
+import os
+from hudi import HudiTableBuilder
+def open_table(uri):
+    b = HudiTableBuilder.from_base_uri(uri)
+    if uri.startswith('s3://'):
+        env = os.environ.get
+        o = {'aws_endpoint': env('AWS_ENDPOINT_URL') or env('AWS_ENDPOINT'), 'aws_allow_http': env('AWS_ALLOW_HTTP')}
+        b = b.with_storage_options({k: v for k, v in o.items() if v})
+    return b.build()
+"#;
+
+/// The official reader's rows of `table` (a path or URI), meta columns
+/// included; `opts` is Python that changes the `HudiReadOptions` named `o`.
+/// Values JSON has no form for are written as Python's `str` of them (a
+/// date as `2020-02-22`, as `tributary read` writes it).
+pub fn official_rows(table: impl AsRef<OsStr>, opts: &str) -> Vec<Value> {
     let script = format!(
         "import sys, json\n\
          import pyarrow as pa\n\
-         from hudi import HudiTableBuilder, HudiReadOptions, HudiQueryType\n\
-         t = HudiTableBuilder.from_base_uri(sys.argv[1]).build()\n\
+         from hudi import HudiReadOptions, HudiQueryType\n\
+         {OPEN_TABLE}\
+         t = open_table(sys.argv[1])\n\
          o = HudiReadOptions()\n\
          {opts}\n\
          b = t.read(o)\n\
          print(json.dumps(pa.Table.from_batches(b).to_pylist() if b else [], default=str))"
     );
-    let out = python(&script, &[table.to_str().unwrap()]);
+    let out = python(&script, &[table.as_ref().to_str().unwrap()]);
     comparable(serde_json::from_str(out.trim()).unwrap())
 }
 
-/// The official reader's rows of the local table `t`: its snapshot, or with
-/// `read_optimized` its base files only.
+/// The official reader's rows of table `t` (a local folder or `s3://`):
+/// its snapshot, or with `read_optimized` its base files only.
 pub fn official_rows_of(t: &tributary::Table, read_optimized: bool) -> Vec<Value> {
     let uri = t.location().to_string();
     let path = uri.strip_prefix("file://").unwrap_or(&uri);
     let opts =
         if read_optimized { "o = o.with_hudi_option(\"hoodie.read.use.read_optimized.mode\", \"true\")" } else { "" };
-    official_rows(Path::new(path), opts)
+    official_rows(path, opts)
 }
 
 /// `tributary read --meta` of `table` with `extra` options: rows with their
 /// `_hoodie_*` meta columns.
-pub fn our_rows(table: &Path, extra: &[&str]) -> Vec<Value> {
-    let mut args = vec!["read", table.to_str().unwrap(), "--format", "jsonl", "--meta"];
+pub fn our_rows(table: impl AsRef<OsStr>, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["read", table.as_ref().to_str().unwrap(), "--format", "jsonl", "--meta"];
     args.extend_from_slice(extra);
     comparable(tributary_ok(&args).lines().map(|l| serde_json::from_str(l).unwrap()).collect())
 }
@@ -67,7 +85,8 @@ pub fn our_rows(table: &Path, extra: &[&str]) -> Vec<Value> {
 /// Asserts that both readers return the same rows, meta columns included,
 /// and that every row has all five meta columns (so the comparison covers
 /// them); returns the rows.
-pub fn assert_same_rows(table: &Path, what: &str) -> Vec<Value> {
+pub fn assert_same_rows(table: impl AsRef<OsStr>, what: &str) -> Vec<Value> {
+    let table = table.as_ref();
     let ours = our_rows(table, &[]);
     for r in &ours {
         for m in [
