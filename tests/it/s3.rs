@@ -20,17 +20,10 @@ use tributary_writer::WriteSettings;
 
 use crate::support::*;
 
-/// A fresh table URI under the S3 server's bucket, or `None` (skip) when no
-/// server is configured outside CI.
-fn s3_table(name: &str) -> Option<String> {
-    let base = require(
-        "an S3 server (TRIBUTARY_TEST_S3 and the AWS_* variables)",
-        ".ci/s3.sh start DIR && source DIR/env",
-        std::env::var("TRIBUTARY_TEST_S3").ok(),
-    )?;
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Some(format!("{}/s3-tests/{name}-{}-{n}", base.trim_end_matches('/'), std::process::id()))
+/// A place on the S3 server, or `None` (skip) when none is configured
+/// outside CI.
+fn s3() -> Option<Place> {
+    Place::on(Store::S3)
 }
 
 fn bin() -> Command {
@@ -47,16 +40,6 @@ fn ok_in(dir: &Path, args: &[&str]) -> String {
     let out = run_in(dir, args);
     assert!(out.status.success(), "tributary {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
-}
-
-/// Creates the trips table (`uuid`, `ts`, `city`, `fare`; partitioned by
-/// city) at `uri` with the CLI.
-fn init(scratch: &Path, uri: &str) {
-    let schema = trips_schema(scratch);
-    ok_in(
-        scratch,
-        &["init", uri, "--schema", schema.to_str().unwrap(), "--record-key", "uuid", "--ordering-field", "ts"],
-    );
 }
 
 /// Trips lines `(uuid, ts, city, fare)`.
@@ -81,10 +64,8 @@ fn snapshot(dir: &Path, uri: &str) -> BTreeMap<String, (i64, f64)> {
 }
 
 /// The lease document of the table's instant lock.
-async fn lock_doc(uri: &str) -> Option<Value> {
-    let loc = TableLocation::parse(uri).unwrap();
-    let bytes = loc.get(&loc.join(".hoodie/.locks/table_lock.json")).await.ok()?;
-    serde_json::from_slice(&bytes).ok()
+fn lock_doc(table: &TableUri) -> Option<Value> {
+    serde_json::from_slice(&table.get(".hoodie/.locks/table_lock.json")?).ok()
 }
 
 /// The process id in a lease owner (`<host>-<pid>-<n>`).
@@ -94,14 +75,14 @@ fn owner_pid(doc: &Value) -> Option<u32> {
 
 /// Waits until the table lock's lease document satisfies `pred` and `also`
 /// holds; panics after `within`.
-async fn wait_for_lock(uri: &str, within: Duration, pred: impl Fn(&Value) -> bool, also: impl Fn() -> bool) {
+async fn wait_for_lock(table: &TableUri, within: Duration, pred: impl Fn(&Value) -> bool, also: impl Fn() -> bool) {
     let started = Instant::now();
     loop {
-        let doc = lock_doc(uri).await;
+        let doc = lock_doc(table);
         if doc.as_ref().is_some_and(&pred) && also() {
             return;
         }
-        assert!(started.elapsed() < within, "the lock of {uri} never got there; last seen: {doc:?}");
+        assert!(started.elapsed() < within, "the lock of {} never got there; last seen: {doc:?}", table.uri());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -123,9 +104,8 @@ fn signal(child: &Child, sig: &str) {
 /// over `s3://`.
 #[test]
 fn four_writers_and_the_compaction_service_share_only_the_store() {
-    let Some(uri) = s3_table("four-writers") else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    init(scratch.path(), &uri);
+    let Some(place) = s3() else { return };
+    let (scratch, uri) = (place.scratch(), place.init_trips("four-writers", &[]).uri().to_string());
     let service_dir = tempfile::tempdir().unwrap();
     let mut service = bin()
         .args(["compact", &uri, "--watch", "--interval", "200ms", "--time-mode", "hybrid-logical"])
@@ -185,11 +165,11 @@ fn four_writers_and_the_compaction_service_share_only_the_store() {
     let timeline = rt.block_on(t.timeline()).unwrap();
     let commits = timeline.completed().filter(|i| i.action.name() == "deltacommit").count();
     assert_eq!(commits, WRITERS * COMMITS, "every commit visible once");
-    assert_eq!(snapshot(scratch.path(), &uri), model, "every key at its newest event");
+    assert_eq!(snapshot(scratch, &uri), model, "every key at its newest event");
     // The official reader, over s3:// too.
     if have_official_reader() {
         let official = official_rows(Path::new(&uri), "");
-        let ours: Vec<Value> = comparable(ours_with_meta(scratch.path(), &uri));
+        let ours: Vec<Value> = comparable(ours_with_meta(scratch, &uri));
         assert_eq!(official.len(), model.len());
         assert_eq!(official, ours, "both readers read the same rows over s3://");
     }
@@ -231,13 +211,13 @@ fn quick_writer_args<'a>(uri: &'a str, input: &'a str) -> Vec<&'a str> {
 /// in the renewal interval).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_lock_holders_lease_runs_out_and_others_go_on() {
-    let Some(uri) = s3_table("sigkill") else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    init(scratch.path(), &uri);
+    let Some(place) = s3() else { return };
+    let table = place.init_trips("sigkill", &[]);
+    let uri = table.uri();
     let a_dir = tempfile::tempdir().unwrap();
-    let mut a = slow_writer(&uri, a_dir.path(), &[("a".into(), 1, "oslo", 1.0)]);
+    let mut a = slow_writer(uri, a_dir.path(), &[("a".into(), 1, "oslo", 1.0)]);
     let a_pid = a.id();
-    wait_for_lock(&uri, Duration::from_secs(30), held_by(a_pid), || true).await;
+    wait_for_lock(&table, Duration::from_secs(30), held_by(a_pid), || true).await;
     signal(&a, "-KILL");
     let killed = Instant::now();
     a.wait().unwrap();
@@ -246,53 +226,41 @@ async fn a_killed_lock_holders_lease_runs_out_and_others_go_on() {
     let input = b_dir.path().join("in.jsonl");
     std::fs::write(&input, lines(&[("b".into(), 2, "rome", 2.0)])).unwrap();
     let b = bin()
-        .args(quick_writer_args(&uri, input.to_str().unwrap()))
+        .args(quick_writer_args(uri, input.to_str().unwrap()))
         .current_dir(b_dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     // b holds the lock only for moments: any owner but a means b took it.
-    wait_for_lock(&uri, Duration::from_secs(60), |doc| owner_pid(doc) != Some(a_pid), || true).await;
+    wait_for_lock(&table, Duration::from_secs(60), |doc| owner_pid(doc) != Some(a_pid), || true).await;
     let resumed = killed.elapsed();
     let out = b.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     println!("lock taken over {resumed:?} after SIGKILL (lease {LEASE:?}, renewal {RENEW:?})");
     assert!(resumed <= LEASE + RENEW + Duration::from_secs(1), "others resumed {resumed:?} after the kill");
-    assert_eq!(snapshot(scratch.path(), &uri).keys().collect::<Vec<_>>(), ["b"], "a's write never completed");
+    assert_eq!(snapshot(place.scratch(), uri).keys().collect::<Vec<_>>(), ["b"], "a's write never completed");
 }
 
 /// A holder frozen (SIGSTOP) until its lease is taken over, then thawed,
 /// fails its commit with a clear error, and nothing of it becomes visible.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_holder_is_fenced_when_it_thaws() {
-    let Some(uri) = s3_table("sigstop") else { return };
-    let scratch = tempfile::tempdir().unwrap();
-    init(scratch.path(), &uri);
-    let loc = TableLocation::parse(&uri).unwrap();
+    let Some(place) = s3() else { return };
+    let table = place.init_trips("sigstop", &[]);
+    let uri = table.uri();
     let a_dir = tempfile::tempdir().unwrap();
-    let a = slow_writer(&uri, a_dir.path(), &[("a".into(), 1, "oslo", 1.0)]);
+    let a = slow_writer(uri, a_dir.path(), &[("a".into(), 1, "oslo", 1.0)]);
     // Freeze `a` while it holds the lock to complete its commit: its data
     // is written (a log file exists) and it holds the lock again.
-    let has_log = || {
-        let loc = loc.clone();
-        std::thread::spawn(move || {
-            tokio::runtime::Runtime::new().unwrap().block_on(async {
-                use futures::TryStreamExt;
-                let files: Vec<_> = loc.store.list(Some(&loc.root)).try_collect().await.unwrap_or_default();
-                files.iter().any(|m: &object_store::ObjectMeta| m.location.as_ref().contains(".log."))
-            })
-        })
-        .join()
-        .unwrap()
-    };
-    wait_for_lock(&uri, Duration::from_secs(30), held_by(a.id()), has_log).await;
+    let has_log = || !table.file_names(is_log).is_empty();
+    wait_for_lock(&table, Duration::from_secs(30), held_by(a.id()), has_log).await;
     signal(&a, "-STOP");
 
     let b_dir = tempfile::tempdir().unwrap();
     let input = b_dir.path().join("in.jsonl");
     std::fs::write(&input, lines(&[("b".into(), 2, "rome", 2.0)])).unwrap();
-    let out = run_in(b_dir.path(), &quick_writer_args(&uri, input.to_str().unwrap()));
+    let out = run_in(b_dir.path(), &quick_writer_args(uri, input.to_str().unwrap()));
     assert!(out.status.success(), "b takes the lock over and commits: {}", String::from_utf8_lossy(&out.stderr));
 
     signal(&a, "-CONT");
@@ -300,8 +268,8 @@ async fn a_frozen_holder_is_fenced_when_it_thaws() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(5), "a conflict: {stderr}");
     assert!(stderr.contains("lost the table lock") && stderr.contains("taken over"), "{stderr}");
-    assert_eq!(snapshot(scratch.path(), &uri).keys().collect::<Vec<_>>(), ["b"], "nothing of a is visible");
-    let t = Table::open_uri(&uri).await.unwrap();
+    assert_eq!(snapshot(place.scratch(), uri).keys().collect::<Vec<_>>(), ["b"], "nothing of a is visible");
+    let t = Table::open_uri(uri).await.unwrap();
     let timeline = t.timeline().await.unwrap();
     assert_eq!(timeline.completed().count(), 1, "only b's commit completed: {:?}", timeline.instants());
     assert!(
@@ -332,7 +300,7 @@ const KINDS: &[(&str, Picks)] = &[
 /// returned an error. The next commit then succeeds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_on_every_file_a_commit_writes_leave_it_visible_once_or_not_at_all() {
-    let Some(base) = s3_table("faults") else { return };
+    let Some(place) = s3() else { return };
     let settings = TableSettings {
         lock_lease: Duration::from_secs(2),
         lock_renew_interval: Duration::from_millis(500),
@@ -341,8 +309,8 @@ async fn faults_on_every_file_a_commit_writes_leave_it_visible_once_or_not_at_al
     let mut outcomes = Vec::new();
     for (kind, picks) in KINDS {
         for fault in [Fault::Fail, Fault::Slow(Duration::from_millis(300)), Fault::LostAnswer] {
-            let uri = format!("{base}/{}-{fault:?}", kind.replace(' ', "-")).replace(['(', ')', ' '], "");
-            let healthy = TableLocation::parse(&uri).unwrap();
+            let name = format!("{}-{fault:?}", kind.replace(' ', "-")).replace(['(', ')', ' '], "");
+            let healthy = place.table(&name).location();
             let mut options = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
             options.partition_field = Some("city".into());
             options.buckets = 2;
@@ -406,9 +374,10 @@ async fn fares(t: &Table) -> Vec<(String, f64)> {
 /// error naming the URI (or the endpoint it resolves to) and the cause.
 #[test]
 fn bad_configurations_fail_fast_naming_the_uri_and_the_cause() {
-    let Some(uri) = s3_table("bad-config") else { return };
+    let Some(place) = s3() else { return };
+    let uri = place.table("bad-config").uri().to_string();
     let bucket = uri.trim_start_matches("s3://").split('/').next().unwrap().to_string();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = place.scratch();
     let bucket = bucket.as_str();
     // What, the arguments, what the error must name, extra environment.
     type Case<'a> = (&'a str, Vec<String>, Vec<&'a str>, Vec<(&'a str, &'a str)>);
@@ -441,7 +410,7 @@ fn bad_configurations_fail_fast_naming_the_uri_and_the_cause() {
     ];
     for (what, args, names, env) in cases {
         let started = Instant::now();
-        let out = bin().args(&args).envs(env).current_dir(dir.path()).output().unwrap();
+        let out = bin().args(&args).envs(env).current_dir(dir).output().unwrap();
         let took = started.elapsed();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(matches!(out.status.code(), Some(2 | 4)), "{what}: exit {:?}: {stderr}", out.status.code());

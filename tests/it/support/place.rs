@@ -59,8 +59,14 @@ impl Place {
     /// under `CI` (see [`require`]).
     #[must_use = "return from the test when the store is missing"]
     pub fn new() -> Option<Place> {
+        Self::on(store())
+    }
+
+    /// A fresh place on `store`, whatever `TRIBUTARY_TEST_STORE` says: for
+    /// the tests of object stores themselves ([`Place::new`] for the rest).
+    #[must_use = "return from the test when the store is missing"]
+    pub fn on(store: Store) -> Option<Place> {
         let scratch = tempfile::tempdir().unwrap();
-        let store = store();
         let base = match store {
             Store::Local => scratch.path().to_str().unwrap().to_string(),
             Store::S3 => {
