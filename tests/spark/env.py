@@ -1,0 +1,57 @@
+"""What the Spark interoperability tests run on: the versions of PySpark
+and Apache Hudi's Spark bundle, in one place; `python3 tests/spark/env.py install` installs them (PySpark from
+PyPI, the jars from Maven Central through Maven's local repository)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+#: PySpark from PyPI; Hudi's Spark 3.5 bundle is built for Spark 3.5.
+PYSPARK = "3.5.7"
+#: The newest Hudi 1.x that writes table version 8 (it defaults to 9, so
+#: every Spark write pins `hoodie.write.table.version=8`).
+HUDI = "1.2.0"
+
+JARS = [f"org.apache.hudi:hudi-spark3.5-bundle_2.12:{HUDI}"]
+
+
+def maven_repository() -> Path:
+    return Path(os.environ.get("MAVEN_REPOSITORY", Path.home() / ".m2" / "repository"))
+
+
+def jar_path(coordinate: str) -> Path:
+    group, artifact, version = coordinate.split(":")
+    return maven_repository() / group.replace(".", "/") / artifact / version / f"{artifact}-{version}.jar"
+
+
+def missing() -> list[str]:
+    """What is not installed, as readable lines (empty when all is)."""
+    out = []
+    try:
+        import pyspark
+
+        if pyspark.__version__ != PYSPARK:
+            out.append(f"pyspark {pyspark.__version__} is installed, the tests need {PYSPARK}")
+    except ImportError:
+        out.append(f"pyspark {PYSPARK} is not installed")
+    out += [f"{c} is not in {maven_repository()}" for c in JARS if not jar_path(c).is_file()]
+    return out
+
+
+def install() -> None:
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    subprocess.run(pip + [f"pyspark=={PYSPARK}", "pytest"], check=True)
+    for c in JARS:
+        if not jar_path(c).is_file():
+            subprocess.run(["mvn", "--batch-mode", "--quiet", "dependency:get", f"-Dartifact={c}", "-Dtransitive=false"], check=True)
+    left = missing()
+    if left:
+        sys.exit("\n".join(left))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["install"]:
+        install()
+    else:
+        sys.exit("usage: env.py install")
