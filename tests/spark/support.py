@@ -161,3 +161,38 @@ def meta_rows(rows) -> list[tuple]:
     """Rows as `(record key, partition, commit time, data columns...)`,
     sorted: what two engines' reads of one table must agree on."""
     return sorted(tuple(r.get(c) for c in META + COLUMNS) for r in rows)
+
+
+def nbcc_options(name: str, buckets=4, partitioned=True, metadata=True) -> dict:
+    """Hudi options of a Spark writer that upserts into a version-8 MOR table
+    with the simple bucket index under non-blocking concurrency control (a
+    single Spark process: the in-process lock)."""
+    opts = {
+        "hoodie.table.name": name,
+        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+        "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.datasource.write.operation": "upsert",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.partitionpath.field": "region" if partitioned else "",
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator"
+        if partitioned
+        else "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+        "hoodie.index.type": "BUCKET",
+        "hoodie.index.bucket.engine": "SIMPLE",
+        "hoodie.bucket.index.num.buckets": str(buckets),
+        "hoodie.write.concurrency.mode": "NON_BLOCKING_CONCURRENCY_CONTROL",
+        "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.InProcessLockProvider",
+        "hoodie.metadata.enable": "true" if metadata else "false",
+        "hoodie.compact.inline": "false",
+        "hoodie.table.timeline.timezone": "UTC",
+        **HUDI_VERSION_8,
+    }
+    return opts
+
+
+def spark_write(spark, path, events, options, mode="append") -> None:
+    """Writes `events` (deletes among them, by `_hoodie_is_deleted`) to the
+    Hudi table at `path` with Spark."""
+    df = spark.createDataFrame([e.spark_row() for e in events], SPARK_SCHEMA)
+    df.write.format("hudi").options(**options).mode(mode).save(str(path))
