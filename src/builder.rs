@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apache_avro::Schema;
-use object_store::ObjectStore;
 use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tributary_format::{RecordKey, TableSchema};
 use tributary_timeline::config::{NewTableConfig, SequenceGroup, TableConfig, split_fields};
 use tributary_timeline::{
-    BucketHash, BucketSpec, Clock, FileLock, InProcessLock, LeaseLock, LeaseSettings, LockProvider, MergeMode,
-    SystemClock, TableLocation, TombstoneRetention,
+    BucketHash, BucketSpec, Clock, FileLock, HudiFileLock, InProcessLock, LeaseLock, LeaseSettings, LockProvider,
+    MergeMode, SystemClock, TableLocation, TimeMode, TombstoneRetention,
 };
 
 use crate::error::{Error, Result};
@@ -336,6 +336,15 @@ impl TableBuilder {
         // Every checkpoint of this table will be in a writer state file, so
         // looking up a writer id without one scans no commits.
         tributary_timeline::protocol::writer_state::mark_new_table(&loc).await?;
+        // Hudi's Java timeline lists `.hoodie/timeline/` and fails when a
+        // local file system has no such folder (object stores have no
+        // folders): writing and deleting a placeholder creates it.
+        if loc.local_folder().is_some() {
+            let placeholder = loc.meta_dir().join("timeline").join(".tributary-init");
+            let store_err = |op, e| tributary_timeline::Error::store(op, &placeholder, e);
+            loc.store.put(&placeholder, PutPayload::from_static(b"")).await.map_err(|e| store_err("create", e))?;
+            loc.store.delete(&placeholder).await.map_err(|e| store_err("delete", e))?;
+        }
         Ok(Table { loc, config, components })
     }
 
@@ -374,8 +383,31 @@ impl TableBuilder {
             Ok(s)
         };
         // The default lock of each role: instants, then compaction.
+        if kind == LockKind::HudiFile && settings.time.mode == TimeMode::HybridLogical {
+            return Err(invalid(
+                "lock",
+                "Hudi's lock file stores no last issued time, so instants under it need the wait-for-skew \
+                 time mode (as Hudi's own writers use)"
+                    .into(),
+            ));
+        }
         let default_lock = |compaction: bool| -> Result<Arc<dyn LockProvider>> {
+            // Hudi's lock file serialises instants and completions; the
+            // compaction lock stays Tributary's own, as for any table.
+            let kind = match kind {
+                LockKind::HudiFile if compaction && local_dir.is_some() => LockKind::File,
+                LockKind::HudiFile if compaction => LockKind::Lease,
+                kind => kind,
+            };
             Ok(match kind {
+                LockKind::HudiFile => Arc::new(HudiFileLock::for_table(
+                    loc.store.clone(),
+                    &loc.root,
+                    owner.clone(),
+                    clock.clone(),
+                    (!settings.hudi_lock_expire.is_zero()).then_some(settings.hudi_lock_expire),
+                    settings.lock_acquire_timeout,
+                )),
                 LockKind::File => {
                     let Some(dir) = &local_dir else {
                         return Err(invalid(

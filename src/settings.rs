@@ -31,7 +31,7 @@ impl Default for TimeSettings {
 /// Which lock serialises a table's instants (and, beside it, its
 /// compactors), unless one is injected with [`TableBuilder::with_lock`] or
 /// [`TableBuilder::with_compaction_lock`]. In serde form kebab-case
-/// (`"auto"`, `"file"`, `"lease"`, `"in-process"`).
+/// (`"auto"`, `"file"`, `"lease"`, `"in-process"`, `"hudi-file"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
@@ -51,6 +51,12 @@ pub enum LockKind {
     /// A lock of this process alone: for tests, and tables no other process
     /// writes.
     InProcess,
+    /// The lock file of Hudi's `FileSystemBasedLockProvider`
+    /// (`<table>/.hoodie/lock`, present while held): for a table that Hudi's
+    /// Java writers configured with that provider share
+    /// ([`TableSettings::hudi_lock_expire`] is its expiry). Instants use
+    /// the wait-for-skew mode, as Hudi's do; see `docs/interop.md`.
+    HudiFile,
 }
 
 /// A table's settings: plain data, apart from the components (clock,
@@ -87,6 +93,12 @@ pub struct TableSettings {
     /// 10 s.
     #[serde(rename = "lock_renew_interval_ms", with = "millis_serde")]
     pub lock_renew_interval: Duration,
+    /// [`LockKind::HudiFile`]: a lock file older than this (by its
+    /// modification time) was left by a dead holder and is deleted, as
+    /// Hudi's `hoodie.write.lock.filesystem.expire` (minutes) does; set both
+    /// sides alike. Zero, the default as in Hudi: never.
+    #[serde(rename = "hudi_lock_expire_ms", with = "millis_serde")]
+    pub hudi_lock_expire: Duration,
     /// Give up taking a lease lock after this long. Default 120 s.
     #[serde(rename = "lock_acquire_timeout_ms", with = "millis_serde")]
     pub lock_acquire_timeout: Duration,
@@ -118,6 +130,7 @@ impl Default for TableSettings {
             lock_lease: lease.lease,
             compaction_lease: lease.lease,
             lock_renew_interval: lease.renew_interval,
+            hudi_lock_expire: Duration::ZERO,
             lock_acquire_timeout: lease.acquire_timeout,
             lock_owner: None,
             heartbeat_expiry: tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY,

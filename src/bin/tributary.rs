@@ -11,7 +11,7 @@ use std::io::{BufRead, Write};
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use tributary::{CreateOptions, Query, ReadOptions, Table, TableSettings, TimeSettings, TombstoneRetention};
+use tributary::{CreateOptions, LockKind, Query, ReadOptions, Table, TableSettings, TimeSettings, TombstoneRetention};
 use tributary_format::ErrorKind;
 use tributary_timeline::{BucketHash, InstantTime, MergeMode, TimeMode};
 use tributary_writer::WriteSettings;
@@ -68,6 +68,25 @@ struct StoreArgs {
     /// How often a lease holder renews its lease; below half the lease.
     #[arg(long, global = true, default_value = "10s", value_parser = humantime::parse_duration)]
     lock_renew_interval: Duration,
+    /// Which lock serialises the table's instants.
+    #[arg(long, global = true, value_enum, default_value_t = LockArg::Auto)]
+    lock: LockArg,
+    /// With `--lock hudi-file`: a lock file older than this was left by a
+    /// dead holder and is deleted; set Hudi's
+    /// `hoodie.write.lock.filesystem.expire` (minutes) alike. 0: never.
+    #[arg(long, global = true, default_value = "0s", value_parser = humantime::parse_duration)]
+    hudi_lock_expire: Duration,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LockArg {
+    /// An OS file lock for a table in a local folder, a lease lock in the
+    /// store otherwise.
+    Auto,
+    /// Hudi's `FileSystemBasedLockProvider` lock file, `.hoodie/lock`: for a
+    /// table Hudi's Java writers with that provider share (wait-for-skew
+    /// instants only).
+    HudiFile,
 }
 
 impl StoreArgs {
@@ -82,6 +101,11 @@ impl StoreArgs {
             lock_lease: self.lock_lease,
             compaction_lease: self.lock_lease,
             lock_renew_interval: self.lock_renew_interval,
+            lock: match self.lock {
+                LockArg::Auto => settings.lock,
+                LockArg::HudiFile => LockKind::HudiFile,
+            },
+            hudi_lock_expire: self.hudi_lock_expire,
             ..settings
         };
         Table::builder_uri(table).with_store_options(self.store_options.clone()).with_settings(settings)

@@ -29,6 +29,7 @@ pub mod counting;
 pub mod error;
 pub mod file_name;
 pub mod fs_view;
+pub mod hudi_lock;
 pub mod instant;
 pub mod lease;
 pub mod location;
@@ -46,6 +47,7 @@ pub use config::{
 pub use error::{Error, ErrorKind, Result};
 pub use file_name::{BaseFileName, LogFileName, WriteToken, nbcc_file_id};
 pub use fs_view::{FileGroup, FileSlice, FileSystemView};
+pub use hudi_lock::HudiFileLock;
 pub use instant::{Action, Instant, InstantTime, State};
 pub use lease::{HUDI_CLOCK_DRIFT, LeaseLock, LeaseSettings};
 pub use location::{RETRY, RetryPolicy, TableLocation};
