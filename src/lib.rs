@@ -39,6 +39,7 @@
 
 pub mod builder;
 pub mod error;
+mod incremental;
 pub mod read;
 pub mod settings;
 pub mod table;

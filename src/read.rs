@@ -1,19 +1,17 @@
 //! Readers: snapshot, read-optimized, incremental and time travel, returning
 //! Arrow record batches.
 
-use std::collections::BTreeMap;
-
 use arrow::array::RecordBatch;
 use std::sync::Arc;
 
 use arrow::row::{RowConverter, SortField};
 use futures::StreamExt;
-use tributary_format::metadata::CommitMetadata;
 use tributary_format::schema::{META_FIELDS, PARTITION_PATH, RECORD_KEY, TableSchema};
-use tributary_merge::{RowOrder, SliceFiles, SliceMerge, merge_slice};
-use tributary_timeline::{Action, FileSystemView, InstantTime, State, TableLocation, Timeline, TimelineWriter};
+use tributary_merge::{BaseRows, RowOrder, SliceFiles, SliceMerge, merge_slice};
+use tributary_timeline::{FileSystemView, InstantTime, State, TableLocation, Timeline, TimelineWriter};
 
 use crate::error::{Error, Result};
+use crate::incremental::{Window, commit_metadata};
 use crate::table::Table;
 
 /// Which rows a read returns.
@@ -24,7 +22,10 @@ pub enum Query {
     Snapshot,
     /// Base files only.
     ReadOptimized,
-    /// Records whose commit completed in `(begin, end]`.
+    /// What the commits completed in `(begin, end]` wrote, merged among
+    /// themselves as Hudi's Java reader (Spark) merges them: a key updated
+    /// in the window shows its window version even where an older commit's
+    /// version wins the snapshot (`docs/design.md`, "Merge semantics").
     Incremental {
         /// Exclusive lower bound (completion time).
         begin: InstantTime,
@@ -70,10 +71,7 @@ impl Table {
         done.sort_by(|a, b| b.completed.cmp(&a.completed));
         for i in done.into_iter().take(1) {
             let bytes = writer.read(i, State::Completed).await?;
-            let meta = CommitMetadata::from_avro_container(&bytes, i.requested.as_str())
-                .ok()
-                .or_else(|| serde_json::from_slice::<CommitMetadata>(&bytes).ok());
-            if let Some(meta) = meta
+            if let Ok(meta) = commit_metadata(&bytes, i.requested.as_str())
                 && let Some(json) = meta.schema_json()
                 && !json.is_empty()
             {
@@ -90,15 +88,19 @@ impl Table {
     /// Reads the table. Rows come ordered by partition, then record key.
     pub async fn read(&self, options: &ReadOptions) -> Result<RecordBatch> {
         let full = self.timeline().await?;
-        let mut timeline = match &options.as_of {
+        let timeline = match &options.as_of {
             Some(t) => full.filtered(|i| &i.requested <= t),
             None => full.clone(),
         };
-        if let Query::Incremental { end, .. } = &options.query {
-            timeline = timeline.filtered(|i| i.completed.as_ref().is_none_or(|c| c <= end));
-        }
         let schema = self.schema(&full).await?;
-        let view = FileSystemView::load(self.location(), self.config(), &timeline).await?;
+        let window = match &options.query {
+            Query::Incremental { begin, end } => Some(Window::of(&timeline, begin, end)),
+            _ => None,
+        };
+        let view = match &window {
+            Some(w) => w.view(self, &timeline).await?,
+            None => FileSystemView::load(self.location(), self.config(), &timeline).await?,
+        };
         // Slices are independent: read and merge them on all cores.
         let schema = Arc::new(schema);
         let timeline = Arc::new(timeline);
@@ -106,9 +108,11 @@ impl Table {
         let config = Arc::new(self.config().clone());
         tributary_merge::rules::check_merger(&config)?;
         let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let jobs = view.latest_slices().into_iter().map(|slice| {
+        let slices = view.latest_slices().into_iter().filter(|s| s.base.is_some() || !s.logs.is_empty());
+        let jobs = slices.map(|slice| {
             let (loc, schema, timeline, config) =
                 (self.location().clone(), schema.clone(), timeline.clone(), config.clone());
+            let commits = window.as_ref().map(|w| w.commits().clone());
             let group = if slice.partition.is_empty() {
                 slice.file_id.clone()
             } else {
@@ -118,7 +122,9 @@ impl Table {
                 let base = slice.base.as_ref().map(|b| b.file.path.clone());
                 let logs: Vec<_> =
                     if base_only { Vec::new() } else { slice.logs.iter().map(|l| l.file.path.clone()).collect() };
-                let files = SliceFiles { base: base.as_ref(), logs: &logs };
+                // An incremental read merges the window's base rows only.
+                let base_rows = commits.as_deref().map_or(BaseRows::All, BaseRows::WrittenBy);
+                let files = SliceFiles { base: base.as_ref(), logs: &logs, base_rows };
                 let ctx = SliceMerge { loc: &loc, schema: &schema, config: &config, timeline: &timeline };
                 let merged = merge_slice(&ctx, &files, RowOrder::Write, None).await?;
                 Ok::<_, Error>(merged.into_batches().await?)
@@ -134,9 +140,9 @@ impl Table {
         }
         let all = arrow::compute::concat_batches(schema.arrow_with_meta(), &parts)
             .map_err(arrow_err(loc, "concatenating file slices"))?;
-        let all = match &options.query {
-            Query::Incremental { begin, end } => filter_completed_in(loc, &all, &full, begin, end)?,
-            _ => all,
+        let all = match &window {
+            Some(w) => w.keep(all, self)?,
+            None => all,
         };
         let sorted = if options.unordered { all } else { sort_by_partition_and_key(loc, &all)? };
         if options.with_meta {
@@ -146,26 +152,6 @@ impl Table {
             sorted.project(&keep).map_err(arrow_err(loc, "dropping the meta columns"))
         }
     }
-}
-
-fn filter_completed_in(
-    loc: &TableLocation,
-    batch: &RecordBatch,
-    timeline: &Timeline,
-    begin: &InstantTime,
-    end: &InstantTime,
-) -> Result<RecordBatch> {
-    let completion: BTreeMap<&str, &InstantTime> = timeline
-        .completed()
-        .filter(|i| i.action != Action::Compaction)
-        .filter_map(|i| i.completed.as_ref().map(|c| (i.requested.as_str(), c)))
-        .collect();
-    let times = arrow::array::AsArray::as_string::<i32>(batch.column(0));
-    let mask: arrow::array::BooleanArray = times
-        .iter()
-        .map(|t| Some(t.and_then(|t| completion.get(t)).is_some_and(|c| *c > begin && *c <= end)))
-        .collect();
-    arrow::compute::filter_record_batch(batch, &mask).map_err(arrow_err(loc, "incremental read"))
 }
 
 fn sort_by_partition_and_key(loc: &TableLocation, batch: &RecordBatch) -> Result<RecordBatch> {

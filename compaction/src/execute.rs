@@ -31,7 +31,7 @@ use tributary_timeline::{
 
 use crate::error::{Error, Result};
 use crate::plan::{PlanSettings, plan};
-use tributary_merge::{Budget, RowOrder, Share, SliceFiles, SliceMerge, SpillArea, merge_slice};
+use tributary_merge::{BaseRows, Budget, RowOrder, Share, SliceFiles, SliceMerge, SpillArea, merge_slice};
 
 /// Settings of a [`Compactor`]. Where spill files go is not a setting but
 /// a component, given with [`CompactorBuilder::with_spill`].
@@ -392,7 +392,7 @@ impl Compactor {
             input_bytes: bytes_read,
             spill: self.spill_area(instant, &op.file_id)?,
         };
-        let files = SliceFiles { base: base.as_ref(), logs: &logs };
+        let files = SliceFiles { base: base.as_ref(), logs: &logs, base_rows: BaseRows::All };
         let mut merged = merge_slice(&ctx, &files, RowOrder::Key, Some(&budget)).await?;
         // The first rows show which columns a dictionary would suit.
         let first = merged.next_batch().await?;

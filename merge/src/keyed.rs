@@ -79,7 +79,9 @@ pub async fn merge_key_first(
     spiller: Option<&mut Spiller>,
 ) -> Result<KeyFirst> {
     let SliceMerge { loc, schema, config, timeline } = *ctx;
-    if !config.sequence_groups.is_empty() {
+    // A base file of which only some rows take part (an incremental read)
+    // is merged the general way, which filters its rows as it reads them.
+    if !config.sequence_groups.is_empty() || (files.base.is_some() && !files.base_rows.all()) {
         return Ok(KeyFirst::Declined);
     }
     let mut merger = RowMerger::new(schema, config.merge_mode);
@@ -414,6 +416,7 @@ mod tests {
     use tributary_timeline::{MergeMode, TableConfig};
 
     use super::*;
+    use crate::read::BaseRows;
     use crate::rules::{merge, merge_as};
     use crate::spill::SpillArea;
     use crate::test_util::{Case, Write, case, sorted, write};
@@ -482,7 +485,7 @@ mod tests {
             let loc = TableLocation::new(store.clone(), Path::from("t"));
             let timeline = Timeline::load(&loc, config).await?;
             let (base, logs) = slice_files(&store, schema, versions, with_base, per_log).await;
-            let files = SliceFiles { base: base.as_ref(), logs: &logs };
+            let files = SliceFiles { base: base.as_ref(), logs: &logs, base_rows: BaseRows::All };
             let area = SpillArea { store: Arc::new(InMemory::new()), dir: Path::from("spill") };
             let mut spiller = Spiller::new(area, 3, 0);
             let limits = Limits { keep: if spill { 0 } else { usize::MAX }, ..Limits::NONE };
@@ -560,7 +563,7 @@ mod tests {
                 .encode_into(&mut file);
             let logs = vec![Path::from("t/.f1_0.log.1_0-1-0")];
             store.put(&logs[0], PutPayload::from(file)).await.unwrap();
-            let files = SliceFiles { base: None, logs: &logs };
+            let files = SliceFiles { base: None, logs: &logs, base_rows: BaseRows::All };
             let ctx = SliceMerge { loc: &loc, schema: &schema, config: &config, timeline: &timeline };
             let merged = merge_key_first(&ctx, &files, Limits::NONE, None);
             matches!(merged.await.unwrap(), KeyFirst::Declined)
@@ -590,7 +593,7 @@ mod tests {
                 .encode_into(&mut file);
             let logs = vec![Path::from("t/.f1_0.log.1_0-1-0")];
             store.put(&logs[0], PutPayload::from(file)).await.unwrap();
-            let files = SliceFiles { base: None, logs: &logs };
+            let files = SliceFiles { base: None, logs: &logs, base_rows: BaseRows::All };
             let ctx = SliceMerge { loc: &loc, schema: &schema, config: &config, timeline: &timeline };
             let merged = merge_key_first(&ctx, &files, Limits::NONE, None);
             merged.await.err().unwrap().to_string()

@@ -34,7 +34,7 @@ pub mod version;
 
 pub use error::{Error, Result};
 pub use limits::Share;
-pub use read::{SliceFiles, SliceMerge};
+pub use read::{BaseRows, SliceFiles, SliceMerge, written_by};
 pub use rules::merge;
 pub use slice::{Budget, Merged, RowOrder, merge_slice};
 pub use spill::SpillArea;

@@ -2,13 +2,15 @@
 //! [`SliceMerge`] context), and base Parquet rows and log blocks as versions
 //! in write order.
 
-use arrow::array::{ArrayRef, RecordBatch, new_null_array};
+use std::collections::HashSet;
+
+use arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch, new_null_array};
 use arrow::datatypes::SchemaRef;
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
 use tributary_format::codec::{DataBlockBatches, decode_delete_content};
 use tributary_format::log_block::{BlockHead, BlockType, HeaderKey, LogBlock};
-use tributary_format::schema::TableSchema;
+use tributary_format::schema::{COMMIT_TIME, TableSchema};
 use tributary_timeline::{InstantTime, TableConfig, TableLocation, Timeline};
 
 use crate::error::{Error, Result};
@@ -21,6 +23,52 @@ pub struct SliceFiles<'a> {
     pub base: Option<&'a Path>,
     /// The log files, in log order.
     pub logs: &'a [Path],
+    /// Which of the base file's rows take part in the merge.
+    pub base_rows: BaseRows<'a>,
+}
+
+/// Which rows of a slice's base file take part in its merge.
+#[derive(Debug, Clone, Copy, Default)]
+pub enum BaseRows<'a> {
+    /// Every row: snapshot reads and the compactor.
+    #[default]
+    All,
+    /// Only the rows whose `_hoodie_commit_time` is one of these instants;
+    /// the others are dropped before the merge, so they neither show nor
+    /// beat a log version. Incremental reads take the base rows of the
+    /// window's commits only (`docs/design.md`, "Merge semantics").
+    WrittenBy(&'a HashSet<String>),
+}
+
+impl BaseRows<'_> {
+    /// Whether every row is taken.
+    pub fn all(&self) -> bool {
+        matches!(self, BaseRows::All)
+    }
+
+    /// The rows of `batch` (a base file's, meta columns first) that take
+    /// part; `path` names the file for errors.
+    pub fn keep(&self, batch: RecordBatch, path: &str) -> Result<RecordBatch> {
+        match self {
+            BaseRows::All => Ok(batch),
+            BaseRows::WrittenBy(commits) => written_by(batch, commits, path),
+        }
+    }
+}
+
+/// The rows of `batch` (meta columns first) whose `_hoodie_commit_time` is
+/// one of `commits`; `what` names the rows' source for errors.
+pub fn written_by(batch: RecordBatch, commits: &HashSet<String>, what: &str) -> Result<RecordBatch> {
+    let times = batch.column(COMMIT_TIME).as_string_opt::<i32>().ok_or_else(|| Error::Invalid {
+        what: what.to_string(),
+        reason: format!("`_hoodie_commit_time` is {}, not a string", batch.column(COMMIT_TIME).data_type()),
+    })?;
+    let mask: BooleanArray = times.iter().map(|t| Some(t.is_some_and(|t| commits.contains(t)))).collect();
+    if mask.true_count() == batch.num_rows() {
+        return Ok(batch);
+    }
+    arrow::compute::filter_record_batch(&batch, &mask)
+        .map_err(|e| Error::arrow(format!("keeping the rows of {what} by commit"), e))
 }
 
 /// What a slice merge reads with: the table, its schema and config, and the

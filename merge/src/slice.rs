@@ -23,7 +23,6 @@
 use std::collections::VecDeque;
 
 use arrow::array::{Array, RecordBatch};
-use object_store::path::Path;
 use tributary_format::codec::DeleteRecord;
 use tributary_format::schema::META_FIELDS;
 use tributary_timeline::TombstoneRetention;
@@ -198,7 +197,7 @@ pub async fn merge_slice(
 ) -> Result<Merged> {
     crate::rules::check_merger(ctx.config)?;
     if files.logs.is_empty() {
-        return base_rows(ctx, files.base, order, budget.is_some()).await;
+        return base_rows(ctx, files, order, budget.is_some()).await;
     }
     let by_key = order == RowOrder::Key;
     let mut spiller = None;
@@ -278,20 +277,23 @@ pub async fn merge_slice(
     Ok(merged.with_tombstones(ctx, tombstones))
 }
 
-/// The rows of a slice without logs: its base file's, as they are. A merge
-/// without a budget (a reader) reads the file in one request; a bounded one
-/// a row group at a time.
-async fn base_rows(ctx: &SliceMerge<'_>, base: Option<&Path>, order: RowOrder, bounded: bool) -> Result<Merged> {
+/// The rows of a slice without logs: its base file's, as they are (those
+/// its [`BaseRows`](crate::read::BaseRows) take). A merge without a budget
+/// (a reader) reads the file in one request; a bounded one a row group at a
+/// time.
+async fn base_rows(ctx: &SliceMerge<'_>, files: &SliceFiles<'_>, order: RowOrder, bounded: bool) -> Result<Merged> {
     let mut batches = Vec::new();
-    match base {
+    match files.base {
         Some(path) if !bounded => {
             let bytes = ctx.loc.get(path).await?;
-            batches = read_parquet(bytes, ctx.schema.arrow_with_meta(), path.as_ref())?;
+            for b in read_parquet(bytes, ctx.schema.arrow_with_meta(), path.as_ref())? {
+                batches.push(files.base_rows.keep(b, path.as_ref())?);
+            }
         }
         Some(path) => {
             let mut reader = BaseReader::open(ctx.loc, ctx.schema, path).await?;
             while let Some(b) = reader.next().await? {
-                batches.push(b);
+                batches.push(files.base_rows.keep(b, path.as_ref())?);
             }
         }
         None => {}
@@ -325,7 +327,10 @@ async fn read_into(
     if let Some(base) = files.base {
         let mut reader = BaseReader::open(ctx.loc, ctx.schema, base).await?;
         while let Some(b) = reader.next().await? {
-            sink.push(Version::Rows(b)).await?;
+            let b = files.base_rows.keep(b, base.as_ref())?;
+            if b.num_rows() > 0 {
+                sink.push(Version::Rows(b)).await?;
+            }
         }
     }
     for log in files.logs {

@@ -10,6 +10,7 @@ mod corpus;
 mod cost;
 mod errors;
 mod history_model;
+mod incremental;
 mod init;
 mod instants;
 mod keys;

@@ -228,20 +228,7 @@ impl FileSystemView {
     /// Lists the table and builds its view at `timeline`.
     pub async fn load(loc: &TableLocation, config: &TableConfig, timeline: &Timeline) -> Result<Self> {
         let files = list_data_files(loc).await?;
-        let mut planned = PlannedGroups::new();
-        let writer = crate::timeline::TimelineWriter::new(loc, config);
-        for c in timeline.pending_compactions() {
-            let path = writer.path_of(c, crate::instant::State::Requested)?;
-            let bytes = loc.get(&path).await?;
-            // An empty requested file plans no file group.
-            let groups = if bytes.is_empty() {
-                BTreeSet::new()
-            } else {
-                let plan = CompactionPlan::from_avro_container(&bytes, path.as_ref())?;
-                plan.operations.into_iter().map(|op| (op.partition_path, op.file_id)).collect()
-            };
-            planned.insert(c.requested.clone(), groups);
-        }
+        let planned = planned_groups(loc, config, timeline).await?;
         Ok(Self::build(timeline, files, &planned))
     }
 
@@ -264,6 +251,26 @@ impl FileSystemView {
     pub fn skipped(&self) -> &[String] {
         &self.skipped
     }
+}
+
+/// The file groups each pending compaction of `timeline` plans (read from
+/// its requested plan), for [`FileSystemView::build`].
+pub async fn planned_groups(loc: &TableLocation, config: &TableConfig, timeline: &Timeline) -> Result<PlannedGroups> {
+    let mut planned = PlannedGroups::new();
+    let writer = crate::timeline::TimelineWriter::new(loc, config);
+    for c in timeline.pending_compactions() {
+        let path = writer.path_of(c, crate::instant::State::Requested)?;
+        let bytes = loc.get(&path).await?;
+        // An empty requested file plans no file group.
+        let groups = if bytes.is_empty() {
+            BTreeSet::new()
+        } else {
+            let plan = CompactionPlan::from_avro_container(&bytes, path.as_ref())?;
+            plan.operations.into_iter().map(|op| (op.partition_path, op.file_id)).collect()
+        };
+        planned.insert(c.requested.clone(), groups);
+    }
+    Ok(planned)
 }
 
 /// Lists every file in every partition (folder holding `.hoodie_partition_metadata`).

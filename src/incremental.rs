@@ -1,0 +1,115 @@
+//! Incremental reads: the rows that the commits completed in a window
+//! `(begin, end]` wrote, as Apache Hudi's Java reader (Spark, Hudi 1.2)
+//! returns them (`docs/design.md`, "Merge semantics" has the evidence).
+//!
+//! 1. The window's commits are the instants that write data (delta commits
+//!    and compactions alike) whose completion time is in `(begin, end]`.
+//! 2. The files read are those the window's commits name in their commit
+//!    metadata. A compaction's tombstone log is not named there, so it is
+//!    not read. If one of those files is gone (cleaned), every file of the
+//!    table is read instead, as Hudi falls back to a full scan.
+//! 3. Each file group's latest slice among those files is merged, after the
+//!    base file's rows not written by a window commit are dropped: only
+//!    versions of the window compete (an update in the window that loses to
+//!    an older commit's version still shows), except what a compaction in
+//!    the window folded together, and the logs of a full scan.
+//! 4. Of the merged rows, those written by a window commit are returned.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use futures::StreamExt;
+use tributary_format::metadata::CommitMetadata;
+use tributary_timeline::fs_view::{DataFile, list_data_files, planned_groups};
+use tributary_timeline::{FileSystemView, InstantTime, State, Timeline, TimelineWriter};
+
+use crate::error::Result;
+use crate::table::Table;
+
+/// Commit metadata files read at once.
+const METADATA_READS: usize = 16;
+
+/// The commits of an incremental window.
+#[derive(Debug, Clone)]
+pub(crate) struct Window {
+    /// The requested times of the instants that write data and completed in
+    /// the window: what their rows carry as `_hoodie_commit_time`.
+    commits: Arc<HashSet<String>>,
+}
+
+impl Window {
+    /// The commits of `timeline` that completed in `(begin, end]`.
+    pub(crate) fn of(timeline: &Timeline, begin: &InstantTime, end: &InstantTime) -> Self {
+        let commits = timeline
+            .completed()
+            .filter(|i| i.action.writes_data())
+            .filter(|i| timeline.completion_time(&i.requested).is_some_and(|c| c > begin && c <= end))
+            .map(|i| i.requested.to_string())
+            .collect();
+        Window { commits: Arc::new(commits) }
+    }
+
+    /// The window's commits, by requested time.
+    pub(crate) fn commits(&self) -> &Arc<HashSet<String>> {
+        &self.commits
+    }
+
+    /// The file-system view an incremental read merges: the files the
+    /// window's commits wrote, or all files when one of them is gone.
+    pub(crate) async fn view(&self, table: &Table, timeline: &Timeline) -> Result<FileSystemView> {
+        let loc = table.location();
+        if self.commits.is_empty() {
+            return Ok(FileSystemView::default());
+        }
+        let listed = list_data_files(loc).await?;
+        let written = self.written_files(table, timeline).await?;
+        let present: HashSet<String> = listed.iter().map(relative).collect();
+        let files: Vec<DataFile> = if written.iter().all(|f| present.contains(f)) {
+            listed.into_iter().filter(|f| written.contains(&relative(f))).collect()
+        } else {
+            tracing::debug!(table = %loc, "a file of the incremental window is gone: reading every file");
+            listed
+        };
+        let planned = planned_groups(loc, table.config(), timeline).await?;
+        Ok(FileSystemView::build(timeline, files, &planned))
+    }
+
+    /// The files (paths relative to the table) that the window's commits
+    /// name in their commit metadata, read a few commits at a time.
+    async fn written_files(&self, table: &Table, timeline: &Timeline) -> Result<BTreeSet<String>> {
+        let writer = &TimelineWriter::new(table.location(), table.config());
+        let reads = timeline.completed().filter(|i| self.commits.contains(i.requested.as_str())).map(|i| async move {
+            let bytes = writer.read(i, State::Completed).await?;
+            commit_metadata(&bytes, i.requested.as_str())
+        });
+        let mut metas = futures::stream::iter(reads).buffer_unordered(METADATA_READS);
+        let mut files = BTreeSet::new();
+        while let Some(meta) = metas.next().await {
+            let meta = meta?;
+            let paths = meta.write_stats().map(|s| s.path.trim_start_matches('/')).filter(|p| !p.is_empty());
+            files.extend(paths.map(String::from));
+        }
+        Ok(files)
+    }
+
+    /// The merged rows (meta columns first) that the window's commits wrote.
+    pub(crate) fn keep(&self, batch: RecordBatch, table: &Table) -> Result<RecordBatch> {
+        let what = format!("the incremental read of {}", table.location());
+        Ok(tributary_merge::written_by(batch, &self.commits, &what)?)
+    }
+}
+
+/// A data file's path relative to the table, as commit metadata names it.
+fn relative(f: &DataFile) -> String {
+    if f.partition.is_empty() { f.name.clone() } else { format!("{}/{}", f.partition, f.name) }
+}
+
+/// A completed commit's metadata: Avro (Hudi 1.x, Tributary) or JSON
+/// (earlier Hudi writers).
+pub(crate) fn commit_metadata(bytes: &[u8], instant: &str) -> Result<CommitMetadata> {
+    match CommitMetadata::from_avro_container(bytes, instant) {
+        Ok(meta) => Ok(meta),
+        Err(e) => serde_json::from_slice::<CommitMetadata>(bytes).or(Err(e.into())),
+    }
+}
