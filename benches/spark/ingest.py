@@ -232,7 +232,8 @@ def check(spark, folder: Path, files) -> None:
             tuple(r) for r in spark.read.format("hudi").option("hoodie.metadata.enable", "false").load(str(folder / name)).select(*cols).collect()
         )
         if got != model:
-            sys.exit(f"{name}: {len(got)} rows, the model has {len(model)}; they differ")
+            diff = sorted(set(got) ^ set(model))[:4]
+            sys.exit(f"{name}: {len(got)} rows, the model has {len(model)}; they differ, for example in {diff}")
         print(f"checked: {name} holds one row per key ({len(got):,}), each its newest event")
 
 
