@@ -35,6 +35,7 @@ pub mod lease;
 pub mod location;
 pub mod lock;
 pub mod partition;
+pub mod properties;
 pub mod protocol;
 pub mod store;
 pub mod timeline;
