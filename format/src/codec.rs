@@ -136,10 +136,11 @@ impl DataBlockBatches {
             }
         }
         let records = crate::log_block::avro_record_ranges(&content, path)?;
+        let (writer_json, reader_json) = answering_names(writer_json, reader_json);
         let reader = arrow_avro::reader::ReaderBuilder::new()
-            .with_reader_schema(AvroSchema::new(reader_answering_to(writer_json, reader_json)))
+            .with_reader_schema(AvroSchema::new(reader_json))
             .with_batch_size(records.len().clamp(1, batch_rows))
-            .build(ContainerStream::new(writer_json, content, records, batch_rows))
+            .build(ContainerStream::new(&writer_json, content, records, batch_rows))
             .map_err(|e| corrupt(format!("data block schema: {e}")))?;
         let schema = strip_metadata(&reader.schema());
         Ok(Self { source: Source::Arrow(Box::new(reader)), schema, path: path.to_string() })
@@ -203,30 +204,36 @@ fn record_full_name(schema: &serde_json::Value) -> Option<String> {
     })
 }
 
-/// `reader_json` with the writer's top-level record name among its
-/// aliases, when the two differ. Hudi's writers name a table's record as
-/// they please (Spark `hoodie.<table>.<table>_record`, Tributary the create
-/// schema's name), and Hudi's readers match fields by name whatever the
-/// record is called; Avro resolution would refuse the block. Nested named
-/// types are left as they are.
-fn reader_answering_to(writer_json: &str, reader_json: &str) -> String {
+/// `writer_json` and `reader_json` with aliases that make their top-level
+/// records' names match, when they differ. Hudi's writers name a table's
+/// record as they please (Spark `hoodie.<table>.<table>_record`, Tributary
+/// the create schema's name) and Hudi's readers match fields by name
+/// whatever the record is called, but Avro resolution refuses records of
+/// different names unless an alias says they are one. An alias without a
+/// dot takes the namespace of its record, so the alias goes where it can
+/// name the other side: the writer's qualified name among the reader's
+/// aliases, else the reader's among the writer's (aliases do not change how
+/// bytes decode). Nested named types are left as they are.
+fn answering_names(writer_json: &str, reader_json: &str) -> (String, String) {
+    let unchanged = || (writer_json.to_string(), reader_json.to_string());
     let parse = |j: &str| serde_json::from_str::<serde_json::Value>(j).ok();
-    let (Some(writer), Some(mut reader)) = (parse(writer_json), parse(reader_json)) else {
-        return reader_json.to_string();
-    };
+    let (Some(mut writer), Some(mut reader)) = (parse(writer_json), parse(reader_json)) else { return unchanged() };
     let (Some(writer_name), Some(reader_name)) = (record_full_name(&writer), record_full_name(&reader)) else {
-        return reader_json.to_string();
+        return unchanged();
     };
     if writer_name == reader_name {
-        return reader_json.to_string();
+        return unchanged();
     }
-    let Some(object) = reader.as_object_mut() else { return reader_json.to_string() };
+    let writer_qualified = writer_name.contains('.');
+    let (target, alias) = match (writer_qualified, reader_name.contains('.')) {
+        (false, true) => (&mut writer, reader_name),
+        _ => (&mut reader, writer_name),
+    };
+    let Some(object) = target.as_object_mut() else { return unchanged() };
     let aliases = object.entry("aliases").or_insert_with(|| serde_json::Value::Array(Vec::new()));
-    match aliases.as_array_mut() {
-        Some(list) => list.push(serde_json::Value::String(writer_name)),
-        None => return reader_json.to_string(),
-    }
-    reader.to_string()
+    let Some(list) = aliases.as_array_mut() else { return unchanged() };
+    list.push(serde_json::Value::String(alias));
+    (writer.to_string(), reader.to_string())
 }
 
 /// The records of a data block presented as an in-memory Avro object
@@ -775,8 +782,21 @@ mod tests {
         .unwrap();
         let read = decode_data_block(&content, &spark_json, other.log_json(), "f").unwrap();
         assert_eq!(read.columns(), batch.columns());
-        assert!(reader_answering_to(&spark_json, other.log_json()).contains(r#""aliases":["hoodie.t.t_record"]"#));
-        assert_eq!(reader_answering_to(other.log_json(), other.log_json()), other.log_json());
+        // And the other way: a block of a record in no namespace read under
+        // a qualified one (Tributary's block, the latest commit Spark's).
+        let read = decode_data_block(&content, schema.log_json(), &spark_json, "f").unwrap();
+        assert_eq!(read.columns(), batch.columns());
+        let plain = other.log_json().replacen(r#","namespace":"x""#, "", 1);
+        assert_ne!(plain, other.log_json());
+        let read = decode_data_block(&content, schema.log_json(), &plain, "f").unwrap();
+        assert_eq!(read.columns(), batch.columns(), "both in no namespace");
+        let (w, r) = answering_names(&spark_json, other.log_json());
+        assert_eq!(w, spark_json);
+        assert!(r.contains(r#""aliases":["hoodie.t.t_record"]"#), "{r}");
+        let (w, _) = answering_names(schema.log_json(), &spark_json);
+        assert!(w.contains(r#""aliases":["hoodie.t.t_record"]"#), "{w}");
+        let same = answering_names(other.log_json(), other.log_json());
+        assert_eq!(same, (other.log_json().to_string(), other.log_json().to_string()));
     }
 
     /// Every kind of field the columnar decoder covers, plain and in both
