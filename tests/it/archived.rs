@@ -97,4 +97,13 @@ async fn archived_instants_keep_their_slices() {
     compactor.run_once().await.unwrap();
     assert_eq!(rows(&t, Query::Snapshot, None).await, want);
     assert_eq!(rows(&t, Query::ReadOptimized, None).await, want);
+
+    // The cleaner counts archived commits among those it retains and
+    // deletes the slice before the archived compaction's (the first,
+    // archived commit's logs); reads stay the same.
+    let cleaned = t.clean(1).await.unwrap().expect("the replaced slices are cleaned");
+    assert!(!cleaned.deleted_files.is_empty());
+    assert!(cleaned.deleted_files.iter().all(|f| f.contains(first.as_str())), "{cleaned:?}");
+    assert_eq!(rows(&t, Query::Snapshot, None).await, want);
+    assert_eq!(rows(&t, Query::ReadOptimized, None).await, want);
 }
