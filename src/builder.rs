@@ -11,6 +11,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tributary_format::{RecordKey, TableSchema};
 use tributary_timeline::config::{NewTableConfig, SequenceGroup, TableConfig, split_fields};
+use tributary_timeline::protocol::metadata_table::MetadataTableGuard;
 use tributary_timeline::{
     BucketHash, BucketSpec, Clock, FileLock, HudiFileLock, InProcessLock, LeaseLock, LeaseSettings, LockProvider,
     MergeMode, SystemClock, TableLocation, TimeMode, TombstoneRetention,
@@ -157,6 +158,9 @@ pub(crate) struct Components {
     pub(crate) lock: Arc<dyn LockProvider>,
     pub(crate) compaction_lock: Arc<dyn LockProvider>,
     pub(crate) spill: Spill,
+    /// Turns the table's metadata table off in the first hold of the table
+    /// lock by any of the table's time generators (shared by all of them).
+    pub(crate) metadata_table: MetadataTableGuard,
 }
 
 impl TableBuilder {
@@ -238,29 +242,37 @@ impl TableBuilder {
     /// Opens the table, validating its configuration.
     pub async fn open(self) -> Result<Table> {
         let (loc, components) = self.build()?;
-        let path = loc.properties_path();
-        let bytes = match loc.get(&path).await {
-            Ok(b) => b,
-            Err(e) if e.is_not_found() => {
-                // The store may be missing altogether (no such bucket): a
-                // listing of the table's folder says so.
-                if let Err(e) = loc.store.list_with_delimiter(Some(&loc.root)).await {
-                    return Err(Error::InvalidInput {
-                        what: format!("table URI `{loc}`"),
-                        reason: format!("the store answered that the table is missing, then failed to list it: {e}"),
-                    });
-                }
-                return Err(Error::NotATable { path: loc.to_string() });
+        // `hoodie.properties`, or its backup while a Hudi-style update of
+        // it is in flight (`tributary_timeline::properties`).
+        let Some(stored) = tributary_timeline::properties::read(&loc).await? else {
+            // The store may be missing altogether (no such bucket): a
+            // listing of the table's folder says so.
+            if let Err(e) = loc.store.list_with_delimiter(Some(&loc.root)).await {
+                return Err(Error::InvalidInput {
+                    what: format!("table URI `{loc}`"),
+                    reason: format!("the store answered that the table is missing, then failed to list it: {e}"),
+                });
             }
-            Err(e) => return Err(e.into()),
+            return Err(Error::NotATable { path: loc.to_string() });
         };
-        let text = String::from_utf8_lossy(&bytes);
+        let file = stored.path.filename().unwrap_or("hoodie.properties");
         let shown = match loc.local_folder() {
-            Some(dir) => dir.join(".hoodie").join("hoodie.properties").display().to_string(),
-            None => format!("{loc}/.hoodie/hoodie.properties"),
+            Some(dir) => dir.join(".hoodie").join(file).display().to_string(),
+            None => format!("{loc}/.hoodie/{file}"),
         };
-        let config = TableConfig::parse(&text, &shown)?;
-        Ok(Table { loc, config, components })
+        let config = TableConfig::parse(&stored.text, &shown)?;
+        let mut table = Table { loc, config, components, writer_schema: None };
+        // A table another engine made records no create schema: its
+        // writers write its latest commit's schema.
+        // (Without one, a write client reports the missing create schema.)
+        if table.config.create_schema.is_none() {
+            let latest = async { table.schema(&table.timeline().await?).await }.await;
+            match latest {
+                Ok(schema) => table.writer_schema = Some(Arc::new(schema)),
+                Err(e) => tracing::debug!(table = %table.loc, error = %e, "no schema to write the table with"),
+            }
+        }
+        Ok(table)
     }
 
     /// Creates a version-8 Merge-on-Read table: `.hoodie/hoodie.properties`,
@@ -345,7 +357,7 @@ impl TableBuilder {
             loc.store.put(&placeholder, PutPayload::from_static(b"")).await.map_err(|e| store_err("create", e))?;
             loc.store.delete(&placeholder).await.map_err(|e| store_err("delete", e))?;
         }
-        Ok(Table { loc, config, components })
+        Ok(Table { loc, config, components, writer_schema: None })
     }
 
     /// Resolves the location and the components.
@@ -460,7 +472,8 @@ impl TableBuilder {
                 Spill::Local(std::env::temp_dir().join("tributary-spill").join(spill_subfolder(&loc)))
             }
         };
-        Ok((loc, Components { settings, clock, lock, compaction_lock, spill }))
+        let metadata_table = MetadataTableGuard::new(loc.clone());
+        Ok((loc, Components { settings, clock, lock, compaction_lock, spill, metadata_table }))
     }
 }
 

@@ -22,6 +22,10 @@ pub struct Table {
     pub(crate) loc: TableLocation,
     pub(crate) config: TableConfig,
     pub(crate) components: Components,
+    /// The schema writers write, for a table whose `hoodie.properties`
+    /// records no create schema (one another engine made): its latest
+    /// commit's, read when the table was opened. `None` otherwise.
+    pub(crate) writer_schema: Option<Arc<tributary_format::TableSchema>>,
 }
 
 impl Table {
@@ -115,10 +119,14 @@ impl Table {
     }
 
     /// A TrueTime generator per the table's [`TimeSettings`], reading the
-    /// table's clock under the table's instant lock.
+    /// table's clock under the table's instant lock. Its first lock hold
+    /// (or the first of any generator of this table) turns off a metadata
+    /// table the table has, which Tributary does not maintain
+    /// ([`tributary_timeline::protocol::metadata_table`]).
     pub fn time_generator(&self) -> TimeGenerator {
         let Components { settings, clock, lock, .. } = &self.components;
         TimeGenerator::new(settings.time.mode, settings.time.max_clock_skew, clock.clone(), lock.clone())
+            .with_metadata_table_guard(self.components.metadata_table.clone())
     }
 
     /// A write client for this table, taking instants from
@@ -136,7 +144,13 @@ impl Table {
                 ),
             });
         }
-        Ok(tributary_writer::WriteClient::new(self.loc.clone(), self.config.clone(), self.time_generator(), settings)?)
+        let (loc, config, time) = (self.loc.clone(), self.config.clone(), self.time_generator());
+        Ok(match &self.writer_schema {
+            Some(schema) => {
+                tributary_writer::WriteClient::with_schema(loc, config, (**schema).clone(), time, settings)?
+            }
+            None => tributary_writer::WriteClient::new(loc, config, time, settings)?,
+        })
     }
 
     /// What the table records about writer `writer_id`: its generation

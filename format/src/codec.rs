@@ -137,7 +137,7 @@ impl DataBlockBatches {
         }
         let records = crate::log_block::avro_record_ranges(&content, path)?;
         let reader = arrow_avro::reader::ReaderBuilder::new()
-            .with_reader_schema(AvroSchema::new(reader_json.to_string()))
+            .with_reader_schema(AvroSchema::new(reader_answering_to(writer_json, reader_json)))
             .with_batch_size(records.len().clamp(1, batch_rows))
             .build(ContainerStream::new(writer_json, content, records, batch_rows))
             .map_err(|e| corrupt(format!("data block schema: {e}")))?;
@@ -191,6 +191,42 @@ impl Iterator for DataBlockBatches {
             }
         }
     }
+}
+
+/// The full name of a top-level record schema: its name, qualified by its
+/// namespace unless the name is qualified already.
+fn record_full_name(schema: &serde_json::Value) -> Option<String> {
+    let name = schema.get("name")?.as_str()?;
+    Some(match schema.get("namespace").and_then(|n| n.as_str()).filter(|n| !n.is_empty() && !name.contains('.')) {
+        Some(ns) => format!("{ns}.{name}"),
+        None => name.to_string(),
+    })
+}
+
+/// `reader_json` with the writer's top-level record name among its
+/// aliases, when the two differ. Hudi's writers name a table's record as
+/// they please (Spark `hoodie.<table>.<table>_record`, Tributary the create
+/// schema's name), and Hudi's readers match fields by name whatever the
+/// record is called; Avro resolution would refuse the block. Nested named
+/// types are left as they are.
+fn reader_answering_to(writer_json: &str, reader_json: &str) -> String {
+    let parse = |j: &str| serde_json::from_str::<serde_json::Value>(j).ok();
+    let (Some(writer), Some(mut reader)) = (parse(writer_json), parse(reader_json)) else {
+        return reader_json.to_string();
+    };
+    let (Some(writer_name), Some(reader_name)) = (record_full_name(&writer), record_full_name(&reader)) else {
+        return reader_json.to_string();
+    };
+    if writer_name == reader_name {
+        return reader_json.to_string();
+    }
+    let Some(object) = reader.as_object_mut() else { return reader_json.to_string() };
+    let aliases = object.entry("aliases").or_insert_with(|| serde_json::Value::Array(Vec::new()));
+    match aliases.as_array_mut() {
+        Some(list) => list.push(serde_json::Value::String(writer_name)),
+        None => return reader_json.to_string(),
+    }
+    reader.to_string()
 }
 
 /// The records of a data block presented as an in-memory Avro object
@@ -726,6 +762,21 @@ mod tests {
         enc.encode_content(std::slice::from_ref(&batch), &mut content).unwrap();
         let back = decode_data_block(&content, schema.log_json(), schema.log_json(), "f").unwrap();
         assert_eq!(back, batch);
+        // Another writer's record name (Spark's `hoodie.<table>.<table>_record`)
+        // with the same fields reads under this table's schema, by field.
+        let spark_json = schema.log_json().replacen(r#""name":"r""#, r#""name":"t_record","namespace":"hoodie.t""#, 1);
+        assert_ne!(spark_json, schema.log_json());
+        let other = TableSchema::new(
+            r#"{"type":"record","name":"events","namespace":"x","fields":[{"name":"id","type":"string"},{"name":"ts","type":"long"},{"name":"v","type":["null","string"],"default":null}]}"#,
+            &["id"],
+            Some("ts"),
+            None,
+        )
+        .unwrap();
+        let read = decode_data_block(&content, &spark_json, other.log_json(), "f").unwrap();
+        assert_eq!(read.columns(), batch.columns());
+        assert!(reader_answering_to(&spark_json, other.log_json()).contains(r#""aliases":["hoodie.t.t_record"]"#));
+        assert_eq!(reader_answering_to(other.log_json(), other.log_json()), other.log_json());
     }
 
     /// Every kind of field the columnar decoder covers, plain and in both

@@ -226,6 +226,12 @@ enum Command {
         /// partition field are always included.
         #[arg(long, value_delimiter = ',')]
         columns: Option<Vec<String>>,
+        /// Bucket count of a table a Hudi writer made, whose
+        /// hoodie.properties records none: the
+        /// hoodie.bucket.index.num.buckets its Hudi writers use. A table
+        /// Tributary made records its own (this must then match it).
+        #[arg(long)]
+        buckets: Option<u32>,
         /// How instants are generated.
         #[arg(long, value_enum, default_value = "wait-for-skew")]
         time_mode: TimeModeArg,
@@ -843,12 +849,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             checkpoint,
             expect_checkpoint,
             columns,
+            buckets,
             time_mode,
             max_clock_skew_ms,
         } => {
             let checkpointing = checkpointing(&writer_id, checkpoint, expect_checkpoint, commit_every)?;
             let writer_id = writer_id.unwrap_or_else(|| DEFAULT_CLI_WRITER.into());
-            let settings = WriteSettings { tasks, writer_id, columns, ..Default::default() };
+            let settings = WriteSettings { tasks, writer_id, columns, buckets, ..Default::default() };
             let time = time_settings(time_mode, max_clock_skew_ms);
             write(store, table, input, settings, commit_every, time, checkpointing).await?;
         }

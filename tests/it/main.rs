@@ -17,6 +17,7 @@ mod instants;
 mod keys;
 mod live;
 mod merge_model;
+mod metadata_table;
 mod read;
 mod recovery;
 mod robustness;

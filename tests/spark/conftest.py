@@ -20,7 +20,7 @@ def _missing() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     left = _missing()
     if left:
         what = "; ".join(left) + " (python3 tests/spark/env.py install)"
@@ -40,6 +40,7 @@ def spark():
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.ui.enabled", "false")
+        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
         .config("spark.driver.memory", "2g")
         .getOrCreate()
     )

@@ -214,6 +214,8 @@ pub mod keys {
     pub const TIMEZONE: &str = "hoodie.table.timeline.timezone";
     pub const CREATE_SCHEMA: &str = "hoodie.table.create.schema";
     pub const CHECKSUM: &str = "hoodie.table.checksum";
+    pub const METADATA_PARTITIONS: &str = "hoodie.table.metadata.partitions";
+    pub const METADATA_PARTITIONS_INFLIGHT: &str = "hoodie.table.metadata.partitions.inflight";
     pub const NUM_BUCKETS: &str = "hoodie.bucket.index.num.buckets";
     pub const BUCKET_HASH: &str = "tributary.bucket.hash";
     pub const SEQUENCE_GROUPS: &str = "tributary.merge.sequence.groups";
@@ -340,6 +342,61 @@ pub fn table_checksum(database: Option<&str>, name: &str) -> u32 {
     crc32fast::hash(format!("{}.{}", database.unwrap_or(""), name).as_bytes())
 }
 
+/// Reads Java properties text into its keys and values; `path` names the
+/// file in errors. The one reader of `hoodie.properties` text.
+pub fn parse_properties(text: &str, path: &str) -> Result<BTreeMap<String, String>> {
+    let map: std::collections::HashMap<String, String> =
+        java_properties::read(text.as_bytes()).map_err(|e| Error::InvalidConfig {
+            path: path.to_string(),
+            key: format!("line {}", e.line_number().unwrap_or(0)),
+            reason: e.to_string(),
+        })?;
+    Ok(map.into_iter().collect())
+}
+
+/// Java properties text of `properties`, in key order, after the comment
+/// line `comment` (Java writes `Updated at <time>` there). The one writer of
+/// `hoodie.properties` text.
+pub fn render_properties(properties: &BTreeMap<String, String>, comment: &str) -> Result<String> {
+    let mut out = Vec::new();
+    {
+        let mut w = java_properties::PropertiesWriter::new(&mut out);
+        let werr = |e: java_properties::PropertiesError| Error::InvalidInput {
+            what: "hoodie.properties".into(),
+            reason: e.to_string(),
+        };
+        w.write_comment(comment).map_err(werr)?;
+        for (k, v) in properties {
+            w.write(k, v).map_err(werr)?;
+        }
+        w.finish().map_err(werr)?;
+    }
+    String::from_utf8(out).map_err(|e| Error::InvalidInput { what: "hoodie.properties".into(), reason: e.to_string() })
+}
+
+/// What `hoodie.table.checksum` says of a properties file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChecksumState {
+    /// The key is absent (Hudi's readers accept such a file).
+    Missing,
+    /// It matches the table and database names.
+    Valid,
+    /// It does not match, or is not a number: the file is damaged.
+    Invalid,
+}
+
+/// Checks `hoodie.table.checksum` of `properties` against its table and
+/// database names, as Hudi validates a properties file it reads.
+pub fn checksum_state(properties: &BTreeMap<String, String>) -> ChecksumState {
+    let Some(sum) = properties.get(keys::CHECKSUM) else { return ChecksumState::Missing };
+    let Some(name) = properties.get(keys::NAME) else { return ChecksumState::Invalid };
+    let database = properties.get(keys::DATABASE).map(String::as_str).filter(|d| !d.is_empty());
+    match sum.trim().parse::<u64>() {
+        Ok(v) if v == u64::from(table_checksum(database, name)) => ChecksumState::Valid,
+        _ => ChecksumState::Invalid,
+    }
+}
+
 struct Props<'a> {
     path: &'a str,
     map: BTreeMap<String, String>,
@@ -375,13 +432,8 @@ impl Props<'_> {
 impl TableConfig {
     /// Parses and validates `hoodie.properties` text. `path` names the file in errors.
     pub fn parse(text: &str, path: &str) -> Result<Self> {
-        let map: std::collections::HashMap<String, String> =
-            java_properties::read(text.as_bytes()).map_err(|e| Error::InvalidConfig {
-                path: path.to_string(),
-                key: format!("line {}", e.line_number().unwrap_or(0)),
-                reason: e.to_string(),
-            })?;
-        let mut p = Props { path, map: map.into_iter().collect() };
+        let mut p = Props { path, map: parse_properties(text, path)? };
+        let checksum = checksum_state(&p.map);
 
         let version_text = p.required(keys::VERSION)?;
         let version: u32 = match version_text.trim().parse() {
@@ -425,15 +477,27 @@ impl TableConfig {
             return Err(p.bad(keys::HISTORY_PATH, format!("`{history_path}` is not a folder name")));
         }
         let record_key_fields = p.list(keys::RECORD_KEY);
+        // Hudi 1.1 and later write `hoodie.table.ordering.fields` (a list),
+        // also into version-8 tables; earlier versions the precombine field.
         let ordering_field = match (p.take(keys::ORDERING), p.take(keys::PRECOMBINE)) {
-            (Some(o), _) if !o.is_empty() => Some(o),
-            (_, Some(o)) if !o.is_empty() => Some(o),
+            (Some(o), _) if !o.trim().is_empty() => Some((keys::ORDERING, o)),
+            (_, Some(o)) if !o.trim().is_empty() => Some((keys::PRECOMBINE, o)),
             _ => None,
         };
-        if ordering_field.as_deref().is_some_and(|o| o.contains(',')) {
-            return Err(p.bad(keys::PRECOMBINE, "only one ordering field is supported"));
-        }
-        let partition_fields = p.list(keys::PARTITION);
+        let ordering_field = match ordering_field {
+            None => None,
+            Some((key, o)) => match split_fields(&o).as_slice() {
+                [one] => Some(one.clone()),
+                _ => return Err(p.bad(key, format!("`{o}`: only one ordering field is supported"))),
+            },
+        };
+        // Hudi records a custom key generator's partition type after the
+        // field (`field:SIMPLE`, `field:TIMESTAMP`); the field is what precedes it.
+        let partition_fields: Vec<String> = p
+            .list(keys::PARTITION)
+            .into_iter()
+            .map(|f| f.split_once(':').map_or(f.clone(), |(name, _)| name.to_string()))
+            .collect();
         let hive_style_partitioning = p.bool(keys::HIVE_STYLE, false)?;
         let populate_meta_fields = p.bool(keys::POPULATE_META, true)?;
         let payload = p.map.get(keys::PAYLOAD_CLASS).cloned();
@@ -478,8 +542,10 @@ impl TableConfig {
                         return Err(p.bad(keys::NUM_BUCKETS, format!("expected a positive integer, got `{n}`")));
                     }
                 };
+                // Tributary always records its hash with the count; a count
+                // without it was written by someone else, for Hudi's writers.
                 let hash = match p.take(keys::BUCKET_HASH) {
-                    None => BucketHash::Murmur3,
+                    None => BucketHash::HudiJava,
                     Some(h) => BucketHash::parse(&h)
                         .ok_or_else(|| p.bad(keys::BUCKET_HASH, format!("expected murmur3 or hudi-java, got `{h}`")))?,
                 };
@@ -492,16 +558,10 @@ impl TableConfig {
         {
             return Err(p.bad(keys::TIMEZONE, format!("expected UTC or LOCAL, got `{tz}`")));
         }
-        if let Some(sum) = p.map.get(keys::CHECKSUM) {
+        if checksum == ChecksumState::Invalid {
+            let sum = p.map.get(keys::CHECKSUM).cloned().unwrap_or_default();
             let expected = table_checksum(database.as_deref(), &name);
-            match sum.trim().parse::<u64>() {
-                Ok(v) if v == u64::from(expected) => {}
-                _ => {
-                    return Err(
-                        p.bad(keys::CHECKSUM, format!("`{sum}` does not match table `{name}` (expected {expected})"))
-                    );
-                }
-            }
+            return Err(p.bad(keys::CHECKSUM, format!("`{sum}` does not match table `{name}` (expected {expected})")));
         }
         let sequence_groups = match p.take(keys::SEQUENCE_GROUPS) {
             None => Vec::new(),
@@ -644,21 +704,46 @@ impl TableConfig {
     /// The Java properties text of this configuration. `comment` becomes the
     /// header line (Java writes `Updated at <time>` there).
     pub fn to_properties_text(&self, comment: &str) -> Result<String> {
-        let mut out = Vec::new();
-        {
-            let mut w = java_properties::PropertiesWriter::new(&mut out);
-            let werr = |e: java_properties::PropertiesError| Error::InvalidInput {
-                what: "hoodie.properties".into(),
-                reason: e.to_string(),
-            };
-            w.write_comment(comment).map_err(werr)?;
-            for (k, v) in self.to_properties() {
-                w.write(&k, &v).map_err(werr)?;
-            }
-            w.finish().map_err(werr)?;
+        render_properties(&self.to_properties(), comment)
+    }
+
+    /// The bucket index writers of this table use. A table Tributary made
+    /// records its bucket count and hash; Hudi's writers keep the count in
+    /// their own configuration (`hoodie.bucket.index.num.buckets`), not in
+    /// the table, and hash with Hudi's Java rule. `given` is the count a
+    /// writer was told (for a table that records none, it must equal the
+    /// Hudi writers' setting); it must agree with a recorded count.
+    pub fn bucket_spec(&self, given: Option<u32>) -> Result<BucketSpec> {
+        let what = || format!("bucket count of table {}", self.name);
+        match (self.bucket, given) {
+            (_, Some(0)) => Err(Error::InvalidInput { what: what(), reason: "must be at least 1".into() }),
+            (Some(spec), Some(n)) if n != spec.num_buckets => Err(Error::InvalidInput {
+                what: what(),
+                reason: format!(
+                    "{n} was given, but hoodie.properties records {} ({})",
+                    spec.num_buckets,
+                    keys::NUM_BUCKETS
+                ),
+            }),
+            (Some(spec), _) => Ok(spec),
+            (None, Some(n)) => Ok(BucketSpec { num_buckets: n, hash: BucketHash::HudiJava }),
+            (None, None) => Err(Error::InvalidInput {
+                what: what(),
+                reason: format!(
+                    "hoodie.properties records none: Hudi keeps it in each writer's configuration ({}), not in the \
+                     table; give the count the table's Hudi writers use (tributary write --buckets N)",
+                    keys::NUM_BUCKETS
+                ),
+            }),
         }
-        String::from_utf8(out)
-            .map_err(|e| Error::InvalidInput { what: "hoodie.properties".into(), reason: e.to_string() })
+    }
+
+    /// The metadata-table partitions `hoodie.properties` lists as built
+    /// (`hoodie.table.metadata.partitions`) and as being built (`...inflight`).
+    /// Hudi readers use the metadata table while the built ones include `files`.
+    pub fn metadata_partitions(&self) -> (Vec<String>, Vec<String>) {
+        let list = |key: &str| self.other.get(key).map(|v| split_fields(v)).unwrap_or_default();
+        (list(keys::METADATA_PARTITIONS), list(keys::METADATA_PARTITIONS_INFLIGHT))
     }
 
     /// The table's schema (its create schema) in the forms writers and
@@ -782,6 +867,94 @@ mod tests {
             assert!(err.contains(expect), "{key}: {err}");
             assert!(err.contains("t/.hoodie/hoodie.properties"), "{err}");
         }
+    }
+
+    /// `hoodie.properties` as Hudi 1.2.0's Spark writer left it for a
+    /// version-8 NBCC bucket-index table (the tests' Spark run, sorted).
+    const SPARK_1_2_PROPERTIES: &str = "\
+#Updated at 2026-11-30T19:04:51.104056322Z
+hoodie.archivelog.folder=history
+hoodie.compaction.payload.class=org.apache.hudi.common.model.DefaultHoodieRecordPayload
+hoodie.datasource.write.drop.partition.columns=false
+hoodie.datasource.write.hive_style_partitioning=false
+hoodie.datasource.write.partitionpath.urlencode=false
+hoodie.partition.metafile.use.base.format=false
+hoodie.populate.meta.fields=true
+hoodie.record.merge.mode=EVENT_TIME_ORDERING
+hoodie.record.merge.strategy.id=eeb8d96f-b1e4-49fd-bbf8-28ac514178e5
+hoodie.table.base.file.format=PARQUET
+hoodie.table.cdc.enabled=false
+hoodie.table.checksum=1601697594
+hoodie.table.format=native
+hoodie.table.index.defs.path=.hoodie/.index_defs/index.json
+hoodie.table.initial.version=8
+hoodie.table.keygenerator.type=SIMPLE
+hoodie.table.metadata.partitions.inflight=
+hoodie.table.metadata.partitions=column_stats,files,partition_stats
+hoodie.table.multiple.base.file.formats.enable=false
+hoodie.table.name=t_p
+hoodie.table.ordering.fields=ts
+hoodie.table.partition.fields=region
+hoodie.table.partition_extractor_class=org.apache.hudi.hive.SinglePartPartitionValueExtractor
+hoodie.table.recordkey.fields=id
+hoodie.table.timeline.timezone=UTC
+hoodie.table.type=MERGE_ON_READ
+hoodie.table.version=8
+hoodie.timeline.history.path=history
+hoodie.timeline.layout.version=2
+hoodie.timeline.path=timeline
+";
+
+    #[test]
+    fn reads_what_hudi_1_2_writes_at_version_8() {
+        let c = TableConfig::parse(SPARK_1_2_PROPERTIES, "p").unwrap();
+        assert_eq!((c.version, c.table_type, c.merge_mode), (8, TableType::MergeOnRead, MergeMode::EventTime));
+        assert_eq!(c.ordering_field.as_deref(), Some("ts"));
+        assert_eq!(
+            (c.record_key_fields.as_slice(), c.partition_fields.as_slice()),
+            (&["id".to_string()][..], &["region".to_string()][..])
+        );
+        assert!(!c.hive_style_partitioning && c.create_schema.is_none() && c.bucket.is_none());
+        assert_eq!(
+            c.metadata_partitions(),
+            (vec!["column_stats".to_string(), "files".into(), "partition_stats".into()], vec![])
+        );
+        // Keys it does not interpret are kept verbatim.
+        assert_eq!(
+            c.other.get("hoodie.table.index.defs.path").map(String::as_str),
+            Some(".hoodie/.index_defs/index.json")
+        );
+        assert_eq!(c.other.get("hoodie.table.metadata.partitions.inflight").map(String::as_str), Some(""));
+        assert_eq!(checksum_state(&parse_properties(SPARK_1_2_PROPERTIES, "p").unwrap()), ChecksumState::Valid);
+        // An unpartitioned table lists no partition fields, with the key present.
+        let unpartitioned = with(SPARK_1_2_PROPERTIES, keys::PARTITION, Some(""));
+        assert!(TableConfig::parse(&unpartitioned, "p").unwrap().partition_fields.is_empty());
+        // A custom key generator's partition type follows the field.
+        let typed = with(SPARK_1_2_PROPERTIES, keys::PARTITION, Some("region:SIMPLE"));
+        assert_eq!(TableConfig::parse(&typed, "p").unwrap().partition_fields, ["region"]);
+        // Several ordering fields are refused, naming the key they came from.
+        let two = with(SPARK_1_2_PROPERTIES, keys::ORDERING, Some("ts,seq"));
+        let err = TableConfig::parse(&two, "p").unwrap_err().to_string();
+        assert!(err.contains("`hoodie.table.ordering.fields`") && err.contains("ts,seq"), "{err}");
+    }
+
+    #[test]
+    fn a_table_without_a_bucket_count_takes_the_writers_with_hudis_hash() {
+        let spark = TableConfig::parse(SPARK_1_2_PROPERTIES, "p").unwrap();
+        let err = spark.bucket_spec(None).unwrap_err().to_string();
+        assert!(err.contains("--buckets") && err.contains("hoodie.bucket.index.num.buckets"), "{err}");
+        assert_eq!(spark.bucket_spec(Some(4)).unwrap(), BucketSpec { num_buckets: 4, hash: BucketHash::HudiJava });
+        assert!(spark.bucket_spec(Some(0)).is_err());
+        // A count recorded without Tributary's hash key hashes as Hudi does.
+        let counted = with(SPARK_1_2_PROPERTIES, keys::NUM_BUCKETS, Some("8"));
+        let counted = TableConfig::parse(&counted, "p").unwrap();
+        assert_eq!(counted.bucket_spec(None).unwrap(), BucketSpec { num_buckets: 8, hash: BucketHash::HudiJava });
+        // Tributary's own table: its count and hash; another count is refused.
+        let ours = TableConfig::new_table(&sample());
+        assert_eq!(ours.bucket_spec(None).unwrap(), BucketSpec { num_buckets: 4, hash: BucketHash::Murmur3 });
+        assert_eq!(ours.bucket_spec(Some(4)).unwrap().num_buckets, 4);
+        let err = ours.bucket_spec(Some(5)).unwrap_err().to_string();
+        assert!(err.contains("5 was given") && err.contains("records 4"), "{err}");
     }
 
     #[test]

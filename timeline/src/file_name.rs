@@ -98,6 +98,9 @@ impl fmt::Display for BaseFileName {
     }
 }
 
+/// The suffix of a change-data-capture log file.
+const CDC_SUFFIX: &str = ".cdc";
+
 /// `.{fileId}_{deltaCommitTime}.log.{version}_{writeToken}[.cdc]`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LogFileName {
@@ -109,12 +112,17 @@ pub struct LogFileName {
     pub version: u32,
     /// Write token, if present.
     pub write_token: Option<WriteToken>,
-    /// Suffix such as `.cdc`, if any.
+    /// `.cdc` for a change-data log, else empty.
     pub suffix: String,
 }
 
 impl LogFileName {
-    /// Parses a log file name.
+    /// Parses a log file name, as strictly as Hudi's log file pattern
+    /// (`FSUtils.LOG_FILE_PATTERN`): `.{fileId}_{instant}.log.{version}`,
+    /// optionally `_{writeToken}`, and after a token optionally `.cdc`;
+    /// nothing else may follow. A file id may not start with `.`: a name
+    /// like `..{fileId}_{t}.log.1_0-1-2.crc` is Hadoop's checksum sidecar of
+    /// a log file, not a log file.
     pub fn parse(name: &str) -> Result<Self> {
         let bad = |reason: &str| Error::InvalidName {
             kind: "log file name",
@@ -125,21 +133,30 @@ impl LogFileName {
         let (head, tail) = body.split_once(".log.").ok_or_else(|| bad("no `.log.` part"))?;
         let (file_id, instant) = head.split_once('_').ok_or_else(|| bad("expected fileId_instant"))?;
         check_file_id(file_id, name, "log file name")?;
-        let (tail, suffix) = match tail.split_once('.') {
-            Some((t, s)) => (t, format!(".{s}")),
-            None => (tail, String::new()),
+        if file_id.starts_with('.') {
+            return Err(bad("a file id does not start with `.` (a Hadoop checksum file?)"));
+        }
+        let (version, token, suffix) = match tail.split_once('_') {
+            None => (tail, None, ""),
+            Some((v, rest)) => {
+                let (token, suffix) = match rest.split_once('.') {
+                    Some((t, "cdc")) => (t, CDC_SUFFIX),
+                    Some(_) => return Err(bad("only `.cdc` may follow the write token")),
+                    None => (rest, ""),
+                };
+                (v, Some(WriteToken::parse(token)?), suffix)
+            }
         };
-        let (version, token) = match tail.split_once('_') {
-            Some((v, t)) => (v, Some(WriteToken::parse(t)?)),
-            None => (tail, None),
-        };
-        let version = version.parse::<u32>().map_err(|_| bad("log version is not a number"))?;
+        if version.is_empty() || !version.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad("log version is not a number"));
+        }
+        let version = version.parse::<u32>().map_err(|_| bad("log version is out of range"))?;
         Ok(Self {
             file_id: file_id.to_string(),
             instant: InstantTime::parse(instant)?,
             version,
             write_token: token,
-            suffix,
+            suffix: suffix.to_string(),
         })
     }
 
@@ -249,6 +266,39 @@ mod tests {
                 assert_eq!(failure(LogFileName::parse(name)), want(log), "log file name {name}");
             }
         }
+    }
+
+    #[test]
+    fn log_names_are_as_strict_as_hudis_pattern() {
+        let id = "00000000-0000-0000-0000-000000000000-0";
+        let ok = |n: &str| LogFileName::parse(n).unwrap_or_else(|e| panic!("{n}: {e}"));
+        let cdc = ok(&format!(".{id}_20250101000000000.log.2_0-23-24.cdc"));
+        assert_eq!((cdc.version, cdc.suffix.as_str()), (2, ".cdc"));
+        assert_eq!(cdc.to_string(), format!(".{id}_20250101000000000.log.2_0-23-24.cdc"));
+        let bare = ok(&format!(".{id}_20250101000000000.log.3"));
+        assert_eq!((bare.version, bare.write_token, bare.suffix.as_str()), (3, None, ""));
+        let cases = [
+            // Hadoop's checksum sidecar of a log file.
+            (
+                format!("..{id}_20250101000000000.log.1_0-23-24.crc"),
+                "a file id does not start with `.` (a Hadoop checksum file?)",
+            ),
+            (format!(".{id}_20250101000000000.log.1_0-23-24.crc"), "only `.cdc` may follow the write token"),
+            (format!(".{id}_20250101000000000.log.1_0-23-24.cdc.crc"), "only `.cdc` may follow the write token"),
+            (format!(".{id}_20250101000000000.log.1.cdc"), "log version is not a number"),
+            (format!(".{id}_20250101000000000.log.1x_0-1-2"), "log version is not a number"),
+            (format!(".{id}_20250101000000000.log._0-1-2"), "log version is not a number"),
+            (format!(".{id}_20250101000000000.log.+1_0-1-2"), "log version is not a number"),
+            (format!(".{id}_20250101000000000.log.99999999999_0-1-2"), "log version is out of range"),
+        ];
+        for (name, reason) in cases {
+            assert_eq!(failure(LogFileName::parse(&name)), ("log file name", reason.to_string()), "{name}");
+        }
+        assert_eq!(
+            failure(LogFileName::parse(&format!(".{id}_20250101000000000.log.1_0-1-2x"))).0,
+            "write token",
+            "a token with a tail is not a token"
+        );
     }
 
     proptest! {

@@ -37,6 +37,7 @@ pub mod location;
 pub mod lock;
 pub mod parquet_file;
 pub mod partition;
+pub mod properties;
 pub mod protocol;
 pub mod store;
 pub mod timeline;

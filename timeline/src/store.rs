@@ -4,7 +4,27 @@
 //! which fsyncs every file it writes and the folders above it before a put
 //! returns, so that "committed" means "on disk", and removes the folders
 //! below `.hoodie/.temp` that a delete leaves empty (an instant's marker
-//! folder once it commits).
+//! folder once it commits), and those of a metadata table being deleted
+//! (`.hoodie/metadata`, including the folder itself).
+//!
+//! It is also the one home of Hadoop's checksum sidecars. Spark and the other
+//! Hadoop-based Hudi writers reach a local table through Hadoop's
+//! `ChecksumFileSystem`, which writes a sidecar `.<name>.crc` (the CRCs of the
+//! file's chunks) beside every file `<name>` and verifies it on each read.
+//! The store treats a file and its sidecar as Hadoop does:
+//!
+//! - listings never show sidecars (Hadoop hides every `.*.crc`), so no other
+//!   code meets them as timeline, log or base files;
+//! - deleting a file deletes its sidecar (first: a crash in between leaves a
+//!   file without a checksum, which Hadoop reads unverified, never a sidecar
+//!   that a later file of the same name would be checked against);
+//! - writing a file (a put, a completed upload, a copy's destination)
+//!   removes any sidecar of that name first: the sidecar holds the CRCs of
+//!   the old bytes, and Hadoop would reject the new ones (for example once
+//!   `hoodie.properties` is rewritten, or a create lands where a file was
+//!   deleted without its sidecar). A create refused because the file exists
+//!   may thus drop that file's sidecar, which only means Hadoop reads it
+//!   unverified.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -22,6 +42,9 @@ use object_store::{
 /// The local file system, with every written file and its folders fsynced
 /// before the write is reported done. A delete inside a `.temp` folder also
 /// removes the folders it leaves empty there, up to (not including) `.temp`.
+/// Hadoop's checksum sidecars (`.<name>.crc`) are hidden from listings,
+/// deleted with their file and removed when their file is rewritten (see the
+/// module documentation).
 #[derive(Debug, Clone)]
 pub struct DurableLocalStore {
     inner: Arc<LocalFileSystem>,
@@ -33,6 +56,16 @@ impl DurableLocalStore {
     /// A store over the whole local file system.
     pub fn new() -> Self {
         Self { inner: Arc::new(LocalFileSystem::new()), durable_dirs: Default::default() }
+    }
+
+    /// Removes the checksum sidecar of `location` (no sidecar is fine), off
+    /// the async threads.
+    async fn remove_sidecar(&self, location: &Path) -> object_store::Result<()> {
+        let Ok(file) = self.inner.path_to_filesystem(location) else { return Ok(()) };
+        tokio::task::spawn_blocking(move || remove_checksum_sidecar(&file))
+            .await
+            .map_err(|e| object_store::Error::Generic { store: "DurableLocalStore", source: Box::new(e) })?
+            .map_err(|e| object_store::Error::Generic { store: "DurableLocalStore", source: Box::new(e) })
     }
 
     async fn sync(&self, location: &Path) -> object_store::Result<()> {
@@ -99,6 +132,70 @@ fn remove_emptied_temp_folders(file: &std::path::Path, known: &std::sync::Mutex<
     }
 }
 
+/// Removes what is left of a Hudi metadata table (`.hoodie/metadata`)
+/// once `file`, just deleted, was in it: each folder from `file`'s up to
+/// and including `metadata` that holds no file any more goes, with the
+/// empty folders inside it (a metadata table has folders that never hold a
+/// file, such as `.hoodie/.aux/.bootstrap`). Only Tributary's turning off of
+/// a metadata table deletes there (`protocol/metadata_table.rs`), and
+/// Hudi removes the folder whole too.
+fn remove_emptied_metadata_folders(
+    file: &std::path::Path,
+    known: &std::sync::Mutex<std::collections::HashSet<PathBuf>>,
+) {
+    let is_metadata_root = |d: &std::path::Path| {
+        d.file_name().is_some_and(|n| n == "metadata")
+            && d.parent().and_then(|p| p.file_name()).is_some_and(|n| n == ".hoodie")
+    };
+    let Some(root) = file.ancestors().skip(1).find(|a| is_metadata_root(a)) else { return };
+    let mut dir = file.parent();
+    while let Some(d) = dir {
+        if !holds_no_files(d) || !remove_empty_tree(d) {
+            break;
+        }
+        if let Ok(mut known) = known.lock() {
+            known.retain(|k| !k.starts_with(d));
+        }
+        if d == root {
+            break;
+        }
+        dir = d.parent();
+    }
+}
+
+/// Whether the folder `dir` holds no file at any depth, besides checksum
+/// sidecars (which listings hide, so only an orphaned one can be left).
+fn holds_no_files(dir: &std::path::Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    entries.into_iter().all(|e| {
+        e.is_ok_and(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => holds_no_files(&e.path()),
+            Ok(_) => e.file_name().to_str().is_some_and(is_checksum_sidecar),
+            Err(_) => false,
+        })
+    })
+}
+
+/// Removes the folder `dir` with the empty folders and orphaned checksum
+/// sidecars inside it, deepest first (never another file); true when `dir`
+/// is gone.
+fn remove_empty_tree(dir: &std::path::Path) -> bool {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_dir() => {
+                    remove_empty_tree(&e.path());
+                }
+                Ok(_) if e.file_name().to_str().is_some_and(is_checksum_sidecar) => {
+                    let _ = std::fs::remove_file(e.path());
+                }
+                _ => {}
+            }
+        }
+    }
+    std::fs::remove_dir(dir).is_ok()
+}
+
 /// Whether `dir` holds nothing but staging files (`<name>#<n>`), and if so
 /// deletes them. Inside an instant's marker folder, once its last marker is
 /// deleted, these are what a writer killed while creating a marker left:
@@ -132,6 +229,28 @@ fn sweep_staging_folders(dir: &std::path::Path) -> bool {
         }
     }
     only_staging_files(dir)
+}
+
+/// Whether `name` is a Hadoop checksum sidecar: Hadoop's `ChecksumFileSystem`
+/// names the sidecar of `<name>` `.<name>.crc` and hides every file whose
+/// name starts with `.` and ends with `.crc` from its listings.
+fn is_checksum_sidecar(name: &str) -> bool {
+    name.len() > ".crc".len() && name.starts_with('.') && name.ends_with(".crc")
+}
+
+/// The path of the checksum sidecar Hadoop keeps beside `file`.
+fn checksum_sidecar(file: &std::path::Path) -> Option<PathBuf> {
+    let name = file.file_name()?.to_str()?;
+    Some(file.with_file_name(format!(".{name}.crc")))
+}
+
+/// Deletes the checksum sidecar beside `file`, if there is one.
+fn remove_checksum_sidecar(file: &std::path::Path) -> std::io::Result<()> {
+    let Some(sidecar) = checksum_sidecar(file) else { return Ok(()) };
+    match std::fs::remove_file(&sidecar) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
 
 /// Removes the staging files (`<file>#1`, `#2`, ...) that a process killed
@@ -171,6 +290,7 @@ impl MultipartUpload for DurableUpload {
         self.inner.put_part(data)
     }
     async fn complete(&mut self) -> object_store::Result<PutResult> {
+        self.store.remove_sidecar(&self.location).await?;
         let r = self.inner.complete().await?;
         self.store.sync(&self.location).await?;
         Ok(r)
@@ -188,6 +308,7 @@ impl ObjectStore for DurableLocalStore {
         payload: PutPayload,
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
+        self.remove_sidecar(location).await?;
         let r = self.inner.put_opts(location, payload, opts).await?;
         self.sync(location).await?;
         Ok(r)
@@ -215,16 +336,21 @@ impl ObjectStore for DurableLocalStore {
         locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
         use futures::StreamExt;
-        // Before each delete, the staging files beside the file (they must go
-        // even when the file itself never appeared); after it, the folders it
-        // emptied. Both touch the file system directly, off the async threads.
+        // Before each delete, the file's checksum sidecar and the staging
+        // files beside it (they must go even when the file itself never
+        // appeared); after it, the folders it emptied. Both touch the file
+        // system directly, off the async threads.
         let (before, after, known) = (self.inner.clone(), self.inner.clone(), self.durable_dirs.clone());
         let locations = locations
             .then(move |location| {
                 let file = location.as_ref().ok().and_then(|l| before.path_to_filesystem(l).ok());
                 async move {
                     if let Some(file) = file {
-                        let _ = tokio::task::spawn_blocking(move || remove_staging(&file)).await;
+                        let _ = tokio::task::spawn_blocking(move || {
+                            let _ = remove_checksum_sidecar(&file);
+                            remove_staging(&file)
+                        })
+                        .await;
                     }
                     location
                 }
@@ -237,7 +363,11 @@ impl ObjectStore for DurableLocalStore {
                 let known = known.clone();
                 async move {
                     if let Some(file) = file {
-                        let _ = tokio::task::spawn_blocking(move || remove_emptied_temp_folders(&file, &known)).await;
+                        let _ = tokio::task::spawn_blocking(move || {
+                            remove_emptied_temp_folders(&file, &known);
+                            remove_emptied_metadata_folders(&file, &known);
+                        })
+                        .await;
                     }
                     deleted
                 }
@@ -245,12 +375,21 @@ impl ObjectStore for DurableLocalStore {
             .boxed()
     }
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
+        use futures::StreamExt;
+        self.inner
+            .list(prefix)
+            .filter(|m| {
+                std::future::ready(!matches!(m, Ok(m) if m.location.filename().is_some_and(is_checksum_sidecar)))
+            })
+            .boxed()
     }
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
+        let mut listing = self.inner.list_with_delimiter(prefix).await?;
+        listing.objects.retain(|m| !m.location.filename().is_some_and(is_checksum_sidecar));
+        Ok(listing)
     }
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
+        self.remove_sidecar(to).await?;
         self.inner.copy_opts(from, to, options).await?;
         self.sync(to).await
     }
@@ -302,5 +441,99 @@ mod tests {
         store.put(&data, PutPayload::from_static(b"x")).await.unwrap();
         store.delete(&data).await.unwrap();
         assert!(dir.path().join("t/city=oslo").is_dir());
+    }
+
+    #[tokio::test]
+    async fn hadoop_checksum_sidecars_are_hidden_deleted_and_never_left_stale() {
+        use futures::TryStreamExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = DurableLocalStore::new();
+        let timeline = dir.path().join("t/.hoodie/timeline");
+        let partition = dir.path().join("t/eu");
+        let path = |p: &std::path::Path| Path::from_absolute_path(p).unwrap();
+        // What Spark leaves on a local disk: a sidecar beside each file.
+        let completed = timeline.join("20250101000000000_20250101000001000.deltacommit");
+        let log = partition.join(".00000000-0000-0000-0000-000000000000-0_20250101000000000.log.1_0-23-24");
+        for f in [&completed, &log] {
+            store.put(&path(f), PutPayload::from_static(b"bytes")).await.unwrap();
+            std::fs::write(checksum_sidecar(f).unwrap(), b"crc").unwrap();
+        }
+        assert!(
+            partition.join("..00000000-0000-0000-0000-000000000000-0_20250101000000000.log.1_0-23-24.crc").is_file()
+        );
+        // An orphaned sidecar whose file is gone is hidden too.
+        std::fs::write(timeline.join(".20250101000000000.deltacommit.requested.crc"), b"crc").unwrap();
+
+        let names = |metas: Vec<ObjectMeta>| {
+            let mut v: Vec<String> = metas.iter().filter_map(|m| m.location.filename().map(String::from)).collect();
+            v.sort();
+            v
+        };
+        let all = names(store.list(Some(&path(&dir.path().join("t")))).try_collect().await.unwrap());
+        assert_eq!(all, [log.file_name().unwrap().to_str().unwrap(), completed.file_name().unwrap().to_str().unwrap()]);
+        let listing = store.list_with_delimiter(Some(&path(&timeline))).await.unwrap();
+        assert_eq!(names(listing.objects), [completed.file_name().unwrap().to_str().unwrap()]);
+        let listing = store.list_with_delimiter(Some(&path(&dir.path().join("t")))).await.unwrap();
+        assert_eq!(listing.common_prefixes.len(), 2, "folders are still listed: {listing:?}");
+
+        // Deleting a file deletes its sidecar.
+        store.delete(&path(&log)).await.unwrap();
+        assert!(!log.exists() && !checksum_sidecar(&log).unwrap().exists());
+
+        // Rewriting a file removes the sidecar of its old bytes, whatever the
+        // way it is written.
+        let props = dir.path().join("t/.hoodie/hoodie.properties");
+        let write_sidecar = |f: &std::path::Path| std::fs::write(checksum_sidecar(f).unwrap(), b"old crc").unwrap();
+        store.put(&path(&props), PutPayload::from_static(b"a=1")).await.unwrap();
+        write_sidecar(&props);
+        store.put(&path(&props), PutPayload::from_static(b"a=2")).await.unwrap();
+        assert!(!checksum_sidecar(&props).unwrap().exists());
+        write_sidecar(&props);
+        let mut upload = store.put_multipart(&path(&props)).await.unwrap();
+        upload.put_part(PutPayload::from_static(b"a=3")).await.unwrap();
+        upload.complete().await.unwrap();
+        assert!(!checksum_sidecar(&props).unwrap().exists());
+        write_sidecar(&props);
+        store.copy(&path(&completed), &path(&props)).await.unwrap();
+        assert!(!checksum_sidecar(&props).unwrap().exists());
+        assert_eq!(std::fs::read(&props).unwrap(), b"bytes");
+        // A refused create keeps the existing bytes (its sidecar may go:
+        // Hadoop reads a file without one unverified).
+        let refused =
+            store.put_opts(&path(&props), PutPayload::from_static(b"x"), object_store::PutMode::Create.into()).await;
+        assert!(matches!(refused, Err(object_store::Error::AlreadyExists { .. })));
+        assert_eq!(std::fs::read(&props).unwrap(), b"bytes");
+    }
+
+    #[test]
+    fn only_hadoop_sidecar_names_are_sidecars() {
+        assert!(is_checksum_sidecar(".hoodie.properties.crc"));
+        assert!(is_checksum_sidecar("..00000000-0000-0000-0000-000000000000-0_20250101000000000.log.1_0-23-24.crc"));
+        for name in [".crc", "hoodie.properties.crc", ".hoodie_partition_metadata", "a.crc.x"] {
+            assert!(!is_checksum_sidecar(name), "{name}");
+        }
+    }
+
+    #[tokio::test]
+    async fn deleting_a_metadata_tables_last_file_removes_its_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DurableLocalStore::new();
+        let meta = dir.path().join("t/.hoodie/metadata");
+        let path = |p: &std::path::Path| Path::from_absolute_path(p).unwrap();
+        let files = [meta.join(".hoodie/hoodie.properties"), meta.join("files/.files-0000-0_0.log.1_0-0-0")];
+        for f in &files {
+            store.put(&path(f), PutPayload::from_static(b"x")).await.unwrap();
+        }
+        // Folders a metadata table has that never hold a file.
+        std::fs::create_dir_all(meta.join(".hoodie/.aux/.bootstrap/.partitions")).unwrap();
+        std::fs::create_dir_all(meta.join(".hoodie/timeline/history")).unwrap();
+        // An orphaned checksum sidecar (its file deleted by someone else).
+        std::fs::write(meta.join(".hoodie/timeline/.gone.crc"), b"crc").unwrap();
+        store.delete(&path(&files[0])).await.unwrap();
+        assert!(!meta.join(".hoodie").exists(), "its folder held no file any more");
+        assert!(meta.join("files").is_dir());
+        store.delete(&path(&files[1])).await.unwrap();
+        assert!(!meta.exists(), "the metadata folder goes with its last file");
+        assert!(dir.path().join("t/.hoodie").is_dir());
     }
 }

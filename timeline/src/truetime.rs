@@ -25,6 +25,7 @@ use crate::clock::Clock;
 use crate::error::Result;
 use crate::instant::InstantTime;
 use crate::lock::{Fence, LockGuard, LockProvider};
+use crate::protocol::metadata_table::MetadataTableGuard;
 
 /// Hudi's default `hoodie.time.generator.max_expected_clock_skew_ms`.
 pub const DEFAULT_MAX_CLOCK_SKEW: Duration = Duration::from_millis(200);
@@ -58,12 +59,34 @@ pub struct TimeGenerator {
     clock: Arc<dyn Clock>,
     lock: Arc<dyn LockProvider>,
     behind_reports: Arc<AtomicU64>,
+    /// Turns the table's metadata table off in the first hold (see
+    /// [`TimeGenerator::with_metadata_table_guard`]).
+    metadata_table: Option<MetadataTableGuard>,
 }
 
 impl TimeGenerator {
     /// A generator reading `clock` and serialising on `lock`.
     pub fn new(mode: TimeMode, max_skew: Duration, clock: Arc<dyn Clock>, lock: Arc<dyn LockProvider>) -> Self {
-        Self { mode, max_skew, clock, lock, behind_reports: Arc::new(AtomicU64::new(0)) }
+        Self { mode, max_skew, clock, lock, behind_reports: Arc::new(AtomicU64::new(0)), metadata_table: None }
+    }
+
+    /// This generator with `guard` run at the start of each of its lock
+    /// holds, before the hold's own work, until it succeeded once (the
+    /// guard remembers, and generators sharing it share that): a table's
+    /// metadata table is turned off before anything of Tributary's is
+    /// requested, written or completed (`protocol/metadata_table.rs`).
+    /// A hold whose guard fails does nothing else and returns its error.
+    pub fn with_metadata_table_guard(mut self, guard: MetadataTableGuard) -> Self {
+        self.metadata_table = Some(guard);
+        self
+    }
+
+    /// Runs the metadata-table guard, if any; call it holding the lock.
+    async fn before_hold(&self) -> Result<()> {
+        match &self.metadata_table {
+            Some(g) => g.ensure(self.clock.as_ref()).await,
+            None => Ok(()),
+        }
     }
 
     /// The mode.
@@ -112,7 +135,10 @@ impl TimeGenerator {
     {
         let mut guard = self.lock.acquire().await?;
         let fence = guard.fence();
-        let result = self.issue_and_run(guard.as_mut(), |t| f(t, fence)).await;
+        let result = match self.before_hold().await {
+            Ok(()) => self.issue_and_run(guard.as_mut(), |t| f(t, fence)).await,
+            Err(e) => Err(e),
+        };
         release(guard).await;
         result
     }
@@ -127,7 +153,10 @@ impl TimeGenerator {
         Fut: Future<Output = Result<T>>,
     {
         let guard = self.lock.acquire().await?;
-        let result = f().await;
+        let result = match self.before_hold().await {
+            Ok(()) => f().await,
+            Err(e) => Err(e),
+        };
         release(guard).await;
         result
     }

@@ -185,6 +185,18 @@ impl TaskContext {
             if let Some(id) = id
                 && let Some(b) = tributary_timeline::file_name::bucket_of_file_id(&id)
             {
+                // A file group of a bucket beyond the count: the table's
+                // writers use more buckets than this one was given.
+                let buckets = self.shared.index.num_buckets();
+                if b >= buckets {
+                    return Err(Error::InvalidInput {
+                        what: format!("{loc} (table {})", self.shared.config.name),
+                        reason: format!(
+                            "file group {id} in partition `{partition}` is bucket {b}, but this writer has {buckets} \
+                             buckets: give the bucket count the table's other writers use"
+                        ),
+                    });
+                }
                 // Prefer the smallest id for a bucket so every writer picks the same one.
                 let e = ids.entry(b).or_insert_with(|| id.clone());
                 if id < *e {

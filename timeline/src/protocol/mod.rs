@@ -14,13 +14,17 @@
 //!   `.hoodie/.tributary/writers/<id>.json`, updated in the completion's
 //!   lock hold, so a checkpoint is visible exactly when its commit is, a
 //!   newer writer with the same id fences the older one, and a lookup reads
-//!   one file (and checks one other's existence).
+//!   one file (and checks one other's existence);
+//! - [`metadata_table`]: a Hudi metadata table, which Tributary does not
+//!   maintain, is turned off as Hudi turns it off, under the table lock
+//!   before any of Tributary's instants on the table.
 //!
 //! `docs/design.md` draws the whole sequence.
 
 pub mod complete;
 pub mod heartbeat;
 pub mod marker;
+pub mod metadata_table;
 pub mod writer_state;
 
 pub use complete::{Completion, complete_instant, complete_instant_with};
