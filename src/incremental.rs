@@ -6,8 +6,10 @@
 //!    and compactions alike) whose completion time is in `(begin, end]`.
 //! 2. The files read are those the window's commits name in their commit
 //!    metadata. A compaction's tombstone log is not named there, so it is
-//!    not read. If one of those files is gone (cleaned), every file of the
-//!    table is read instead, as Hudi falls back to a full scan.
+//!    not read. If one of those files is gone (cleaned), or one of the
+//!    window's commits was archived by a Java writer (its metadata then
+//!    lives in the LSM history), every file of the table is read instead, as
+//!    Hudi falls back to a full scan in both cases.
 //! 3. Each file group's latest slice among those files is merged, after the
 //!    base file's rows not written by a window commit are dropped: only
 //!    versions of the window compete (an update in the window that loses to
@@ -36,18 +38,22 @@ pub(crate) struct Window {
     /// The requested times of the instants that write data and completed in
     /// the window: what their rows carry as `_hoodie_commit_time`.
     commits: Arc<HashSet<String>>,
+    /// Whether a window commit is archived (Java moved it to the history).
+    archived: bool,
 }
 
 impl Window {
     /// The commits of `timeline` that completed in `(begin, end]`.
     pub(crate) fn of(timeline: &Timeline, begin: &InstantTime, end: &InstantTime) -> Self {
-        let commits = timeline
+        let in_window: Vec<&InstantTime> = timeline
             .completed()
             .filter(|i| i.action.writes_data())
             .filter(|i| timeline.completion_time(&i.requested).is_some_and(|c| c > begin && c <= end))
-            .map(|i| i.requested.to_string())
+            .map(|i| &i.requested)
             .collect();
-        Window { commits: Arc::new(commits) }
+        let archived = in_window.iter().any(|t| timeline.is_archived(t));
+        let commits = in_window.into_iter().map(ToString::to_string).collect();
+        Window { commits: Arc::new(commits), archived }
     }
 
     /// The window's commits, by requested time.
@@ -63,13 +69,20 @@ impl Window {
             return Ok(FileSystemView::default());
         }
         let listed = list_data_files(loc).await?;
-        let written = self.written_files(table, timeline).await?;
-        let present: HashSet<String> = listed.iter().map(relative).collect();
-        let files: Vec<DataFile> = if written.iter().all(|f| present.contains(f)) {
-            listed.into_iter().filter(|f| written.contains(&relative(f))).collect()
-        } else {
-            tracing::debug!(table = %loc, "a file of the incremental window is gone: reading every file");
+        let files: Vec<DataFile> = if self.archived {
+            // Hudi's full scan when the window reaches into the archive
+            // (`startInstantArchived`): no commit metadata is read.
+            tracing::debug!(table = %loc, "the incremental window holds archived commits: reading every file");
             listed
+        } else {
+            let written = self.written_files(table, timeline).await?;
+            let present: HashSet<String> = listed.iter().map(relative).collect();
+            if written.iter().all(|f| present.contains(f)) {
+                listed.into_iter().filter(|f| written.contains(&relative(f))).collect()
+            } else {
+                tracing::debug!(table = %loc, "a file of the incremental window is gone: reading every file");
+                listed
+            }
         };
         let planned = planned_groups(loc, table.config(), timeline).await?;
         Ok(FileSystemView::build(timeline, files, &planned))

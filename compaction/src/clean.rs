@@ -136,7 +136,8 @@ pub fn plan_clean(
     let bound = &earliest.requested;
     let completed_before_bound = |t: &InstantTime| match timeline.completion_time(t) {
         Some(c) => c < bound,
-        // Not on the active timeline: archived, so long completed.
+        // Neither on the active timeline nor in the history: taken as
+        // archived (Hudi's rule), so long completed.
         None => timeline.is_completed(t) && t < bound,
     };
 

@@ -48,15 +48,9 @@ pub enum Error {
 impl Error {
     /// A Parquet read of `path` that failed: a store failure underneath is
     /// the store's (retryable) error, anything else means the file does not
-    /// read as Parquet.
+    /// read as Parquet (the rule is [`tributary_timeline::Error::parquet`]'s).
     pub fn parquet(path: &str, e: parquet::errors::ParquetError) -> Self {
-        match e {
-            parquet::errors::ParquetError::External(inner) => match inner.downcast::<object_store::Error>() {
-                Ok(store) => Error::Timeline(tributary_timeline::Error::store("get", path, *store)),
-                Err(other) => Error::Corrupt { path: path.to_string(), reason: other.to_string() },
-            },
-            e => Error::Corrupt { path: path.to_string(), reason: e.to_string() },
-        }
+        Error::Timeline(tributary_timeline::Error::parquet(path, e))
     }
 
     /// An Arrow kernel that refused data the merge built: a bug.

@@ -470,7 +470,7 @@ fn conform(b: RecordBatch, target: &SchemaRef, path: &str) -> Result<RecordBatch
 /// The rows of a base (Parquet) file, read a row group at a time through
 /// the store rather than as one object, for files that may not fit in memory.
 pub struct BaseReader {
-    stream: parquet::arrow::async_reader::ParquetRecordBatchStream<StoreFile>,
+    stream: parquet::arrow::async_reader::ParquetRecordBatchStream<tributary_timeline::parquet_file::StoreFile>,
     target: SchemaRef,
     path: String,
     rows: usize,
@@ -492,7 +492,7 @@ impl BaseReader {
         let name = path.to_string();
         let err = |e| Error::parquet(&name, e);
         let size = loc.store.head(path).await.map_err(|e| tributary_timeline::Error::store("head", path, e))?.size;
-        let reader = StoreFile { store: loc.store.clone(), path: path.clone(), size };
+        let reader = tributary_timeline::parquet_file::StoreFile::new(loc.store.clone(), path.clone(), size);
         let builder = parquet::arrow::ParquetRecordBatchStreamBuilder::new(reader).await.map_err(err)?;
         let rows = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
         // Only the file's columns that the target names are decoded.
@@ -524,38 +524,5 @@ impl BaseReader {
                 conform(b, &self.target, &self.path).map(Some)
             }
         }
-    }
-}
-
-/// A Parquet file read through the store by ranges.
-pub struct StoreFile {
-    store: std::sync::Arc<dyn object_store::ObjectStore>,
-    path: object_store::path::Path,
-    size: u64,
-}
-
-impl parquet::arrow::async_reader::AsyncFileReader for StoreFile {
-    fn get_bytes(
-        &mut self,
-        range: std::ops::Range<u64>,
-    ) -> futures::future::BoxFuture<'_, parquet::errors::Result<bytes::Bytes>> {
-        Box::pin(async move {
-            self.store
-                .get_range(&self.path, range)
-                .await
-                .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
-        })
-    }
-
-    fn get_metadata<'a>(
-        &'a mut self,
-        _options: Option<&'a parquet::arrow::arrow_reader::ArrowReaderOptions>,
-    ) -> futures::future::BoxFuture<'a, parquet::errors::Result<std::sync::Arc<parquet::file::metadata::ParquetMetaData>>>
-    {
-        Box::pin(async move {
-            let size = self.size;
-            let metadata = parquet::file::metadata::ParquetMetaDataReader::new().load_and_finish(self, size).await?;
-            Ok(std::sync::Arc::new(metadata))
-        })
     }
 }

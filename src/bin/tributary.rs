@@ -188,7 +188,7 @@ enum Command {
         #[arg(long, default_value = "forever", value_parser = tombstone_retention)]
         tombstone_retention: TombstoneRetention,
     },
-    /// Print the timeline: requested time, action, state, completion time.
+    /// Print the timeline: requested time, action, state, completion time; instants a Java writer archived into the LSM history (`.hoodie/timeline/history/`) are COMPLETED and end with `archived` (an archived compaction shows as `commit`, the action the history records).
     Timeline {
         /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
         table: String,
@@ -829,13 +829,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 eprintln!("warning: {w}");
             }
             for i in timeline.instants() {
-                println!(
+                let line = format!(
                     "{}  {:<14} {:<10} {}",
                     i.requested,
                     i.action.name(),
                     i.state,
                     i.completed.as_ref().map_or("-".to_string(), |c| c.to_string())
                 );
+                // Instants a Java writer archived into the LSM history.
+                if timeline.is_archived(&i.requested) { println!("{line}  archived") } else { println!("{line}") }
             }
         }
         Command::Write {

@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod archived;
 mod builder;
 mod checkpoint;
 mod client;

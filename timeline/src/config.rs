@@ -237,6 +237,9 @@ pub struct TableConfig {
     pub timeline_layout: u32,
     /// `hoodie.timeline.path`, relative to `.hoodie/` (v8).
     pub timeline_path: String,
+    /// `hoodie.timeline.history.path`, relative to the timeline folder (v8):
+    /// where Java writers archive old instants (the LSM history timeline).
+    pub history_path: String,
     /// `hoodie.table.recordkey.fields`.
     pub record_key_fields: Vec<String>,
     /// The ordering (event-time, precombine) field, if any.
@@ -469,6 +472,10 @@ impl TableConfig {
         if timeline_path.is_empty() || timeline_path.contains("..") {
             return Err(p.bad(keys::TIMELINE_PATH, format!("`{timeline_path}` is not a folder name")));
         }
+        let history_path = p.take(keys::HISTORY_PATH).unwrap_or_else(|| "history".into());
+        if history_path.is_empty() || history_path.contains("..") {
+            return Err(p.bad(keys::HISTORY_PATH, format!("`{history_path}` is not a folder name")));
+        }
         let record_key_fields = p.list(keys::RECORD_KEY);
         // Hudi 1.1 and later write `hoodie.table.ordering.fields` (a list),
         // also into version-8 tables; earlier versions the precombine field.
@@ -589,6 +596,7 @@ impl TableConfig {
             version,
             timeline_layout,
             timeline_path,
+            history_path,
             record_key_fields,
             ordering_field,
             partition_fields,
@@ -611,7 +619,6 @@ impl TableConfig {
             other.insert(k.to_string(), v.to_string());
         };
         put(keys::INITIAL_VERSION, "8");
-        put(keys::HISTORY_PATH, "history");
         put(keys::KEYGEN_TYPE, key_generator_type(new.partition_field.is_some(), new.record_key_fields.len()));
         put(keys::BASE_FORMAT, "PARQUET");
         put(keys::LOG_FORMAT, "HOODIE_LOG");
@@ -627,6 +634,7 @@ impl TableConfig {
             version: 8,
             timeline_layout: 2,
             timeline_path: "timeline".into(),
+            history_path: "history".into(),
             record_key_fields: new.record_key_fields.clone(),
             ordering_field: Some(new.ordering_field.clone()),
             partition_fields: new.partition_field.iter().cloned().collect(),
@@ -660,6 +668,9 @@ impl TableConfig {
         put(keys::VERSION, self.version.to_string());
         put(keys::TIMELINE_LAYOUT, self.timeline_layout.to_string());
         put(keys::TIMELINE_PATH, self.timeline_path.clone());
+        if self.timeline_layout >= 2 {
+            put(keys::HISTORY_PATH, self.history_path.clone());
+        }
         if !self.record_key_fields.is_empty() {
             put(keys::RECORD_KEY, self.record_key_fields.join(","));
         }

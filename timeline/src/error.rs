@@ -190,6 +190,18 @@ impl Error {
         }
     }
 
+    /// Wraps a Parquet error met reading the file at `path`: the store's
+    /// error when one lies beneath it, else corruption of the file.
+    pub fn parquet(path: &str, e: parquet::errors::ParquetError) -> Self {
+        match e {
+            parquet::errors::ParquetError::External(inner) => match inner.downcast::<object_store::Error>() {
+                Ok(store) => Error::store("get", path, *store),
+                Err(other) => Error::Corrupt { path: path.to_string(), reason: other.to_string() },
+            },
+            e => Error::Corrupt { path: path.to_string(), reason: e.to_string() },
+        }
+    }
+
     /// Wraps a local IO error, naming the operation and path.
     pub fn io(op: &'static str, path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
         Error::Io { op, path: path.as_ref().display().to_string(), source }

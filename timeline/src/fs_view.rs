@@ -356,6 +356,54 @@ mod tests {
         assert_eq!(latest.logs.len(), 3);
     }
 
+    /// A delta commit requested before a compaction and completed after it
+    /// belongs to the compaction's slice; once Java archived it, its
+    /// completion time comes from the history, and the log stays there
+    /// (with the requested time standing in, it fell into the old slice,
+    /// which readers drop once the compaction completed).
+    #[test]
+    fn archived_completion_times_place_logs() {
+        let ts = |n: u32| format!("20250101000000{n:03}");
+        let done = |r: u32, action, c: u32| crate::instant::Instant {
+            requested: t(&ts(r)),
+            action,
+            state: crate::instant::State::Completed,
+            completed: Some(t(&ts(c))),
+        };
+        use crate::instant::Action;
+        let tl = Timeline::from_layout2_names([
+            format!("{}.deltacommit.requested", ts(80)).as_str(),
+            format!("{}_{}.deltacommit", ts(80), ts(85)).as_str(),
+        ])
+        .with_archived(
+            [
+                done(10, Action::DeltaCommit, 11),
+                done(20, Action::DeltaCommit, 40),
+                done(30, Action::Commit, 35),
+                done(31, Action::DeltaCommit, 32),
+            ],
+            Vec::new(),
+        );
+        let fid = "00000000-0000-0000-0000-000000000000-0";
+        let files = vec![
+            file("p", &format!(".{fid}_{}.log.1_0-1-1", ts(10))),
+            file("p", &format!(".{fid}_{}.log.1_0-1-1", ts(20))),
+            file("p", &format!("{fid}_0-1-1_{}.parquet", ts(30))),
+            file("p", &format!(".{fid}_{}.log.1_0-1-1", ts(31))),
+            file("p", &format!(".{fid}_{}.log.1_0-1-1", ts(80))),
+        ];
+        let view = FileSystemView::build(&tl, files, &PlannedGroups::new());
+        let g = view.groups().next().unwrap();
+        let slices: Vec<(String, Vec<String>)> = g
+            .slices
+            .values()
+            .map(|s| (s.base_instant.to_string(), s.logs.iter().map(|l| l.name.instant.to_string()).collect()))
+            .collect();
+        assert_eq!(slices, vec![(ts(10), vec![ts(10)]), (ts(30), vec![ts(20), ts(31), ts(80)])]);
+        let latest = &view.latest_slices()[0];
+        assert_eq!(latest.logs.iter().map(|l| l.completed.to_string()).collect::<Vec<_>>(), [ts(40), ts(32), ts(85)]);
+    }
+
     #[test]
     fn uncommitted_files_are_invisible_and_log_only_groups_work() {
         let tl = Timeline::from_layout2_names([

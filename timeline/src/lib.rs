@@ -29,11 +29,13 @@ pub mod counting;
 pub mod error;
 pub mod file_name;
 pub mod fs_view;
+pub mod history;
 pub mod hudi_lock;
 pub mod instant;
 pub mod lease;
 pub mod location;
 pub mod lock;
+pub mod parquet_file;
 pub mod partition;
 pub mod properties;
 pub mod protocol;
@@ -68,5 +70,26 @@ mod send_sync {
         assert_send_sync::<super::TableLocation>();
         assert_send_sync::<super::TableConfig>();
         assert_send_sync::<super::Error>();
+    }
+
+    /// Futures that read the LSM history are `Send`, so writers and
+    /// readers can spawn them (built, never polled).
+    #[test]
+    fn history_reading_futures_are_send() {
+        fn assert_send<T: Send>(_: T) {}
+        let loc = super::TableLocation::new(
+            std::sync::Arc::new(object_store::memory::InMemory::new()),
+            object_store::path::Path::from("t"),
+        );
+        let config = super::TableConfig::new_table(&super::NewTableConfig::new("t", "id", "ts", "{}"));
+        let writer = super::TimelineWriter::new(&loc, &config);
+        let done = super::Instant::requested(
+            super::InstantTime::parse("20250101000000000").unwrap(),
+            super::Action::DeltaCommit,
+        );
+        assert_send(super::Timeline::load(&loc, &config));
+        assert_send(writer.read(&done, super::State::Completed));
+        assert_send(writer.is_completed(&done));
+        assert_send(super::protocol::writer_state::lookup(&loc, &config, "w"));
     }
 }

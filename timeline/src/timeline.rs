@@ -1,16 +1,26 @@
-//! Loading and writing the active timeline.
+//! Loading and writing the timeline.
 //!
 //! Layout 2 (table version 8) keeps `.hoodie/timeline/` with one immutable
 //! file per state transition; an instant's state is its highest file. Layout
 //! 1 (version 6) keeps `<t>.<action>[.state]` files in `.hoodie/`, without
 //! completion times. Stray files are skipped with a warning, never a panic.
+//!
+//! A layout-2 timeline also holds the instants Java writers archived into
+//! the LSM history (`.hoodie/timeline/history/`, [`crate::history`]): they
+//! are completed instants like any other, with their completion times, and
+//! [`Timeline::is_archived`] tells them apart. The active folder is listed
+//! first and the history read after it: Java adds instants to the history
+//! before it deletes their active files, so an instant archived meanwhile
+//! is found in one place or both (the active one wins), never in neither.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use object_store::ObjectStoreExt;
 use object_store::path::Path;
 
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
+use crate::history;
 use crate::instant::{Action, Instant, InstantTime, State, TimelineFile};
 use crate::location::TableLocation;
 
@@ -18,25 +28,58 @@ use crate::location::TableLocation;
 #[derive(Debug, Clone, Default)]
 pub struct Timeline {
     instants: Vec<Instant>,
+    /// The requested times of the instants read from the LSM history.
+    archived: BTreeSet<InstantTime>,
     warnings: Vec<String>,
     layout: u32,
 }
 
 impl Timeline {
-    /// Lists the table's timeline folder and parses it.
+    /// Lists the table's timeline folder and parses it, with the instants
+    /// archived into its history.
     pub async fn load(loc: &TableLocation, config: &TableConfig) -> Result<Self> {
-        Self::load_dir(loc, &timeline_dir(loc, config), config.timeline_layout).await
+        TimelineWriter::new(loc, config).load().await
     }
 
-    async fn load_dir(loc: &TableLocation, dir: &Path, layout: u32) -> Result<Self> {
+    async fn load_dir(loc: &TableLocation, dir: &Path, layout: u32, history: Option<&Path>) -> Result<Self> {
         let listing = loc.store.list_with_delimiter(Some(dir)).await.map_err(|e| Error::store("list", dir, e))?;
         let names: Vec<String> =
             listing.objects.iter().filter_map(|m| m.location.filename().map(String::from)).collect();
-        Ok(if layout >= 2 {
+        let active = if layout >= 2 {
             Self::from_layout2_names(names.iter().map(String::as_str))
         } else {
             Self::from_layout1_names(names.iter().map(String::as_str))
-        })
+        };
+        // The history is read only when the listing shows its folder: a
+        // table no Java writer archived costs no request more.
+        match history.filter(|h| listing.common_prefixes.contains(h)) {
+            Some(h) => {
+                let (archived, warnings) = history::load_instants(loc, h).await?;
+                for w in &warnings {
+                    tracing::warn!("{w}");
+                }
+                Ok(active.with_archived(archived, warnings))
+            }
+            None => Ok(active),
+        }
+    }
+
+    /// This timeline with the instants archived into the history added
+    /// (completed, with their completion times); an instant also on the
+    /// active timeline keeps its active entry. `warnings` name the history
+    /// rows that were skipped.
+    pub fn with_archived(mut self, archived: impl IntoIterator<Item = Instant>, warnings: Vec<String>) -> Self {
+        let mut by_time: BTreeMap<InstantTime, Instant> =
+            self.instants.drain(..).map(|i| (i.requested.clone(), i)).collect();
+        for i in archived {
+            if let std::collections::btree_map::Entry::Vacant(e) = by_time.entry(i.requested.clone()) {
+                self.archived.insert(i.requested.clone());
+                e.insert(i);
+            }
+        }
+        self.instants = by_time.into_values().collect();
+        self.warnings.extend(warnings);
+        self
     }
 
     /// Builds a layout-2 timeline from the file names of its folder.
@@ -107,20 +150,19 @@ impl Timeline {
         for w in &warnings {
             tracing::warn!("{w}");
         }
-        Self { instants, warnings, layout }
+        Self { instants, archived: BTreeSet::new(), warnings, layout }
     }
 
     /// The timeline restricted to the instants `keep` accepts; the others
     /// are treated as if they never happened (their files are invisible).
     pub fn filtered(&self, keep: impl Fn(&Instant) -> bool) -> Timeline {
-        Timeline {
-            instants: self.instants.iter().filter(|i| keep(i)).cloned().collect(),
-            warnings: self.warnings.clone(),
-            layout: self.layout,
-        }
+        let instants: Vec<Instant> = self.instants.iter().filter(|i| keep(i)).cloned().collect();
+        let archived =
+            instants.iter().filter(|i| self.is_archived(&i.requested)).map(|i| i.requested.clone()).collect();
+        Timeline { instants, archived, warnings: self.warnings.clone(), layout: self.layout }
     }
 
-    /// Every instant, by requested time.
+    /// Every instant, active and archived, by requested time.
     pub fn instants(&self) -> &[Instant] {
         &self.instants
     }
@@ -164,13 +206,25 @@ impl Timeline {
         i.completed.as_ref().unwrap_or(&i.requested)
     }
 
-    /// Whether files written by instant `t` are committed. As in Hudi, an
-    /// instant older than the first instant of the active write timeline is
-    /// taken as archived, hence completed.
+    /// Whether the instant requested at `t` was read from the LSM history
+    /// (Java archived it), not from the active timeline.
+    pub fn is_archived(&self, t: &InstantTime) -> bool {
+        self.archived.contains(t)
+    }
+
+    /// Whether files written by instant `t` are committed: it completed,
+    /// on the active timeline or in the history. As in Hudi
+    /// (`CompletionTimeQueryView.isCompleted`), an instant found in neither
+    /// that is older than the first instant of the *active* write timeline
+    /// is taken as archived, hence completed.
     pub fn is_completed(&self, t: &InstantTime) -> bool {
         match self.get(t) {
             Some(i) => i.is_completed(),
-            None => self.instants.iter().find(|i| i.action.writes_data()).is_some_and(|first| t < &first.requested),
+            None => self
+                .instants
+                .iter()
+                .find(|i| i.action.writes_data() && !self.is_archived(&i.requested))
+                .is_some_and(|first| t < &first.requested),
         }
     }
 
@@ -243,13 +297,19 @@ pub fn timeline_dir(loc: &TableLocation, config: &TableConfig) -> Path {
 pub struct TimelineWriter {
     loc: TableLocation,
     dir: Path,
+    history: Option<Path>,
     layout: u32,
 }
 
 impl TimelineWriter {
     /// A writer (and reader of instant files) for the table's timeline layout.
     pub fn new(loc: &TableLocation, config: &TableConfig) -> Self {
-        Self { loc: loc.clone(), dir: timeline_dir(loc, config), layout: config.timeline_layout }
+        Self {
+            loc: loc.clone(),
+            dir: timeline_dir(loc, config),
+            history: history::history_dir(loc, config),
+            layout: config.timeline_layout,
+        }
     }
 
     /// Creates the file recording `instant` in `state` with `content`.
@@ -277,14 +337,41 @@ impl TimelineWriter {
         Ok(self.dir.clone().join(instant.file_name(state)?))
     }
 
-    /// Reads the content of the file recording `instant` in `state`.
+    /// Reads the content of the file recording `instant` in `state`. A
+    /// completed instant whose file is not in the active timeline (Java
+    /// archived it, perhaps since the timeline was loaded) is read from the
+    /// history, which keeps the completed file's content.
     pub async fn read(&self, instant: &Instant, state: State) -> Result<bytes::Bytes> {
-        self.loc.get(&self.path_of(instant, state)?).await
+        match self.loc.get(&self.path_of(instant, state)?).await {
+            Err(e) if e.is_not_found() && state == State::Completed => match &self.history {
+                Some(h) => Ok(history::read_metadata(&self.loc, h, &instant.requested).await?.ok_or(e)?),
+                None => Err(e),
+            },
+            other => other,
+        }
     }
 
-    /// Lists the timeline this writer writes.
+    /// Whether `instant` completed at its completion time: its completed
+    /// file exists (one HEAD), or the history holds it with that
+    /// completion time (Java archived it).
+    pub async fn is_completed(&self, instant: &Instant) -> Result<bool> {
+        let path = self.path_of(instant, State::Completed)?;
+        match self.loc.store.head(&path).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => match &self.history {
+                Some(h) => Ok(history::find_instant(&self.loc, h, &instant.requested)
+                    .await?
+                    .is_some_and(|a| instant.completed.is_none() || a.completed == instant.completed)),
+                None => Ok(false),
+            },
+            Err(e) => Err(Error::store("head", &path, e)),
+        }
+    }
+
+    /// Lists the timeline this writer writes, with the instants archived
+    /// into its history.
     pub async fn load(&self) -> Result<Timeline> {
-        Timeline::load_dir(&self.loc, &self.dir, self.layout).await
+        Timeline::load_dir(&self.loc, &self.dir, self.layout, self.history.as_ref()).await
     }
 }
 
@@ -340,6 +427,74 @@ mod tests {
         ]);
         assert!(tl.instants().is_empty());
         assert_eq!(tl.warnings().len(), 2, "{:?}", tl.warnings());
+    }
+}
+
+#[cfg(test)]
+mod archived_tests {
+    use super::*;
+
+    fn t(s: &str) -> InstantTime {
+        InstantTime::parse(s).unwrap()
+    }
+
+    fn done(r: &str, action: Action, c: &str) -> Instant {
+        Instant { requested: t(r), action, state: State::Completed, completed: Some(t(c)) }
+    }
+
+    /// Archived 1..=3 (3 is a compaction, recorded as `commit`), active 4 and 6.
+    fn timeline() -> Timeline {
+        Timeline::from_layout2_names([
+            "20250101000000004.deltacommit.requested",
+            "20250101000000004_20250101000000007.deltacommit",
+            "20250101000000006.deltacommit.requested",
+            "20250101000000006.deltacommit.inflight",
+        ])
+        .with_archived(
+            [
+                done("20250101000000001", Action::DeltaCommit, "20250101000000005"),
+                done("20250101000000002", Action::DeltaCommit, "20250101000000003"),
+                done("20250101000000003", Action::Commit, "20250101000000004"),
+                // Also still active (archived while the timeline was listed): the active entry wins.
+                done("20250101000000004", Action::DeltaCommit, "20250101000000007"),
+            ],
+            vec!["skipping archived instant: a warning".into()],
+        )
+    }
+
+    #[test]
+    fn archived_instants_are_completed_with_their_completion_times() {
+        let tl = timeline();
+        let times: Vec<&str> = tl.instants().iter().map(|i| i.requested.as_str()).collect();
+        assert_eq!(
+            times,
+            ["20250101000000001", "20250101000000002", "20250101000000003", "20250101000000004", "20250101000000006"]
+        );
+        assert!(tl.is_archived(&t("20250101000000001")) && tl.is_archived(&t("20250101000000003")));
+        assert!(!tl.is_archived(&t("20250101000000004")), "the active entry wins");
+        assert_eq!(tl.completion_time(&t("20250101000000001")), Some(&t("20250101000000005")));
+        assert_eq!(tl.completed().count(), 4);
+        assert_eq!(tl.latest_completed().unwrap().requested, t("20250101000000004"));
+        assert_eq!(tl.warnings().len(), 1);
+        // Older than the first active write instant and in neither place:
+        // archived by Hudi's assumption, hence completed.
+        assert!(tl.is_completed(&t("20250101000000000")));
+        assert!(tl.is_completed(&t("20250101000000002")));
+        assert!(!tl.is_completed(&t("20250101000000005")), "after the active timeline starts");
+        assert!(!tl.is_completed(&t("20250101000000006")), "pending");
+    }
+
+    #[test]
+    fn time_travel_into_the_history() {
+        let tl = timeline();
+        // As of 2: only 1 and 2 count; 3 (archived, later) does not, and no
+        // active instant is left to assume anything older completed.
+        let as_of = tl.filtered(|i| i.requested <= t("20250101000000002"));
+        assert_eq!(as_of.instants().len(), 2);
+        assert!(as_of.is_completed(&t("20250101000000001")) && as_of.is_archived(&t("20250101000000001")));
+        assert!(!as_of.is_completed(&t("20250101000000003")));
+        assert!(!as_of.is_completed(&t("20250101000000000")));
+        assert_eq!(as_of.completion_time(&t("20250101000000002")), Some(&t("20250101000000003")));
     }
 }
 
@@ -406,5 +561,41 @@ mod write_tests {
         let meta = loc.get(&loc.join("city=paris/.hoodie_partition_metadata")).await.unwrap();
         let text = String::from_utf8(meta.to_vec()).unwrap();
         assert!(text.contains(&format!("commitTime={t}")) && text.contains("partitionDepth=1"), "{text}");
+    }
+
+    /// Archiving as Java does (history first, then the active files): the
+    /// loaded timeline, a completed file's content and a completion check
+    /// all find the instant in the history.
+    #[tokio::test]
+    async fn loads_and_reads_archived_instants() {
+        let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("tables/t"));
+        let cfg = config();
+        let writer = TimelineWriter::new(&loc, &cfg);
+        let mut done = Vec::new();
+        for n in 1..=3u32 {
+            let t = InstantTime::parse(&format!("2025010100000{n}000")).unwrap();
+            let mut i = Instant::requested(t, Action::DeltaCommit);
+            writer.create(&i, State::Requested, Vec::new()).await.unwrap();
+            i.completed = Some(InstantTime::parse(&format!("2025010100000{n}500")).unwrap());
+            i.state = State::Completed;
+            writer.create(&i, State::Completed, format!("meta {n}").into_bytes()).await.unwrap();
+            done.push(i);
+        }
+        let before = Timeline::load(&loc, &cfg).await.unwrap();
+        crate::history::fixture::archive(&loc, &cfg, &done[..2]).await.unwrap();
+        let tl = Timeline::load(&loc, &cfg).await.unwrap();
+        assert_eq!(tl.instants(), before.instants(), "the same instants, two of them archived");
+        assert!(tl.is_archived(&done[0].requested) && tl.is_archived(&done[1].requested));
+        assert!(!tl.is_archived(&done[2].requested));
+        // Read from the history, also with an instant listed before it was archived.
+        assert_eq!(&writer.read(&before.instants()[0], State::Completed).await.unwrap()[..], b"meta 1");
+        assert!(writer.is_completed(&done[1]).await.unwrap());
+        assert!(writer.is_completed(&done[2]).await.unwrap());
+        let other_completion = Instant { completed: done[2].completed.clone(), ..done[1].clone() };
+        assert!(!writer.is_completed(&other_completion).await.unwrap());
+        let never = Instant::requested(InstantTime::parse("20250101000004000").unwrap(), Action::DeltaCommit);
+        let never = Instant { completed: Some(InstantTime::parse("20250101000004500").unwrap()), ..never };
+        assert!(!writer.is_completed(&never).await.unwrap());
+        assert!(writer.read(&never, State::Completed).await.unwrap_err().is_not_found());
     }
 }

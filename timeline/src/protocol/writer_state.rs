@@ -25,7 +25,8 @@
 //!   `pending` and write `pending = {t, c, checkpoint}`.
 //!
 //! Settling `pending`: its commit completed exactly when
-//! `<t>_<c>.deltacommit` exists (one HEAD), and then it becomes
+//! `<t>_<c>.deltacommit` exists (one HEAD) or, once a Java writer archived
+//! it, when the history holds it completed at `c`; then it becomes
 //! `committed`; otherwise it is dropped (the writer died between the two
 //! steps, or the completed file could not be created). A lookup
 //! ([`lookup`]) does the same without writing: one GET of the state file, and
@@ -45,7 +46,6 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use object_store::ObjectStoreExt;
 use object_store::path::Path;
 use serde::{Deserialize, Serialize};
 use tributary_format::metadata::CommitMetadata;
@@ -261,12 +261,9 @@ async fn settle(
         state: State::Completed,
         completed: Some(completed),
     };
-    let path = timeline.path_of(&done, State::Completed)?;
-    match loc.store.head(&path).await {
-        Ok(_) => Ok(Some(p.clone())),
-        Err(object_store::Error::NotFound { .. }) => Ok(doc.committed.clone()),
-        Err(e) => Err(Error::store("head", &path, e)),
-    }
+    // A Java writer may have archived the commit since: it then counts as
+    // visible when the history holds it with the same completion time.
+    if timeline.is_completed(&done).await? { Ok(Some(p.clone())) } else { Ok(doc.committed.clone()) }
 }
 
 /// The checkpoint writer `id` recorded in the extra metadata of a delta
@@ -288,8 +285,9 @@ async fn legacy_checkpoint(loc: &TableLocation, timeline: &TimelineWriter, id: &
     done.sort_by_key(|i| std::cmp::Reverse(visible(i)));
     let key = format!("{CHECKPOINT_KEY_PREFIX}{id}");
     for i in done {
+        // An archived commit's metadata is read from the history.
+        let bytes = timeline.read(i, State::Completed).await?;
         let path = timeline.path_of(i, State::Completed)?;
-        let bytes = loc.get(&path).await?;
         let meta = CommitMetadata::from_avro_container(&bytes, path.as_ref())?;
         if let Some(v) = meta.extra_metadata.get(&key) {
             return Ok(Some(Checkpoint {
@@ -647,6 +645,42 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(last(&g, "orders").await, None, "commits of a table with state files are never scanned");
+    }
+
+    /// A Java writer archives the commit a state file's pending entry
+    /// names (and older ones): the checkpoint stays, for lookups, takeovers
+    /// and the legacy scan of commit metadata alike.
+    #[tokio::test]
+    async fn checkpoints_of_archived_commits_stay() {
+        let f = fixture();
+        let w = WriterState::new(&f.loc, &f.config, "orders").unwrap();
+        w.take_over(&f.time).await.unwrap();
+        commit(&f, &w, 1, Some("10")).await.unwrap();
+        commit(&f, &w, 1, Some("20")).await.unwrap();
+        let listed = f.timeline.load().await.unwrap();
+        let done: Vec<Instant> = listed.completed().cloned().collect();
+        crate::history::fixture::archive(&f.loc, &f.config, &done).await.unwrap();
+        let after = f.timeline.load().await.unwrap();
+        assert!(done.iter().all(|i| after.is_archived(&i.requested)));
+        assert_eq!(last(&f, "orders").await.as_deref(), Some("20"));
+        let next = WriterState::new(&f.loc, &f.config, "orders").unwrap();
+        assert_eq!(next.take_over(&f.time).await.unwrap().checkpoint.map(|c| c.checkpoint).as_deref(), Some("20"));
+
+        // A table from before state files: its checkpoints are found in the
+        // archived commits' metadata.
+        let g = fixture();
+        for cp in ["7", "8"] {
+            let instant = start(&g).await;
+            let mut meta = CommitMetadata::default();
+            meta.extra_metadata.insert(format!("{CHECKPOINT_KEY_PREFIX}risk"), cp.into());
+            let content = meta.to_avro_container().unwrap();
+            crate::protocol::complete_instant(&g.loc, &g.timeline, &g.time, &instant, content, Completion::Owned)
+                .await
+                .unwrap();
+        }
+        let done: Vec<Instant> = g.timeline.load().await.unwrap().completed().cloned().collect();
+        crate::history::fixture::archive(&g.loc, &g.config, &done).await.unwrap();
+        assert_eq!(last(&g, "risk").await.as_deref(), Some("8"));
     }
 
     #[tokio::test]

@@ -1,0 +1,243 @@
+"""Tables whose oldest instants a Java writer archived into the LSM history
+timeline (`.hoodie/timeline/history/`): Spark (Hudi 1.2.0) archives by
+default after a commit. Tributary reads archived instants as completed,
+with their completion times, so its snapshot, read-optimized, incremental
+and time-travel reads still equal Spark's and the event-time model, its
+compactor still folds the archived commits' logs, and a writer's checkpoint
+survives the archival of the commit that recorded it. Both a table
+Tributary wrote (then Spark wrote into it) and a table Spark wrote alone."""
+
+import json
+import random
+import subprocess
+
+from support import (
+    Model,
+    data_rows,
+    init_table,
+    meta_rows,
+    nbcc_options,
+    our_rows,
+    random_events,
+    spark_rows,
+    spark_write,
+    timeline,
+    tributary,
+    tributary_bin,
+    write_jsonl,
+)
+
+#: Spark archives after each commit once more than 3 commits are active,
+#: down to 2. Hudi requires `keep.min.commits` above the cleaner's retained
+#: commits; Spark's automatic clean is off so that every file slice stays
+#: and time travel to archived instants has its files.
+ARCHIVE_SOON = {
+    "hoodie.archive.automatic": "true",
+    "hoodie.keep.min.commits": "2",
+    "hoodie.keep.max.commits": "3",
+    "hoodie.cleaner.commits.retained": "1",
+    "hoodie.clean.automatic": "false",
+}
+
+METADATA_OFF = {"hoodie.metadata.enable": "false"}
+
+
+def archived(table):
+    return [i for i in timeline_rows(table) if i["archived"]]
+
+
+def timeline_rows(table):
+    """`tributary timeline` with its `archived` column."""
+    rows = []
+    for line in tributary("timeline", table).splitlines():
+        p = line.split()
+        rows.append(
+            {"requested": p[0], "action": p[1], "state": p[2], "completed": p[3], "archived": p[4:] == ["archived"]}
+        )
+    return rows
+
+
+def history_rows(table):
+    """The history's instants as Spark wrote them, read with pyarrow."""
+    import pyarrow.parquet as pq
+
+    folder = table / ".hoodie" / "timeline" / "history"
+    version = (folder / "_version_").read_text().strip()
+    manifest = json.loads((folder / f"manifest_{version}").read_text())
+    rows = []
+    for f in manifest["files"]:
+        t = pq.read_table(folder / f["fileName"], columns=["instantTime", "completionTime", "action"])
+        rows += t.to_pylist()
+    return sorted(rows, key=lambda r: r["instantTime"])
+
+
+def check_snapshot(spark, table, model, what):
+    ours = our_rows(table)
+    assert data_rows(ours) == model.rows(), f"{what}: tributary read vs the model"
+    theirs = spark_rows(spark, table, **METADATA_OFF)
+    assert data_rows(theirs) == model.rows(), f"{what}: Spark snapshot vs the model"
+    assert meta_rows(theirs) == meta_rows(ours), f"{what}: Spark snapshot vs tributary read"
+
+
+def check_read_optimized(spark, table, what):
+    ours = our_rows(table, "--query", "read-optimized")
+    theirs = spark_rows(spark, table, **{"hoodie.datasource.query.type": "read_optimized"}, **METADATA_OFF)
+    assert meta_rows(theirs) == meta_rows(ours), f"{what}: Spark read-optimized vs tributary"
+    return ours
+
+
+def check_incremental(spark, table, begin, end, what):
+    ours = our_rows(table, "--query", "incremental", "--begin", begin, "--end", end)
+    assert ours, f"{what}: the incremental range ({begin}, {end}] is empty, the check would prove nothing"
+    opts = {
+        "hoodie.datasource.query.type": "incremental",
+        "hoodie.datasource.read.begin.instanttime": begin,
+        "hoodie.datasource.read.end.instanttime": end,
+    }
+    theirs = spark_rows(spark, table, **opts, **METADATA_OFF)
+    assert meta_rows(theirs) == meta_rows(ours), f"{what}: Spark incremental ({begin}, {end}]"
+
+
+def check_time_travel(spark, table, instant, model_rows, what):
+    ours = our_rows(table, "--as-of", instant)
+    assert data_rows(ours) == model_rows, f"{what}: tributary read --as-of {instant} vs the model"
+    theirs = spark_rows(spark, table, **{"as.of.instant": instant}, **METADATA_OFF)
+    assert meta_rows(theirs) == meta_rows(ours), f"{what}: Spark as.of.instant {instant} vs tributary"
+
+
+def write_concurrently(table, tmp, batches, tag, commit_every=60):
+    procs = []
+    for i, events in enumerate(batches):
+        f = write_jsonl(tmp / f"{tag}-{i}.jsonl", events)
+        args = ["write", table, "--input", f, "--writer-id", f"{tag}{i}", "--commit-every", commit_every]
+        procs.append(subprocess.Popen([str(tributary_bin()), *map(str, args)], stderr=subprocess.PIPE, text=True))
+    return procs
+
+
+def wait(procs):
+    for p in procs:
+        _, err = p.communicate()
+        assert p.returncode == 0, err
+
+
+def deltacommits(table):
+    return [i for i in timeline_rows(table) if i["action"] == "deltacommit" and i["state"] == "COMPLETED"]
+
+
+def test_spark_archives_a_table_tributary_wrote(spark, tmp_path):
+    rng = random.Random(71)
+    base_ts = 1_760_000_000_000
+    table = init_table(tmp_path / "arch", partitioned=True, buckets=4, bucket_hash="hudi-java")
+    model = Model()
+
+    # Phase a: two concurrent writers, then two single commits that record
+    # a checkpoint each.
+    batches = [random_events(rng, 150, 240, base_ts) for _ in range(2)]
+    wait(write_concurrently(table, tmp_path, batches, "a"))
+    for b in batches:
+        model.commit(b)
+    for n in (1, 2):
+        events = random_events(rng, 150, 40, base_ts)
+        f = write_jsonl(tmp_path / f"cp{n}.jsonl", events)
+        tributary("write", table, "--input", f, "--writer-id", "cp", "--checkpoint", f"offset-{n}")
+        model.commit(events)
+    as_of_a = max(i["requested"] for i in deltacommits(table))
+    model_a = model.rows()
+
+    # A compaction, then phase b: writers with a compaction running among
+    # them, then phase c, whose commits follow the last compaction (Hudi
+    # keeps those active).
+    tributary("compact", table)
+    batches = [random_events(rng, 150, 180, base_ts) for _ in range(2)]
+    procs = write_concurrently(table, tmp_path, batches, "b")
+    tributary("compact", table)
+    wait(procs)
+    for b in batches:
+        model.commit(b)
+    tributary("compact", table)
+    batches = [random_events(rng, 150, 120, base_ts)]
+    wait(write_concurrently(table, tmp_path, batches, "c"))
+    model.commit(batches[0])
+    ours_before = our_rows(table)
+    assert data_rows(ours_before) == model.rows()
+
+    # Spark writes into the table four times; each commit archives.
+    opts = {**nbcc_options("arch", buckets=4, metadata=False), **ARCHIVE_SOON}
+    for _ in range(4):
+        events = random_events(rng, 150, 60, base_ts)
+        spark_write(spark, table, events, opts)
+        model.commit(events)
+
+    history = history_rows(table)
+    assert len(history) >= 8, history
+    check_snapshot(spark, table, model, "archived")
+    check_read_optimized(spark, table, "archived")
+    check_time_travel(spark, table, as_of_a, model_a, "an archived instant")
+    archived_commits = sorted(r["completionTime"] for r in history if r["action"] == "deltacommit")
+    latest = max(i["completed"] for i in timeline_rows(table) if i["completed"] != "-")
+    # A window inside the history, and one across its end into the active timeline.
+    check_incremental(spark, table, archived_commits[1], archived_commits[-2], "inside the history")
+    check_incremental(spark, table, archived_commits[2], latest, "across the archive boundary")
+
+    # The checkpoint of the archived commit that recorded it.
+    assert tributary("checkpoint", table, "--writer-id", "cp").strip() == "offset-2"
+
+    # What Spark archived is what `tributary timeline` marks archived: the
+    # phase-a commits and checkpoint commits, and compactions (recorded as
+    # `commit`), each with the completion time the history holds.
+    ours_archived = {i["requested"]: i for i in archived(table)}
+    assert set(ours_archived) == {r["instantTime"] for r in history}
+    for r in history:
+        i = ours_archived[r["instantTime"]]
+        assert (i["completed"], i["state"]) == (r["completionTime"], "COMPLETED"), (i, r)
+        assert i["action"] == r["action"], (i, r)
+    assert any(r["action"] == "commit" for r in history), "no compaction was archived"
+    assert all(i["requested"] in ours_archived for i in deltacommits(table) if i["requested"] <= as_of_a)
+    assert "archived" not in tributary("timeline", table).splitlines()[-1]
+
+    # Tributary compacts what is left (archived commits' logs among it);
+    # both engines read the model.
+    tributary("compact", table)
+    check_snapshot(spark, table, model, "compacted after archival")
+    assert data_rows(check_read_optimized(spark, table, "compacted after archival")) == model.rows()
+
+
+def test_tributary_reads_a_table_spark_wrote_and_archived(spark, tmp_path):
+    """Spark alone writes the table, compacting inline every third commit
+    (so compactions are archived too) and archiving; no deletes, whose
+    resurrection after Hudi's compaction `test_spark_compacts_our_logs`
+    covers."""
+    rng = random.Random(72)
+    base_ts = 1_760_000_000_000
+    table = tmp_path / "spark_arch"
+    model = Model()
+    opts = {
+        **nbcc_options("spark_arch", buckets=4, metadata=False),
+        **ARCHIVE_SOON,
+        "hoodie.compact.inline": "true",
+        "hoodie.compact.inline.max.delta.commits": "3",
+    }
+    as_of = None
+    for n in range(8):
+        events = random_events(rng, 150, 80, base_ts, delete_share=0)
+        spark_write(spark, table, events, opts, mode="overwrite" if n == 0 else "append")
+        model.commit(events)
+        if n == 1:
+            as_of = timeline(table)[-1]["requested"]
+            model_as_of = model.rows()
+
+    history = history_rows(table)
+    assert any(r["action"] == "commit" for r in history), f"no compaction was archived: {history}"
+    assert as_of in {r["instantTime"] for r in history}
+
+    check_snapshot(spark, table, model, "Spark's archived table")
+    assert data_rows(check_read_optimized(spark, table, "Spark's archived table")) != []
+    check_time_travel(spark, table, as_of, model_as_of, "Spark's archived instant")
+    archived_commits = sorted(r["completionTime"] for r in history if r["action"] == "deltacommit")
+    latest = max(i["completed"] for i in timeline_rows(table) if i["completed"] != "-")
+    check_incremental(spark, table, archived_commits[0], latest, "across the archive boundary")
+    assert {i["requested"] for i in archived(table)} == {r["instantTime"] for r in history}
+
+    tributary("compact", table)
+    check_snapshot(spark, table, model, "compacted by Tributary")
+    assert data_rows(check_read_optimized(spark, table, "compacted by Tributary")) == model.rows()
