@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "spark"))
 
 import env  # noqa: E402
+from support import nbcc_options  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 BASE_TS = 1_760_000_000_000
@@ -144,49 +145,6 @@ def tributary_run(files, folder: Path, args) -> list[Result]:
     return out
 
 
-def spark_session():
-    from pyspark.sql import SparkSession
-
-    s = (
-        SparkSession.builder.master("local[2]")
-        .appName("ingest-bench")
-        .config("spark.jars", ",".join(str(env.jar_path(c)) for c in env.JARS))
-        .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
-        .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
-        .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
-        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.memory", "6g")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    s.sparkContext.setLogLevel("ERROR")
-    return s
-
-
-def spark_options(buckets: int) -> dict:
-    return {
-        "hoodie.table.name": "spark_table",
-        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-        "hoodie.table.type": "MERGE_ON_READ",
-        "hoodie.datasource.write.operation": "upsert",
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.partitionpath.field": "region",
-        "hoodie.index.type": "BUCKET",
-        "hoodie.index.bucket.engine": "SIMPLE",
-        "hoodie.bucket.index.num.buckets": str(buckets),
-        "hoodie.write.concurrency.mode": "NON_BLOCKING_CONCURRENCY_CONTROL",
-        "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.InProcessLockProvider",
-        "hoodie.metadata.enable": "false",
-        "hoodie.compact.inline": "false",
-        "hoodie.write.table.version": "8",
-        "hoodie.write.auto.upgrade": "false",
-        "hoodie.table.timeline.timezone": "UTC",
-    }
-
-
 def spark_run(spark, files, folder: Path, args) -> list[Result]:
     pid = spark.sparkContext._gateway.proc.pid
     frames = []
@@ -198,7 +156,7 @@ def spark_run(spark, files, folder: Path, args) -> list[Result]:
         df.count()
         frames.append(df)
     table = str(folder / "spark_table")
-    opts = spark_options(args.buckets)
+    opts = nbcc_options("spark_table", buckets=args.buckets, metadata=False)
     out = []
     cpu0, t0 = proc_cpu(pid), time.perf_counter()
     frames[0].write.format("hudi").options(**opts).mode("overwrite").save(table)
@@ -254,7 +212,7 @@ def main():
     try:
         files = write_inputs(folder, args)
         results = tributary_run(files, folder, args)
-        spark = spark_session()
+        spark = env.session("ingest-bench", "6g", folder / "spark-warehouse")
         results += spark_run(spark, files, folder, args)
         print(f"\n{args.rows:,} rows, {args.keys:,} keys, 10 columns, {args.buckets} buckets per region; Tributary time mode {args.time_mode}\n")
         print("| engine | case | rows | commits | seconds | rows/s | rows per CPU-s | commits/s |")

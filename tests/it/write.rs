@@ -282,25 +282,21 @@ fn bad_input_names_line_and_field_and_changes_nothing() {
 #[test]
 fn json_doubles_are_stored_exactly() {
     let dir = tempfile::tempdir().unwrap();
-    let schema = dir.path().join("s.avsc");
-    std::fs::write(
-        &schema,
-        r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"ts","type":"long"},{"name":"d","type":"double"}]}"#,
-    )
-    .unwrap();
-    let table = dir.path().join("t");
+    let table = init_trips(dir.path(), "t", &[]);
     let t = table.to_str().unwrap();
-    tributary_ok(&["init", t, "--schema", schema.to_str().unwrap(), "--record-key", "id", "--ordering-field", "ts"]);
     let doubles =
         ["190.68485335992014", "0.9339946010589053", "842.6060005288901", "5e-324", "1.7976931348623157e308", "0.1"];
     let input = dir.path().join("in.jsonl");
-    let lines: Vec<String> =
-        doubles.iter().enumerate().map(|(i, d)| format!(r#"{{"id":"k{i}","ts":1,"d":{d}}}"#)).collect();
+    let lines: Vec<String> = doubles
+        .iter()
+        .enumerate()
+        .map(|(i, d)| format!(r#"{{"uuid":"k{i}","ts":1,"fare":{d},"city":"oslo"}}"#))
+        .collect();
     std::fs::write(&input, lines.join("\n")).unwrap();
     tributary_ok(&["write", t, "--input", input.to_str().unwrap()]);
     let out = tributary_ok(&["read", t, "--format", "jsonl"]);
     let read: Vec<f64> =
-        out.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["d"].as_f64().unwrap()).collect();
+        out.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["fare"].as_f64().unwrap()).collect();
     let want: Vec<f64> = doubles.iter().map(|d| d.parse::<f64>().unwrap()).collect();
     assert_eq!(read, want);
 }

@@ -27,24 +27,7 @@ def spark(tmp_path_factory):
         if os.environ.get("CI"):
             pytest.fail(f"under CI the Spark tests may not pass without Spark: {what}")
         pytest.skip(what)
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("tributary-interop")
-        .config("spark.jars", ",".join(str(env.jar_path(c)) for c in env.JARS))
-        .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
-        .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
-        .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
-        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = env.session("tributary-interop", "2g", tmp_path_factory.mktemp("spark-warehouse"))
     yield session
     session.stop()
 

@@ -1,5 +1,6 @@
-"""What the Spark interoperability tests run on: the versions of PySpark
-and Apache Hudi's Spark bundle, in one place; `python3 tests/spark/env.py install` installs them (PySpark from
+"""What the Spark interoperability tests and benchmarks run on: the versions
+of PySpark and Apache Hudi's Spark bundle and how a session starts, in one
+place; `python3 tests/spark/env.py install` installs them (PySpark from
 PyPI, the jars from Maven Central through Maven's local repository)."""
 
 import os
@@ -37,6 +38,30 @@ def missing() -> list[str]:
         out.append(f"pyspark {PYSPARK} is not installed")
     out += [f"{c} is not in {maven_repository()}" for c in JARS if not jar_path(c).is_file()]
     return out
+
+
+def session(app: str, driver_memory: str, warehouse: Path):
+    """A local[2] SparkSession with Hudi's Spark bundle, its SQL extension
+    and catalog, Spark's catalog tables under `warehouse`."""
+    from pyspark.sql import SparkSession
+
+    s = (
+        SparkSession.builder.master("local[2]")
+        .appName(app)
+        .config("spark.jars", ",".join(str(jar_path(c)) for c in JARS))
+        .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+        .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
+        .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.memory", driver_memory)
+        .getOrCreate()
+    )
+    s.sparkContext.setLogLevel("ERROR")
+    return s
 
 
 def install() -> None:
