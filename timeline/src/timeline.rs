@@ -37,6 +37,10 @@ pub struct Timeline {
     archived: BTreeSet<InstantTime>,
     /// The history snapshot the archived instants were read from.
     history: Option<Arc<History>>,
+    /// The requested time of the first instant on the active timeline
+    /// that writes data, which [`Timeline::is_completed`] compares with;
+    /// computed once (adding archived instants does not change it).
+    first_active_write: Option<InstantTime>,
     warnings: Vec<String>,
     layout: u32,
 }
@@ -167,16 +171,18 @@ impl Timeline {
         for w in &warnings {
             tracing::warn!("{w}");
         }
-        Self { instants, archived: BTreeSet::new(), history: None, warnings, layout }
+        let first_active_write = first_write(&instants, &BTreeSet::new());
+        Self { instants, archived: BTreeSet::new(), history: None, first_active_write, warnings, layout }
     }
 
     /// The timeline restricted to the instants `keep` accepts; the others
     /// are treated as if they never happened (their files are invisible).
     pub fn filtered(&self, keep: impl Fn(&Instant) -> bool) -> Timeline {
         let instants: Vec<Instant> = self.instants.iter().filter(|i| keep(i)).cloned().collect();
-        let archived =
+        let archived: BTreeSet<InstantTime> =
             instants.iter().filter(|i| self.is_archived(&i.requested)).map(|i| i.requested.clone()).collect();
         Timeline {
+            first_active_write: first_write(&instants, &archived),
             instants,
             archived,
             history: self.history.clone(),
@@ -249,11 +255,7 @@ impl Timeline {
     pub fn is_completed(&self, t: &InstantTime) -> bool {
         match self.get(t) {
             Some(i) => i.is_completed(),
-            None => self
-                .instants
-                .iter()
-                .find(|i| i.action.writes_data() && !self.is_archived(&i.requested))
-                .is_some_and(|first| t < &first.requested),
+            None => self.first_active_write.as_ref().is_some_and(|first| t < first),
         }
     }
 
@@ -266,6 +268,12 @@ impl Timeline {
     pub fn layout(&self) -> u32 {
         self.layout
     }
+}
+
+/// The requested time of the first instant of `instants` (by requested
+/// time) that writes data and is not in `archived`.
+fn first_write(instants: &[Instant], archived: &BTreeSet<InstantTime>) -> Option<InstantTime> {
+    instants.iter().find(|i| i.action.writes_data() && !archived.contains(&i.requested)).map(|i| i.requested.clone())
 }
 
 fn assemble(t: &InstantTime, files: &[TimelineFile]) -> std::result::Result<Instant, String> {
