@@ -178,7 +178,7 @@ impl MetadataTableGuard {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use object_store::memory::InMemory;
     use object_store::{ObjectStoreExt, PutPayload};
 
@@ -313,7 +313,7 @@ mod tests {
 
     /// `loc`'s table seen through a process that stops after `writes`
     /// writes and deletes.
-    fn stopping_after(loc: &TableLocation, writes: usize) -> TableLocation {
+    pub(crate) fn stopping_after(loc: &TableLocation, writes: usize) -> TableLocation {
         let left = Arc::new(std::sync::atomic::AtomicUsize::new(writes));
         TableLocation::new(Arc::new(StopAfter { inner: loc.store.clone(), left }), loc.root.clone())
     }
