@@ -213,9 +213,13 @@ fn record_full_name(schema: &serde_json::Value) -> Option<String> {
 /// dot takes the namespace of its record, so the alias goes where it can
 /// name the other side: the writer's qualified name among the reader's
 /// aliases, else the reader's among the writer's (aliases do not change how
-/// bytes decode). Nested named types are left as they are.
+/// bytes decode). Nested named types are left as they are. Equal schemas
+/// (the usual case) are returned without being parsed.
 fn answering_names(writer_json: &str, reader_json: &str) -> (String, String) {
     let unchanged = || (writer_json.to_string(), reader_json.to_string());
+    if writer_json == reader_json {
+        return unchanged();
+    }
     let parse = |j: &str| serde_json::from_str::<serde_json::Value>(j).ok();
     let (Some(mut writer), Some(mut reader)) = (parse(writer_json), parse(reader_json)) else { return unchanged() };
     let (Some(writer_name), Some(reader_name)) = (record_full_name(&writer), record_full_name(&reader)) else {

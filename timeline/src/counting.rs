@@ -17,7 +17,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -74,6 +74,8 @@ impl std::ops::Sub for Requests {
 pub struct CountingStore {
     inner: Arc<dyn ObjectStore>,
     counts: Arc<[AtomicUsize; 5]>,
+    /// The bytes of object data the GETs asked for.
+    bytes: AtomicU64,
 }
 
 const GET: usize = 0;
@@ -85,7 +87,7 @@ const DELETE: usize = 4;
 impl CountingStore {
     /// Counts the requests made to `inner`.
     pub fn new(inner: Arc<dyn ObjectStore>) -> Self {
-        Self { inner, counts: Arc::new(Default::default()) }
+        Self { inner, counts: Arc::new(Default::default()), bytes: AtomicU64::new(0) }
     }
 
     fn add(&self, kind: usize) {
@@ -105,6 +107,12 @@ impl CountingStore {
     /// The requests counted since the last call (or since creation).
     pub fn take(&self) -> Requests {
         self.read(|c| c.swap(0, Ordering::Relaxed))
+    }
+
+    /// The bytes of object data the GETs answered so far (the ranges
+    /// asked for, not the headers or listings), for what a read fetches.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
     }
 }
 
@@ -134,8 +142,13 @@ impl ObjectStore for CountingStore {
         self.inner.put_multipart_opts(location, opts).await
     }
     async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
-        self.add(if options.head { HEAD } else { GET });
-        self.inner.get_opts(location, options).await
+        let head = options.head;
+        self.add(if head { HEAD } else { GET });
+        let got = self.inner.get_opts(location, options).await?;
+        if !head {
+            self.bytes.fetch_add(got.range.end - got.range.start, Ordering::Relaxed);
+        }
+        Ok(got)
     }
     fn delete_stream(
         &self,

@@ -117,12 +117,17 @@ pub struct LogFileName {
 }
 
 impl LogFileName {
-    /// Parses a log file name, as strictly as Hudi's log file pattern
-    /// (`FSUtils.LOG_FILE_PATTERN`): `.{fileId}_{instant}.log.{version}`,
-    /// optionally `_{writeToken}`, and after a token optionally `.cdc`;
-    /// nothing else may follow. A file id may not start with `.`: a name
-    /// like `..{fileId}_{t}.log.1_0-1-2.crc` is Hadoop's checksum sidecar of
-    /// a log file, not a log file.
+    /// Parses a log file name. Accepted: `.{fileId}_{instant}.log.{version}`,
+    /// optionally followed by `_{writeToken}` and, after a token, by
+    /// `.cdc`; nothing else may follow. The file id is not empty, holds no
+    /// `_` or `/` and does not start with `.`; the instant is an instant
+    /// time; the version is decimal digits within `u32`; the token is three
+    /// dash-separated numbers. Every log file name Hudi writes has this
+    /// form. Hudi's own test (`FSUtils.LOG_FILE_PATTERN`, matched with
+    /// `find`) accepts more: any text after the name (so Hadoop's checksum
+    /// sidecar `..{fileId}_{t}.log.1_0-1-2.crc` passes, as a log file of
+    /// file id `.{fileId}`), `.archive.` for `.log.`, a file id with `_`,
+    /// and any instant text; such names are refused here.
     pub fn parse(name: &str) -> Result<Self> {
         let bad = |reason: &str| Error::InvalidName {
             kind: "log file name",
@@ -269,7 +274,7 @@ mod tests {
     }
 
     #[test]
-    fn log_names_are_as_strict_as_hudis_pattern() {
+    fn log_names_are_only_the_form_hudi_writes() {
         let id = "00000000-0000-0000-0000-000000000000-0";
         let ok = |n: &str| LogFileName::parse(n).unwrap_or_else(|e| panic!("{n}: {e}"));
         let cdc = ok(&format!(".{id}_20250101000000000.log.2_0-23-24.cdc"));

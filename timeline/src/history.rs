@@ -27,25 +27,33 @@
 //! `completionTime`, `action` (the *completed* file's action, so a
 //! compaction reads `commit`), `metadata` (the completed file's bytes, for a
 //! commit the Avro `HoodieCommitMetadata`), `plan` (the requested file's
-//! bytes for compactions, clustering and cleans) and `version` (1). Building
-//! the timeline reads only the first three columns; a metadata blob is read
-//! only when one instant's content is asked for.
+//! bytes for compactions, clustering and cleans) and `version` (1).
+//!
+//! A [`History`] is one snapshot as read once: `_version_` and the manifest
+//! are fetched when it is opened, never again for it. Loaded
+//! ([`History::load`], what building the timeline does), it has read the
+//! first three columns of every file and knows each archived instant's
+//! row; a metadata blob is read only when one instant's content is asked
+//! for, and then only its row's pages (the file's page index permitting).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use arrow::array::{Array, RecordBatch, StringArray};
-use arrow::datatypes::DataType;
+use arrow::array::{Array, AsArray, GenericByteArray, RecordBatch, StringArray};
+use arrow::datatypes::{BinaryType, ByteArrayType, Utf8Type};
 use futures::{StreamExt, TryStreamExt};
+use object_store::ObjectMeta;
 use object_store::path::Path;
 use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection};
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
+use parquet::file::metadata::PageIndexPolicy;
 use serde::Deserialize;
 
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::instant::{Action, Instant, InstantTime, State};
-use crate::location::TableLocation;
+use crate::location::{TableLocation, join_relative};
 use crate::parquet_file::StoreFile;
 
 /// The file naming the latest snapshot version.
@@ -57,10 +65,12 @@ pub const MANIFEST_PREFIX: &str = "manifest_";
 /// History files read at once.
 const PARALLEL_READS: usize = 8;
 
-/// The history folder of a layout-2 table, `None` for layout 1 (whose
-/// archive, `.hoodie/archived/`, Tributary does not read).
+/// The history folder of a layout-2 table (`hoodie.timeline.history.path`
+/// under the timeline folder), `None` for layout 1 (whose archive,
+/// `.hoodie/archived/`, Tributary does not read).
 pub fn history_dir(loc: &TableLocation, config: &TableConfig) -> Option<Path> {
-    (config.timeline_layout >= 2).then(|| crate::timeline::timeline_dir(loc, config).join(config.history_path.as_str()))
+    (config.timeline_layout >= 2)
+        .then(|| join_relative(&crate::timeline::timeline_dir(loc, config), &config.history_path))
 }
 
 /// One data file of the history's latest snapshot.
@@ -121,109 +131,238 @@ struct ManifestEntry {
 /// The valid files of the history's latest snapshot; empty when the table
 /// has no history.
 pub async fn snapshot_files(loc: &TableLocation, dir: &Path) -> Result<Vec<HistoryFile>> {
-    let Some(version) = latest_version(loc, dir).await? else { return Ok(Vec::new()) };
+    Ok(snapshot(loc, dir, None).await?.map(|(_, files)| files).unwrap_or_default())
+}
+
+/// The latest snapshot's version and valid files; `None` when there is no
+/// snapshot. `listed` is the folder's listing when the caller has it.
+async fn snapshot(
+    loc: &TableLocation,
+    dir: &Path,
+    listed: Option<&[ObjectMeta]>,
+) -> Result<Option<(u64, Vec<HistoryFile>)>> {
+    let Some(version) = latest_version(loc, dir, listed).await? else { return Ok(None) };
     let path = dir.clone().join(format!("{MANIFEST_PREFIX}{version}"));
     let bytes = loc.get(&path).await?;
     let manifest: Manifest = serde_json::from_slice(&bytes)
         .map_err(|e| Error::Corrupt { path: path.to_string(), reason: format!("not a history manifest: {e}") })?;
-    manifest
+    let files = manifest
         .files
         .iter()
         .map(|f| {
             HistoryFile::parse(dir, &f.file_name, f.file_len)
                 .map_err(|e| Error::Corrupt { path: path.to_string(), reason: format!("lists a bad file: {e}") })
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    Ok(Some((version, files)))
 }
 
 /// The latest snapshot version: `_version_`, else the highest manifest
-/// listed; `None` when there is none.
-async fn latest_version(loc: &TableLocation, dir: &Path) -> Result<Option<u64>> {
+/// listed; `None` when there is none. With the folder's listing at hand,
+/// `_version_` is fetched only when listed, and the folder is not listed
+/// again.
+async fn latest_version(loc: &TableLocation, dir: &Path, listed: Option<&[ObjectMeta]>) -> Result<Option<u64>> {
     let path = dir.clone().join(VERSION_FILE);
-    match loc.get(&path).await {
-        Ok(bytes) => match std::str::from_utf8(&bytes).ok().and_then(|s| s.trim().parse::<u64>().ok()) {
-            Some(v) => return Ok(Some(v)),
-            None => tracing::warn!(path = %path, "unreadable history version file; taking the highest manifest"),
-        },
-        Err(e) if e.is_not_found() => {}
-        Err(e) => return Err(e),
-    }
-    let listing = loc.store.list_with_delimiter(Some(dir)).await.map_err(|e| Error::store("list", dir, e))?;
-    Ok(listing
-        .objects
-        .iter()
-        .filter_map(|m| m.location.filename()?.strip_prefix(MANIFEST_PREFIX)?.parse::<u64>().ok())
-        .max())
-}
-
-/// The archived instants of the history at `dir`, by requested time, with
-/// the names of rows that were skipped (unknown actions, bad times).
-pub async fn load_instants(loc: &TableLocation, dir: &Path) -> Result<(Vec<Instant>, Vec<String>)> {
-    let files = snapshot_files(loc, dir).await?;
-    // Owned futures: borrowing closures here make the caller's future fail
-    // `Send` for higher-ranked lifetimes (rust-lang/rust#102211).
-    let reads: Vec<_> = files
-        .into_iter()
-        .map(|f| {
-            let loc = loc.clone();
-            async move { read_instants(&loc, &f).await }
-        })
-        .collect();
-    let per_file: Vec<_> = futures::stream::iter(reads).buffered(PARALLEL_READS).try_collect().await?;
-    let mut instants = BTreeMap::new();
-    let mut warnings = Vec::new();
-    for (found, skipped) in per_file {
-        warnings.extend(skipped);
-        for i in found {
-            instants.entry(i.requested.clone()).or_insert(i);
+    if listed.is_none_or(|l| l.iter().any(|m| m.location == path)) {
+        match loc.get(&path).await {
+            Ok(bytes) => match std::str::from_utf8(&bytes).ok().and_then(|s| s.trim().parse::<u64>().ok()) {
+                Some(v) => return Ok(Some(v)),
+                None => tracing::warn!(path = %path, "unreadable history version file; taking the highest manifest"),
+            },
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e),
         }
     }
-    Ok((instants.into_values().collect(), warnings))
-}
-
-/// The archived instant requested at `t`, if the history holds it.
-pub async fn find_instant(loc: &TableLocation, dir: &Path, t: &InstantTime) -> Result<Option<Instant>> {
-    for f in snapshot_files(loc, dir).await?.iter().filter(|f| f.covers(t)) {
-        if let Some(i) = read_instants(loc, f).await?.0.into_iter().find(|i| &i.requested == t) {
-            return Ok(Some(i));
+    let listing;
+    let objects = match listed {
+        Some(l) => l,
+        None => {
+            listing = loc.store.list_with_delimiter(Some(dir)).await.map_err(|e| Error::store("list", dir, e))?;
+            &listing.objects
         }
-    }
-    Ok(None)
+    };
+    Ok(objects.iter().filter_map(|m| m.location.filename()?.strip_prefix(MANIFEST_PREFIX)?.parse::<u64>().ok()).max())
 }
 
-/// The content the instant requested at `t` had in its completed file (its
-/// commit metadata, for a commit), if the history holds the instant; empty
-/// when the instant was archived without content.
-pub async fn read_metadata(loc: &TableLocation, dir: &Path, t: &InstantTime) -> Result<Option<bytes::Bytes>> {
-    for f in snapshot_files(loc, dir).await?.iter().filter(|f| f.covers(t)) {
-        for batch in read_columns(loc, f, &["instantTime", "metadata"]).await? {
-            let times = strings(&batch, "instantTime", f)?;
-            let blobs = binary(&batch, "metadata", f)?;
-            for row in 0..batch.num_rows() {
-                if times.is_valid(row) && times.value(row) == t.as_str() {
+/// Where an archived instant's row is: a file of the snapshot (an index
+/// into its files) and the row in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RowAt {
+    file: usize,
+    row: usize,
+}
+
+/// One snapshot of a table's history, read once (module notes): its valid
+/// files and, once loaded, the archived instants they hold. Looking an
+/// instant up or reading its content through it fetches neither
+/// `_version_` nor the manifest again.
+#[derive(Debug, Clone)]
+pub struct History {
+    loc: TableLocation,
+    files: Vec<HistoryFile>,
+    /// Every archived instant with its row, by requested time, once
+    /// [`History::load`] read them all; `None` for a snapshot only opened,
+    /// whose lookups read the files covering the instants asked for.
+    index: Option<BTreeMap<InstantTime, (Instant, RowAt)>>,
+    /// The rows loading skipped (unknown actions, bad times).
+    warnings: Vec<String>,
+}
+
+impl History {
+    /// The latest snapshot of the history at `dir`: `_version_` and the
+    /// manifest (the folder is listed only when `_version_` is missing).
+    /// For a folder known to exist; [`History::probe`] first looks.
+    pub async fn open(loc: &TableLocation, dir: &Path) -> Result<Self> {
+        let files = snapshot(loc, dir, None).await?.map(|(_, files)| files).unwrap_or_default();
+        Ok(Self { loc: loc.clone(), files, index: None, warnings: Vec::new() })
+    }
+
+    /// [`History::open`] for a folder that may not exist: one listing of
+    /// it, which is all a table never archived costs; then `_version_` (if
+    /// listed) and the manifest.
+    pub async fn probe(loc: &TableLocation, dir: &Path) -> Result<Self> {
+        let listing = loc.store.list_with_delimiter(Some(dir)).await.map_err(|e| Error::store("list", dir, e))?;
+        let files = if listing.objects.is_empty() {
+            Vec::new()
+        } else {
+            snapshot(loc, dir, Some(&listing.objects)).await?.map(|(_, files)| files).unwrap_or_default()
+        };
+        Ok(Self { loc: loc.clone(), files, index: None, warnings: Vec::new() })
+    }
+
+    /// [`History::open`], then the instants of every file (the first three
+    /// columns), a few files at a time.
+    pub async fn load(loc: &TableLocation, dir: &Path) -> Result<Self> {
+        let mut history = Self::open(loc, dir).await?;
+        let every: Vec<usize> = (0..history.files.len()).collect();
+        let mut index = BTreeMap::new();
+        for (file, found, skipped) in history.read_instants_of(&every).await? {
+            history.warnings.extend(skipped);
+            for (i, row) in found {
+                index.entry(i.requested.clone()).or_insert((i, RowAt { file, row }));
+            }
+        }
+        history.index = Some(index);
+        Ok(history)
+    }
+
+    /// The snapshot's valid files.
+    pub fn files(&self) -> &[HistoryFile] {
+        &self.files
+    }
+
+    /// The archived instants, by requested time; empty unless loaded.
+    pub fn instants(&self) -> impl Iterator<Item = &Instant> {
+        self.index.iter().flat_map(|index| index.values().map(|(i, _)| i))
+    }
+
+    /// The rows loading skipped, with the reason.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The archived instant requested at `t`, if the snapshot holds it.
+    pub async fn find_instant(&self, t: &InstantTime) -> Result<Option<Instant>> {
+        Ok(self.locate(std::slice::from_ref(t)).await?.remove(t).map(|(i, _)| i))
+    }
+
+    /// The content the instant requested at `t` had in its completed file
+    /// (its commit metadata, for a commit), if the snapshot holds the
+    /// instant; empty when the instant was archived without content.
+    pub async fn read_metadata(&self, t: &InstantTime) -> Result<Option<bytes::Bytes>> {
+        Ok(self.read_metadata_many(std::slice::from_ref(t)).await?.remove(t))
+    }
+
+    /// [`History::read_metadata`] for each of `times` the snapshot holds,
+    /// reading each file that holds some of them once, and of it only the
+    /// rows of those.
+    pub async fn read_metadata_many(&self, times: &[InstantTime]) -> Result<BTreeMap<InstantTime, bytes::Bytes>> {
+        let located = self.locate(times).await?;
+        let mut rows_by_file: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for (_, at) in located.values() {
+            rows_by_file.entry(at.file).or_default().push(at.row);
+        }
+        // Owned futures: borrowing closures here make the caller's future
+        // fail `Send` for higher-ranked lifetimes (rust-lang/rust#102211).
+        let reads: Vec<_> = rows_by_file
+            .into_iter()
+            .map(|(file, rows)| {
+                let (loc, f) = (self.loc.clone(), self.files[file].clone());
+                async move {
+                    let batches = read_columns(&loc, &f, &["instantTime", "metadata"], Some(rows)).await?;
+                    Ok::<_, Error>((f, batches))
+                }
+            })
+            .collect();
+        let per_file: Vec<_> = futures::stream::iter(reads).buffered(PARALLEL_READS).try_collect().await?;
+        let wanted: BTreeMap<&str, &InstantTime> = located.keys().map(|t| (t.as_str(), t)).collect();
+        let mut out = BTreeMap::new();
+        for (f, batches) in per_file {
+            for batch in batches {
+                let times = column::<Utf8Type>(&batch, "instantTime", &f)?;
+                let blobs = column::<BinaryType>(&batch, "metadata", &f)?;
+                for row in 0..batch.num_rows() {
+                    let Some(t) = times.is_valid(row).then(|| wanted.get(times.value(row))).flatten() else {
+                        continue;
+                    };
                     let blob = if blobs.is_valid(row) { blobs.value(row).to_vec() } else { Vec::new() };
-                    return Ok(Some(bytes::Bytes::from(blob)));
+                    out.entry((*t).clone()).or_insert_with(|| bytes::Bytes::from(blob));
                 }
             }
         }
+        Ok(out)
     }
-    Ok(None)
+
+    /// The instants of `times` the snapshot holds, with their rows: from
+    /// the index when loaded, else from the files covering them, each read
+    /// once.
+    async fn locate(&self, times: &[InstantTime]) -> Result<BTreeMap<InstantTime, (Instant, RowAt)>> {
+        if let Some(index) = &self.index {
+            return Ok(times.iter().filter_map(|t| Some((t.clone(), index.get(t)?.clone()))).collect());
+        }
+        let wanted: BTreeSet<&InstantTime> = times.iter().collect();
+        let covering: Vec<usize> =
+            (0..self.files.len()).filter(|&n| wanted.iter().any(|t| self.files[n].covers(t))).collect();
+        let mut out = BTreeMap::new();
+        for (file, found, _) in self.read_instants_of(&covering).await? {
+            for (i, row) in found.into_iter().filter(|(i, _)| wanted.contains(&i.requested)) {
+                out.entry(i.requested.clone()).or_insert((i, RowAt { file, row }));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The instants (with their rows) and skipped rows of the files
+    /// `files` (indexes), in that order, a few files at a time.
+    async fn read_instants_of(&self, files: &[usize]) -> Result<Vec<(usize, Vec<(Instant, usize)>, Vec<String>)>> {
+        let reads: Vec<_> = files
+            .iter()
+            .map(|&n| {
+                let (loc, f) = (self.loc.clone(), self.files[n].clone());
+                async move { read_instants(&loc, &f).await.map(|(found, skipped)| (n, found, skipped)) }
+            })
+            .collect();
+        futures::stream::iter(reads).buffered(PARALLEL_READS).try_collect().await
+    }
 }
 
-/// The instants of one history file.
-async fn read_instants(loc: &TableLocation, f: &HistoryFile) -> Result<(Vec<Instant>, Vec<String>)> {
+/// The instants of one history file, each with its row, and the rows
+/// skipped.
+async fn read_instants(loc: &TableLocation, f: &HistoryFile) -> Result<(Vec<(Instant, usize)>, Vec<String>)> {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
-    for batch in read_columns(loc, f, &["instantTime", "completionTime", "action"]).await? {
-        let times = strings(&batch, "instantTime", f)?;
-        let completions = strings(&batch, "completionTime", f)?;
-        let actions = strings(&batch, "action", f)?;
+    let mut first_row = 0;
+    for batch in read_columns(loc, f, &["instantTime", "completionTime", "action"], None).await? {
+        let times = column::<Utf8Type>(&batch, "instantTime", f)?;
+        let completions = column::<Utf8Type>(&batch, "completionTime", f)?;
+        let actions = column::<Utf8Type>(&batch, "action", f)?;
         for row in 0..batch.num_rows() {
             match archived_instant(&times, &completions, &actions, row) {
-                Ok(i) => out.push(i),
+                Ok(i) => out.push((i, first_row + row)),
                 Err(reason) => skipped.push(format!("skipping archived instant in {}: {reason}", f.path)),
             }
         }
+        first_row += batch.num_rows();
     }
     Ok((out, skipped))
 }
@@ -251,11 +390,24 @@ fn archived_instant(
 }
 
 /// The named columns of a history file, read through the store by ranges
-/// (the other columns, metadata blobs above all, are not fetched).
-async fn read_columns(loc: &TableLocation, f: &HistoryFile, columns: &[&str]) -> Result<Vec<RecordBatch>> {
+/// (the other columns, metadata blobs above all, are not fetched). With
+/// `rows` (row numbers in the file), only those rows: the file's page index
+/// is read too, so that only the pages holding them are fetched.
+async fn read_columns(
+    loc: &TableLocation,
+    f: &HistoryFile,
+    columns: &[&str],
+    rows: Option<Vec<usize>>,
+) -> Result<Vec<RecordBatch>> {
     let name = f.path.to_string();
     let reader = StoreFile::new(Arc::clone(&loc.store), f.path.clone(), f.len);
-    let builder = ParquetRecordBatchStreamBuilder::new(reader).await.map_err(|e| Error::parquet(&name, e))?;
+    let options = match rows {
+        Some(_) => ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional),
+        None => ArrowReaderOptions::new(),
+    };
+    let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
+        .await
+        .map_err(|e| Error::parquet(&name, e))?;
     let wanted: Vec<usize> = columns
         .iter()
         .map(|c| {
@@ -266,32 +418,29 @@ async fn read_columns(loc: &TableLocation, f: &HistoryFile, columns: &[&str]) ->
         })
         .collect::<Result<_>>()?;
     let mask = ProjectionMask::roots(builder.parquet_schema(), wanted);
-    let stream = builder.with_projection(mask).build().map_err(|e| Error::parquet(&name, e))?;
+    let mut builder = builder.with_projection(mask);
+    if let Some(mut rows) = rows {
+        // A row past the end (the file is not the one the rows were read
+        // from) selects nothing; the caller matches rows by instant time.
+        let total = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
+        rows.retain(|&r| r < total);
+        rows.sort_unstable();
+        rows.dedup();
+        builder = builder
+            .with_row_selection(RowSelection::from_consecutive_ranges(rows.into_iter().map(|r| r..r + 1), total));
+    }
+    let stream = builder.build().map_err(|e| Error::parquet(&name, e))?;
     stream.map(|b| b.map_err(|e| Error::parquet(&name, e))).try_collect().await
 }
 
-/// A string column of a history batch (any of Arrow's string types).
-fn strings(batch: &RecordBatch, column: &str, f: &HistoryFile) -> Result<StringArray> {
+/// A text or binary column of a history batch, as `T`'s array (a string
+/// column may come as any of Arrow's string types; it is cast).
+fn column<T: ByteArrayType>(batch: &RecordBatch, column: &str, f: &HistoryFile) -> Result<GenericByteArray<T>> {
     let corrupt = |reason: String| Error::Corrupt { path: f.path.to_string(), reason };
     let col = batch.column_by_name(column).ok_or_else(|| corrupt(format!("no column `{column}`")))?;
-    let cast = arrow::compute::cast(col, &DataType::Utf8)
-        .map_err(|e| corrupt(format!("column `{column}` is not text: {e}")))?;
-    cast.as_any()
-        .downcast_ref::<StringArray>()
-        .cloned()
-        .ok_or_else(|| corrupt(format!("column `{column}` is not text")))
-}
-
-/// A binary column of a history batch.
-fn binary(batch: &RecordBatch, column: &str, f: &HistoryFile) -> Result<arrow::array::BinaryArray> {
-    let corrupt = |reason: String| Error::Corrupt { path: f.path.to_string(), reason };
-    let col = batch.column_by_name(column).ok_or_else(|| corrupt(format!("no column `{column}`")))?;
-    let cast = arrow::compute::cast(col, &DataType::Binary)
-        .map_err(|e| corrupt(format!("column `{column}` is not binary: {e}")))?;
-    cast.as_any()
-        .downcast_ref::<arrow::array::BinaryArray>()
-        .cloned()
-        .ok_or_else(|| corrupt(format!("column `{column}` is not binary")))
+    let cast = arrow::compute::cast(col, &T::DATA_TYPE)
+        .map_err(|e| corrupt(format!("column `{column}` is not {}: {e}", T::DATA_TYPE)))?;
+    cast.as_bytes_opt::<T>().cloned().ok_or_else(|| corrupt(format!("column `{column}` is not {}", T::DATA_TYPE)))
 }
 
 /// Writes history folders as Java lays them out, for tests: Tributary itself
@@ -308,13 +457,12 @@ pub mod fixture {
     use parquet::basic::{Compression, GzipLevel};
     use parquet::file::properties::WriterProperties;
 
-    use object_store::ObjectStoreExt;
-
     use super::{MANIFEST_PREFIX, VERSION_FILE};
     use crate::config::TableConfig;
     use crate::error::{Error, Result};
     use crate::instant::{Instant, State};
     use crate::location::TableLocation;
+    use crate::protocol::delete_if_exists;
     use crate::timeline::TimelineWriter;
 
     /// One archived instant: `(instant time, completion time, completed action, metadata)`.
@@ -329,21 +477,14 @@ pub mod fixture {
         version: u64,
         files: &[Vec<Row<'_>>],
     ) -> Result<Vec<String>> {
-        let mut names = Vec::new();
-        let mut entries = Vec::new();
+        let mut listed = Vec::new();
         for rows in files {
-            let (Some(first), Some(last)) = (rows.first(), rows.last()) else { continue };
-            let name = format!("{}_{}_0.parquet", first.0, last.0);
-            let bytes = parquet_bytes(rows)?;
-            entries.push(serde_json::json!({"fileName": name, "fileLen": bytes.len()}));
-            loc.put(&dir.clone().join(name.as_str()), bytes).await?;
-            names.push(name);
+            if !rows.is_empty() {
+                listed.push(write_file(loc, dir, rows).await?);
+            }
         }
-        let manifest = serde_json::to_vec_pretty(&serde_json::json!({ "files": entries }))
-            .map_err(|e| Error::InvalidInput { what: "history manifest".into(), reason: e.to_string() })?;
-        loc.put(&dir.clone().join(format!("{MANIFEST_PREFIX}{version}")), manifest).await?;
-        loc.put(&dir.clone().join(VERSION_FILE), version.to_string().into_bytes()).await?;
-        Ok(names)
+        write_manifest(loc, dir, version, &listed).await?;
+        Ok(listed.into_iter().map(|(name, _)| name).collect())
     }
 
     /// Archives the completed `instants` as a Java writer does: adds one
@@ -368,31 +509,38 @@ pub mod fixture {
             .zip(&contents)
             .map(|((i, (t, c)), m)| (t.as_str(), Some(c.as_str()), i.action.completed_name(), Some(&m[..])))
             .collect();
-        let mut previous = super::snapshot_files(loc, &dir).await?;
-        let version = super::latest_version(loc, &dir).await?.map_or(1, |v| v + 1);
-        let name = format!("{}_{}_0.parquet", rows[0].0, rows[rows.len() - 1].0);
-        let bytes = parquet_bytes(&rows)?;
-        let len = bytes.len() as u64;
-        loc.put(&dir.clone().join(name.as_str()), bytes).await?;
-        previous.push(super::HistoryFile::parse(&dir, &name, len)?);
-        let entries: Vec<_> = previous
-            .iter()
-            .map(|f| serde_json::json!({"fileName": f.path.filename().unwrap_or_default(), "fileLen": f.len}))
-            .collect();
-        let manifest = serde_json::to_vec_pretty(&serde_json::json!({ "files": entries }))
-            .map_err(|e| Error::InvalidInput { what: "history manifest".into(), reason: e.to_string() })?;
-        loc.put(&dir.clone().join(format!("{MANIFEST_PREFIX}{version}")), manifest).await?;
-        loc.put(&dir.clone().join(VERSION_FILE), version.to_string().into_bytes()).await?;
+        let (version, previous) = super::snapshot(loc, &dir, None).await?.unwrap_or_default();
+        let mut listed: Vec<(String, u64)> =
+            previous.iter().map(|f| (f.path.filename().unwrap_or_default().to_string(), f.len)).collect();
+        listed.push(write_file(loc, &dir, &rows).await?);
+        write_manifest(loc, &dir, version + 1, &listed).await?;
         for i in instants {
             for state in [State::Requested, State::Inflight, State::Completed] {
-                let path = writer.path_of(i, state)?;
-                match loc.store.delete(&path).await {
-                    Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                    Err(e) => return Err(Error::store("delete", &path, e)),
-                }
+                delete_if_exists(loc, &writer.path_of(i, state)?).await?;
             }
         }
         Ok(())
+    }
+
+    /// Writes `rows` (not empty, in requested-time order) as the level-0
+    /// file `<first>_<last>_0.parquet`; returns its name and length.
+    async fn write_file(loc: &TableLocation, dir: &Path, rows: &[Row<'_>]) -> Result<(String, u64)> {
+        let name = format!("{}_{}_0.parquet", rows[0].0, rows[rows.len() - 1].0);
+        let bytes = parquet_bytes(rows)?;
+        let len = bytes.len() as u64;
+        loc.put(&dir.clone().join(name.as_str()), bytes).await?;
+        Ok((name, len))
+    }
+
+    /// Writes `manifest_<version>` listing `files` (names and lengths),
+    /// then `_version_` naming it: the snapshot becomes the latest.
+    pub async fn write_manifest(loc: &TableLocation, dir: &Path, version: u64, files: &[(String, u64)]) -> Result<()> {
+        let entries: Vec<_> =
+            files.iter().map(|(name, len)| serde_json::json!({"fileName": name, "fileLen": len})).collect();
+        let manifest = serde_json::to_vec_pretty(&serde_json::json!({ "files": entries }))
+            .map_err(|e| Error::InvalidInput { what: "history manifest".into(), reason: e.to_string() })?;
+        loc.put(&dir.clone().join(format!("{MANIFEST_PREFIX}{version}")), manifest).await?;
+        loc.put(&dir.clone().join(VERSION_FILE), version.to_string().into_bytes()).await
     }
 
     /// The rows as a Parquet file of Hudi's `HoodieLSMTimelineInstant`
@@ -466,12 +614,29 @@ mod tests {
         }
     }
 
+    #[test]
+    fn nested_history_paths_are_segments() {
+        let (loc, mut config, _) = table();
+        config.history_path = "archive/lsm".into();
+        assert_eq!(history_dir(&loc, &config).unwrap().as_ref(), "t/.hoodie/timeline/archive/lsm");
+    }
+
     #[tokio::test]
     async fn no_history_is_empty() {
         let (loc, _, dir) = table();
         assert!(snapshot_files(&loc, &dir).await.unwrap().is_empty());
-        assert!(load_instants(&loc, &dir).await.unwrap().0.is_empty());
-        assert_eq!(read_metadata(&loc, &dir, &t("20250101000000000")).await.unwrap(), None);
+        assert!(History::load(&loc, &dir).await.unwrap().instants().next().is_none());
+        assert_eq!(
+            History::open(&loc, &dir).await.unwrap().read_metadata(&t("20250101000000000")).await.unwrap(),
+            None
+        );
+        // Probing a table never archived costs one listing, nothing else.
+        let counting = Arc::new(crate::counting::CountingStore::new(loc.store.clone()));
+        let probing = TableLocation::new(counting.clone(), loc.root.clone());
+        let probed = History::probe(&probing, &dir).await.unwrap();
+        assert_eq!(probed.find_instant(&t("20250101000000000")).await.unwrap(), None);
+        let r = counting.requests();
+        assert_eq!((r.lists, r.total()), (1, 1), "{r:?}");
     }
 
     #[tokio::test]
@@ -509,7 +674,10 @@ mod tests {
         assert_eq!(files.len(), 1);
         assert_eq!(files[0].path.filename(), Some("20250101000000001_20250101000000007_0.parquet"));
 
-        let (instants, warnings) = load_instants(&loc, &dir).await.unwrap();
+        let loaded = History::load(&loc, &dir).await.unwrap();
+        assert_eq!(loaded.files(), files);
+        let instants: Vec<Instant> = loaded.instants().cloned().collect();
+        let warnings = loaded.warnings();
         let got: Vec<(&str, Action, Option<&str>)> = instants
             .iter()
             .map(|i| (i.requested.as_str(), i.action, i.completed.as_ref().map(InstantTime::as_str)))
@@ -529,17 +697,114 @@ mod tests {
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("unknown action `frobnicate`"), "{warnings:?}");
 
-        let found = find_instant(&loc, &dir, &t("20250101000000002")).await.unwrap().unwrap();
-        assert_eq!(found.completed, Some(t("20250101000000009")));
-        assert_eq!(find_instant(&loc, &dir, &t("20250101000000003")).await.unwrap(), None);
-        let blob = read_metadata(&loc, &dir, &t("20250101000000001")).await.unwrap().unwrap();
-        assert_eq!(&blob[..], meta);
-        assert_eq!(read_metadata(&loc, &dir, &t("20250101000000002")).await.unwrap().unwrap().len(), 0);
-        assert_eq!(read_metadata(&loc, &dir, &t("20250101000000003")).await.unwrap(), None);
+        // Loaded (rows known) or only opened (the covering files read on
+        // demand), lookups and contents agree.
+        let opened = History::open(&loc, &dir).await.unwrap();
+        for history in [&loaded, &opened] {
+            let found = history.find_instant(&t("20250101000000002")).await.unwrap().unwrap();
+            assert_eq!(found.completed, Some(t("20250101000000009")));
+            assert_eq!(history.find_instant(&t("20250101000000003")).await.unwrap(), None);
+            let blob = history.read_metadata(&t("20250101000000001")).await.unwrap().unwrap();
+            assert_eq!(&blob[..], meta);
+            assert_eq!(history.read_metadata(&t("20250101000000002")).await.unwrap().unwrap().len(), 0);
+            assert_eq!(history.read_metadata(&t("20250101000000003")).await.unwrap(), None);
+        }
 
         // Without `_version_`, the highest manifest listed is the latest.
         loc.store.delete(&dir.clone().join(VERSION_FILE)).await.unwrap();
         assert_eq!(snapshot_files(&loc, &dir).await.unwrap(), files);
+        assert_eq!(History::probe(&loc, &dir).await.unwrap().files(), files);
+    }
+
+    /// Many instants' contents at once: each file holding some is read
+    /// once, only their rows are returned, instants not held are left out.
+    #[tokio::test]
+    async fn reads_many_contents_a_file_at_a_time() {
+        let (loc, _, dir) = table();
+        let m = |n: u8| vec![n; 64 + usize::from(n)];
+        let (m1, m3, m4, m6) = (m(1), m(3), m(4), m(6));
+        write_snapshot(
+            &loc,
+            &dir,
+            1,
+            &[
+                vec![
+                    ("20250101000000001", Some("20250101000000002"), "deltacommit", Some(&m1[..])),
+                    ("20250101000000002", Some("20250101000000003"), "deltacommit", None),
+                    ("20250101000000003", Some("20250101000000004"), "deltacommit", Some(&m3[..])),
+                ],
+                vec![
+                    ("20250101000000004", Some("20250101000000005"), "deltacommit", Some(&m4[..])),
+                    ("20250101000000006", Some("20250101000000007"), "deltacommit", Some(&m6[..])),
+                ],
+            ],
+        )
+        .await
+        .unwrap();
+        let wanted = [t("20250101000000006"), t("20250101000000001"), t("20250101000000003"), t("20250101000000005")];
+        for loaded in [true, false] {
+            let history =
+                if loaded { History::load(&loc, &dir).await } else { History::open(&loc, &dir).await }.unwrap();
+            let got = history.read_metadata_many(&wanted).await.unwrap();
+            let got: Vec<(&str, &[u8])> = got.iter().map(|(k, v)| (k.as_str(), &v[..])).collect();
+            assert_eq!(
+                got,
+                vec![("20250101000000001", &m1[..]), ("20250101000000003", &m3[..]), ("20250101000000006", &m6[..])],
+                "loaded: {loaded}"
+            );
+        }
+    }
+
+    /// One instant's content out of a large history file (many rows, large
+    /// metadata, many pages) fetches its row's pages, not the column.
+    #[tokio::test]
+    async fn one_content_fetches_its_pages_only() {
+        use arrow::array::{BinaryArray, Int32Array, StringArray};
+        use arrow::datatypes::{DataType, Field, Schema};
+
+        let (plain, _, dir) = table();
+        let counting = Arc::new(crate::counting::CountingStore::new(plain.store.clone()));
+        let loc = TableLocation::new(counting.clone(), plain.root.clone());
+        let times: Vec<String> = (0..200).map(|n| format!("2025010100000{n:04}")).collect();
+        let blob = vec![7u8; 20_000];
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("instantTime", DataType::Utf8, true),
+            Field::new("completionTime", DataType::Utf8, true),
+            Field::new("action", DataType::Utf8, true),
+            Field::new("metadata", DataType::Binary, true),
+            Field::new("version", DataType::Int32, false),
+        ]));
+        let column = |f: &dyn Fn(&str) -> Option<&str>| Arc::new(StringArray::from_iter(times.iter().map(|t| f(t))));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                column(&|t| Some(t)),
+                column(&|t| Some(t)),
+                column(&|_| Some("deltacommit")),
+                Arc::new(BinaryArray::from_iter(times.iter().map(|_| Some(&blob[..])))),
+                Arc::new(Int32Array::from_iter_values(times.iter().map(|_| 1))),
+            ],
+        )
+        .unwrap();
+        // Uncompressed, pages of a few rows, a page index (the default).
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_data_page_size_limit(50_000)
+            .set_dictionary_enabled(false)
+            .build();
+        let mut file = Vec::new();
+        let mut writer = parquet::arrow::ArrowWriter::try_new(&mut file, schema, Some(props)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let (name, len) = (format!("{}_{}_0.parquet", times[0], times[199]), file.len() as u64);
+        loc.put(&dir.clone().join(name.as_str()), file).await.unwrap();
+        super::fixture::write_manifest(&loc, &dir, 1, &[(name, len)]).await.unwrap();
+
+        let history = History::load(&loc, &dir).await.unwrap();
+        let before = counting.bytes_read();
+        let got = history.read_metadata(&t(&times[150])).await.unwrap().unwrap();
+        assert_eq!(&got[..], &blob[..]);
+        let fetched = counting.bytes_read() - before;
+        assert!(fetched < len / 20, "{fetched} of {len} bytes fetched");
     }
 
     #[tokio::test]
@@ -549,7 +814,7 @@ mod tests {
         loc.put(&dir.clone().join("manifest_1"), b"{\"files\":[{\"fileName\":\"x.parquet\",\"fileLen\":3}]}".to_vec())
             .await
             .unwrap();
-        let err = load_instants(&loc, &dir).await.unwrap_err();
+        let err = History::load(&loc, &dir).await.unwrap_err();
         assert_eq!(err.kind(), crate::ErrorKind::Corrupt);
         assert!(err.to_string().contains("manifest_1") && err.to_string().contains("x.parquet"), "{err}");
 
@@ -557,7 +822,7 @@ mod tests {
         loc.put(&dir.clone().join(name), b"not parquet".to_vec()).await.unwrap();
         let manifest = format!("{{\"files\":[{{\"fileName\":\"{name}\",\"fileLen\":11}}]}}");
         loc.put(&dir.clone().join("manifest_1"), manifest.into_bytes()).await.unwrap();
-        let err = load_instants(&loc, &dir).await.unwrap_err();
+        let err = History::load(&loc, &dir).await.unwrap_err();
         assert_eq!(err.kind(), crate::ErrorKind::Corrupt);
         assert!(err.to_string().contains(name), "{err}");
     }

@@ -32,7 +32,9 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::location::TableLocation;
 use crate::lock::{LockGuard, LockProvider};
+use crate::protocol::delete_if_exists;
 
 /// The name of the lock file in Hudi's lock folder.
 pub const HUDI_LOCK_FILE: &str = "lock";
@@ -41,7 +43,7 @@ pub const HUDI_LOCK_FILE: &str = "lock";
 /// `<table>/.hoodie/lock`, present while held. See the module notes.
 #[derive(Clone)]
 pub struct HudiFileLock {
-    store: Arc<dyn ObjectStore>,
+    loc: TableLocation,
     path: Path,
     owner: String,
     clock: Arc<dyn Clock>,
@@ -68,9 +70,10 @@ impl HudiFileLock {
         expire: Option<Duration>,
         acquire_timeout: Duration,
     ) -> Self {
+        let loc = TableLocation::new(store, root.clone());
         Self {
-            store,
-            path: root.clone().join(".hoodie").join(HUDI_LOCK_FILE),
+            path: loc.meta_dir().join(HUDI_LOCK_FILE),
+            loc,
             owner: owner.into(),
             clock,
             expire,
@@ -97,14 +100,14 @@ impl HudiFileLock {
     /// next attempt may then create it). `Ok(true)` when held.
     async fn try_take(&self, content: &str) -> Result<bool> {
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
-        match self.store.put_opts(&self.path, content.to_string().into(), opts).await {
+        match self.loc.store.put_opts(&self.path, content.to_string().into(), opts).await {
             Ok(_) => return Ok(true),
             Err(object_store::Error::AlreadyExists { .. }) => {}
             Err(e) if Error::is_transient(&e) => return Ok(false),
             Err(e) => return Err(Error::store("create", &self.path, e)),
         }
         let Some(expire) = self.expire else { return Ok(false) };
-        let meta = match self.store.head(&self.path).await {
+        let meta = match self.loc.store.head(&self.path).await {
             Ok(m) => m,
             Err(object_store::Error::NotFound { .. }) => return Ok(false),
             Err(e) if Error::is_transient(&e) => return Ok(false),
@@ -113,10 +116,7 @@ impl HudiFileLock {
         let age = self.clock.now_millis() - meta.last_modified.timestamp_millis();
         if age > expire.as_millis() as i64 {
             tracing::warn!(lock = %self.path, age_ms = age, "deleting an expired Hudi lock file");
-            match self.store.delete(&self.path).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(Error::store("delete", &self.path, e)),
-            }
+            delete_if_exists(&self.loc, &self.path).await?;
         }
         Ok(false)
     }
@@ -164,7 +164,7 @@ impl LockGuard for HudiFileGuard {
         let lock = &self.lock;
         // Delete only our own file: after an expiry another holder's file
         // may stand at the path.
-        match lock.store.get(&lock.path).await {
+        match lock.loc.store.get(&lock.path).await {
             Ok(r) => {
                 let bytes = r.bytes().await.map_err(|e| Error::store("read", &lock.path, e))?;
                 if bytes.as_ref() != self.content.as_bytes() {
@@ -178,10 +178,7 @@ impl LockGuard for HudiFileGuard {
             }
             Err(e) => return Err(Error::store("read", &lock.path, e)),
         }
-        match lock.store.delete(&lock.path).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(Error::store("delete", &lock.path, e)),
-        }
+        delete_if_exists(&lock.loc, &lock.path).await
     }
 }
 

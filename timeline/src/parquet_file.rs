@@ -39,11 +39,13 @@ impl AsyncFileReader for StoreFile {
 
     fn get_metadata<'a>(
         &'a mut self,
-        _options: Option<&'a ArrowReaderOptions>,
+        options: Option<&'a ArrowReaderOptions>,
     ) -> BoxFuture<'a, Result<Arc<ParquetMetaData>>> {
         Box::pin(async move {
             let size = self.size;
-            let metadata = ParquetMetaDataReader::new().load_and_finish(self, size).await?;
+            // The options say whether to read the page index too.
+            let reader = ParquetMetaDataReader::new().with_arrow_reader_options(options);
+            let metadata = reader.load_and_finish(self, size).await?;
             Ok(Arc::new(metadata))
         })
     }

@@ -5,7 +5,7 @@
 //! guards with a second file, `hoodie.properties.backup`:
 //!
 //! 1. recover from an earlier attempt that stopped midway ([`recover`]);
-//! 2. write the current properties to the backup;
+//! 2. copy the current file, as read, to the backup;
 //! 3. delete `hoodie.properties` (readers now read the backup);
 //! 4. write the changed properties to `hoodie.properties`;
 //! 5. read them back and compare (on a mismatch, delete the file again:
@@ -167,7 +167,7 @@ pub async fn modify(
             }
         }
     };
-    let mut changed = current.properties.clone();
+    let mut changed = current.properties;
     if !change(&mut changed) {
         return Ok(false);
     }
@@ -175,7 +175,9 @@ pub async fn modify(
     // A backup beside an intact file is what an update that had finished
     // but for its last step left: recovery would delete it.
     delete_if_exists(loc, &backup).await?;
-    loc.create(&backup, render_properties(&with_checksum(current.properties), comment)?.into_bytes()).await?;
+    // The backup is the file as read, not a rendering of it: restoring it
+    // gives back exactly what was there.
+    loc.create(&backup, current.text.into_bytes()).await?;
     delete_if_exists(loc, &main_path).await?;
     loc.create(&main_path, render_properties(&changed, comment)?.into_bytes()).await?;
     match load(loc, &main_path).await? {
@@ -260,6 +262,27 @@ mod tests {
         assert!(read(&loc).await.unwrap().is_some(), "the damaged file is returned for the parser to report");
         let empty = TableLocation::new(Arc::new(InMemory::new()), Path::from("none"));
         assert!(read(&empty).await.unwrap().is_none());
+    }
+
+    /// The backup is the file as it was read, byte for byte: its own
+    /// header comment and spelling, not a rendering of its properties.
+    #[tokio::test]
+    async fn the_backup_is_the_file_as_read() {
+        let (loc, text) = table();
+        let text = format!("#Written by a Hudi writer\n{text}some.key=a\\:b\n");
+        loc.create(&loc.properties_path(), text.clone().into_bytes()).await.unwrap();
+        // The process stops after two writes and deletes: deleting the old
+        // backup (there is none) and creating the new one.
+        let stopped = crate::protocol::metadata_table::tests::stopping_after(&loc, 2);
+        let change = |p: &mut BTreeMap<String, String>| p.insert("k".into(), "v".into()).is_none();
+        assert!(modify(&stopped, "c", change).await.is_err());
+        assert_eq!(text_of(&loc, &backup_path(&loc)).await.as_deref(), Some(text.as_str()));
+        assert_eq!(text_of(&loc, &loc.properties_path()).await.as_deref(), Some(text.as_str()));
+        // The next change starts from it.
+        assert!(modify(&loc, "c", change).await.unwrap());
+        let after = read(&loc).await.unwrap().unwrap();
+        assert_eq!(after.properties.get("some.key").map(String::as_str), Some("a:b"));
+        assert!(text_of(&loc, &backup_path(&loc)).await.is_none());
     }
 
     /// Every prefix of the protocol's steps leaves properties that read as

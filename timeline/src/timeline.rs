@@ -12,17 +12,22 @@
 //! first and the history read after it: Java adds instants to the history
 //! before it deletes their active files, so an instant archived meanwhile
 //! is found in one place or both (the active one wins), never in neither.
+//! The loaded timeline keeps the history snapshot it read
+//! ([`Timeline::history`]), so reading an archived instant's content
+//! ([`TimelineWriter::read_completed`]) reads neither the active timeline
+//! nor the history's manifest again.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
 
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
-use crate::history;
+use crate::history::{self, History};
 use crate::instant::{Action, Instant, InstantTime, State, TimelineFile};
-use crate::location::TableLocation;
+use crate::location::{TableLocation, join_relative};
 
 /// The instants of a table, sorted by requested time.
 #[derive(Debug, Clone, Default)]
@@ -30,6 +35,12 @@ pub struct Timeline {
     instants: Vec<Instant>,
     /// The requested times of the instants read from the LSM history.
     archived: BTreeSet<InstantTime>,
+    /// The history snapshot the archived instants were read from.
+    history: Option<Arc<History>>,
+    /// The requested time of the first instant on the active timeline
+    /// that writes data, which [`Timeline::is_completed`] compares with;
+    /// computed once (adding archived instants does not change it).
+    first_active_write: Option<InstantTime>,
     warnings: Vec<String>,
     layout: u32,
 }
@@ -50,18 +61,28 @@ impl Timeline {
         } else {
             Self::from_layout1_names(names.iter().map(String::as_str))
         };
-        // The history is read only when the listing shows its folder: a
-        // table no Java writer archived costs no request more.
-        match history.filter(|h| listing.common_prefixes.contains(h)) {
+        // The history is read only when the listing shows its folder (or
+        // the first folder of its path): a table no Java writer archived
+        // costs no request more.
+        match history.filter(|h| listing.common_prefixes.iter().any(|p| h.prefix_matches(p))) {
             Some(h) => {
-                let (archived, warnings) = history::load_instants(loc, h).await?;
-                for w in &warnings {
+                let history = History::load(loc, h).await?;
+                for w in history.warnings() {
                     tracing::warn!("{w}");
                 }
-                Ok(active.with_archived(archived, warnings))
+                Ok(active.with_history(history))
             }
             None => Ok(active),
         }
+    }
+
+    /// [`Timeline::with_archived`] with the instants of a loaded history
+    /// snapshot, which the timeline keeps for reading their contents.
+    fn with_history(self, history: History) -> Self {
+        let archived: Vec<Instant> = history.instants().cloned().collect();
+        let mut timeline = self.with_archived(archived, history.warnings().to_vec());
+        timeline.history = Some(Arc::new(history));
+        timeline
     }
 
     /// This timeline with the instants archived into the history added
@@ -150,16 +171,24 @@ impl Timeline {
         for w in &warnings {
             tracing::warn!("{w}");
         }
-        Self { instants, archived: BTreeSet::new(), warnings, layout }
+        let first_active_write = first_write(&instants, &BTreeSet::new());
+        Self { instants, archived: BTreeSet::new(), history: None, first_active_write, warnings, layout }
     }
 
     /// The timeline restricted to the instants `keep` accepts; the others
     /// are treated as if they never happened (their files are invisible).
     pub fn filtered(&self, keep: impl Fn(&Instant) -> bool) -> Timeline {
         let instants: Vec<Instant> = self.instants.iter().filter(|i| keep(i)).cloned().collect();
-        let archived =
+        let archived: BTreeSet<InstantTime> =
             instants.iter().filter(|i| self.is_archived(&i.requested)).map(|i| i.requested.clone()).collect();
-        Timeline { instants, archived, warnings: self.warnings.clone(), layout: self.layout }
+        Timeline {
+            first_active_write: first_write(&instants, &archived),
+            instants,
+            archived,
+            history: self.history.clone(),
+            warnings: self.warnings.clone(),
+            layout: self.layout,
+        }
     }
 
     /// Every instant, active and archived, by requested time.
@@ -212,6 +241,12 @@ impl Timeline {
         self.archived.contains(t)
     }
 
+    /// The history snapshot the archived instants were read from, when the
+    /// timeline was loaded from a table Java archived.
+    pub fn history(&self) -> Option<&History> {
+        self.history.as_deref()
+    }
+
     /// Whether files written by instant `t` are committed: it completed,
     /// on the active timeline or in the history. As in Hudi
     /// (`CompletionTimeQueryView.isCompleted`), an instant found in neither
@@ -220,11 +255,7 @@ impl Timeline {
     pub fn is_completed(&self, t: &InstantTime) -> bool {
         match self.get(t) {
             Some(i) => i.is_completed(),
-            None => self
-                .instants
-                .iter()
-                .find(|i| i.action.writes_data() && !self.is_archived(&i.requested))
-                .is_some_and(|first| t < &first.requested),
+            None => self.first_active_write.as_ref().is_some_and(|first| t < first),
         }
     }
 
@@ -237,6 +268,12 @@ impl Timeline {
     pub fn layout(&self) -> u32 {
         self.layout
     }
+}
+
+/// The requested time of the first instant of `instants` (by requested
+/// time) that writes data and is not in `archived`.
+fn first_write(instants: &[Instant], archived: &BTreeSet<InstantTime>) -> Option<InstantTime> {
+    instants.iter().find(|i| i.action.writes_data() && !archived.contains(&i.requested)).map(|i| i.requested.clone())
 }
 
 fn assemble(t: &InstantTime, files: &[TimelineFile]) -> std::result::Result<Instant, String> {
@@ -284,11 +321,7 @@ fn assemble(t: &InstantTime, files: &[TimelineFile]) -> std::result::Result<Inst
 
 /// The folder holding the timeline: `.hoodie/timeline` (layout 2) or `.hoodie` (layout 1).
 pub fn timeline_dir(loc: &TableLocation, config: &TableConfig) -> Path {
-    if config.timeline_layout >= 2 {
-        loc.meta_dir().clone().join(config.timeline_path.as_str())
-    } else {
-        loc.meta_dir()
-    }
+    if config.timeline_layout >= 2 { join_relative(&loc.meta_dir(), &config.timeline_path) } else { loc.meta_dir() }
 }
 
 /// Creates timeline files. Each file is created once (create-if-absent);
@@ -340,31 +373,76 @@ impl TimelineWriter {
     /// Reads the content of the file recording `instant` in `state`. A
     /// completed instant whose file is not in the active timeline (Java
     /// archived it, perhaps since the timeline was loaded) is read from the
-    /// history, which keeps the completed file's content.
+    /// history, which keeps the completed file's content: one listing of
+    /// the history folder (all a table never archived costs), then its
+    /// snapshot and the instant's row. With the timeline at hand,
+    /// [`TimelineWriter::read_completed`] reads less.
     pub async fn read(&self, instant: &Instant, state: State) -> Result<bytes::Bytes> {
         match self.loc.get(&self.path_of(instant, state)?).await {
-            Err(e) if e.is_not_found() && state == State::Completed => match &self.history {
-                Some(h) => Ok(history::read_metadata(&self.loc, h, &instant.requested).await?.ok_or(e)?),
+            Err(e) if e.is_not_found() && state == State::Completed => match self.probe_history().await? {
+                Some(h) => Ok(h.read_metadata(&instant.requested).await?.ok_or(e)?),
                 None => Err(e),
             },
             other => other,
         }
     }
 
+    /// The contents of the completed files of `instants`, in order, all
+    /// listed by `timeline`. Those it read from the history come from the
+    /// history snapshot it loaded, each file of it read once for all of
+    /// them and no request made to the active timeline; the others (and an
+    /// archived one the snapshot no longer serves) are read as
+    /// [`TimelineWriter::read`] reads them.
+    pub async fn read_completed(&self, timeline: &Timeline, instants: &[&Instant]) -> Result<Vec<bytes::Bytes>> {
+        let archived: Vec<InstantTime> =
+            instants.iter().filter(|i| timeline.is_archived(&i.requested)).map(|i| i.requested.clone()).collect();
+        let mut found = match timeline.history() {
+            Some(h) if !archived.is_empty() => match h.read_metadata_many(&archived).await {
+                Ok(found) => found,
+                // A file of the snapshot is gone (Java compacted the
+                // history since): read as if the timeline were not at hand.
+                Err(e) if e.is_not_found() => BTreeMap::new(),
+                Err(e) => return Err(e),
+            },
+            _ => BTreeMap::new(),
+        };
+        let mut out = Vec::with_capacity(instants.len());
+        for i in instants {
+            out.push(match found.remove(&i.requested) {
+                Some(bytes) => bytes,
+                None => self.read(i, State::Completed).await?,
+            });
+        }
+        Ok(out)
+    }
+
     /// Whether `instant` completed at its completion time: its completed
     /// file exists (one HEAD), or the history holds it with that
-    /// completion time (Java archived it).
+    /// completion time (Java archived it). When the HEAD misses, one
+    /// listing of the history folder follows, which is all a table never
+    /// archived costs; a table with a history then costs its snapshot
+    /// (`_version_`, the manifest) and the first columns of the files
+    /// covering the instant.
     pub async fn is_completed(&self, instant: &Instant) -> Result<bool> {
         let path = self.path_of(instant, State::Completed)?;
         match self.loc.store.head(&path).await {
             Ok(_) => Ok(true),
-            Err(object_store::Error::NotFound { .. }) => match &self.history {
-                Some(h) => Ok(history::find_instant(&self.loc, h, &instant.requested)
+            Err(object_store::Error::NotFound { .. }) => match self.probe_history().await? {
+                Some(h) => Ok(h
+                    .find_instant(&instant.requested)
                     .await?
                     .is_some_and(|a| instant.completed.is_none() || a.completed == instant.completed)),
                 None => Ok(false),
             },
             Err(e) => Err(Error::store("head", &path, e)),
+        }
+    }
+
+    /// The history's latest snapshot, looked for afresh (layout 2 only).
+    async fn probe_history(&self) -> Result<Option<History>> {
+        match &self.history {
+            Some(dir) => Ok(Some(History::probe(&self.loc, dir).await?)),
+            None => Ok(None),
         }
     }
 
@@ -597,5 +675,49 @@ mod write_tests {
         let never = Instant { completed: Some(InstantTime::parse("20250101000004500").unwrap()), ..never };
         assert!(!writer.is_completed(&never).await.unwrap());
         assert!(writer.read(&never, State::Completed).await.unwrap_err().is_not_found());
+    }
+
+    /// With the loaded timeline at hand, archived contents come from the
+    /// history snapshot it read: no listing, no request to the active
+    /// timeline, no `_version_` or manifest again (here they are gone), and
+    /// the one history file is read once for both.
+    #[tokio::test]
+    async fn reads_archived_contents_through_the_loaded_snapshot() {
+        let plain = TableLocation::new(Arc::new(InMemory::new()), Path::from("tables/t"));
+        let counting = Arc::new(crate::counting::CountingStore::new(plain.store.clone()));
+        let loc = TableLocation::new(counting.clone(), plain.root.clone());
+        let cfg = config();
+        let writer = TimelineWriter::new(&loc, &cfg);
+        let mut done = Vec::new();
+        for n in 1..=3u32 {
+            let t = InstantTime::parse(&format!("2025010100000{n}000")).unwrap();
+            let i = Instant {
+                state: State::Completed,
+                completed: Some(InstantTime::parse(&format!("2025010100000{n}500")).unwrap()),
+                ..Instant::requested(t, Action::DeltaCommit)
+            };
+            writer.create(&i, State::Completed, format!("meta {n}").into_bytes()).await.unwrap();
+            done.push(i);
+        }
+        crate::history::fixture::archive(&loc, &cfg, &done[..2]).await.unwrap();
+        let tl = Timeline::load(&loc, &cfg).await.unwrap();
+        let dir = crate::history::history_dir(&loc, &cfg).unwrap();
+        for name in [crate::history::VERSION_FILE, "manifest_1"] {
+            crate::protocol::delete_if_exists(&loc, &dir.clone().join(name)).await.unwrap();
+        }
+        counting.take();
+        let wanted: Vec<&Instant> = done.iter().rev().collect();
+        let got = writer.read_completed(&tl, &wanted).await.unwrap();
+        assert_eq!(got, [&b"meta 3"[..], b"meta 2", b"meta 1"]);
+        let r = counting.take();
+        assert_eq!((r.lists, r.heads), (0, 0), "{r:?}");
+        // The history file is read once for both archived instants: no more
+        // requests than for one of them.
+        let one = writer.read_completed(&tl, &[&done[0]]).await.unwrap();
+        assert_eq!(one, [&b"meta 1"[..]]);
+        let for_one = counting.take().gets;
+        writer.read_completed(&tl, &[&done[0], &done[1]]).await.unwrap();
+        let for_both = counting.take().gets;
+        assert!(for_both <= for_one, "{for_both} requests for both, {for_one} for one");
     }
 }

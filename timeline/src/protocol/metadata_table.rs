@@ -85,6 +85,14 @@ pub async fn disable(loc: &TableLocation, comment: &str) -> Result<Disabled> {
     let meta = loc.meta_dir();
     let listing = loc.store.list_with_delimiter(Some(&meta)).await.map_err(|e| Error::store("list", &meta, e))?;
     if listing.objects.iter().any(|m| m.location.filename() == Some(properties::BACKUP_FILE)) {
+        // An update of hoodie.properties (ours or a Hudi writer's) stopped
+        // midway: finish it first, as Hudi does before every change
+        // (`recoverIfNeeded`). `modify` below recovers by itself only when
+        // hoodie.properties is missing or damaged; a backup left beside an
+        // intact file (the update stopped before its last step) holds the
+        // properties from before that update, and would stay (for readers
+        // to fall back to, should the file be damaged later) whenever
+        // there is nothing to change.
         properties::recover(loc).await?;
     }
     let folder = metadata_path(loc);
@@ -132,23 +140,26 @@ pub async fn disable(loc: &TableLocation, comment: &str) -> Result<Disabled> {
 #[derive(Debug, Clone)]
 pub struct MetadataTableGuard {
     loc: TableLocation,
-    done: Arc<tokio::sync::Mutex<bool>>,
+    /// Set once [`disable`] succeeded; a failed attempt leaves it unset,
+    /// so the next hold tries again.
+    done: Arc<tokio::sync::OnceCell<()>>,
 }
 
 impl MetadataTableGuard {
     /// A guard for the table at `loc`.
     pub fn new(loc: TableLocation) -> Self {
-        Self { loc, done: Arc::new(tokio::sync::Mutex::new(false)) }
+        Self { loc, done: Arc::new(tokio::sync::OnceCell::new()) }
     }
 
     /// Turns the metadata table off unless this guard did already; logs
     /// what it changed. Call it holding the table lock; `clock` dates the
     /// rewritten `hoodie.properties`.
     pub async fn ensure(&self, clock: &dyn Clock) -> Result<()> {
-        let mut done = self.done.lock().await;
-        if *done {
-            return Ok(());
-        }
+        self.done.get_or_try_init(|| self.disable_logged(clock)).await.map(|_| ())
+    }
+
+    /// One attempt at [`disable`], logged.
+    async fn disable_logged(&self, clock: &dyn Clock) -> Result<()> {
         let when = chrono::DateTime::from_timestamp_millis(clock.now_millis())
             .map_or_else(String::new, |t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
         let result = disable(&self.loc, &format!("Updated at {when} by tributary (metadata table off)")).await?;
@@ -162,19 +173,19 @@ impl MetadataTableGuard {
                  hoodie.metadata.enable=false"
             );
         }
-        *done = true;
         Ok(())
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use object_store::memory::InMemory;
     use object_store::{ObjectStoreExt, PutPayload};
 
     use super::*;
     use crate::clock::ManualClock;
     use crate::config::{NewTableConfig, TableConfig, parse_properties};
+    use crate::location::join_relative;
 
     /// A table whose properties list a metadata table, and the metadata
     /// table's files.
@@ -191,18 +202,9 @@ mod tests {
             "files/.files-0000-0_00000000000000000.log.1_0-0-0",
             "column_stats/.hoodie_partition_metadata",
         ] {
-            loc.store.put(&metadata_path(loc).join_path(f), PutPayload::from_static(b"x")).await.unwrap();
+            loc.store.put(&join_relative(&metadata_path(loc), f), PutPayload::from_static(b"x")).await.unwrap();
         }
         text
-    }
-
-    trait JoinPath {
-        fn join_path(&self, relative: &str) -> Path;
-    }
-    impl JoinPath for Path {
-        fn join_path(&self, relative: &str) -> Path {
-            relative.split('/').fold(self.clone(), |p, part| p.join(part))
-        }
     }
 
     async fn listed(loc: &TableLocation) -> Vec<Path> {
@@ -311,7 +313,7 @@ mod tests {
 
     /// `loc`'s table seen through a process that stops after `writes`
     /// writes and deletes.
-    fn stopping_after(loc: &TableLocation, writes: usize) -> TableLocation {
+    pub(crate) fn stopping_after(loc: &TableLocation, writes: usize) -> TableLocation {
         let left = Arc::new(std::sync::atomic::AtomicUsize::new(writes));
         TableLocation::new(Arc::new(StopAfter { inner: loc.store.clone(), left }), loc.root.clone())
     }
@@ -367,6 +369,6 @@ mod tests {
     }
 
     async fn table_with_metadata_again(loc: &TableLocation) {
-        loc.store.put(&metadata_path(loc).join_path("files/x"), PutPayload::from_static(b"x")).await.unwrap();
+        loc.store.put(&join_relative(&metadata_path(loc), "files/x"), PutPayload::from_static(b"x")).await.unwrap();
     }
 }

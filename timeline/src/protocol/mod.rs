@@ -14,7 +14,9 @@
 //!   `.hoodie/.tributary/writers/<id>.json`, updated in the completion's
 //!   lock hold, so a checkpoint is visible exactly when its commit is, a
 //!   newer writer with the same id fences the older one, and a lookup reads
-//!   one file (and checks one other's existence);
+//!   one file and, when that names a pending commit, checks that the
+//!   commit's completed file exists (only when it does not, whether the
+//!   history holds the commit);
 //! - [`metadata_table`]: a Hudi metadata table, which Tributary does not
 //!   maintain, is turned off as Hudi turns it off, under the table lock
 //!   before any of Tributary's instants on the table.

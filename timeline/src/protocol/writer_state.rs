@@ -29,10 +29,14 @@
 //! it, when the history holds it completed at `c`; then it becomes
 //! `committed`; otherwise it is dropped (the writer died between the two
 //! steps, or the completed file could not be created). A lookup
-//! ([`lookup`]) does the same without writing: one GET of the state file, and
-//! one HEAD when it holds a pending entry. So the checkpoint a lookup
-//! returns is that of the writer's last commit that is visible at the moment
-//! of the HEAD, neither earlier nor later.
+//! ([`lookup`]) does the same without writing: one GET of the state file,
+//! and one HEAD when it holds a pending entry. Only when that HEAD misses
+//! is the history looked at: one listing of its folder, all a table never
+//! archived costs; on a table Java archived, also its snapshot and the
+//! first columns of the history file covering the commit
+//! ([`TimelineWriter::is_completed`]). So the checkpoint a lookup returns
+//! is that of the writer's last commit that is visible at the moment of the
+//! HEAD, neither earlier nor later.
 //!
 //! Tables written before writer state files existed kept checkpoints only
 //! in the commits' extra metadata (`tributary.checkpoint.<id>`, still
@@ -284,21 +288,34 @@ async fn legacy_checkpoint(loc: &TableLocation, timeline: &TimelineWriter, id: &
         .collect();
     done.sort_by_key(|i| std::cmp::Reverse(visible(i)));
     let key = format!("{CHECKPOINT_KEY_PREFIX}{id}");
-    for i in done {
-        // An archived commit's metadata is read from the history.
-        let bytes = timeline.read(i, State::Completed).await?;
-        let path = timeline.path_of(i, State::Completed)?;
-        let meta = CommitMetadata::from_avro_container(&bytes, path.as_ref())?;
-        if let Some(v) = meta.extra_metadata.get(&key) {
-            return Ok(Some(Checkpoint {
-                checkpoint: v.clone(),
-                instant: i.requested.clone(),
-                completed: i.completed.clone(),
-            }));
+    let mut rest = done.as_slice();
+    while !rest.is_empty() {
+        // Archived commits (a Spark table's oldest) are read from
+        // the history snapshot the listing loaded, a run of them at a time
+        // so that each history file is read once per run; an active
+        // commit's file alone.
+        let archived = rest.iter().take(ARCHIVED_READS).take_while(|i| listed.is_archived(&i.requested)).count().max(1);
+        let (run, tail) = rest.split_at(archived);
+        rest = tail;
+        for (i, bytes) in run.iter().zip(timeline.read_completed(&listed, run).await?) {
+            let path = timeline.path_of(i, State::Completed)?;
+            let meta = CommitMetadata::from_avro_container(&bytes, path.as_ref())?;
+            if let Some(v) = meta.extra_metadata.get(&key) {
+                return Ok(Some(Checkpoint {
+                    checkpoint: v.clone(),
+                    instant: i.requested.clone(),
+                    completed: i.completed.clone(),
+                }));
+            }
         }
     }
     Ok(None)
 }
+
+/// Archived commits whose metadata the scan of commit metadata reads at
+/// once: it holds their metadata together, and may read up to this many
+/// more than it needed.
+const ARCHIVED_READS: usize = 64;
 
 fn legacy_entry(c: Option<Checkpoint>) -> Option<Entry> {
     c.map(|c| Entry {
@@ -310,9 +327,10 @@ fn legacy_entry(c: Option<Checkpoint>) -> Option<Entry> {
 
 /// The last committed checkpoint of writer `id` at the table at `loc`: one
 /// GET of its state file and, when that holds a pending commit, one HEAD
-/// of the commit's completed file. Only a writer id without a state file
-/// on a table written before state files existed scans commit metadata
-/// (module notes). Reads only; takes no lock.
+/// of the commit's completed file (and, when the HEAD misses, the history's
+/// requests, module notes). Only a writer id without a state file on a
+/// table written before state files existed scans commit metadata (module
+/// notes). Reads only; takes no lock.
 pub async fn lookup(loc: &TableLocation, config: &TableConfig, id: &str) -> Result<WriterStatus> {
     check_writer_id(id)?;
     let timeline = TimelineWriter::new(loc, config);
@@ -681,6 +699,31 @@ mod tests {
         let done: Vec<Instant> = g.timeline.load().await.unwrap().completed().cloned().collect();
         crate::history::fixture::archive(&g.loc, &g.config, &done).await.unwrap();
         assert_eq!(last(&g, "risk").await.as_deref(), Some("8"));
+    }
+
+    /// The scan of commit metadata reads the history snapshot the listing
+    /// loaded, each of its files once for all the archived commits it
+    /// holds: as many requests for eight archived commits as for two.
+    #[tokio::test]
+    async fn scanning_archived_commits_reads_each_history_file_once() {
+        let mut gets = Vec::new();
+        for commits in [2, 8] {
+            let f = fixture();
+            for _ in 0..commits {
+                let instant = start(&f).await;
+                let content = CommitMetadata::default().to_avro_container().unwrap();
+                crate::protocol::complete_instant(&f.loc, &f.timeline, &f.time, &instant, content, Completion::Owned)
+                    .await
+                    .unwrap();
+            }
+            let done: Vec<Instant> = f.timeline.load().await.unwrap().completed().cloned().collect();
+            crate::history::fixture::archive(&f.loc, &f.config, &done).await.unwrap();
+            let counting = Arc::new(crate::counting::CountingStore::new(f.loc.store.clone()));
+            let loc = TableLocation::new(counting.clone(), f.loc.root.clone());
+            assert_eq!(lookup(&loc, &f.config, "orders").await.unwrap().checkpoint, None);
+            gets.push(counting.requests().gets);
+        }
+        assert_eq!(gets[0], gets[1], "{gets:?}");
     }
 
     #[tokio::test]
