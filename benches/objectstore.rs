@@ -127,6 +127,7 @@ async fn run(base: &str, mode: TimeMode, writers: usize, run_for: Duration) -> F
         let t = Table::builder(loc.clone()).with_settings(settings.clone()).with_lock(lock).open().await.expect("open");
         let client = t
             .write_client(WriteSettings { tasks: 1, writer_id: format!("w{w}"), ..Default::default() })
+            .await
             .expect("client");
         clients.push(client);
     }

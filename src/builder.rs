@@ -260,19 +260,14 @@ impl TableBuilder {
             Some(dir) => dir.join(".hoodie").join(file).display().to_string(),
             None => format!("{loc}/.hoodie/{file}"),
         };
-        let config = TableConfig::parse(&stored.text, &shown)?;
-        let mut table = Table { loc, config, components, writer_schema: None };
-        // A table another engine made records no create schema: its
-        // writers write its latest commit's schema.
-        // (Without one, a write client reports the missing create schema.)
-        if table.config.create_schema.is_none() {
-            let latest = async { table.schema(&table.timeline().await?).await }.await;
-            match latest {
-                Ok(schema) => table.writer_schema = Some(Arc::new(schema)),
-                Err(e) => tracing::debug!(table = %table.loc, error = %e, "no schema to write the table with"),
-            }
-        }
-        Ok(table)
+        // The reader parsed the file already; what it could not parse (a
+        // damaged file with no intact backup) is parsed again, to report why.
+        let config = if stored.properties.is_empty() {
+            TableConfig::parse(&stored.text, &shown)?
+        } else {
+            TableConfig::from_properties(stored.properties, &shown)?
+        };
+        Ok(Table { loc, config, components })
     }
 
     /// Creates a version-8 Merge-on-Read table: `.hoodie/hoodie.properties`,
@@ -357,7 +352,7 @@ impl TableBuilder {
             loc.store.put(&placeholder, PutPayload::from_static(b"")).await.map_err(|e| store_err("create", e))?;
             loc.store.delete(&placeholder).await.map_err(|e| store_err("delete", e))?;
         }
-        Ok(Table { loc, config, components, writer_schema: None })
+        Ok(Table { loc, config, components })
     }
 
     /// Resolves the location and the components.

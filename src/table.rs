@@ -22,10 +22,6 @@ pub struct Table {
     pub(crate) loc: TableLocation,
     pub(crate) config: TableConfig,
     pub(crate) components: Components,
-    /// The schema writers write, for a table whose `hoodie.properties`
-    /// records no create schema (one another engine made): its latest
-    /// commit's, read when the table was opened. `None` otherwise.
-    pub(crate) writer_schema: Option<Arc<tributary_format::TableSchema>>,
 }
 
 impl Table {
@@ -133,7 +129,14 @@ impl Table {
     /// [`Table::time_generator`]. Its heartbeat interval must be shorter
     /// than the table's [`TableSettings::heartbeat_expiry`], or its writes
     /// would be rolled back as failed while it writes them.
-    pub fn write_client(&self, settings: tributary_writer::WriteSettings) -> Result<tributary_writer::WriteClient> {
+    ///
+    /// It writes the table's create schema; a table another engine made
+    /// records none, and its writers write its latest commit's schema
+    /// (`extraMetadata.schema`), which this reads from the timeline now.
+    pub async fn write_client(
+        &self,
+        settings: tributary_writer::WriteSettings,
+    ) -> Result<tributary_writer::WriteClient> {
         let expiry = self.components.settings.heartbeat_expiry;
         if settings.heartbeat_interval >= expiry {
             return Err(Error::InvalidInput {
@@ -145,12 +148,14 @@ impl Table {
             });
         }
         let (loc, config, time) = (self.loc.clone(), self.config.clone(), self.time_generator());
-        Ok(match &self.writer_schema {
-            Some(schema) => {
-                tributary_writer::WriteClient::with_schema(loc, config, (**schema).clone(), time, settings)?
-            }
-            None => tributary_writer::WriteClient::new(loc, config, time, settings)?,
-        })
+        if config.create_schema.is_some() {
+            return Ok(tributary_writer::WriteClient::new(loc, config, time, settings)?);
+        }
+        // A table Tributary cannot write is reported as such, not as a
+        // schema it lacks.
+        config.check_writable()?;
+        let schema = self.schema(&self.timeline().await?).await?;
+        Ok(tributary_writer::WriteClient::with_schema(loc, config, schema, time, settings)?)
     }
 
     /// What the table records about writer `writer_id`: its generation

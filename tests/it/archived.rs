@@ -33,7 +33,7 @@ async fn archived_instants_keep_their_slices() {
     o.partition_field = Some("city".into());
     o.buckets = 2;
     let t = place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap();
-    let client = t.write_client(WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
     let mut c1 = client.start_commit().await.unwrap();
     c1.write_batch(&oslo_batch(&[("a", 1, 1.0), ("b", 1, 1.0)])).await.unwrap();
     let first = c1.instant().clone();

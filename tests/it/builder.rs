@@ -44,7 +44,7 @@ async fn instants_come_from_the_injected_clock() {
     assert_eq!(t.as_str(), "20251220210108078");
 
     clock.set(1_766_264_500_000);
-    let client = table.write_client(WriteSettings::default()).unwrap();
+    let client = table.write_client(WriteSettings::default()).await.unwrap();
     let mut c = client.start_commit().await.unwrap();
     assert_eq!(c.instant(), &InstantTime::from_millis(1_766_264_500_000).unwrap());
     c.write_batch(&batch(0..3, 1)).await.unwrap();
@@ -146,7 +146,7 @@ async fn spill_files_go_to_the_injected_spill_store() {
         .await
         .unwrap();
     assert_eq!(table.config().name, "trips", "named for the root path's last segment");
-    let client = table.write_client(WriteSettings::default()).unwrap();
+    let client = table.write_client(WriteSettings::default()).await.unwrap();
     for ts in 1..=3 {
         let mut c = client.start_commit().await.unwrap();
         c.write_batch(&batch(0..400, ts)).await.unwrap();

@@ -141,7 +141,10 @@ async fn run(place: &Place, writers: usize, steps: &[Step], official_reader: boo
     o.partition_field = Some("city".into());
     o.buckets = 2;
     let t = place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap();
-    let clients: Vec<WriteClient> = (0..writers).map(|_| t.write_client(WriteSettings::default()).unwrap()).collect();
+    let mut clients: Vec<WriteClient> = Vec::with_capacity(writers);
+    for _ in 0..writers {
+        clients.push(t.write_client(WriteSettings::default()).await.unwrap());
+    }
     let mut model = Model::default();
     for (i, step) in steps.iter().enumerate() {
         match step {

@@ -247,7 +247,7 @@ async fn commit(client: &WriteClient, events: &[Event], model: &mut Model) {
 /// Runs `steps` on a new table; returns it with its model.
 async fn run(place: &Place, steps: &[Step]) -> (Table, Model) {
     let t = table(place).await;
-    let client = t.write_client(WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
     let mut model = Model::default();
     for step in steps {
         match step {
@@ -459,7 +459,7 @@ async fn a_cleaned_window_reads_every_file() {
 async fn a_pending_compaction_hides_no_window_rows() {
     let Some(place) = Place::new() else { return };
     let t = table(&place).await;
-    let client = t.write_client(WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
     let mut model = Model::default();
     commit(&client, &[up(0, 100), up(2, 100)], &mut model).await;
     let mut late = client.start_commit().await.unwrap();

@@ -113,7 +113,7 @@ async fn a_turning_off_stopped_midway_is_finished_by_the_next_instant() {
         .open()
         .await
         .unwrap();
-    let client = stopped.write_client(WriteSettings::default()).unwrap();
+    let client = stopped.write_client(WriteSettings::default()).await.unwrap();
     assert!(client.start_commit().await.is_err(), "nothing of Tributary's starts before the metadata table is off");
     assert!(!table.exists(PROPERTIES) && table.exists(BACKUP));
     assert_eq!(table.list(".hoodie/metadata").len(), METADATA_FILES.len(), "untouched while it is listed");
@@ -126,7 +126,7 @@ async fn a_turning_off_stopped_midway_is_finished_by_the_next_instant() {
     // The next instant restores hoodie.properties from the backup and
     // finishes turning the metadata table off, before it writes.
     let healthy = place.table("t").builder().with_settings(hybrid()).open().await.unwrap();
-    let client = healthy.write_client(WriteSettings::default()).unwrap();
+    let client = healthy.write_client(WriteSettings::default()).await.unwrap();
     let mut commit = client.start_commit().await.unwrap();
     assert_off(&table);
     let record = serde_json::json!({"uuid": "k999", "ts": 5, "rider": "r", "fare": 2.0, "city": "c0"});

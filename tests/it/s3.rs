@@ -325,6 +325,7 @@ async fn faults_on_every_file_a_commit_writes_leave_it_visible_once_or_not_at_al
             let result = async {
                 let client = faulty
                     .write_client(WriteSettings { writer_id: "w".into(), ..Default::default() })
+                    .await
                     .map_err(|e| e.to_string())?;
                 client.register().await.map_err(|e| e.to_string())?;
                 let mut c = client.start_commit().await.map_err(|e| e.to_string())?;
@@ -347,7 +348,8 @@ async fn faults_on_every_file_a_commit_writes_leave_it_visible_once_or_not_at_al
                 }
             }
             // The table is not wedged: a healthy writer commits next.
-            let client = t.write_client(WriteSettings { writer_id: "next".into(), ..Default::default() }).unwrap();
+            let client =
+                t.write_client(WriteSettings { writer_id: "next".into(), ..Default::default() }).await.unwrap();
             let mut c = client.start_commit().await.unwrap();
             c.write_batch(&oslo_batch(&[("a", 2, 10.0)])).await.unwrap();
             c.commit().await.unwrap();
