@@ -48,6 +48,9 @@ impl LockProvider for Timed {
     fn describe(&self) -> String {
         self.inner.describe()
     }
+    fn keeps_last_issued(&self) -> bool {
+        self.inner.keeps_last_issued()
+    }
 }
 
 #[async_trait]

@@ -14,7 +14,7 @@ use tributary_timeline::config::{NewTableConfig, SequenceGroup, TableConfig, spl
 use tributary_timeline::protocol::metadata_table::MetadataTableGuard;
 use tributary_timeline::{
     BucketHash, BucketSpec, Clock, FileLock, HudiFileLock, InProcessLock, LeaseLock, LeaseSettings, LockProvider,
-    MergeMode, SystemClock, TableLocation, TimeMode, TombstoneRetention,
+    MergeMode, SystemClock, TableLocation, TombstoneRetention,
 };
 
 use crate::error::{Error, Result};
@@ -372,9 +372,17 @@ impl TableBuilder {
         }
         let clock = clock.unwrap_or_else(|| Arc::new(SystemClock));
         let local_dir = loc.local_folder().map(std::path::Path::to_path_buf);
+        // The kind of each role's default lock: instants, then compaction.
+        // Hudi's lock file serialises instants and completions; the
+        // compaction lock stays Tributary's own, as for any table.
         let kind = match (settings.lock, &local_dir) {
             (LockKind::Auto, Some(_)) => LockKind::File,
             (LockKind::Auto, None) => LockKind::Lease,
+            (kind, _) => kind,
+        };
+        let compaction_kind = match (kind, &local_dir) {
+            (LockKind::HudiFile, Some(_)) => LockKind::File,
+            (LockKind::HudiFile, None) => LockKind::Lease,
             (kind, _) => kind,
         };
         let owner = settings.lock_owner.clone().unwrap_or_else(default_owner);
@@ -389,23 +397,9 @@ impl TableBuilder {
                 .map_err(|e| invalid("lock_lease_ms, compaction_lease_ms, lock_renew_interval_ms", e.to_string()))?;
             Ok(s)
         };
-        // The default lock of each role: instants, then compaction.
-        if kind == LockKind::HudiFile && settings.time.mode == TimeMode::HybridLogical {
-            return Err(invalid(
-                "lock",
-                "Hudi's lock file stores no last issued time, so instants under it need the wait-for-skew \
-                 time mode (as Hudi's own writers use)"
-                    .into(),
-            ));
-        }
-        let default_lock = |compaction: bool| -> Result<Arc<dyn LockProvider>> {
-            // Hudi's lock file serialises instants and completions; the
-            // compaction lock stays Tributary's own, as for any table.
-            let kind = match kind {
-                LockKind::HudiFile if compaction && local_dir.is_some() => LockKind::File,
-                LockKind::HudiFile if compaction => LockKind::Lease,
-                kind => kind,
-            };
+        // (A lock that keeps no last issued time, such as Hudi's, refuses
+        // hybrid-logical instants in the time generator.)
+        let default_lock = |kind: LockKind, compaction: bool| -> Result<Arc<dyn LockProvider>> {
             Ok(match kind {
                 LockKind::HudiFile => Arc::new(HudiFileLock::for_table(
                     loc.store.clone(),
@@ -449,11 +443,11 @@ impl TableBuilder {
         };
         let lock = match lock {
             Some(l) => l,
-            None => default_lock(false)?,
+            None => default_lock(kind, false)?,
         };
         let compaction_lock = match compaction_lock {
             Some(l) => l,
-            None => default_lock(true)?,
+            None => default_lock(compaction_kind, true)?,
         };
         // Spill folders are named by compaction instant and file group
         // alone, which two tables can share: a folder outside the table
