@@ -159,7 +159,8 @@ pub(crate) struct Components {
     pub(crate) compaction_lock: Arc<dyn LockProvider>,
     pub(crate) spill: Spill,
     /// Turns the table's metadata table off in the first hold of the table
-    /// lock by any of the table's time generators (shared by all of them).
+    /// lock by any of the table's time generators: one per opened (or
+    /// created) table, shared by its clones and all their generators.
     pub(crate) metadata_table: MetadataTableGuard,
 }
 

@@ -115,10 +115,11 @@ impl Table {
     }
 
     /// A TrueTime generator per the table's [`TimeSettings`], reading the
-    /// table's clock under the table's instant lock. Its first lock hold
-    /// (or the first of any generator of this table) turns off a metadata
-    /// table the table has, which Tributary does not maintain
-    /// ([`tributary_timeline::protocol::metadata_table`]).
+    /// table's clock under the table's instant lock. The first lock hold of
+    /// any generator of this opened `Table` (or of its clones) turns off a
+    /// metadata table the table has, which Tributary does not maintain
+    /// ([`tributary_timeline::protocol::metadata_table`]); a `Table` opened
+    /// again checks again.
     pub fn time_generator(&self) -> TimeGenerator {
         let Components { settings, clock, lock, .. } = &self.components;
         TimeGenerator::new(settings.time.mode, settings.time.max_clock_skew, clock.clone(), lock.clone())
