@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apache_avro::Schema;
+use object_store::ObjectStore;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tributary_format::{RecordKey, TableSchema};
 use tributary_timeline::config::{NewTableConfig, SequenceGroup, TableConfig, split_fields};
 use tributary_timeline::protocol::metadata_table::MetadataTableGuard;
+use tributary_timeline::store::create_folder;
 use tributary_timeline::{
     BucketHash, BucketSpec, Clock, FileLock, HudiFileLock, InProcessLock, LeaseLock, LeaseSettings, LockProvider,
     MergeMode, SystemClock, TableLocation, TombstoneRetention,
@@ -345,13 +346,9 @@ impl TableBuilder {
         // looking up a writer id without one scans no commits.
         tributary_timeline::protocol::writer_state::mark_new_table(&loc).await?;
         // Hudi's Java timeline lists `.hoodie/timeline/` and fails when a
-        // local file system has no such folder (object stores have no
-        // folders): writing and deleting a placeholder creates it.
+        // local file system has no such folder (object stores have none).
         if loc.local_folder().is_some() {
-            let placeholder = loc.meta_dir().join("timeline").join(".tributary-init");
-            let store_err = |op, e| tributary_timeline::Error::store(op, &placeholder, e);
-            loc.store.put(&placeholder, PutPayload::from_static(b"")).await.map_err(|e| store_err("create", e))?;
-            loc.store.delete(&placeholder).await.map_err(|e| store_err("delete", e))?;
+            create_folder(loc.store.as_ref(), &loc.meta_dir().join("timeline")).await?;
         }
         Ok(Table { loc, config, components })
     }

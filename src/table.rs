@@ -5,10 +5,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use object_store::ObjectStore;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tributary_compaction::execute::{Compactor, CompactorSettings};
 use tributary_timeline::config::TableConfig;
+use tributary_timeline::store::create_folder;
 use tributary_timeline::{Clock, FileSystemView, LockProvider, TableLocation, TimeGenerator, Timeline};
 
 use crate::builder::{Components, CreateOptions, Spill, TableBuilder};
@@ -195,18 +196,14 @@ impl Table {
                 // fsync, and the folders they leave empty removed (never
                 // `dir` itself, where writers of a local table put their
                 // markers). A store rooted at `dir` needs the folder to
-                // exist: writing (then deleting) a placeholder file through
-                // the whole file system's store creates it.
+                // exist: it is made through the whole file system's store.
                 let invalid = |e: &dyn std::fmt::Display| Error::InvalidInput {
                     what: format!("spill folder {} of {}", dir.display(), self.loc),
                     reason: e.to_string(),
                 };
                 let absolute = std::path::absolute(dir).map_err(|e| invalid(&e))?;
-                let placeholder =
-                    Path::from_absolute_path(absolute.join(".tributary-spill")).map_err(|e| invalid(&e))?;
-                let root = object_store::local::LocalFileSystem::new();
-                root.put(&placeholder, PutPayload::from_static(b"")).await.map_err(|e| invalid(&e))?;
-                root.delete(&placeholder).await.map_err(|e| invalid(&e))?;
+                let folder = Path::from_absolute_path(&absolute).map_err(|e| invalid(&e))?;
+                create_folder(&object_store::local::LocalFileSystem::new(), &folder).await.map_err(|e| invalid(&e))?;
                 let store = object_store::local::LocalFileSystem::new_with_prefix(&absolute)
                     .map_err(|e| invalid(&e))?
                     .with_automatic_cleanup(true);
