@@ -4,21 +4,16 @@
 //! `tests/spark/test_archived_timeline.py` checks real ones). Every read and
 //! the compactor see the table as before the archival.
 
-use arrow::array::AsArray;
 use tributary::{CreateOptions, Query, ReadOptions, Table};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::history::fixture::archive;
 use tributary_timeline::{Instant, InstantTime};
 use tributary_writer::WriteSettings;
 
-use crate::support::{FARES_SCHEMA, Place, hybrid, oslo_batch};
+use crate::support::{FARES_SCHEMA, Place, fares_rows, hybrid, oslo_batch};
 
 async fn rows(t: &Table, query: Query, as_of: Option<&InstantTime>) -> Vec<(String, i64, f64)> {
-    let b = t.read(&ReadOptions { query, as_of: as_of.cloned(), ..Default::default() }).await.unwrap();
-    let u = b.column_by_name("uuid").unwrap().as_string::<i32>().clone();
-    let ts = b.column_by_name("ts").unwrap().as_primitive::<arrow::datatypes::Int64Type>().clone();
-    let f = b.column_by_name("fare").unwrap().as_primitive::<arrow::datatypes::Float64Type>().clone();
-    (0..b.num_rows()).map(|i| (u.value(i).to_string(), ts.value(i), f.value(i))).collect()
+    fares_rows(&t.read(&ReadOptions { query, as_of: as_of.cloned(), ..Default::default() }).await.unwrap())
 }
 
 /// The RFC-66 case, archived: a delta commit requested before a compaction

@@ -10,7 +10,7 @@ use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::{Action, State};
 use tributary_writer::WriteSettings;
 
-use crate::support::{FARES_SCHEMA, FailPuts, Place, batch_with_deletes, hybrid, oslo_batch};
+use crate::support::{FARES_SCHEMA, FailPuts, Place, batch_with_deletes, fares_rows, hybrid, oslo_batch};
 use tributary_timeline::ManualClock;
 
 /// A fares table `t` in `place`, two buckets per city.
@@ -22,11 +22,7 @@ async fn table(place: &Place) -> Table {
 }
 
 async fn rows(t: &Table, query: Query) -> Vec<(String, i64, f64)> {
-    let b = t.read(&ReadOptions { query, ..Default::default() }).await.unwrap();
-    let u = b.column_by_name("uuid").unwrap().as_string::<i32>().clone();
-    let ts = b.column_by_name("ts").unwrap().as_primitive::<arrow::datatypes::Int64Type>().clone();
-    let f = b.column_by_name("fare").unwrap().as_primitive::<arrow::datatypes::Float64Type>().clone();
-    (0..b.num_rows()).map(|i| (u.value(i).to_string(), ts.value(i), f.value(i))).collect()
+    fares_rows(&t.read(&ReadOptions { query, ..Default::default() }).await.unwrap())
 }
 
 /// RFC-66: a delta commit requested before the compaction instant but

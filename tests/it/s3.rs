@@ -363,11 +363,8 @@ async fn faults_on_every_file_a_commit_writes_leave_it_visible_once_or_not_at_al
 }
 
 async fn fares(t: &Table) -> Vec<(String, f64)> {
-    use arrow::array::AsArray;
     let b = t.read(&ReadOptions { query: Query::Snapshot, ..Default::default() }).await.unwrap();
-    let u = b.column_by_name("uuid").unwrap().as_string::<i32>().clone();
-    let f = b.column_by_name("fare").unwrap().as_primitive::<arrow::datatypes::Float64Type>().clone();
-    let mut rows: Vec<(String, f64)> = (0..b.num_rows()).map(|i| (u.value(i).to_string(), f.value(i))).collect();
+    let mut rows: Vec<(String, f64)> = fares_rows(&b).into_iter().map(|(uuid, _, fare)| (uuid, fare)).collect();
     rows.sort_by(|a, b| a.0.cmp(&b.0));
     rows
 }
