@@ -340,7 +340,7 @@ fn case_ingest(dir: &Path, tasks: usize, ticks: u64) -> BenchResult<()> {
     let rt = runtime();
     let rows = total_rows();
     let table = rt.block_on(create_table(dir));
-    let client = table.write_client(write_settings(tasks)).expect("write client");
+    let client = rt.block_on(table.write_client(write_settings(tasks))).expect("write client");
     let data = generate(client.schema().arrow(), rows, COMMIT_ROWS, BATCH_ROWS, rows / 2, 42);
     let before = usage(ticks)?;
     let started = Instant::now();
@@ -383,7 +383,7 @@ fn case_ingest(dir: &Path, tasks: usize, ticks: u64) -> BenchResult<()> {
 fn case_small(dir: &Path, ticks: u64) -> BenchResult<()> {
     let rt = runtime();
     let table = rt.block_on(create_table(dir));
-    let client = table.write_client(write_settings(2)).expect("write client");
+    let client = rt.block_on(table.write_client(write_settings(2))).expect("write client");
     let rows = SMALL_COMMITS * SMALL_COMMIT_ROWS;
     let data = generate(client.schema().arrow(), rows, SMALL_COMMIT_ROWS, SMALL_COMMIT_ROWS, rows, 7);
     let before = usage(ticks)?;
@@ -451,7 +451,7 @@ fn case_compact_setup(dir: &Path, ticks: u64) -> BenchResult<()> {
     let per_commit = compact_commit_rows();
     let table = rt.block_on(create_table(dir));
     let settings = WriteSettings { tasks: 2, buffer_bytes: COMPACT_SETUP_BUFFER, ..Default::default() };
-    let client = table.write_client(settings)?;
+    let client = rt.block_on(table.write_client(settings))?;
     let mut generator = Generator::new(client.schema().arrow(), per_commit, 11);
     let mut order: Vec<usize> = (0..per_commit).collect();
     let started = Instant::now();

@@ -43,7 +43,7 @@ fn writer(spec: &str) {
             .await
             .expect("open the table");
         let settings = WriteSettings { tasks: 2, writer_id: format!("w{writer}"), ..Default::default() };
-        let client = t.write_client(settings).expect("write client");
+        let client = t.write_client(settings).await.expect("write client");
         let schema = live_events::arrow_schema();
         let mut rng = StdRng::seed_from_u64(writer as u64);
         let deadline = Instant::now() + Duration::from_secs(secs);

@@ -48,6 +48,9 @@ impl LockProvider for Timed {
     fn describe(&self) -> String {
         self.inner.describe()
     }
+    fn keeps_last_issued(&self) -> bool {
+        self.inner.keeps_last_issued()
+    }
 }
 
 #[async_trait]
@@ -127,6 +130,7 @@ async fn run(base: &str, mode: TimeMode, writers: usize, run_for: Duration) -> F
         let t = Table::builder(loc.clone()).with_settings(settings.clone()).with_lock(lock).open().await.expect("open");
         let client = t
             .write_client(WriteSettings { tasks: 1, writer_id: format!("w{w}"), ..Default::default() })
+            .await
             .expect("client");
         clients.push(client);
     }

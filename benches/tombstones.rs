@@ -76,7 +76,7 @@ async fn case(rows: usize, deletes: f64) {
     let t = Table::builder_local(dir.path().join("t")).with_settings(settings).create(o).await.expect("bench setup");
     let keys = rows / 5;
     let mut rng = SmallRng::seed_from_u64(7);
-    let client = t.write_client(WriteSettings::default()).expect("bench setup");
+    let client = t.write_client(WriteSettings::default()).await.expect("bench setup");
     for _ in 0..COMMITS {
         let b = batch(rows / COMMITS, keys, deletes, &mut rng);
         let mut c = client.start_commit().await.expect("bench setup");

@@ -88,7 +88,8 @@ async fn run(name: &str, groups: bool, sources: &[&[&str]], rows: usize) {
     let mut bytes = 0u64;
     for (cols, source) in sources.iter().zip(&data) {
         let columns = groups.then(|| cols.iter().map(|c| c.to_string()).collect());
-        let client = table.write_client(WriteSettings { tasks: 2, columns, ..Default::default() }).expect("client");
+        let client =
+            table.write_client(WriteSettings { tasks: 2, columns, ..Default::default() }).await.expect("client");
         for chunk in source.chunks(COMMIT / BATCH) {
             let mut c = client.start_commit().await.expect("commit");
             for b in chunk {

@@ -66,7 +66,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut sources = Vec::new();
     for (i, name) in SOURCES.iter().enumerate() {
         let settings = WriteSettings { tasks: 2, writer_id: (*name).into(), ..Default::default() };
-        let client = table.write_client(settings)?;
+        let client = table.write_client(settings).await?;
         let written = written.clone();
         sources.push(tokio::spawn(async move {
             let mut rng = StdRng::seed_from_u64(i as u64);
@@ -117,7 +117,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             i.completed.as_ref().map_or("-".into(), |c| c.to_string())
         );
     }
-    let client = table.write_client(WriteSettings::default())?;
+    let client = table.write_client(WriteSettings::default()).await?;
     for name in SOURCES {
         println!("checkpoint of {name}: {:?}", client.last_checkpoint(name).await?);
     }

@@ -60,7 +60,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             columns: Some(columns.iter().map(|c| c.to_string()).collect()),
             ..Default::default()
         };
-        let client = table.write_client(settings)?;
+        let client = table.write_client(settings).await?;
         let name = *name;
         tasks.push(tokio::spawn(async move {
             let mut rng = StdRng::seed_from_u64(i as u64);

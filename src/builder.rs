@@ -7,14 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apache_avro::Schema;
+use object_store::ObjectStore;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tributary_format::{RecordKey, TableSchema};
 use tributary_timeline::config::{NewTableConfig, SequenceGroup, TableConfig, split_fields};
 use tributary_timeline::protocol::metadata_table::MetadataTableGuard;
+use tributary_timeline::store::create_folder;
 use tributary_timeline::{
     BucketHash, BucketSpec, Clock, FileLock, HudiFileLock, InProcessLock, LeaseLock, LeaseSettings, LockProvider,
-    MergeMode, SystemClock, TableLocation, TimeMode, TombstoneRetention,
+    MergeMode, SystemClock, TableLocation, TombstoneRetention,
 };
 
 use crate::error::{Error, Result};
@@ -159,7 +160,8 @@ pub(crate) struct Components {
     pub(crate) compaction_lock: Arc<dyn LockProvider>,
     pub(crate) spill: Spill,
     /// Turns the table's metadata table off in the first hold of the table
-    /// lock by any of the table's time generators (shared by all of them).
+    /// lock by any of the table's time generators: one per opened (or
+    /// created) table, shared by its clones and all their generators.
     pub(crate) metadata_table: MetadataTableGuard,
 }
 
@@ -260,19 +262,14 @@ impl TableBuilder {
             Some(dir) => dir.join(".hoodie").join(file).display().to_string(),
             None => format!("{loc}/.hoodie/{file}"),
         };
-        let config = TableConfig::parse(&stored.text, &shown)?;
-        let mut table = Table { loc, config, components, writer_schema: None };
-        // A table another engine made records no create schema: its
-        // writers write its latest commit's schema.
-        // (Without one, a write client reports the missing create schema.)
-        if table.config.create_schema.is_none() {
-            let latest = async { table.schema(&table.timeline().await?).await }.await;
-            match latest {
-                Ok(schema) => table.writer_schema = Some(Arc::new(schema)),
-                Err(e) => tracing::debug!(table = %table.loc, error = %e, "no schema to write the table with"),
-            }
-        }
-        Ok(table)
+        // The reader parsed the file already; what it could not parse (a
+        // damaged file with no intact backup) is parsed again, to report why.
+        let config = if stored.properties.is_empty() {
+            TableConfig::parse(&stored.text, &shown)?
+        } else {
+            TableConfig::from_properties(stored.properties, &shown)?
+        };
+        Ok(Table { loc, config, components })
     }
 
     /// Creates a version-8 Merge-on-Read table: `.hoodie/hoodie.properties`,
@@ -349,15 +346,11 @@ impl TableBuilder {
         // looking up a writer id without one scans no commits.
         tributary_timeline::protocol::writer_state::mark_new_table(&loc).await?;
         // Hudi's Java timeline lists `.hoodie/timeline/` and fails when a
-        // local file system has no such folder (object stores have no
-        // folders): writing and deleting a placeholder creates it.
+        // local file system has no such folder (object stores have none).
         if loc.local_folder().is_some() {
-            let placeholder = loc.meta_dir().join("timeline").join(".tributary-init");
-            let store_err = |op, e| tributary_timeline::Error::store(op, &placeholder, e);
-            loc.store.put(&placeholder, PutPayload::from_static(b"")).await.map_err(|e| store_err("create", e))?;
-            loc.store.delete(&placeholder).await.map_err(|e| store_err("delete", e))?;
+            create_folder(loc.store.as_ref(), &loc.meta_dir().join("timeline")).await?;
         }
-        Ok(Table { loc, config, components, writer_schema: None })
+        Ok(Table { loc, config, components })
     }
 
     /// Resolves the location and the components.
@@ -377,9 +370,17 @@ impl TableBuilder {
         }
         let clock = clock.unwrap_or_else(|| Arc::new(SystemClock));
         let local_dir = loc.local_folder().map(std::path::Path::to_path_buf);
+        // The kind of each role's default lock: instants, then compaction.
+        // Hudi's lock file serialises instants and completions; the
+        // compaction lock stays Tributary's own, as for any table.
         let kind = match (settings.lock, &local_dir) {
             (LockKind::Auto, Some(_)) => LockKind::File,
             (LockKind::Auto, None) => LockKind::Lease,
+            (kind, _) => kind,
+        };
+        let compaction_kind = match (kind, &local_dir) {
+            (LockKind::HudiFile, Some(_)) => LockKind::File,
+            (LockKind::HudiFile, None) => LockKind::Lease,
             (kind, _) => kind,
         };
         let owner = settings.lock_owner.clone().unwrap_or_else(default_owner);
@@ -394,23 +395,9 @@ impl TableBuilder {
                 .map_err(|e| invalid("lock_lease_ms, compaction_lease_ms, lock_renew_interval_ms", e.to_string()))?;
             Ok(s)
         };
-        // The default lock of each role: instants, then compaction.
-        if kind == LockKind::HudiFile && settings.time.mode == TimeMode::HybridLogical {
-            return Err(invalid(
-                "lock",
-                "Hudi's lock file stores no last issued time, so instants under it need the wait-for-skew \
-                 time mode (as Hudi's own writers use)"
-                    .into(),
-            ));
-        }
-        let default_lock = |compaction: bool| -> Result<Arc<dyn LockProvider>> {
-            // Hudi's lock file serialises instants and completions; the
-            // compaction lock stays Tributary's own, as for any table.
-            let kind = match kind {
-                LockKind::HudiFile if compaction && local_dir.is_some() => LockKind::File,
-                LockKind::HudiFile if compaction => LockKind::Lease,
-                kind => kind,
-            };
+        // (A lock that keeps no last issued time, such as Hudi's, refuses
+        // hybrid-logical instants in the time generator.)
+        let default_lock = |kind: LockKind, compaction: bool| -> Result<Arc<dyn LockProvider>> {
             Ok(match kind {
                 LockKind::HudiFile => Arc::new(HudiFileLock::for_table(
                     loc.store.clone(),
@@ -454,11 +441,11 @@ impl TableBuilder {
         };
         let lock = match lock {
             Some(l) => l,
-            None => default_lock(false)?,
+            None => default_lock(kind, false)?,
         };
         let compaction_lock = match compaction_lock {
             Some(l) => l,
-            None => default_lock(true)?,
+            None => default_lock(compaction_kind, true)?,
         };
         // Spill folders are named by compaction instant and file group
         // alone, which two tables can share: a folder outside the table

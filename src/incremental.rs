@@ -15,16 +15,16 @@
 //!    versions of the window compete (an update in the window that loses to
 //!    an older commit's version still shows), except what a compaction in
 //!    the window folded together, and the logs of a full scan.
-//! 4. Of the merged rows, those written by a window commit are returned.
+//! 4. Of each slice's merged rows, those written by a window commit are
+//!    returned.
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
 use futures::StreamExt;
 use tributary_format::metadata::CommitMetadata;
-use tributary_timeline::fs_view::{DataFile, list_data_files, planned_groups};
-use tributary_timeline::{FileSystemView, InstantTime, State, Timeline, TimelineWriter};
+use tributary_timeline::fs_view::DataFile;
+use tributary_timeline::{FileSystemView, Instant, InstantTime, State, Timeline, TimelineWriter};
 
 use crate::error::Result;
 use crate::table::Table;
@@ -35,25 +35,27 @@ const METADATA_READS: usize = 16;
 /// The commits of an incremental window.
 #[derive(Debug, Clone)]
 pub(crate) struct Window {
-    /// The requested times of the instants that write data and completed in
-    /// the window: what their rows carry as `_hoodie_commit_time`.
+    /// The instants that write data (delta commits and compactions) and
+    /// completed in the window, in timeline order.
+    instants: Vec<Instant>,
+    /// Their requested times: what their rows carry as `_hoodie_commit_time`.
     commits: Arc<HashSet<String>>,
-    /// Whether a window commit is archived (Java moved it to the history).
+    /// Whether one of them is archived (Java moved it to the history).
     archived: bool,
 }
 
 impl Window {
     /// The commits of `timeline` that completed in `(begin, end]`.
     pub(crate) fn of(timeline: &Timeline, begin: &InstantTime, end: &InstantTime) -> Self {
-        let in_window: Vec<&InstantTime> = timeline
+        let instants: Vec<Instant> = timeline
             .completed()
             .filter(|i| i.action.writes_data())
             .filter(|i| timeline.completion_time(&i.requested).is_some_and(|c| c > begin && c <= end))
-            .map(|i| &i.requested)
+            .cloned()
             .collect();
-        let archived = in_window.iter().any(|t| timeline.is_archived(t));
-        let commits = in_window.into_iter().map(ToString::to_string).collect();
-        Window { commits: Arc::new(commits), archived }
+        let commits = instants.iter().map(|i| i.requested.to_string()).collect();
+        let archived = instants.iter().any(|i| timeline.is_archived(&i.requested));
+        Window { instants, commits: Arc::new(commits), archived }
     }
 
     /// The window's commits, by requested time.
@@ -61,38 +63,40 @@ impl Window {
         &self.commits
     }
 
-    /// The file-system view an incremental read merges: the files the
-    /// window's commits wrote, or all files when one of them is gone.
+    /// The file-system view an incremental read merges at `timeline` (the
+    /// one the window was taken from): the files the window's commits
+    /// wrote, or all files when one of them is gone or archived.
     pub(crate) async fn view(&self, table: &Table, timeline: &Timeline) -> Result<FileSystemView> {
         let loc = table.location();
-        if self.commits.is_empty() {
+        if self.instants.is_empty() {
             return Ok(FileSystemView::default());
         }
-        let listed = list_data_files(loc).await?;
-        let files: Vec<DataFile> = if self.archived {
-            // Hudi's full scan when the window reaches into the archive
-            // (`startInstantArchived`): no commit metadata is read.
-            tracing::debug!(table = %loc, "the incremental window holds archived commits: reading every file");
-            listed
-        } else {
-            let written = self.written_files(table, timeline).await?;
-            let present: HashSet<String> = listed.iter().map(relative).collect();
-            if written.iter().all(|f| present.contains(f)) {
-                listed.into_iter().filter(|f| written.contains(&relative(f))).collect()
-            } else {
-                tracing::debug!(table = %loc, "a file of the incremental window is gone: reading every file");
+        // Hudi's full scan when the window reaches into the archive
+        // (`startInstantArchived`): no commit metadata is read.
+        let written = if self.archived { None } else { Some(self.written_files(table).await?) };
+        let select = |listed: Vec<DataFile>| match written {
+            None => {
+                tracing::debug!(table = %loc, "the incremental window holds archived commits: reading every file");
                 listed
             }
+            Some(written) => {
+                let present: HashSet<String> = listed.iter().map(relative).collect();
+                if written.iter().all(|f| present.contains(f)) {
+                    listed.into_iter().filter(|f| written.contains(&relative(f))).collect()
+                } else {
+                    tracing::debug!(table = %loc, "a file of the incremental window is gone: reading every file");
+                    listed
+                }
+            }
         };
-        let planned = planned_groups(loc, table.config(), timeline).await?;
-        Ok(FileSystemView::build(timeline, files, &planned))
+        Ok(FileSystemView::load_filtered(loc, table.config(), timeline, select).await?)
     }
 
     /// The files (paths relative to the table) that the window's commits
     /// name in their commit metadata, read a few commits at a time.
-    async fn written_files(&self, table: &Table, timeline: &Timeline) -> Result<BTreeSet<String>> {
+    async fn written_files(&self, table: &Table) -> Result<BTreeSet<String>> {
         let writer = &TimelineWriter::new(table.location(), table.config());
-        let reads = timeline.completed().filter(|i| self.commits.contains(i.requested.as_str())).map(|i| async move {
+        let reads = self.instants.iter().map(|i| async move {
             let bytes = writer.read(i, State::Completed).await?;
             commit_metadata(&bytes, i.requested.as_str())
         });
@@ -104,12 +108,6 @@ impl Window {
             files.extend(paths.map(String::from));
         }
         Ok(files)
-    }
-
-    /// The merged rows (meta columns first) that the window's commits wrote.
-    pub(crate) fn keep(&self, batch: RecordBatch, table: &Table) -> Result<RecordBatch> {
-        let what = format!("the incremental read of {}", table.location());
-        Ok(tributary_merge::written_by(batch, &self.commits, &what)?)
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow::row::{RowConverter, SortField};
 use futures::StreamExt;
 use tributary_format::schema::{META_FIELDS, PARTITION_PATH, RECORD_KEY, TableSchema};
-use tributary_merge::{BaseRows, RowOrder, SliceFiles, SliceMerge, merge_slice};
+use tributary_merge::{BaseRows, RowOrder, SliceFiles, SliceMerge, merge_slice, written_by};
 use tributary_timeline::{FileSystemView, InstantTime, State, TableLocation, Timeline, TimelineWriter};
 
 use crate::error::{Error, Result};
@@ -118,6 +118,7 @@ impl Table {
             } else {
                 format!("{}/{}", slice.partition, slice.file_id)
             };
+            let what = format!("the incremental read of {loc}, file group {group}");
             let job = tokio::spawn(async move {
                 let base = slice.base.as_ref().map(|b| b.file.path.clone());
                 let logs: Vec<_> =
@@ -126,8 +127,17 @@ impl Table {
                 let base_rows = commits.as_deref().map_or(BaseRows::All, BaseRows::WrittenBy);
                 let files = SliceFiles { base: base.as_ref(), logs: &logs, base_rows };
                 let ctx = SliceMerge { loc: &loc, schema: &schema, config: &config, timeline: &timeline };
-                let merged = merge_slice(&ctx, &files, RowOrder::Write, None).await?;
-                Ok::<_, Error>(merged.into_batches().await?)
+                let mut merged = merge_slice(&ctx, &files, RowOrder::Write, None).await?;
+                let mut batches = Vec::new();
+                while let Some(b) = merged.next_batch().await? {
+                    // Of an incremental read's merged rows, those the
+                    // window's commits wrote.
+                    batches.push(match commits.as_deref() {
+                        Some(c) => written_by(b, c, &what)?,
+                        None => b,
+                    });
+                }
+                Ok::<_, Error>(batches)
             });
             async move { (group, job.await) }
         });
@@ -140,10 +150,6 @@ impl Table {
         }
         let all = arrow::compute::concat_batches(schema.arrow_with_meta(), &parts)
             .map_err(arrow_err(loc, "concatenating file slices"))?;
-        let all = match &window {
-            Some(w) => w.keep(all, self)?,
-            None => all,
-        };
         let sorted = if options.unordered { all } else { sort_by_partition_and_key(loc, &all)? };
         if options.with_meta {
             Ok(sorted)

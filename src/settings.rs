@@ -55,7 +55,9 @@ pub enum LockKind {
     /// (`<table>/.hoodie/lock`, present while held): for a table that Hudi's
     /// Java writers configured with that provider share
     /// ([`TableSettings::hudi_lock_expire`] is its expiry). Instants use
-    /// the wait-for-skew mode, as Hudi's do; see `docs/interop.md`.
+    /// the wait-for-skew mode, as Hudi's do (the file keeps no last issued
+    /// time, and taking an instant in the hybrid-logical mode under it
+    /// fails); see `docs/interop.md`.
     HudiFile,
 }
 

@@ -5,10 +5,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use object_store::ObjectStore;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tributary_compaction::execute::{Compactor, CompactorSettings};
 use tributary_timeline::config::TableConfig;
+use tributary_timeline::store::create_folder;
 use tributary_timeline::{Clock, FileSystemView, LockProvider, TableLocation, TimeGenerator, Timeline};
 
 use crate::builder::{Components, CreateOptions, Spill, TableBuilder};
@@ -22,10 +23,6 @@ pub struct Table {
     pub(crate) loc: TableLocation,
     pub(crate) config: TableConfig,
     pub(crate) components: Components,
-    /// The schema writers write, for a table whose `hoodie.properties`
-    /// records no create schema (one another engine made): its latest
-    /// commit's, read when the table was opened. `None` otherwise.
-    pub(crate) writer_schema: Option<Arc<tributary_format::TableSchema>>,
 }
 
 impl Table {
@@ -119,10 +116,11 @@ impl Table {
     }
 
     /// A TrueTime generator per the table's [`TimeSettings`], reading the
-    /// table's clock under the table's instant lock. Its first lock hold
-    /// (or the first of any generator of this table) turns off a metadata
-    /// table the table has, which Tributary does not maintain
-    /// ([`tributary_timeline::protocol::metadata_table`]).
+    /// table's clock under the table's instant lock. The first lock hold of
+    /// any generator of this opened `Table` (or of its clones) turns off a
+    /// metadata table the table has, which Tributary does not maintain
+    /// ([`tributary_timeline::protocol::metadata_table`]); a `Table` opened
+    /// again checks again.
     pub fn time_generator(&self) -> TimeGenerator {
         let Components { settings, clock, lock, .. } = &self.components;
         TimeGenerator::new(settings.time.mode, settings.time.max_clock_skew, clock.clone(), lock.clone())
@@ -133,7 +131,14 @@ impl Table {
     /// [`Table::time_generator`]. Its heartbeat interval must be shorter
     /// than the table's [`TableSettings::heartbeat_expiry`], or its writes
     /// would be rolled back as failed while it writes them.
-    pub fn write_client(&self, settings: tributary_writer::WriteSettings) -> Result<tributary_writer::WriteClient> {
+    ///
+    /// It writes the table's create schema; a table another engine made
+    /// records none, and its writers write its latest commit's schema
+    /// (`extraMetadata.schema`), which this reads from the timeline now.
+    pub async fn write_client(
+        &self,
+        settings: tributary_writer::WriteSettings,
+    ) -> Result<tributary_writer::WriteClient> {
         let expiry = self.components.settings.heartbeat_expiry;
         if settings.heartbeat_interval >= expiry {
             return Err(Error::InvalidInput {
@@ -145,12 +150,14 @@ impl Table {
             });
         }
         let (loc, config, time) = (self.loc.clone(), self.config.clone(), self.time_generator());
-        Ok(match &self.writer_schema {
-            Some(schema) => {
-                tributary_writer::WriteClient::with_schema(loc, config, (**schema).clone(), time, settings)?
-            }
-            None => tributary_writer::WriteClient::new(loc, config, time, settings)?,
-        })
+        if config.create_schema.is_some() {
+            return Ok(tributary_writer::WriteClient::new(loc, config, time, settings)?);
+        }
+        // A table Tributary cannot write is reported as such, not as a
+        // schema it lacks.
+        config.check_writable()?;
+        let schema = self.schema(&self.timeline().await?).await?;
+        Ok(tributary_writer::WriteClient::with_schema(loc, config, schema, time, settings)?)
     }
 
     /// What the table records about writer `writer_id`: its generation
@@ -189,18 +196,14 @@ impl Table {
                 // fsync, and the folders they leave empty removed (never
                 // `dir` itself, where writers of a local table put their
                 // markers). A store rooted at `dir` needs the folder to
-                // exist: writing (then deleting) a placeholder file through
-                // the whole file system's store creates it.
+                // exist: it is made through the whole file system's store.
                 let invalid = |e: &dyn std::fmt::Display| Error::InvalidInput {
                     what: format!("spill folder {} of {}", dir.display(), self.loc),
                     reason: e.to_string(),
                 };
                 let absolute = std::path::absolute(dir).map_err(|e| invalid(&e))?;
-                let placeholder =
-                    Path::from_absolute_path(absolute.join(".tributary-spill")).map_err(|e| invalid(&e))?;
-                let root = object_store::local::LocalFileSystem::new();
-                root.put(&placeholder, PutPayload::from_static(b"")).await.map_err(|e| invalid(&e))?;
-                root.delete(&placeholder).await.map_err(|e| invalid(&e))?;
+                let folder = Path::from_absolute_path(&absolute).map_err(|e| invalid(&e))?;
+                create_folder(&object_store::local::LocalFileSystem::new(), &folder).await.map_err(|e| invalid(&e))?;
                 let store = object_store::local::LocalFileSystem::new_with_prefix(&absolute)
                     .map_err(|e| invalid(&e))?
                     .with_automatic_cleanup(true);

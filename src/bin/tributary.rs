@@ -495,7 +495,7 @@ async fn write(
     let started = std::time::Instant::now();
     let t = store.open(&table, TableSettings { time, ..Default::default() }).await?;
     let writer_id = settings.writer_id.clone();
-    let client = t.write_client(settings)?;
+    let client = t.write_client(settings).await?;
     let Checkpointing { register, mut checkpoint, expect } = checkpointing;
     if register {
         // Take the ID over first: from here on no earlier writer of the ID

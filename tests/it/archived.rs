@@ -4,21 +4,16 @@
 //! `tests/spark/test_archived_timeline.py` checks real ones). Every read and
 //! the compactor see the table as before the archival.
 
-use arrow::array::AsArray;
 use tributary::{CreateOptions, Query, ReadOptions, Table};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::history::fixture::archive;
 use tributary_timeline::{Instant, InstantTime};
 use tributary_writer::WriteSettings;
 
-use crate::support::{FARES_SCHEMA, Place, hybrid, oslo_batch};
+use crate::support::{FARES_SCHEMA, Place, fares_rows, hybrid, oslo_batch};
 
 async fn rows(t: &Table, query: Query, as_of: Option<&InstantTime>) -> Vec<(String, i64, f64)> {
-    let b = t.read(&ReadOptions { query, as_of: as_of.cloned(), ..Default::default() }).await.unwrap();
-    let u = b.column_by_name("uuid").unwrap().as_string::<i32>().clone();
-    let ts = b.column_by_name("ts").unwrap().as_primitive::<arrow::datatypes::Int64Type>().clone();
-    let f = b.column_by_name("fare").unwrap().as_primitive::<arrow::datatypes::Float64Type>().clone();
-    (0..b.num_rows()).map(|i| (u.value(i).to_string(), ts.value(i), f.value(i))).collect()
+    fares_rows(&t.read(&ReadOptions { query, as_of: as_of.cloned(), ..Default::default() }).await.unwrap())
 }
 
 /// The RFC-66 case, archived: a delta commit requested before a compaction
@@ -33,7 +28,7 @@ async fn archived_instants_keep_their_slices() {
     o.partition_field = Some("city".into());
     o.buckets = 2;
     let t = place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap();
-    let client = t.write_client(WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
     let mut c1 = client.start_commit().await.unwrap();
     c1.write_batch(&oslo_batch(&[("a", 1, 1.0), ("b", 1, 1.0)])).await.unwrap();
     let first = c1.instant().clone();

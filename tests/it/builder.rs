@@ -9,9 +9,10 @@ use futures::TryStreamExt;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use tributary::{CreateOptions, LockKind, Query, ReadOptions, Table, TableSettings};
+use tributary::{CreateOptions, LockKind, Query, ReadOptions, Table, TableSettings, TimeSettings};
 use tributary_compaction::execute::CompactorSettings;
-use tributary_timeline::{InstantTime, ManualClock, TableLocation};
+use tributary_format::ErrorKind;
+use tributary_timeline::{InstantTime, ManualClock, TableLocation, TimeMode};
 use tributary_writer::WriteSettings;
 
 use crate::support::{FARES_SCHEMA, hybrid, oslo_batch};
@@ -44,7 +45,7 @@ async fn instants_come_from_the_injected_clock() {
     assert_eq!(t.as_str(), "20251220210108078");
 
     clock.set(1_766_264_500_000);
-    let client = table.write_client(WriteSettings::default()).unwrap();
+    let client = table.write_client(WriteSettings::default()).await.unwrap();
     let mut c = client.start_commit().await.unwrap();
     assert_eq!(c.instant(), &InstantTime::from_millis(1_766_264_500_000).unwrap());
     c.write_batch(&batch(0..3, 1)).await.unwrap();
@@ -146,7 +147,7 @@ async fn spill_files_go_to_the_injected_spill_store() {
         .await
         .unwrap();
     assert_eq!(table.config().name, "trips", "named for the root path's last segment");
-    let client = table.write_client(WriteSettings::default()).unwrap();
+    let client = table.write_client(WriteSettings::default()).await.unwrap();
     for ts in 1..=3 {
         let mut c = client.start_commit().await.unwrap();
         c.write_batch(&batch(0..400, ts)).await.unwrap();
@@ -189,4 +190,35 @@ async fn local_folder_is_known_to_the_builder_only() {
     assert!(table.lock().describe().starts_with("lease lock"), "{}", table.lock().describe());
     let loc = table.location();
     assert!(loc.store.head(&loc.properties_path()).await.is_ok());
+}
+
+/// Hudi's lock file keeps no last issued time: a table built with it takes
+/// its instants under the file and compacts under a lock of its own; a
+/// hybrid-logical instant is refused, naming the lock and the mode to use,
+/// and wait-for-skew instants are taken.
+#[tokio::test]
+async fn hudi_lock_file_refuses_hybrid_logical_instants() {
+    let location = TableLocation::new(Arc::new(InMemory::new()), Path::from("t"));
+    let hudi = |mode| TableSettings {
+        lock: LockKind::HudiFile,
+        time: TimeSettings { mode, ..Default::default() },
+        ..Default::default()
+    };
+    let table = Table::builder(location.clone()).with_settings(hudi(TimeMode::HybridLogical)).create(options());
+    let table = table.await.unwrap();
+    assert!(table.lock().describe().starts_with("Hudi lock file"), "{}", table.lock().describe());
+    assert!(!table.lock().keeps_last_issued());
+    assert!(table.compaction_lock().describe().starts_with("lease lock"), "{}", table.compaction_lock().describe());
+    let client = table.write_client(WriteSettings::default()).await.unwrap();
+    let err = client.start_commit().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert!(err.to_string().contains("set the time mode to wait-for-skew"), "{err}");
+    assert_eq!(table.timeline().await.unwrap().instants().len(), 0, "no instant was requested");
+
+    let table = Table::builder(location).with_settings(hudi(TimeMode::WaitForSkew)).open().await.unwrap();
+    let client = table.write_client(WriteSettings::default()).await.unwrap();
+    let mut c = client.start_commit().await.unwrap();
+    c.write_batch(&batch(0..3, 1)).await.unwrap();
+    c.commit().await.unwrap();
+    assert_eq!(table.read(&ReadOptions::default()).await.unwrap().num_rows(), 3);
 }

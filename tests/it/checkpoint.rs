@@ -108,7 +108,7 @@ async fn a_restart_resumes_from_the_printed_checkpoint_without_loss_or_duplicate
         Arc::new(FailPuts::new(s, "killed before completion", |p| p.ends_with(".deltacommit")))
     };
     let crashed = table.builder_through(dies, hybrid()).open().await.unwrap();
-    let client = crashed.write_client(settings("src")).unwrap();
+    let client = crashed.write_client(settings("src")).await.unwrap();
     let status = client.register().await.unwrap();
     assert_eq!(status.generation, 2);
     assert_eq!(status.checkpoint.map(|c| c.checkpoint).as_deref(), Some("100"));
@@ -152,7 +152,7 @@ async fn a_newer_writer_with_the_same_id_fences_the_older_one() {
     options.partition_field = Some("city".into());
     options.buckets = 2;
     let t = root.builder().with_settings(hybrid()).create(options).await.unwrap();
-    let a = t.write_client(WriteSettings { buffer_bytes: 1, ..settings("x") }).unwrap();
+    let a = t.write_client(WriteSettings { buffer_bytes: 1, ..settings("x") }).await.unwrap();
     assert_eq!(a.register().await.unwrap().generation, 1);
     let mut c = a.start_commit().await.unwrap();
     c.write_batch(&oslo_batch(&[("a", 1, 1.0), ("b", 1, 1.0)])).await.unwrap();
@@ -162,7 +162,7 @@ async fn a_newer_writer_with_the_same_id_fences_the_older_one() {
     let mut open = a.start_commit().await.unwrap();
     let fenced = open.instant().to_string();
     open.write_batch(&oslo_batch(&[("a", 2, 9.0), ("z", 2, 9.0)])).await.unwrap();
-    let b = t.write_client(settings("x")).unwrap();
+    let b = t.write_client(settings("x")).await.unwrap();
     let taken = b.register().await.unwrap();
     assert_eq!((taken.generation, taken.checkpoint.map(|c| c.checkpoint)), (2, Some("1".into())));
 
@@ -210,13 +210,13 @@ async fn a_lookup_reads_one_file_however_long_the_timeline() {
         .create(options)
         .await
         .unwrap();
-    let src = t.write_client(settings("src")).unwrap();
+    let src = t.write_client(settings("src")).await.unwrap();
     src.register().await.unwrap();
     let mut c = src.start_commit().await.unwrap();
     c.write_batch(&oslo_batch(&[("s", 1, 1.0)])).await.unwrap();
     let mine = c.commit_with_checkpoint(Some("s-1".into())).await.unwrap();
     for w in 0..3 {
-        let other = t.write_client(settings(&format!("w{w}"))).unwrap();
+        let other = t.write_client(settings(&format!("w{w}"))).await.unwrap();
         for i in 0..10 {
             let mut c = other.start_commit().await.unwrap();
             c.write_batch(&oslo_batch(&[("o", i, 1.0)])).await.unwrap();
@@ -284,7 +284,7 @@ async fn bad_writer_ids_are_invalid_input_naming_the_id() {
     let outside = place.file_names(|n| n.ends_with(".json") && n != "writers.json");
     assert!(outside.is_empty(), "no state file was made: {outside:?}");
     let opened = Table::open_uri(t).await.unwrap();
-    let err = opened.write_client(settings("a:b")).unwrap_err();
+    let err = opened.write_client(settings("a:b")).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
     assert!(err.to_string().contains("writer ID `a:b`: holds `:`"), "{err}");
 }

@@ -56,7 +56,7 @@ async fn fares(t: &Table) -> Vec<(String, Option<f64>)> {
 async fn arrow_batches_merge_by_event_time() {
     let Some(place) = Place::new() else { return };
     let t = table(&place, MergeMode::EventTime).await;
-    let client = t.write_client(WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
     let mut c = client.start_commit().await.unwrap();
     c.write_batch(&batch(&["a", "b", "c"], &[10, 10, 10], &[Some(1.0), Some(2.0), None], None)).await.unwrap();
     c.commit().await.unwrap();
@@ -76,7 +76,7 @@ async fn arrow_batches_merge_by_event_time() {
 async fn commit_time_ordering_takes_the_later_write() {
     let Some(place) = Place::new() else { return };
     let t = table(&place, MergeMode::CommitTime).await;
-    let client = t.write_client(WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
     for (ts, fare) in [(10, 1.0), (5, 2.0)] {
         let mut c = client.start_commit().await.unwrap();
         c.write_batch(&batch(&["a"], &[ts], &[Some(fare)], None)).await.unwrap();
@@ -90,14 +90,14 @@ async fn checkpoints_survive_a_restart_per_writer() {
     let Some(place) = Place::new() else { return };
     let t = table(&place, MergeMode::EventTime).await;
     let settings = |id: &str| WriteSettings { writer_id: id.into(), ..Default::default() };
-    let a = t.write_client(settings("orders")).unwrap();
+    let a = t.write_client(settings("orders")).await.unwrap();
     assert_eq!(a.last_checkpoint("orders").await.unwrap(), None);
     for offset in [100, 200] {
         let mut c = a.start_commit().await.unwrap();
         c.write_batch(&batch(&["x"], &[offset], &[Some(1.0)], None)).await.unwrap();
         c.commit_with_checkpoint(Some(format!("offset={offset}"))).await.unwrap();
     }
-    let b = t.write_client(settings("profile")).unwrap();
+    let b = t.write_client(settings("profile")).await.unwrap();
     let mut c = b.start_commit().await.unwrap();
     c.write_batch(&batch(&["y"], &[1], &[None], None)).await.unwrap();
     c.commit_with_checkpoint(Some("p-7".into())).await.unwrap();
@@ -106,7 +106,7 @@ async fn checkpoints_survive_a_restart_per_writer() {
     c.commit().await.unwrap();
 
     let reopened = place.table("t").builder().with_settings(hybrid()).open().await.unwrap();
-    let r = reopened.write_client(settings("orders")).unwrap();
+    let r = reopened.write_client(settings("orders")).await.unwrap();
     assert_eq!(r.last_checkpoint("orders").await.unwrap().as_deref(), Some("offset=200"));
     assert_eq!(r.last_checkpoint("profile").await.unwrap().as_deref(), Some("p-7"));
     assert_eq!(r.last_checkpoint("risk").await.unwrap(), None);
@@ -118,7 +118,7 @@ async fn abort_leaves_nothing_behind() {
     let root = place.table("t");
     let t = table(&place, MergeMode::EventTime).await;
     // A tiny buffer forces flushes (log files) before the abort.
-    let client = t.write_client(WriteSettings { buffer_bytes: 1, ..Default::default() }).unwrap();
+    let client = t.write_client(WriteSettings { buffer_bytes: 1, ..Default::default() }).await.unwrap();
     let mut c = client.start_commit().await.unwrap();
     let instant = c.instant().to_string();
     for i in 0..5 {

@@ -10,7 +10,7 @@ use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::{Action, State};
 use tributary_writer::WriteSettings;
 
-use crate::support::{FARES_SCHEMA, FailPuts, Place, batch_with_deletes, hybrid, oslo_batch};
+use crate::support::{FARES_SCHEMA, FailPuts, Place, batch_with_deletes, fares_rows, hybrid, oslo_batch};
 use tributary_timeline::ManualClock;
 
 /// A fares table `t` in `place`, two buckets per city.
@@ -22,11 +22,7 @@ async fn table(place: &Place) -> Table {
 }
 
 async fn rows(t: &Table, query: Query) -> Vec<(String, i64, f64)> {
-    let b = t.read(&ReadOptions { query, ..Default::default() }).await.unwrap();
-    let u = b.column_by_name("uuid").unwrap().as_string::<i32>().clone();
-    let ts = b.column_by_name("ts").unwrap().as_primitive::<arrow::datatypes::Int64Type>().clone();
-    let f = b.column_by_name("fare").unwrap().as_primitive::<arrow::datatypes::Float64Type>().clone();
-    (0..b.num_rows()).map(|i| (u.value(i).to_string(), ts.value(i), f.value(i))).collect()
+    fares_rows(&t.read(&ReadOptions { query, ..Default::default() }).await.unwrap())
 }
 
 /// RFC-66: a delta commit requested before the compaction instant but
@@ -35,7 +31,7 @@ async fn rows(t: &Table, query: Query) -> Vec<(String, i64, f64)> {
 async fn late_completion_falls_into_the_new_slice() {
     let Some(place) = Place::new() else { return };
     let t = table(&place).await;
-    let client = t.write_client(WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
     let mut c1 = client.start_commit().await.unwrap();
     c1.write_batch(&oslo_batch(&[("a", 1, 1.0), ("b", 1, 1.0)])).await.unwrap();
     c1.commit().await.unwrap();
@@ -76,7 +72,7 @@ async fn late_completion_falls_into_the_new_slice() {
 async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
     let Some(place) = Place::new() else { return };
     let t = table(&place).await;
-    let client = t.write_client(WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
     for i in 0..3 {
         let mut c = client.start_commit().await.unwrap();
         c.write_batch(&oslo_batch(&[("a", i, i as f64), ("b", 10 - i, i as f64), ("c", i, 0.5)])).await.unwrap();
@@ -110,7 +106,7 @@ async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
 async fn groups_larger_than_the_budget_merge_through_spill_files() {
     let Some(place) = Place::new() else { return };
     let t = table(&place).await;
-    let client = t.write_client(WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
     let keys: Vec<String> = (0..3000).map(|k| format!("k{k:05}")).collect();
     for round in 0..4i64 {
         let data: Vec<(&str, i64, f64)> = keys.iter().map(|k| (k.as_str(), round, round as f64)).collect();
@@ -241,7 +237,7 @@ async fn tables_compacting_at_one_instant_keep_their_spill_files_apart() {
             .create(o)
             .await
             .unwrap();
-        let client = t.write_client(WriteSettings::default()).unwrap();
+        let client = t.write_client(WriteSettings::default()).await.unwrap();
         for round in 0..3i64 {
             let data: Vec<(&str, i64, f64)> = keys.iter().map(|k| (k.as_str(), round, fare)).collect();
             let mut c = client.start_commit().await.unwrap();

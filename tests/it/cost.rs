@@ -37,14 +37,14 @@ async fn a_commit_costs_the_same_however_long_the_timeline() {
     options.partition_field = Some("city".into());
     options.buckets = 4;
     let t = Table::builder(loc).with_settings(hybrid()).create(options).await.unwrap();
-    let client = t.write_client(settings("long-lived")).unwrap();
+    let client = t.write_client(settings("long-lived")).await.unwrap();
     client.register().await.unwrap();
     for i in 0..3 {
         commit(&store, &client, i).await;
     }
     let early = commit(&store, &client, 3).await;
     let fresh_early = {
-        let c = t.write_client(settings("fresh")).unwrap();
+        let c = t.write_client(settings("fresh")).await.unwrap();
         c.register().await.unwrap();
         commit(&store, &c, 4).await
     };
@@ -54,7 +54,7 @@ async fn a_commit_costs_the_same_however_long_the_timeline() {
     assert_eq!(t.timeline().await.unwrap().completed().count(), 60);
     let late = commit(&store, &client, 60).await;
     let fresh_late = {
-        let c = t.write_client(settings("fresh")).unwrap();
+        let c = t.write_client(settings("fresh")).await.unwrap();
         c.register().await.unwrap();
         commit(&store, &c, 61).await
     };

@@ -114,7 +114,7 @@ async fn a_commit_whose_writer_task_failed_cannot_complete() {
         .unwrap();
     // A file where the partition folder must go: the task's flush fails.
     std::fs::write(dir.path().join("t").join("city=rome"), b"in the way").unwrap();
-    let client = table.write_client(WriteSettings { tasks: 1, buffer_bytes: 1, ..Default::default() }).unwrap();
+    let client = table.write_client(WriteSettings { tasks: 1, buffer_bytes: 1, ..Default::default() }).await.unwrap();
     let mut commit = client.start_commit().await.unwrap();
     let row = [serde_json::json!({"uuid": "a", "ts": 1, "city": "rome"})];
     let mut failure = None;

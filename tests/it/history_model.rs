@@ -10,13 +10,15 @@
 
 use std::collections::BTreeMap;
 
-use arrow::array::{AsArray, RecordBatch};
+use arrow::array::RecordBatch;
 use proptest::prelude::*;
 use tributary::{CreateOptions, Query, ReadOptions, Table};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_writer::{WriteClient, WriteSettings};
 
-use crate::support::{FARES_SCHEMA, Place, batch_with_flags, have_official_reader, hybrid, official_rows_of};
+use crate::support::{
+    FARES_SCHEMA, Place, batch_with_flags, fares_rows, have_official_reader, hybrid, official_rows_of,
+};
 
 /// One event: key number, event time, and whether it deletes the key.
 #[derive(Debug, Clone, Copy)]
@@ -110,11 +112,7 @@ fn batch(events: &[Event]) -> RecordBatch {
 }
 
 async fn ours(t: &Table, query: Query) -> Vec<(String, i64, f64)> {
-    let b = t.read(&ReadOptions { query, ..Default::default() }).await.unwrap();
-    let u = b.column_by_name("uuid").unwrap().as_string::<i32>();
-    let ts = b.column_by_name("ts").unwrap().as_primitive::<arrow::datatypes::Int64Type>();
-    let f = b.column_by_name("fare").unwrap().as_primitive::<arrow::datatypes::Float64Type>();
-    (0..b.num_rows()).map(|i| (u.value(i).to_string(), ts.value(i), f.value(i))).collect()
+    fares_rows(&t.read(&ReadOptions { query, ..Default::default() }).await.unwrap())
 }
 
 fn official(t: &Table, read_optimized: bool) -> Vec<(String, i64, f64)> {
@@ -141,7 +139,10 @@ async fn run(place: &Place, writers: usize, steps: &[Step], official_reader: boo
     o.partition_field = Some("city".into());
     o.buckets = 2;
     let t = place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap();
-    let clients: Vec<WriteClient> = (0..writers).map(|_| t.write_client(WriteSettings::default()).unwrap()).collect();
+    let mut clients: Vec<WriteClient> = Vec::with_capacity(writers);
+    for _ in 0..writers {
+        clients.push(t.write_client(WriteSettings::default()).await.unwrap());
+    }
     let mut model = Model::default();
     for (i, step) in steps.iter().enumerate() {
         match step {

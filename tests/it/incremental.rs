@@ -10,17 +10,15 @@
 //! On the store `TRIBUTARY_TEST_STORE` names (see [`Place`]).
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
-use arrow::array::{AsArray, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::array::{AsArray, RecordBatch};
 use proptest::prelude::*;
 use tributary::{CreateOptions, Query, ReadOptions, Table};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::InstantTime;
 use tributary_writer::{WriteClient, WriteSettings};
 
-use crate::support::{FARES_SCHEMA, Place, hybrid};
+use crate::support::{FARES_SCHEMA, Place, fares_batch, fares_rows, hybrid};
 
 /// One event: key number, event time, and whether it deletes the key.
 #[derive(Debug, Clone, Copy)]
@@ -66,24 +64,11 @@ fn fare(ts: i64) -> f64 {
 }
 
 fn batch(events: &[Event]) -> RecordBatch {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("uuid", DataType::Utf8, false),
-        Field::new("ts", DataType::Int64, false),
-        Field::new("fare", DataType::Float64, false),
-        Field::new("city", DataType::Utf8, false),
-        Field::new("_hoodie_is_deleted", DataType::Boolean, true),
-    ]));
-    RecordBatch::try_new(
-        schema,
-        vec![
-            Arc::new(StringArray::from_iter_values(events.iter().map(|e| key_of(e.key)))),
-            Arc::new(Int64Array::from_iter_values(events.iter().map(|e| e.ts))),
-            Arc::new(Float64Array::from_iter_values(events.iter().map(|e| fare(e.ts)))),
-            Arc::new(StringArray::from_iter_values(events.iter().map(|e| city_of(e.key)))),
-            Arc::new(BooleanArray::from_iter(events.iter().map(|e| Some(e.delete)))),
-        ],
-    )
-    .unwrap()
+    let keys: Vec<String> = events.iter().map(|e| key_of(e.key)).collect();
+    let rows: Vec<(&str, i64, f64, &str)> =
+        events.iter().zip(&keys).map(|(e, k)| (k.as_str(), e.ts, fare(e.ts), city_of(e.key))).collect();
+    let deleted: Vec<bool> = events.iter().map(|e| e.delete).collect();
+    fares_batch(&rows, Some(&deleted))
 }
 
 /// A row of an incremental read: key, event time, and the commit
@@ -210,13 +195,12 @@ async fn incremental(t: &Table, begin: &str, end: &str) -> Vec<Row> {
     let query = Query::Incremental { begin: InstantTime::parse(begin).unwrap(), end: InstantTime::parse(end).unwrap() };
     let b = t.read(&ReadOptions { query, with_meta: true, ..Default::default() }).await.unwrap();
     let commit = b.column_by_name("_hoodie_commit_time").unwrap().as_string::<i32>();
-    let u = b.column_by_name("uuid").unwrap().as_string::<i32>();
-    let ts = b.column_by_name("ts").unwrap().as_primitive::<arrow::datatypes::Int64Type>();
-    let f = b.column_by_name("fare").unwrap().as_primitive::<arrow::datatypes::Float64Type>();
-    let mut rows: Vec<Row> = (0..b.num_rows())
-        .map(|i| {
-            assert_eq!(f.value(i), fare(ts.value(i)), "a row's columns come from one version");
-            (u.value(i).to_string(), ts.value(i), commit.value(i).to_string())
+    let mut rows: Vec<Row> = fares_rows(&b)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (uuid, ts, f))| {
+            assert_eq!(f, fare(ts), "a row's columns come from one version");
+            (uuid, ts, commit.value(i).to_string())
         })
         .collect();
     rows.sort();
@@ -247,7 +231,7 @@ async fn commit(client: &WriteClient, events: &[Event], model: &mut Model) {
 /// Runs `steps` on a new table; returns it with its model.
 async fn run(place: &Place, steps: &[Step]) -> (Table, Model) {
     let t = table(place).await;
-    let client = t.write_client(WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
     let mut model = Model::default();
     for step in steps {
         match step {
@@ -459,7 +443,7 @@ async fn a_cleaned_window_reads_every_file() {
 async fn a_pending_compaction_hides_no_window_rows() {
     let Some(place) = Place::new() else { return };
     let t = table(&place).await;
-    let client = t.write_client(WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
     let mut model = Model::default();
     commit(&client, &[up(0, 100), up(2, 100)], &mut model).await;
     let mut late = client.start_commit().await.unwrap();

@@ -25,6 +25,9 @@ fn official_reader_opens_a_new_table() {
             assert!(props.lines().any(|l| l == line), "missing {line} in\n{props}");
         }
         assert!(props.contains("hoodie.table.create.schema="));
+        // Hudi's Java timeline lists the folder: it exists, empty.
+        let timeline = std::fs::read_dir(table.join(".hoodie/timeline")).unwrap();
+        assert_eq!(timeline.count(), 0, "no placeholder is left in the timeline folder");
         if !oracle {
             continue;
         }

@@ -298,7 +298,7 @@ async fn composite_keys_from_arrow_batches_match_hudi_format() {
     let path = dir.path().join("api");
     let table = Table::builder_local(&path).with_settings(hybrid()).create(o).await.unwrap();
     assert_eq!(table.config().record_key_fields, ["user_id", "date", "group_id"]);
-    let client = table.write_client(WriteSettings { tasks: 2, ..Default::default() }).unwrap();
+    let client = table.write_client(WriteSettings { tasks: 2, ..Default::default() }).await.unwrap();
     let mut rng = StdRng::seed_from_u64(5);
     let mut written = Vec::new();
     for _ in 0..3 {

@@ -47,7 +47,7 @@ fn live_writer_process() {
             .await
             .unwrap();
         let settings = WriteSettings { tasks: 2, writer_id: format!("w{writer}"), ..Default::default() };
-        let client = t.write_client(settings).unwrap();
+        let client = t.write_client(settings).await.unwrap();
         let schema = live_events::arrow_schema();
         let mut rng = StdRng::seed_from_u64(writer as u64);
         let table = TableUri::parse(table);

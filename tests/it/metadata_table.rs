@@ -76,15 +76,15 @@ fn the_first_instant_turns_the_metadata_table_off_once() {
     let out = tributary(&["write", t, "--input", &lines(&place, "a.jsonl", 1), "--time-mode", "hybrid-logical"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let said = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        said.contains("turned the metadata table off") && said.contains("column_stats,files,partition_stats"),
-        "{said}"
-    );
+    assert!(said.contains("turned the metadata table off"), "{said}");
+    assert!(said.contains("column_stats,files,partition_stats"), "names the partitions: {said}");
     assert_off(&table);
     assert_eq!(tributary_ok(&["read", t]).lines().count(), 20);
     // Nothing left to do: the next process says nothing.
     let out = tributary(&["write", t, "--input", &lines(&place, "b.jsonl", 2), "--time-mode", "hybrid-logical"]);
-    assert!(out.status.success() && !String::from_utf8_lossy(&out.stderr).contains("metadata table"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("metadata table"), "{said}");
     // Every actor turns it off first: a compaction, on a table given a new one.
     add_metadata_table(&table);
     tributary_ok(&["compact", t, "--time-mode", "hybrid-logical"]);
@@ -113,9 +113,14 @@ async fn a_turning_off_stopped_midway_is_finished_by_the_next_instant() {
         .open()
         .await
         .unwrap();
-    let client = stopped.write_client(WriteSettings::default()).unwrap();
-    assert!(client.start_commit().await.is_err(), "nothing of Tributary's starts before the metadata table is off");
-    assert!(!table.exists(PROPERTIES) && table.exists(BACKUP));
+    let client = stopped.write_client(WriteSettings::default()).await.unwrap();
+    // Nothing of Tributary's starts before the metadata table is off: the
+    // commit fails with the stop itself.
+    let err = client.start_commit().await.expect_err("the commit starts only once the metadata table is off");
+    assert!(err.to_string().contains("stopped"), "{err}");
+    assert!(err.to_string().contains("hoodie.properties"), "names the file: {err}");
+    assert!(!table.exists(PROPERTIES), "the stop came after hoodie.properties was deleted");
+    assert!(table.exists(BACKUP), "its backup is there");
     assert_eq!(table.list(".hoodie/metadata").len(), METADATA_FILES.len(), "untouched while it is listed");
 
     // Readers read the backup meanwhile.
@@ -126,7 +131,7 @@ async fn a_turning_off_stopped_midway_is_finished_by_the_next_instant() {
     // The next instant restores hoodie.properties from the backup and
     // finishes turning the metadata table off, before it writes.
     let healthy = place.table("t").builder().with_settings(hybrid()).open().await.unwrap();
-    let client = healthy.write_client(WriteSettings::default()).unwrap();
+    let client = healthy.write_client(WriteSettings::default()).await.unwrap();
     let mut commit = client.start_commit().await.unwrap();
     assert_off(&table);
     let record = serde_json::json!({"uuid": "k999", "ts": 5, "rider": "r", "fare": 2.0, "city": "c0"});

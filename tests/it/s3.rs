@@ -325,6 +325,7 @@ async fn faults_on_every_file_a_commit_writes_leave_it_visible_once_or_not_at_al
             let result = async {
                 let client = faulty
                     .write_client(WriteSettings { writer_id: "w".into(), ..Default::default() })
+                    .await
                     .map_err(|e| e.to_string())?;
                 client.register().await.map_err(|e| e.to_string())?;
                 let mut c = client.start_commit().await.map_err(|e| e.to_string())?;
@@ -347,7 +348,8 @@ async fn faults_on_every_file_a_commit_writes_leave_it_visible_once_or_not_at_al
                 }
             }
             // The table is not wedged: a healthy writer commits next.
-            let client = t.write_client(WriteSettings { writer_id: "next".into(), ..Default::default() }).unwrap();
+            let client =
+                t.write_client(WriteSettings { writer_id: "next".into(), ..Default::default() }).await.unwrap();
             let mut c = client.start_commit().await.unwrap();
             c.write_batch(&oslo_batch(&[("a", 2, 10.0)])).await.unwrap();
             c.commit().await.unwrap();
@@ -361,11 +363,8 @@ async fn faults_on_every_file_a_commit_writes_leave_it_visible_once_or_not_at_al
 }
 
 async fn fares(t: &Table) -> Vec<(String, f64)> {
-    use arrow::array::AsArray;
     let b = t.read(&ReadOptions { query: Query::Snapshot, ..Default::default() }).await.unwrap();
-    let u = b.column_by_name("uuid").unwrap().as_string::<i32>().clone();
-    let f = b.column_by_name("fare").unwrap().as_primitive::<arrow::datatypes::Float64Type>().clone();
-    let mut rows: Vec<(String, f64)> = (0..b.num_rows()).map(|i| (u.value(i).to_string(), f.value(i))).collect();
+    let mut rows: Vec<(String, f64)> = fares_rows(&b).into_iter().map(|(uuid, _, fare)| (uuid, fare)).collect();
     rows.sort_by(|a, b| a.0.cmp(&b.0));
     rows
 }

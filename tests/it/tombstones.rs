@@ -24,7 +24,7 @@ async fn fares(place: &Place, retention: TombstoneRetention) -> Table {
 
 /// Writes `batch` in one commit.
 async fn commit(t: &Table, batch: &RecordBatch) {
-    let client = t.write_client(WriteSettings::default()).unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
     let mut c = client.start_commit().await.unwrap();
     c.write_batch(batch).await.unwrap();
     c.commit().await.unwrap();

@@ -310,12 +310,17 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 /// Commits `ops` in order: consecutive ops of one source share a commit;
 /// deletes are committed on their own.
 async fn apply(table: &Table, ops: &[Op]) {
-    let client = |cols: &[&str]| {
+    let client = async |cols: &[&str]| {
         let settings =
             WriteSettings { columns: Some(cols.iter().map(|c| c.to_string()).collect()), ..Default::default() };
-        table.write_client(settings).unwrap()
+        table.write_client(settings).await.unwrap()
     };
-    let clients = [client(&["a1", "ts_a"]), client(&["b1", "ts_b"]), client(&["note", "ts"]), client(&["ts"])];
+    let clients = [
+        client(&["a1", "ts_a"]).await,
+        client(&["b1", "ts_b"]).await,
+        client(&["note", "ts"]).await,
+        client(&["ts"]).await,
+    ];
     let mut i = 0;
     while i < ops.len() {
         let kind = |op: &Op| match op {

@@ -281,12 +281,12 @@ fn bad_input_names_line_and_field_and_changes_nothing() {
 /// that is off by one unit in the last place changes data.
 #[test]
 fn json_doubles_are_stored_exactly() {
-    let dir = tempfile::tempdir().unwrap();
-    let table = init_trips(dir.path(), "t", &[]);
-    let t = table.to_str().unwrap();
+    let Some(place) = Place::new() else { return };
+    let table = place.init_trips("t", &[]);
+    let t = table.uri();
     let doubles =
         ["190.68485335992014", "0.9339946010589053", "842.6060005288901", "5e-324", "1.7976931348623157e308", "0.1"];
-    let input = dir.path().join("in.jsonl");
+    let input = place.scratch().join("in.jsonl");
     let lines: Vec<String> = doubles
         .iter()
         .enumerate()

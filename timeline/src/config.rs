@@ -330,12 +330,30 @@ pub fn split_fields(list: &str) -> Vec<String> {
 /// deprecated `hoodie.table.keygenerator.class` is not written (Hudi
 /// 1.0.x's own v8 tables lack it too).
 pub fn key_generator_type(partitioned: bool, key_fields: usize) -> &'static str {
+    let [simple, complex, non_partition] = KEY_GENERATOR_TYPES;
     match (partitioned, key_fields) {
-        (false, _) => "NON_PARTITION",
-        (true, 0 | 1) => "SIMPLE",
-        (true, _) => "COMPLEX",
+        (false, _) => non_partition,
+        (true, 0 | 1) => simple,
+        (true, _) => complex,
     }
 }
+
+/// The key generator types (`hoodie.table.keygenerator.type`) whose record
+/// keys and partition paths Tributary forms as they do (`format/src/key.rs`;
+/// a partition folder is the partition field's value, or `field=value`):
+/// simple, complex and non-partitioned, in that order.
+const KEY_GENERATOR_TYPES: [&str; 3] = ["SIMPLE", "COMPLEX", "NON_PARTITION"];
+
+/// The key generator classes (`hoodie.table.keygenerator.class`, which
+/// tables older than version 8 record) of [`KEY_GENERATOR_TYPES`].
+const KEY_GENERATOR_CLASSES: [&str; 6] = [
+    "org.apache.hudi.keygen.SimpleKeyGenerator",
+    "org.apache.hudi.keygen.SimpleAvroKeyGenerator",
+    "org.apache.hudi.keygen.ComplexKeyGenerator",
+    "org.apache.hudi.keygen.ComplexAvroKeyGenerator",
+    "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+    "org.apache.hudi.keygen.NonpartitionedAvroKeyGenerator",
+];
 
 /// CRC32 checksum Hudi stores under `hoodie.table.checksum`.
 pub fn table_checksum(database: Option<&str>, name: &str) -> u32 {
@@ -432,7 +450,13 @@ impl Props<'_> {
 impl TableConfig {
     /// Parses and validates `hoodie.properties` text. `path` names the file in errors.
     pub fn parse(text: &str, path: &str) -> Result<Self> {
-        let mut p = Props { path, map: parse_properties(text, path)? };
+        Self::from_properties(parse_properties(text, path)?, path)
+    }
+
+    /// Validates the keys and values of a `hoodie.properties` file already
+    /// read ([`parse_properties`]). `path` names the file in errors.
+    pub fn from_properties(properties: BTreeMap<String, String>, path: &str) -> Result<Self> {
+        let mut p = Props { path, map: properties };
         let checksum = checksum_state(&p.map);
 
         let version_text = p.required(keys::VERSION)?;
@@ -746,6 +770,41 @@ impl TableConfig {
         (list(keys::METADATA_PARTITIONS), list(keys::METADATA_PARTITIONS_INFLIGHT))
     }
 
+    /// Refuses a table whose record keys or partition paths another engine
+    /// forms in a way Tributary does not (a timestamp or custom key
+    /// generator, URL-encoded partition paths, several partition fields):
+    /// rows written anyway would land in other partitions or under other
+    /// keys than that engine's. Writers check it before anything else.
+    pub fn check_writable(&self) -> Result<()> {
+        let refuse = |reason: String| Err(Error::InvalidInput { what: format!("table {}", self.name), reason });
+        let other = |k: &str| self.other.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+        if let Some(t) = other(keys::KEYGEN_TYPE)
+            && !KEY_GENERATOR_TYPES.contains(&t)
+        {
+            return refuse(format!(
+                "Tributary does not write key generator type {t} ({}); it writes {}",
+                keys::KEYGEN_TYPE,
+                KEY_GENERATOR_TYPES.join(", ")
+            ));
+        }
+        if let Some(c) = other(keys::KEYGEN_CLASS)
+            && !KEY_GENERATOR_CLASSES.contains(&c)
+        {
+            return refuse(format!("Tributary does not write key generator {c} ({})", keys::KEYGEN_CLASS));
+        }
+        if other(keys::URL_ENCODE) == Some("true") {
+            return refuse(format!("Tributary does not URL-encode partition paths ({}=true)", keys::URL_ENCODE));
+        }
+        if self.partition_fields.len() > 1 {
+            return refuse(format!(
+                "Tributary writes tables with one partition field, not {} ({})",
+                self.partition_fields.join(","),
+                keys::PARTITION
+            ));
+        }
+        Ok(())
+    }
+
     /// The table's schema (its create schema) in the forms writers and
     /// readers need, checked against the configured key, ordering and
     /// partition fields.
@@ -936,6 +995,37 @@ hoodie.timeline.path=timeline
         let two = with(SPARK_1_2_PROPERTIES, keys::ORDERING, Some("ts,seq"));
         let err = TableConfig::parse(&two, "p").unwrap_err().to_string();
         assert!(err.contains("`hoodie.table.ordering.fields`") && err.contains("ts,seq"), "{err}");
+    }
+
+    /// New tables, and tables Spark made with the key generators Tributary
+    /// forms keys as, are writable; other generators, URL-encoded paths and
+    /// several partition fields are refused, naming the setting.
+    #[test]
+    fn writable_tables_are_those_whose_keys_tributary_forms_alike() {
+        for partitioned in [false, true] {
+            for keys in 1..3 {
+                let mut new = sample();
+                new.partition_field = partitioned.then(|| "city".into());
+                new.record_key_fields = (0..keys).map(|k| format!("k{k}")).collect();
+                TableConfig::new_table(&new).check_writable().unwrap();
+            }
+        }
+        TableConfig::parse(SPARK_1_2_PROPERTIES, "p").unwrap().check_writable().unwrap();
+        let class = with(SPARK_1_2_PROPERTIES, keys::KEYGEN_CLASS, Some("org.apache.hudi.keygen.ComplexKeyGenerator"));
+        TableConfig::parse(&class, "p").unwrap().check_writable().unwrap();
+        let cases = [
+            (keys::KEYGEN_TYPE, "TIMESTAMP", "key generator type TIMESTAMP"),
+            (keys::KEYGEN_CLASS, "org.apache.hudi.keygen.CustomKeyGenerator", "CustomKeyGenerator"),
+            (keys::URL_ENCODE, "true", keys::URL_ENCODE),
+            (keys::PARTITION, "region,day", "region,day"),
+        ];
+        for (key, value, expect) in cases {
+            let config = TableConfig::parse(&with(SPARK_1_2_PROPERTIES, key, Some(value)), "p").unwrap();
+            let err = config.check_writable().expect_err(key);
+            assert_eq!(err.kind(), crate::error::ErrorKind::InvalidInput, "{key}");
+            let err = err.to_string();
+            assert!(err.contains(expect) && err.contains("table t_p"), "{key}: {err}");
+        }
     }
 
     #[test]

@@ -227,7 +227,19 @@ impl FileSystemView {
 
     /// Lists the table and builds its view at `timeline`.
     pub async fn load(loc: &TableLocation, config: &TableConfig, timeline: &Timeline) -> Result<Self> {
-        let files = list_data_files(loc).await?;
+        Self::load_filtered(loc, config, timeline, |files| files).await
+    }
+
+    /// [`FileSystemView::load`] of the data files `select` keeps of the
+    /// table's listing ([`list_data_files`]): an incremental read's view of
+    /// the files its window's commits wrote.
+    pub async fn load_filtered(
+        loc: &TableLocation,
+        config: &TableConfig,
+        timeline: &Timeline,
+        select: impl FnOnce(Vec<DataFile>) -> Vec<DataFile>,
+    ) -> Result<Self> {
+        let files = select(list_data_files(loc).await?);
         let planned = planned_groups(loc, config, timeline).await?;
         Ok(Self::build(timeline, files, &planned))
     }

@@ -18,8 +18,10 @@
 //! gap, can both believe they hold it. Hudi accepts that risk for its own
 //! writers; `docs/interop.md` records it.
 //!
-//! The lock stores no last-issued time, so instants taken under it use the
-//! wait-for-skew mode only (as Hudi's own do).
+//! The lock stores no last-issued time
+//! ([`LockProvider::keeps_last_issued`] is false), so instants taken under
+//! it use the wait-for-skew mode only, as Hudi's own do; the time generator
+//! refuses the hybrid-logical mode under it.
 
 use std::fmt;
 use std::sync::Arc;
@@ -149,6 +151,12 @@ impl LockProvider for HudiFileLock {
 
     fn describe(&self) -> String {
         format!("Hudi lock file {}", self.path)
+    }
+
+    /// Hudi's lock file holds no time: instants under it wait out the
+    /// clock skew, as Hudi's own writers do.
+    fn keeps_last_issued(&self) -> bool {
+        false
     }
 }
 

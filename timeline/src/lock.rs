@@ -28,6 +28,14 @@ pub trait LockProvider: Send + Sync + Debug {
     async fn acquire(&self) -> Result<Box<dyn LockGuard>>;
     /// A short description for messages.
     fn describe(&self) -> String;
+    /// Whether the lock keeps the last time issued under it from one
+    /// holder to the next ([`LockGuard::last_issued`]), which the
+    /// hybrid-logical time mode needs: it issues no time below that one
+    /// and waits out no clock skew ([`TimeGenerator`](crate::TimeGenerator)
+    /// refuses the mode under a lock that does not). True by default.
+    fn keeps_last_issued(&self) -> bool {
+        true
+    }
 }
 
 /// Proof that the lock is held. Release it with [`LockGuard::release`];
@@ -287,6 +295,9 @@ pub(crate) mod tests {
         }
         fn describe(&self) -> String {
             "alternate".into()
+        }
+        fn keeps_last_issued(&self) -> bool {
+            self.0.keeps_last_issued() && self.1.keeps_last_issued()
         }
     }
 }

@@ -272,6 +272,26 @@ impl fmt::Display for DurableLocalStore {
     }
 }
 
+/// The file [`create_folder`] writes and deletes. Timeline listings skip
+/// the name ([`Timeline`](crate::Timeline)), so one seen meanwhile, or
+/// left by a crash in between, is no stray timeline file.
+pub const FOLDER_PLACEHOLDER: &str = ".tributary-folder";
+
+/// Makes folder `dir` of a local store exist, as something that lists it
+/// expects (Hudi's Java timeline, a store rooted at the folder): a local
+/// store creates a file's folders when it writes the file, so this writes
+/// the empty file [`FOLDER_PLACEHOLDER`] in `dir`, then deletes it (the
+/// folder stays). In an object store, which has no folders, it leaves
+/// nothing. Errors name the placeholder's path.
+pub async fn create_folder(store: &dyn ObjectStore, dir: &Path) -> crate::Result<()> {
+    use object_store::ObjectStoreExt;
+    let placeholder = dir.clone().join(FOLDER_PLACEHOLDER);
+    let store_err = |op, e| crate::Error::store(op, &placeholder, e);
+    store.put(&placeholder, PutPayload::from_static(b"")).await.map_err(|e| store_err("create", e))?;
+    store.delete(&placeholder).await.map_err(|e| store_err("delete", e))?;
+    Ok(())
+}
+
 struct DurableUpload {
     inner: Box<dyn MultipartUpload>,
     store: DurableLocalStore,
@@ -441,6 +461,21 @@ mod tests {
         store.put(&data, PutPayload::from_static(b"x")).await.unwrap();
         store.delete(&data).await.unwrap();
         assert!(dir.path().join("t/city=oslo").is_dir());
+    }
+
+    /// A folder made through a local store stays, empty; in a store without
+    /// folders nothing is left.
+    #[tokio::test]
+    async fn create_folder_leaves_the_folder_and_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("t/.hoodie/timeline");
+        create_folder(&DurableLocalStore::new(), &Path::from_absolute_path(&folder).unwrap()).await.unwrap();
+        assert!(folder.is_dir());
+        assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0, "the placeholder is gone");
+        let memory = object_store::memory::InMemory::new();
+        create_folder(&memory, &Path::from("t/.hoodie/timeline")).await.unwrap();
+        assert!(memory.list_with_delimiter(None).await.unwrap().objects.is_empty());
+        assert!(memory.list_with_delimiter(None).await.unwrap().common_prefixes.is_empty());
     }
 
     #[tokio::test]

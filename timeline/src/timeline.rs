@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::history::{self, History};
 use crate::instant::{Action, Instant, InstantTime, State, TimelineFile};
 use crate::location::{TableLocation, join_relative};
+use crate::store::FOLDER_PLACEHOLDER;
 
 /// The instants of a table, sorted by requested time.
 #[derive(Debug, Clone, Default)]
@@ -103,11 +104,13 @@ impl Timeline {
         self
     }
 
-    /// Builds a layout-2 timeline from the file names of its folder.
+    /// Builds a layout-2 timeline from the file names of its folder. The
+    /// placeholder that creates the folder on a local table
+    /// ([`FOLDER_PLACEHOLDER`]) is skipped without a warning.
     pub fn from_layout2_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
         let mut warnings = Vec::new();
         let mut by_time: BTreeMap<InstantTime, Vec<TimelineFile>> = BTreeMap::new();
-        for name in names {
+        for name in names.into_iter().filter(|n| *n != FOLDER_PLACEHOLDER) {
             match TimelineFile::parse(name) {
                 Ok(f) => by_time.entry(f.requested.clone()).or_default().push(f),
                 Err(e) => warnings.push(format!("skipping timeline file: {e}")),
@@ -494,6 +497,15 @@ mod tests {
         assert!(tl.is_completed(&InstantTime::parse("20200101000000000").unwrap()), "archived");
         assert!(!tl.is_completed(&InstantTime::parse("20251220210130911").unwrap()));
         assert!(!tl.is_completed(&InstantTime::parse("20251220210130912").unwrap()));
+    }
+
+    /// The placeholder that creates a local table's timeline folder is no
+    /// stray file, should a listing see it.
+    #[test]
+    fn the_folder_placeholder_is_skipped_without_a_warning() {
+        let tl = Timeline::from_layout2_names([FOLDER_PLACEHOLDER, "20251220210108078.deltacommit.requested"]);
+        assert_eq!(tl.instants().len(), 1);
+        assert!(tl.warnings().is_empty(), "{:?}", tl.warnings());
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //! - [`TimeMode::HybridLogical`]: take the lock, issue
 //!   `max(clock, last_issued + 1 ms)`, store it in the lock, release. Nothing
 //!   sleeps. Order holds whatever the clocks do; only writers that read the
-//!   stored time may share the table.
+//!   stored time may share the table, and only under a lock that keeps it
+//!   ([`LockProvider::keeps_last_issued`]; the generator refuses the mode
+//!   under any other).
 //!
 //! In both modes the time issued is at least `last_issued + 1`, so a clock far
 //! behind can never issue a time below one already issued under the lock.
@@ -22,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::Clock;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::instant::InstantTime;
 use crate::lock::{Fence, LockGuard, LockProvider};
 use crate::protocol::metadata_table::MetadataTableGuard;
@@ -133,14 +135,32 @@ impl TimeGenerator {
         F: FnOnce(InstantTime, Fence) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
+        self.check_lock()?;
         let mut guard = self.lock.acquire().await?;
         let fence = guard.fence();
-        let result = match self.before_hold().await {
-            Ok(()) => self.issue_and_run(guard.as_mut(), |t| f(t, fence)).await,
-            Err(e) => Err(e),
-        };
+        let result = async {
+            self.before_hold().await?;
+            self.issue_and_run(guard.as_mut(), |t| f(t, fence)).await
+        }
+        .await;
         release(guard).await;
         result
+    }
+
+    /// Refuses the hybrid-logical mode under a lock that keeps no last
+    /// issued time ([`LockProvider::keeps_last_issued`]): with no floor to
+    /// issue above and no clock skew waited out, a process whose clock is
+    /// behind would issue times below those already issued.
+    fn check_lock(&self) -> Result<()> {
+        if self.mode == TimeMode::HybridLogical && !self.lock.keeps_last_issued() {
+            return Err(Error::InvalidInput {
+                what: format!("the hybrid-logical time mode under the {}", self.lock.describe()),
+                reason: "this lock keeps no last issued time, so instants under it need the wait-for-skew time \
+                         mode (as Hudi's own writers use); set the time mode to wait-for-skew"
+                    .into(),
+            });
+        }
+        Ok(())
     }
 
     /// Runs `f` holding the table lock without issuing a time: for a step
@@ -153,10 +173,11 @@ impl TimeGenerator {
         Fut: Future<Output = Result<T>>,
     {
         let guard = self.lock.acquire().await?;
-        let result = match self.before_hold().await {
-            Ok(()) => f().await,
-            Err(e) => Err(e),
-        };
+        let result = async {
+            self.before_hold().await?;
+            f().await
+        }
+        .await;
         release(guard).await;
         result
     }
@@ -226,6 +247,35 @@ mod tests {
         let d = g.new_instant().await.unwrap();
         assert!(d > c);
         assert_eq!(g.clock_behind_reports(), 1);
+    }
+
+    /// Under a lock that keeps no last issued time (Hudi's lock file), the
+    /// hybrid-logical mode is refused before the lock is taken, naming the
+    /// lock and the mode to use; wait-for-skew issues times.
+    #[tokio::test]
+    async fn hybrid_is_refused_under_a_lock_that_keeps_no_time() {
+        let store: Arc<dyn object_store::ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+        let lock = Arc::new(crate::HudiFileLock::for_table(
+            store.clone(),
+            &object_store::path::Path::from("t"),
+            "test",
+            clock.clone(),
+            None,
+            Duration::from_millis(300),
+        ));
+        assert!(!lock.keeps_last_issued());
+        assert!(InProcessLock::new().keeps_last_issued());
+        let hybrid = TimeGenerator::new(TimeMode::HybridLogical, Duration::ZERO, clock.clone(), lock.clone());
+        let err = hybrid.new_instant().await.unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::InvalidInput, "{err}");
+        let err = err.to_string();
+        assert!(err.contains("Hudi lock file t/.hoodie/lock"), "names the lock: {err}");
+        assert!(err.contains("set the time mode to wait-for-skew"), "says what to do: {err}");
+        let listed: Vec<_> = futures::TryStreamExt::try_collect::<Vec<_>>(store.list(None)).await.unwrap();
+        assert!(listed.is_empty(), "the lock was not taken: {listed:?}");
+        let wait = TimeGenerator::new(TimeMode::WaitForSkew, Duration::ZERO, clock, lock);
+        assert_eq!(wait.new_instant().await.unwrap(), InstantTime::from_millis(1_700_000_000_000).unwrap());
     }
 
     #[tokio::test(start_paused = true)]

@@ -80,55 +80,6 @@ impl Default for WriteSettings {
 /// The file id of each bucket of one partition.
 pub(crate) type BucketFileIds = HashMap<u32, String>;
 
-/// Key generators whose record keys and partition paths Tributary writes
-/// the way they do (`format/src/key.rs`; partition folders are the
-/// partition field's value, or `field=value`), by type and by class.
-const KEY_GENERATOR_TYPES: [&str; 3] = ["SIMPLE", "COMPLEX", "NON_PARTITION"];
-const KEY_GENERATOR_CLASSES: [&str; 6] = [
-    "org.apache.hudi.keygen.SimpleKeyGenerator",
-    "org.apache.hudi.keygen.SimpleAvroKeyGenerator",
-    "org.apache.hudi.keygen.ComplexKeyGenerator",
-    "org.apache.hudi.keygen.ComplexAvroKeyGenerator",
-    "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
-    "org.apache.hudi.keygen.NonpartitionedAvroKeyGenerator",
-];
-
-/// Refuses to write a table whose record keys or partition paths another
-/// engine forms in a way Tributary does not (a timestamp or custom key
-/// generator, URL-encoded partition paths, several partition fields):
-/// rows written anyway would land in other partitions or under other keys
-/// than that engine's.
-fn check_writable(loc: &TableLocation, config: &TableConfig) -> Result<()> {
-    use tributary_timeline::config::keys;
-    let refuse = |reason: String| Err(Error::InvalidInput { what: format!("{loc} (table {})", config.name), reason });
-    let other = |k: &str| config.other.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
-    if let Some(t) = other(keys::KEYGEN_TYPE)
-        && !KEY_GENERATOR_TYPES.contains(&t)
-    {
-        return refuse(format!(
-            "Tributary does not write key generator type {t} ({}); it writes {}",
-            keys::KEYGEN_TYPE,
-            KEY_GENERATOR_TYPES.join(", ")
-        ));
-    }
-    if let Some(c) = other(keys::KEYGEN_CLASS)
-        && !KEY_GENERATOR_CLASSES.contains(&c)
-    {
-        return refuse(format!("Tributary does not write key generator {c} ({})", keys::KEYGEN_CLASS));
-    }
-    if other(keys::URL_ENCODE) == Some("true") {
-        return refuse(format!("Tributary does not URL-encode partition paths ({}=true)", keys::URL_ENCODE));
-    }
-    if config.partition_fields.len() > 1 {
-        return refuse(format!(
-            "Tributary writes tables with one partition field, not {} ({})",
-            config.partition_fields.join(","),
-            keys::PARTITION
-        ));
-    }
-    Ok(())
-}
-
 /// What a client, its commits and their writer tasks share.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -156,10 +107,13 @@ pub struct WriteClient {
 
 impl WriteClient {
     /// A client for the table at `loc` with configuration `config`, taking
-    /// instants from `time`.
+    /// instants from `time`, writing the table's create schema. A table
+    /// Tributary cannot write ([`TableConfig::check_writable`]) is refused
+    /// first.
     pub fn new(loc: TableLocation, config: TableConfig, time: TimeGenerator, settings: WriteSettings) -> Result<Self> {
+        config.check_writable()?;
         let schema = config.table_schema()?;
-        Self::with_schema(loc, config, schema, time, settings)
+        Self::build(loc, config, schema, time, settings)
     }
 
     /// [`WriteClient::new`] writing rows of `full`, the table's schema: a
@@ -173,7 +127,18 @@ impl WriteClient {
         time: TimeGenerator,
         settings: WriteSettings,
     ) -> Result<Self> {
-        check_writable(&loc, &config)?;
+        config.check_writable()?;
+        Self::build(loc, config, full, time, settings)
+    }
+
+    /// [`WriteClient::with_schema`] for a table found writable.
+    fn build(
+        loc: TableLocation,
+        config: TableConfig,
+        full: TableSchema,
+        time: TimeGenerator,
+        settings: WriteSettings,
+    ) -> Result<Self> {
         let bucket = config.bucket_spec(settings.buckets)?;
         if settings.tasks == 0 {
             return Err(Error::InvalidInput { what: "tasks".into(), reason: "must be at least 1".into() });

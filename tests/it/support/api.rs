@@ -1,10 +1,11 @@
 //! Fixtures of the tests that use the Rust API: hybrid-logical table
-//! settings, and a four-column fares table with batches of its rows.
+//! settings, and a four-column fares table with batches of its rows and
+//! the rows of its reads.
 
 use std::sync::Arc;
 
-use arrow::array::{Float64Array, Int64Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::array::{ArrayRef, AsArray, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
 use tributary::{TableSettings, TimeSettings};
 use tributary_timeline::TimeMode;
 
@@ -18,24 +19,42 @@ pub const FARES_SCHEMA: &str = r#"{"type":"record","name":"trips","fields":[
     {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
     {"name":"fare","type":"double"},{"name":"city","type":"string"}]}"#;
 
-/// Rows `(uuid, ts, fare)` in city `oslo`, as a batch of [`FARES_SCHEMA`].
-pub fn oslo_batch(rows: &[(&str, i64, f64)]) -> RecordBatch {
-    let schema = Arc::new(Schema::new(vec![
+/// Rows `(uuid, ts, fare, city)` as a batch of [`FARES_SCHEMA`]; with
+/// `deleted`, a `_hoodie_is_deleted` column holding one flag per row.
+pub fn fares_batch(rows: &[(&str, i64, f64, &str)], deleted: Option<&[bool]>) -> RecordBatch {
+    let mut fields = vec![
         Field::new("uuid", DataType::Utf8, false),
         Field::new("ts", DataType::Int64, false),
         Field::new("fare", DataType::Float64, false),
         Field::new("city", DataType::Utf8, false),
-    ]));
-    RecordBatch::try_new(
-        schema,
-        vec![
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0))),
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
-            Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2))),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|_| "oslo"))),
-        ],
-    )
-    .unwrap()
+    ];
+    let mut columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0))),
+        Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
+        Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2))),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.3))),
+    ];
+    if let Some(flags) = deleted {
+        assert_eq!(flags.len(), rows.len(), "one delete flag per row");
+        fields.push(Field::new("_hoodie_is_deleted", DataType::Boolean, true));
+        columns.push(Arc::new(BooleanArray::from_iter(flags.iter().map(|f| Some(*f)))));
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+}
+
+/// The rows `(uuid, ts, fare)` of a read of a fares table, in the read's
+/// order.
+pub fn fares_rows(batch: &RecordBatch) -> Vec<(String, i64, f64)> {
+    let column = |name: &str| batch.column_by_name(name).unwrap_or_else(|| panic!("no column `{name}`"));
+    let uuid = column("uuid").as_string::<i32>();
+    let ts = column("ts").as_primitive::<Int64Type>();
+    let fare = column("fare").as_primitive::<Float64Type>();
+    (0..batch.num_rows()).map(|i| (uuid.value(i).to_string(), ts.value(i), fare.value(i))).collect()
+}
+
+/// Rows `(uuid, ts, fare)` in city `oslo`, as a batch of [`FARES_SCHEMA`].
+pub fn oslo_batch(rows: &[(&str, i64, f64)]) -> RecordBatch {
+    fares_batch(&in_oslo(rows), None)
 }
 
 /// [`oslo_batch`] with a `_hoodie_is_deleted` column: the rows whose key
@@ -48,11 +67,10 @@ pub fn batch_with_deletes(rows: &[(&str, i64, f64)], deleted: &dyn Fn(&str) -> b
 /// [`oslo_batch`] with a `_hoodie_is_deleted` column holding `flags`, one
 /// per row.
 pub fn batch_with_flags(rows: &[(&str, i64, f64)], flags: &[bool]) -> RecordBatch {
-    let b = oslo_batch(rows);
-    let flags = arrow::array::BooleanArray::from_iter(flags.iter().map(|f| Some(*f)));
-    let mut fields: Vec<Field> = b.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
-    fields.push(Field::new("_hoodie_is_deleted", DataType::Boolean, true));
-    let mut columns = b.columns().to_vec();
-    columns.push(Arc::new(flags));
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+    fares_batch(&in_oslo(rows), Some(flags))
+}
+
+/// `rows` with city `oslo`.
+fn in_oslo<'a>(rows: &[(&'a str, i64, f64)]) -> Vec<(&'a str, i64, f64, &'static str)> {
+    rows.iter().map(|&(uuid, ts, fare)| (uuid, ts, fare, "oslo")).collect()
 }

@@ -36,7 +36,8 @@
 //! let alone completed, and never beside another Tributary actor's change.
 //! A Hudi writer that shares the table must itself run with
 //! `hoodie.metadata.enable=false`: one with it on would build the metadata
-//! table again, and Tributary only checks once per process and table.
+//! table again, and Tributary checks only once per guard, that is once per
+//! opened table (see [`MetadataTableGuard`]).
 
 use std::sync::Arc;
 
@@ -132,11 +133,15 @@ pub async fn disable(loc: &TableLocation, comment: &str) -> Result<Disabled> {
     Ok(Disabled { partitions: listed, files_deleted })
 }
 
-/// Runs [`disable`] once per table and process, at the start of the first
-/// hold of the table lock that succeeds in it; every actor's
-/// [`TimeGenerator`](crate::TimeGenerator) made by a table shares one
-/// guard, so nothing of Tributary's is requested, written or completed on
-/// the table before it. Clones share the guard.
+/// Runs [`disable`] once per guard: at the start of the guard's first hold
+/// of the table lock that succeeds in it (a hold whose run failed leaves it
+/// to the next). Clones share the guard. The root crate makes one guard
+/// each time a table is opened or created (`TableBuilder::open`, `create`),
+/// shared by the `Table`, its clones and every actor's
+/// [`TimeGenerator`](crate::TimeGenerator) they make, so nothing of
+/// Tributary's is requested, written or completed on the table before it.
+/// The same table opened twice has two guards, each of which runs it once
+/// (the second finds nothing to turn off, at the cost of its check).
 #[derive(Debug, Clone)]
 pub struct MetadataTableGuard {
     loc: TableLocation,
