@@ -1,18 +1,61 @@
 //! Reading Avro timeline files (object container files, one record each).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use apache_avro::types::Value;
 
 use crate::error::{Error, Result};
+use crate::memo::Memo;
+
+/// The header of an Avro object container file, as the Avro specification
+/// defines it in Avro itself.
+const CONTAINER_HEADER: &str = r#"{"type":"record","name":"org.apache.avro.file.Header","fields":[
+    {"name":"magic","type":{"type":"fixed","name":"Magic","size":4}},
+    {"name":"meta","type":{"type":"map","values":"bytes"}},
+    {"name":"sync","type":{"type":"fixed","name":"Sync","size":16}}]}"#;
 
 /// The single record of an Avro object container file.
+///
+/// A timeline file holds its writer schema, often the same long schema
+/// (Hudi's commit metadata) in every file: the schema is parsed once per
+/// process and text (`memo.rs`), and the header and first block are read
+/// with `apache_avro`'s datum reader. Files with a compression codec go
+/// through `apache_avro`'s container reader.
 pub fn read_single_record(bytes: &[u8], path: &str) -> Result<Value> {
+    static HEADER: std::sync::LazyLock<apache_avro::Schema> = std::sync::LazyLock::new(|| {
+        apache_avro::Schema::parse_str(CONTAINER_HEADER).expect("the container header schema parses")
+    });
+    static WRITERS: Memo<std::result::Result<Arc<apache_avro::Schema>, String>> = Memo::new();
     let err = |reason: String| Error::Avro { path: path.to_string(), reason };
-    let reader = apache_avro::Reader::new(bytes).map_err(|e| err(e.to_string()))?;
-    let mut records = reader;
-    let first = records.next().ok_or_else(|| err("no record in container".into()))?.map_err(|e| err(e.to_string()))?;
-    Ok(first)
+    let mut rest = bytes;
+    let header = apache_avro::from_avro_datum(&HEADER, &mut rest, None).map_err(|e| err(e.to_string()))?;
+    let meta = match field(&header, "meta") {
+        Some(Value::Map(m)) => m,
+        _ => return Err(err("no metadata in the container header".into())),
+    };
+    let bytes_of = |key: &str| match meta.get(key) {
+        Some(Value::Bytes(b)) => Some(b.as_slice()),
+        _ => None,
+    };
+    if !matches!(bytes_of("avro.codec"), None | Some(b"null")) {
+        let mut records = apache_avro::Reader::new(bytes).map_err(|e| err(e.to_string()))?;
+        return records.next().ok_or_else(|| err("no record in container".into()))?.map_err(|e| err(e.to_string()));
+    }
+    let schema_json = bytes_of("avro.schema").ok_or_else(|| err("no avro.schema in the container header".into()))?;
+    let schema = WRITERS
+        .get_or(schema_json, || {
+            let text = std::str::from_utf8(schema_json).map_err(|e| e.to_string())?;
+            apache_avro::Schema::parse_str(text).map(Arc::new).map_err(|e| e.to_string())
+        })
+        .map_err(|e| err(format!("writer schema: {e}")))?;
+    let count = apache_avro::from_avro_datum(&apache_avro::Schema::Long, &mut rest, None);
+    let _size = apache_avro::from_avro_datum(&apache_avro::Schema::Long, &mut rest, None);
+    match count {
+        Ok(Value::Long(n)) if n >= 1 => {}
+        Ok(_) | Err(_) => return Err(err("no record in container".into())),
+    }
+    apache_avro::from_avro_datum(&schema, &mut rest, None).map_err(|e| err(e.to_string()))
 }
 
 /// Strips nullable unions.

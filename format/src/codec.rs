@@ -126,14 +126,14 @@ impl DataBlockBatches {
     ) -> Result<Self> {
         let corrupt = |reason: String| Error::CorruptLog { path: path.to_string(), offset: 0, reason };
         let batch_rows = batch_rows.clamp(1, 1 << 20);
-        if columnar && writer_json == reader_json {
-            let schema = crate::schema::arrow_schema_of(writer_json)?;
-            if let Some(decoder) = ColumnDecoder::compile(writer_json, &schema) {
-                let (left, pos) = crate::log_block::avro_record_count(&content, path)?;
-                let decoder = Box::new(decoder);
-                let source = Source::Columns { decoder, content, pos, left, done: 0, batch_rows };
-                return Ok(Self { source, schema, path: path.to_string() });
-            }
+        if columnar
+            && writer_json == reader_json
+            && let Some(decoder) = ColumnDecoder::for_schema(writer_json)
+        {
+            let schema = Arc::clone(decoder.schema());
+            let (left, pos) = crate::log_block::avro_record_count(&content, path)?;
+            let source = Source::Columns { decoder: Box::new(decoder), content, pos, left, done: 0, batch_rows };
+            return Ok(Self { source, schema, path: path.to_string() });
         }
         let records = crate::log_block::avro_record_ranges(&content, path)?;
         let (writer_json, reader_json) = answering_names(writer_json, reader_json);

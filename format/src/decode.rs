@@ -24,6 +24,8 @@ use arrow::array::{BooleanBufferBuilder, NullBufferBuilder};
 use arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{ArrowPrimitiveType, DataType, SchemaRef, TimeUnit};
 
+use crate::memo::Memo;
+
 /// How one field's value is laid out in Avro binary.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Wire {
@@ -219,6 +221,24 @@ impl ColumnDecoder {
         }
         let columns = steps.iter().map(|s| Column::new(s.wire, 0, 0)).collect();
         Some(Self { steps, schema: Arc::clone(schema), columns })
+    }
+
+    /// A decoder for blocks written under `writer_json`, compiled once per
+    /// process and schema text (`memo.rs`). `None` when the schema is not
+    /// one this decoder covers.
+    pub fn for_schema(writer_json: &str) -> Option<Self> {
+        static COMPILED: Memo<Option<Arc<ColumnDecoder>>> = Memo::new();
+        let compiled = COMPILED.get_or(writer_json.as_bytes(), || {
+            let schema = crate::schema::arrow_schema_of(writer_json).ok()?;
+            Self::compile(writer_json, &schema).map(Arc::new)
+        });
+        compiled.map(|c| c.fresh())
+    }
+
+    /// A decoder with the same steps and no values gathered.
+    fn fresh(&self) -> Self {
+        let columns = self.steps.iter().map(|s| Column::new(s.wire, 0, 0)).collect();
+        Self { steps: self.steps.clone(), schema: Arc::clone(&self.schema), columns }
     }
 
     /// The schema of the batches.

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::key::RecordKey;
+use crate::memo::Memo;
 
 /// The five Hudi meta columns, in order.
 pub const META_FIELDS: [&str; 5] = [
@@ -74,12 +75,15 @@ pub struct TableSchema {
 /// The Arrow schema arrow-avro decodes an Avro schema JSON to. Derived from
 /// an empty in-memory object container file so it is exactly what the
 /// decoder produces.
+/// Kept once per process and schema text (`memo.rs`).
 pub fn arrow_schema_of(avro_json: &str) -> Result<SchemaRef> {
-    let ocf = ocf_header(avro_json, &[0u8; 16]);
-    let reader = arrow_avro::reader::ReaderBuilder::new()
-        .build(Cursor::new(ocf))
-        .map_err(|e| Error::InvalidInput { what: "Avro schema".into(), reason: format!("cannot map to Arrow: {e}") })?;
-    Ok(strip_metadata(&reader.schema()))
+    static MAPPED: Memo<std::result::Result<SchemaRef, String>> = Memo::new();
+    let mapped = MAPPED.get_or(avro_json.as_bytes(), || {
+        let ocf = ocf_header(avro_json, &[0u8; 16]);
+        let reader = arrow_avro::reader::ReaderBuilder::new().build(Cursor::new(ocf)).map_err(|e| e.to_string())?;
+        Ok(strip_metadata(&reader.schema()))
+    });
+    mapped.map_err(|e| Error::InvalidInput { what: "Avro schema".into(), reason: format!("cannot map to Arrow: {e}") })
 }
 
 /// The header of an Avro object container file holding records of

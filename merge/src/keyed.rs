@@ -30,7 +30,7 @@ use arrow::datatypes::SchemaRef;
 use tributary_format::codec::decode_delete_content;
 use tributary_format::decode::{ColumnDecoder, KeyScanner, Scanned};
 use tributary_format::log_block::{BlockType, HeaderKey};
-use tributary_format::schema::{RECORD_KEY, TableSchema, arrow_schema_of};
+use tributary_format::schema::{RECORD_KEY, TableSchema};
 use tributary_timeline::{TableLocation, Timeline};
 
 use crate::error::{Error, Result};
@@ -86,8 +86,7 @@ pub async fn merge_key_first(
     }
     let mut merger = RowMerger::new(schema, config.merge_mode);
     let ordering = merger.event_time_ordering();
-    let log_schema = arrow_schema_of(schema.log_json())?;
-    let Some(decoder) = ColumnDecoder::compile(schema.log_json(), &log_schema) else { return Ok(KeyFirst::Declined) };
+    let Some(decoder) = ColumnDecoder::for_schema(schema.log_json()) else { return Ok(KeyFirst::Declined) };
     let Some(scanner) = decoder.key_scanner(RECORD_KEY, ordering) else { return Ok(KeyFirst::Declined) };
     let with_meta = schema.arrow_with_meta();
     let base_keys = std::sync::Arc::new(
