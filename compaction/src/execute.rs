@@ -286,8 +286,12 @@ impl Compactor {
         // And spill files.
         self.clear_spills(instant).await?;
         let timeline = Arc::new(timeline);
-        let jobs = plan.operations.iter().enumerate().map(|(i, op)| {
-            let (this, op, timeline, instant) = (self.clone(), op.clone(), timeline.clone(), instant.clone());
+        // Owned operations, so that the stream (and `execute`'s future)
+        // holds no closure over borrowed ones: such a future is not `Send`
+        // for every lifetime, and a caller could not spawn it.
+        let operations: Vec<(usize, CompactionOperation)> = plan.operations.iter().cloned().enumerate().collect();
+        let jobs = operations.into_iter().map(|(i, op)| {
+            let (this, timeline, instant) = (self.clone(), timeline.clone(), instant.clone());
             tokio::spawn(async move { this.compact_group(i as u64, &op, &timeline, &instant).await })
         });
         let results: Vec<_> =

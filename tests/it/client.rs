@@ -155,3 +155,22 @@ async fn abort_leaves_nothing_behind() {
     let timeline_files = root.file_names_under(".hoodie/timeline", |n| n.contains(&instant));
     assert!(timeline_files.is_empty(), "{timeline_files:?}");
 }
+
+/// The futures a service spawns onto a multi-threaded runtime are `Send`
+/// (checked when this test compiles): a commit with its checkpoint, a
+/// writer's registration, a compaction run and a clean. A compaction's
+/// future once held a closure over borrowed plan operations, which made it
+/// `Send` for no lifetime, so `tokio::spawn` refused it.
+#[test]
+fn table_futures_can_be_spawned() {
+    #[allow(dead_code)]
+    fn spawnable(commit: tributary_writer::Commit, table: Table, client: tributary_writer::WriteClient) {
+        fn send<T: Send + 'static>(_: T) {}
+        send(commit.commit_with_checkpoint(Some("offset".into())));
+        send(async move { client.register().await });
+        let t = table.clone();
+        send(async move { t.compactor(Default::default()).await?.run_once().await.map_err(tributary::Error::from) });
+        send(async move { table.clean(1).await });
+    }
+    let _ = spawnable;
+}
