@@ -341,25 +341,41 @@ impl Commit {
     }
 
     async fn cleanup(&mut self) {
-        if let Err(e) = rollback_files(&self.shared.loc, &self.instant).await {
-            tracing::warn!(instant = %self.instant, "deleting files of an aborted commit: {e}");
-        }
-        // With its files gone, the pending instant itself is withdrawn.
-        let pending = Instant::requested(self.instant.clone(), Action::DeltaCommit);
-        for state in [State::Inflight, State::Requested] {
-            let deleted = match self.shared.timeline.path_of(&pending, state) {
-                Ok(p) => self.shared.loc.store.delete(&p).await.map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
-            };
-            if let Err(e) = deleted {
-                tracing::warn!(instant = %self.instant, "withdrawing the aborted instant: {e}");
-            }
+        // The pending instant is withdrawn only once every file it wrote is
+        // gone: a log file left behind by an instant no longer on the
+        // timeline would read as committed, since readers (Hudi's too)
+        // take an instant older than the active timeline for an archived,
+        // completed one. When a delete fails, the instant stays pending and
+        // its heartbeat goes stale, so recovery rolls it back.
+        let withdrawn = match rollback_files(&self.shared.loc, &self.instant).await {
+            Ok(_) => self.withdraw().await,
+            Err(e) => Err(format!("deleting its files: {e}")),
+        };
+        if let Err(e) = withdrawn {
+            tracing::warn!(instant = %self.instant, "aborted commit left for recovery to roll back: {e}");
+            // Dropping the heartbeat stops the beats and leaves the file.
+            drop(self.heartbeat.take());
+            return;
         }
         if let Some(h) = self.heartbeat.take()
             && let Err(e) = h.stop().await
         {
             tracing::warn!(instant = %self.instant, "stopping heartbeat: {e}");
         }
+    }
+
+    /// Deletes the pending instant's files, inflight first: a failure
+    /// leaves it pending (requested, or requested and inflight).
+    async fn withdraw(&self) -> std::result::Result<(), String> {
+        let pending = Instant::requested(self.instant.clone(), Action::DeltaCommit);
+        for state in [State::Inflight, State::Requested] {
+            let path = self.shared.timeline.path_of(&pending, state).map_err(|e| e.to_string())?;
+            match self.shared.loc.store.delete(&path).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(format!("withdrawing the instant ({path}): {e}")),
+            }
+        }
+        Ok(())
     }
 
     async fn cleanup_markers(&self) -> Result<()> {
