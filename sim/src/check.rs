@@ -1,0 +1,216 @@
+//! The checks a history's table must pass: at every instant that completes
+//! (on a copy of the store taken as its completed file appeared) and at the
+//! end.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use tributary::timeline::{Action, InstantTime, ManualClock, State, TableLocation, TimelineWriter};
+use tributary::{LockKind, Query, ReadOptions, Table, TableSettings};
+use tributary_format::metadata::CommitMetadata;
+use tributary_writer::client::CHECKPOINT_PREFIX;
+
+use crate::workload::{BatchId, Rows, Workload, diff, merge, rows_of};
+
+/// What the writers were told, as the history's actors record it.
+#[derive(Debug, Clone, Default)]
+pub struct Ledger {
+    /// Batches a writer tried to commit.
+    pub attempted: BTreeSet<BatchId>,
+    /// Batches whose commit returned success.
+    pub acked: BTreeSet<BatchId>,
+}
+
+/// A completed delta commit, as the checks need it.
+#[derive(Debug, Clone)]
+struct DeltaCommit {
+    batch: BatchId,
+    /// The data files its metadata names, relative to the table.
+    files: Vec<String>,
+}
+
+/// Checks the table of one history; keeps what it parsed of completed
+/// instants (they never change) across checks.
+#[derive(Debug)]
+pub struct Checker {
+    workload: Arc<Workload>,
+    root: Path,
+    commits: HashMap<InstantTime, DeltaCommit>,
+    /// Checks passed.
+    pub checks: usize,
+}
+
+type Check<T> = Result<T, String>;
+
+fn err(what: &str) -> impl Fn(tributary::Error) -> String + '_ {
+    move |e| format!("{what}: {e}")
+}
+
+impl Checker {
+    /// A checker of the table at `root` written with `workload`.
+    pub fn new(workload: Arc<Workload>, root: Path) -> Self {
+        Self { workload, root, commits: HashMap::new(), checks: 0 }
+    }
+
+    /// The table in `store`, opened as a reader: no lock is taken.
+    async fn open(&self, store: InMemory) -> Check<Table> {
+        let settings = TableSettings { lock: LockKind::InProcess, ..TableSettings::default() };
+        Table::builder(TableLocation::new(Arc::new(store), self.root.clone()))
+            .with_settings(settings)
+            .with_clock(Arc::new(ManualClock::new(0)))
+            .open()
+            .await
+            .map_err(err("open"))
+    }
+
+    /// Checks the table in `store`, a copy taken as instant `what` became
+    /// visible, against `ledger` as it was then. At the `end`, every batch
+    /// must be visible and every query mode equal the model.
+    pub async fn check(&mut self, store: InMemory, ledger: &Ledger, what: &str, end: bool) -> Check<()> {
+        self.checks += 1;
+        let copy = store.fork();
+        match self.check_inner(store, ledger, end).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(format!("at {what}: {e}\n{}", self.describe(copy, ledger).await)),
+        }
+    }
+
+    /// The table's timeline, data files and the ledger, for a failure's
+    /// message.
+    async fn describe(&self, store: InMemory, ledger: &Ledger) -> String {
+        use futures::TryStreamExt;
+        use object_store::ObjectStore;
+        let mut out = format!("acknowledged {:?}\nattempted {:?}\n", ledger.acked, ledger.attempted);
+        let listed: Vec<_> = store.list(Some(&self.root)).try_collect().await.unwrap_or_default();
+        for m in listed {
+            out.push_str(&format!("  {} ({} bytes)\n", m.location, m.size));
+        }
+        if let Ok(table) = self.open(store).await
+            && let Ok(timeline) = table.timeline().await
+        {
+            for i in timeline.instants() {
+                let batch = self.commits.get(&i.requested).map(|c| c.batch);
+                out.push_str(&format!(
+                    "  instant {} {:?} {:?} completed {:?} batch {batch:?}\n",
+                    i.requested, i.action, i.state, i.completed
+                ));
+            }
+        }
+        out
+    }
+
+    async fn check_inner(&mut self, store: InMemory, ledger: &Ledger, end: bool) -> Check<()> {
+        let files: BTreeSet<String> = {
+            use futures::TryStreamExt;
+            use object_store::ObjectStore;
+            let listed: Vec<_> = store.list(Some(&self.root)).try_collect().await.map_err(|e| e.to_string())?;
+            let prefix = format!("{}/", self.root);
+            listed.iter().filter_map(|m| m.location.as_ref().strip_prefix(&prefix).map(str::to_string)).collect()
+        };
+        let table = self.open(store).await?;
+        let timeline = table.timeline().await.map_err(err("timeline"))?;
+        if let Some(w) = timeline.warnings().first() {
+            return Err(format!("the timeline is not well-formed: {w}"));
+        }
+        // Which batches the completed delta commits hold: each at most once.
+        let reader = TimelineWriter::new(table.location(), table.config());
+        let mut visible: BTreeMap<BatchId, InstantTime> = BTreeMap::new();
+        let mut order: Vec<(InstantTime, InstantTime)> = Vec::new();
+        for i in timeline.completed() {
+            let completed = i.completed.clone().ok_or("a completed instant without a completion time")?;
+            order.push((completed, i.requested.clone()));
+            if i.action != Action::DeltaCommit {
+                continue;
+            }
+            if !self.commits.contains_key(&i.requested) {
+                let bytes = reader.read(i, State::Completed).await.map_err(|e| format!("delta commit: {e}"))?;
+                let meta = CommitMetadata::from_avro_container(&bytes, i.requested.as_str())
+                    .map_err(|e| format!("delta commit metadata: {e}"))?;
+                let batch = self.batch_of(&meta).map_err(|e| format!("delta commit {}: {e}", i.requested))?;
+                let files = meta.write_stats().map(|s| s.path.clone()).collect();
+                self.commits.insert(i.requested.clone(), DeltaCommit { batch, files });
+            }
+            let c = &self.commits[&i.requested];
+            if let Some(other) = visible.insert(c.batch, i.requested.clone()) {
+                return Err(format!("batch {:?} is visible twice: delta commits {other} and {}", c.batch, i.requested));
+            }
+        }
+        // Per writer, a prefix of its batches: a gap is a lost commit.
+        for (w, input) in self.workload.writers.iter().enumerate() {
+            let mine: Vec<(usize, &InstantTime)> =
+                visible.range((w, 0)..(w + 1, 0)).map(|((_, b), t)| (*b, t)).collect();
+            if let Some((i, (b, t))) = mine.iter().enumerate().find(|(i, (b, _))| i != b) {
+                return Err(format!("writer {} has batch {b} visible ({t}) but not batch {i}: a gap", input.id));
+            }
+            if end && mine.len() != input.batches.len() {
+                return Err(format!(
+                    "writer {} finished with {} of {} batches visible",
+                    input.id,
+                    mine.len(),
+                    input.batches.len()
+                ));
+            }
+        }
+        if let Some(b) = ledger.acked.iter().find(|b| !visible.contains_key(b)) {
+            return Err(format!("batch {b:?} was acknowledged and is not visible"));
+        }
+        if let Some((b, t)) = visible.iter().find(|(b, _)| !ledger.attempted.contains(b)) {
+            return Err(format!("batch {b:?} is visible in {t} but was never sent"));
+        }
+        let want = self.workload.model(visible.keys().copied());
+        let read = |query: Query| ReadOptions { query, ..ReadOptions::default() };
+        self.compare(&table, read(Query::Snapshot), &want, "snapshot").await?;
+        if !end {
+            return Ok(());
+        }
+        self.compare(&table, read(Query::ReadOptimized), &want, "read-optimized after the final compaction").await?;
+        // Incremental: the whole timeline, then one window per delta commit
+        // whose files are all still there (else Hudi's full-scan fallback
+        // applies, where later commits compete).
+        order.sort();
+        let Some((last, _)) = order.last().cloned() else { return Ok(()) };
+        let zero = InstantTime::from_millis(0).map_err(|e| e.to_string())?;
+        self.compare(&table, read(Query::Incremental { begin: zero.clone(), end: last }), &want, "incremental, all")
+            .await?;
+        let mut begin = zero;
+        for (completed, requested) in order {
+            if let Some(c) = self.commits.get(&requested)
+                && c.files.iter().all(|f| files.contains(f))
+            {
+                let role = self.workload.writers[c.batch.0].role;
+                let want = merge([(role, self.workload.batch(c.batch))]);
+                let window = Query::Incremental { begin: begin.clone(), end: completed.clone() };
+                self.compare(&table, read(window), &want, &format!("incremental ({begin}, {completed}]")).await?;
+            }
+            begin = completed;
+        }
+        Ok(())
+    }
+
+    /// The batch a delta commit's checkpoint names.
+    fn batch_of(&self, meta: &CommitMetadata) -> Check<BatchId> {
+        let (key, value) = meta
+            .extra_metadata
+            .iter()
+            .find(|(k, _)| k.starts_with(CHECKPOINT_PREFIX))
+            .ok_or("no checkpoint in its metadata")?;
+        let id = &key[CHECKPOINT_PREFIX.len()..];
+        let w = self.workload.writers.iter().position(|i| i.id == id).ok_or(format!("unknown writer `{id}`"))?;
+        let b: usize = value.parse().map_err(|_| format!("checkpoint `{value}` is not a batch number"))?;
+        if b >= self.workload.writers[w].batches.len() {
+            return Err(format!("writer {id} has no batch {b}"));
+        }
+        Ok((w, b))
+    }
+
+    async fn compare(&self, table: &Table, options: ReadOptions, want: &Rows, what: &str) -> Check<()> {
+        let batch = table.read(&options).await.map_err(|e| format!("{what} read: {e}"))?;
+        let got = rows_of(&batch).map_err(|e| format!("{what} read: {e}"))?;
+        if &got != want {
+            return Err(format!("{what} read differs from the model: {}", diff(&got, want)));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,549 @@
+//! One history: a table, its writers, one compactor and one cleaner, each a
+//! simulated process that may crash and restart, driven by one seed.
+//!
+//! - **Writers** send their batches in order, one commit each, with the
+//!   batch number as the exactly-once checkpoint under their writer id. A
+//!   (re)started writer registers its id, asks the table for its
+//!   checkpoint and resumes after it; a failed commit is followed by the
+//!   same question, so a commit whose answer was lost is not sent twice.
+//! - **The compactor** runs [`Compactor::run_once`](tributary_compaction::execute::Compactor::run_once)
+//!   now and then: it rolls back writes whose heartbeat expired, finishes
+//!   pending plans, plans at its own instant and executes.
+//! - **The cleaner** runs [`Table::clean`]: the same rollback, then cleaning.
+//! - **The crash controller** crashes a random process at random times and
+//!   restarts it after a while.
+//!
+//! The history draws its shape from the seed: 1 to 4 writers of whole rows
+//! or of one sequence group, the time mode, the lock (one shared by the
+//! processes as a host's OS lock is, or the lease lock in the store), clock
+//! offsets and drifts within the skew bound, writer tasks, and the
+//! [`FaultPlan`]. When every writer is done, the world heals: a last process
+//! waits out the heartbeats and leases of the dead, cleans, and compacts
+//! until nothing is left to compact, and the final checks run.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::{Range, RangeInclusive};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tokio::task::JoinHandle;
+use tributary::timeline::{ErrorKind, InProcessLock, LockProvider, SequenceGroup, TableLocation, TimeMode};
+use tributary::{CreateOptions, LockKind, Table, TableSettings, TimeSettings};
+use tributary_compaction::execute::CompactorSettings;
+use tributary_writer::{WriteClient, WriteSettings};
+
+use crate::check::{Checker, Ledger};
+use crate::workload::{BatchId, Rows, Workload};
+use crate::world::{FaultKind, FaultPlan, ProcessStore, SimClock, World};
+
+/// The size of histories.
+#[derive(Debug, Clone)]
+pub struct Scale {
+    /// Writers per history.
+    pub writers: RangeInclusive<usize>,
+    /// Events per history.
+    pub records: Range<usize>,
+    /// Keys of each kind.
+    pub keys: u32,
+    /// Whether processes crash.
+    pub crashes: bool,
+}
+
+impl Default for Scale {
+    /// 1 to 4 writers, 100 to 300 events over 12 keys of each kind, crashes.
+    fn default() -> Self {
+        Self { writers: 1..=4, records: 100..300, keys: 12, crashes: true }
+    }
+}
+
+/// What a history did.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// Faults injected, per kind.
+    pub faults: BTreeMap<FaultKind, u64>,
+    /// Checks passed (one per completed instant, and the final one).
+    pub checks: usize,
+    /// Store operations that took effect.
+    pub ops: u64,
+    /// The fingerprint of those operations: a replay must match it.
+    pub trace: u64,
+    /// Virtual time the history took.
+    pub virtual_time: Duration,
+    /// The store at the end (the table is under [`TABLE_ROOT`]).
+    pub store: Option<Arc<InMemory>>,
+    /// The rows the table holds at the end, by the model.
+    pub model: Rows,
+}
+
+/// The table's folder in the store.
+pub const TABLE_ROOT: &str = "sim/trips";
+const ROOT: &str = TABLE_ROOT;
+/// A history that has not finished after this much virtual time is stuck.
+const DEADLINE: Duration = Duration::from_secs(4 * 3600);
+/// The table's heartbeat expiry, and the writers' heartbeat interval.
+const HEARTBEAT_EXPIRY: Duration = Duration::from_secs(5);
+const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
+/// Lease length and renewal of the lease locks.
+const LEASE: Duration = Duration::from_secs(4);
+const RENEW: Duration = Duration::from_secs(1);
+/// The largest clock offset of a process either way, and drift (ppm): any
+/// two clocks stay well within the default 200 ms skew bound.
+const MAX_OFFSET_MS: i64 = 80;
+const MAX_DRIFT_PPM: i64 = 200;
+
+/// Runs the history of `seed` to its end; `Err` names the first check or
+/// actor that failed.
+pub fn run(seed: u64, scale: &Scale) -> Result<Outcome, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .map_err(|e| format!("runtime: {e}"))?;
+    // Actors run as local tasks: some of the library's futures are not
+    // `Send` for every lifetime, and one thread is the point anyway.
+    let local = tokio::task::LocalSet::new();
+    runtime.block_on(local.run_until(async {
+        let history = History::new(seed, scale);
+        let result = history.clone().play().await;
+        history.stop_all();
+        result
+    }))
+}
+
+/// A simulated process's part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Writer(usize),
+    Compactor,
+    Cleaner,
+}
+
+/// A process slot: its part, its current incarnation's view and task.
+struct Slot {
+    part: Part,
+    clock_offset_ms: i64,
+    drift_ppm: i64,
+    incarnation: u32,
+    store: Option<ProcessStore>,
+    task: Option<JoinHandle<()>>,
+}
+
+/// A snapshot taken as an instant completed, waiting to be checked.
+struct Pending {
+    store: InMemory,
+    ledger: Ledger,
+    what: String,
+}
+
+struct History {
+    world: Arc<World>,
+    workload: Arc<Workload>,
+    settings: TableSettings,
+    /// The shared locks when the history uses OS-like locks.
+    locks: Option<(Arc<dyn LockProvider>, Arc<dyn LockProvider>)>,
+    writer_tasks: Vec<usize>,
+    start: tokio::time::Instant,
+    slots: Mutex<Vec<Slot>>,
+    ledger: Mutex<Ledger>,
+    done: Mutex<Vec<bool>>,
+    failure: Mutex<Option<String>>,
+    pending: Arc<Mutex<VecDeque<Pending>>>,
+    crashes: bool,
+}
+
+/// Epoch milliseconds when every history starts (2026-01-01).
+const EPOCH_MS: i64 = 1_767_225_600_000;
+
+/// Whether `path` is a completed instant file of the active timeline
+/// (`<requested>_<completed>.<action>`).
+fn is_completion(path: &str) -> bool {
+    let Some((dir, name)) = path.rsplit_once('/') else { return false };
+    dir.ends_with(".hoodie/timeline")
+        && name.split('.').next().is_some_and(|stem| stem.contains('_'))
+        && !name.ends_with(".requested")
+        && !name.ends_with(".inflight")
+}
+
+impl History {
+    fn new(seed: u64, scale: &Scale) -> Arc<Self> {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let writers = rng.random_range(scale.writers.clone());
+        let records = rng.random_range(scale.records.clone());
+        let workload = Arc::new(Workload::draw(&mut rng, writers, records, scale.keys));
+        let mode = if rng.random_bool(0.5) { TimeMode::WaitForSkew } else { TimeMode::HybridLogical };
+        let in_process = rng.random_bool(0.5);
+        let settings = TableSettings {
+            time: TimeSettings { mode, ..TimeSettings::default() },
+            lock: if in_process { LockKind::InProcess } else { LockKind::Lease },
+            lock_lease: LEASE,
+            compaction_lease: LEASE,
+            lock_renew_interval: RENEW,
+            heartbeat_expiry: HEARTBEAT_EXPIRY,
+            ..TableSettings::default()
+        };
+        let locks = in_process.then(|| {
+            let (a, b): (Arc<dyn LockProvider>, Arc<dyn LockProvider>) =
+                (Arc::new(InProcessLock::new()), Arc::new(InProcessLock::new()));
+            (a, b)
+        });
+        let writer_tasks = (0..writers).map(|_| rng.random_range(1..=3)).collect();
+        let mut parts: Vec<Part> = (0..writers).map(Part::Writer).collect();
+        parts.extend([Part::Compactor, Part::Cleaner]);
+        let slots = parts
+            .into_iter()
+            .map(|part| Slot {
+                part,
+                clock_offset_ms: rng.random_range(-MAX_OFFSET_MS..=MAX_OFFSET_MS),
+                drift_ppm: rng.random_range(-MAX_DRIFT_PPM..=MAX_DRIFT_PPM),
+                incarnation: 0,
+                store: None,
+                task: None,
+            })
+            .collect();
+        let plan = FaultPlan::draw(&mut rng);
+        let world = World::new(StdRng::seed_from_u64(rng.random()), plan);
+        Arc::new(Self {
+            world,
+            workload,
+            settings,
+            locks,
+            writer_tasks,
+            start: tokio::time::Instant::now(),
+            slots: Mutex::new(slots),
+            ledger: Mutex::new(Ledger::default()),
+            done: Mutex::new(vec![false; writers]),
+            failure: Mutex::new(None),
+            pending: Arc::new(Mutex::new(VecDeque::new())),
+            crashes: scale.crashes,
+        })
+    }
+
+    fn fail(&self, message: String) {
+        let mut f = self.failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        f.get_or_insert(message);
+    }
+
+    fn failed(&self) -> Option<String> {
+        self.failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn all_done(&self) -> bool {
+        self.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().all(|d| *d)
+    }
+
+    /// A uniformly drawn duration in `range` milliseconds.
+    fn pause(&self, range: Range<u64>) -> Duration {
+        Duration::from_millis(self.world.with_rng(|r| r.random_range(range)))
+    }
+
+    /// Opens the table as process `store` with the slot's clock.
+    async fn open(&self, store: &ProcessStore, clock: Arc<SimClock>, pid: u32) -> tributary::Result<Table> {
+        let loc = TableLocation::new(Arc::new(store.clone()), Path::from(ROOT));
+        let settings = TableSettings { lock_owner: Some(format!("p{pid}")), ..self.settings.clone() };
+        let mut builder = Table::builder(loc)
+            .with_settings(settings)
+            .with_clock(clock)
+            .with_spill_store(Arc::new(InMemory::new()), Path::from("spill"));
+        if let Some((lock, compaction)) = &self.locks {
+            builder = builder.with_lock(lock.clone()).with_compaction_lock(compaction.clone());
+        }
+        builder.open().await
+    }
+
+    /// An error an actor may meet (the store or lock is unavailable, or
+    /// another actor got there first) passes; any other fails the history.
+    fn expect(&self, who: &str, e: impl Into<tributary::Error>) {
+        let e = e.into();
+        match e.kind() {
+            ErrorKind::Unavailable | ErrorKind::Conflict => {}
+            kind => self.fail(format!("{who}: {kind:?} error: {e}")),
+        }
+    }
+
+    async fn create(&self) -> Result<(), String> {
+        let loc = TableLocation::new(self.world.store(), Path::from(ROOT));
+        let mut options = CreateOptions::new(crate::workload::SCHEMA, "id", "ts");
+        options.partition_field = Some("region".into());
+        options.buckets = 2;
+        options.sequence_groups = ["ts_a=a1", "ts_b=b1"]
+            .iter()
+            .map(|g| SequenceGroup::parse(g).ok_or(format!("sequence group `{g}`")))
+            .collect::<Result<_, _>>()?;
+        Table::builder(loc)
+            .with_settings(TableSettings { lock: LockKind::InProcess, ..TableSettings::default() })
+            .with_clock(Arc::new(SimClock::new(EPOCH_MS, self.start, 0, 0)))
+            .create(options)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("create: {e}"))
+    }
+
+    /// Starts (or restarts) the process in slot `i`.
+    fn spawn(self: &Arc<Self>, i: usize) {
+        let mut slots = self.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let slot = &mut slots[i];
+        slot.incarnation += 1;
+        let pid = i as u32 * 1_000 + slot.incarnation;
+        let store = self.world.process(pid);
+        let clock = Arc::new(SimClock::new(EPOCH_MS, self.start, slot.clock_offset_ms, slot.drift_ppm));
+        let this = self.clone();
+        let (part, s) = (slot.part, store.clone());
+        slot.task = Some(tokio::task::spawn_local(async move {
+            match part {
+                Part::Writer(w) => this.writer(w, s, clock, pid).await,
+                Part::Compactor => this.compactor(s, clock, pid).await,
+                Part::Cleaner => this.cleaner(s, clock, pid).await,
+            }
+        }));
+        slot.store = Some(store);
+    }
+
+    /// Crashes the process in slot `i`; true if it was running.
+    fn crash(&self, i: usize) -> bool {
+        let mut slots = self.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let slot = &mut slots[i];
+        if let Some(s) = slot.store.take() {
+            s.crash();
+        }
+        match slot.task.take() {
+            Some(t) => {
+                t.abort();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn stop_all(&self) {
+        let n = self.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len();
+        for i in 0..n {
+            self.crash(i);
+        }
+    }
+
+    async fn writer(self: Arc<Self>, w: usize, store: ProcessStore, clock: Arc<SimClock>, pid: u32) {
+        let input = &self.workload.writers[w];
+        let who = format!("writer {} (process {pid})", input.id);
+        let table = loop {
+            match self.open(&store, clock.clone(), pid).await {
+                Ok(t) => break t,
+                Err(e) => self.expect(&who, e),
+            }
+            tokio::time::sleep(self.pause(50..500)).await;
+        };
+        let settings = WriteSettings {
+            tasks: self.writer_tasks[w],
+            buffer_bytes: 16 << 10,
+            heartbeat_interval: HEARTBEAT_INTERVAL,
+            writer_id: input.id.clone(),
+            columns: input.role.columns(),
+            ..WriteSettings::default()
+        };
+        let client = match table.write_client(settings).await {
+            Ok(c) => c,
+            Err(e) => return self.fail(format!("{who}: write client: {e}")),
+        };
+        loop {
+            match client.register().await {
+                Ok(_) => break,
+                Err(e) => self.expect(&who, e),
+            }
+            tokio::time::sleep(self.pause(50..500)).await;
+        }
+        loop {
+            let status = match client.checkpoint(&input.id).await {
+                Ok(s) => s,
+                Err(e) => {
+                    self.expect(&who, e);
+                    tokio::time::sleep(self.pause(50..500)).await;
+                    continue;
+                }
+            };
+            let next = match status.checkpoint.as_ref().map(|c| c.checkpoint.parse::<usize>()) {
+                None => 0,
+                Some(Ok(b)) => b + 1,
+                Some(Err(_)) => return self.fail(format!("{who}: checkpoint {:?} is not a batch", status.checkpoint)),
+            };
+            let acked = self.ledger().acked.range((w, 0)..(w + 1, 0)).next_back().map(|(_, b)| *b);
+            if let Some(b) = acked
+                && next <= b
+            {
+                return self
+                    .fail(format!("{who}: the checkpoint says batch {next} is next, but batch {b} was acknowledged"));
+            }
+            if next >= input.batches.len() {
+                self.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[w] = true;
+                return;
+            }
+            let id: BatchId = (w, next);
+            self.ledger().attempted.insert(id);
+            match self.commit(&client, id).await {
+                Ok(()) => {
+                    self.ledger().acked.insert(id);
+                }
+                Err(e) => {
+                    self.expect(&who, e);
+                    tokio::time::sleep(self.pause(0..500)).await;
+                }
+            }
+            tokio::time::sleep(self.pause(0..300)).await;
+        }
+    }
+
+    async fn commit(&self, client: &WriteClient, id: BatchId) -> tributary::Result<()> {
+        let mut commit = client.start_commit().await?;
+        if let Err(e) = commit.write_batch(&self.workload.arrow(id)).await {
+            let _ = commit.abort().await;
+            return Err(e.into());
+        }
+        commit.commit_with_checkpoint(Some(id.1.to_string())).await?;
+        Ok(())
+    }
+
+    async fn compactor(self: Arc<Self>, store: ProcessStore, clock: Arc<SimClock>, pid: u32) {
+        let who = format!("compactor (process {pid})");
+        loop {
+            tokio::time::sleep(self.pause(500..8_000)).await;
+            let settings = CompactorSettings {
+                parallelism: self.world.with_rng(|r| r.random_range(1..=2)),
+                ..CompactorSettings::default()
+            };
+            let run = async {
+                let table = self.open(&store, clock.clone(), pid).await?;
+                table.compactor(settings).await?.run_once().await?;
+                Ok::<_, tributary::Error>(())
+            };
+            if let Err(e) = run.await {
+                self.expect(&who, e);
+            }
+        }
+    }
+
+    async fn cleaner(self: Arc<Self>, store: ProcessStore, clock: Arc<SimClock>, pid: u32) {
+        let who = format!("cleaner (process {pid})");
+        loop {
+            tokio::time::sleep(self.pause(1_000..10_000)).await;
+            let retain = self.world.with_rng(|r| r.random_range(1..=3));
+            let run = async {
+                let table = self.open(&store, clock.clone(), pid).await?;
+                table.clean(retain).await?;
+                Ok::<_, tributary::Error>(())
+            };
+            if let Err(e) = run.await {
+                self.expect(&who, e);
+            }
+        }
+    }
+
+    /// Crashes a random process now and then, and restarts it.
+    async fn crash_controller(self: Arc<Self>) {
+        let n = self.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len();
+        loop {
+            tokio::time::sleep(self.pause(200..6_000)).await;
+            let i = self.world.with_rng(|r| r.random_range(0..n));
+            let is_done_writer = matches!(self.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[i].part,
+                Part::Writer(w) if self.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[w]);
+            if is_done_writer || !self.crash(i) {
+                continue;
+            }
+            self.world.count(FaultKind::Crash);
+            tokio::time::sleep(self.pause(0..3_000)).await;
+            self.spawn(i);
+        }
+    }
+
+    /// Checks the snapshots taken since the last call.
+    async fn check_pending(&self, checker: &mut Checker) -> Result<(), String> {
+        loop {
+            let next = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop_front();
+            let Some(p) = next else { return Ok(()) };
+            checker.check(p.store, &p.ledger, &p.what, false).await?;
+        }
+    }
+
+    async fn play(self: Arc<Self>) -> Result<Outcome, String> {
+        self.create().await?;
+        // Every completed instant file: a copy of the store, and the
+        // ledger, as it appeared.
+        let (pending, this) = (self.pending.clone(), Arc::downgrade(&self));
+        self.world.observe(Box::new(move |path, store| {
+            if !is_completion(path) {
+                return;
+            }
+            let Some(this) = this.upgrade() else { return };
+            let ledger = this.ledger().clone();
+            let what = path.rsplit('/').next().unwrap_or(path).to_string();
+            pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push_back(Pending {
+                store: store.fork(),
+                ledger,
+                what,
+            });
+        }));
+        let n = self.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len();
+        for i in 0..n {
+            self.spawn(i);
+        }
+        let controller = self.crashes.then(|| tokio::task::spawn_local(self.clone().crash_controller()));
+        let mut checker = Checker::new(self.workload.clone(), Path::from(ROOT));
+        let stuck = |what: &str| format!("stuck: {what} after {DEADLINE:?} of virtual time");
+        while !self.all_done() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            self.check_pending(&mut checker).await?;
+            if let Some(f) = self.failed() {
+                return Err(f);
+            }
+            if self.start.elapsed() > DEADLINE {
+                return Err(stuck("the writers are not done"));
+            }
+        }
+        // The world heals; the dead's heartbeats and leases run out.
+        if let Some(c) = controller {
+            c.abort();
+        }
+        self.stop_all();
+        self.check_pending(&mut checker).await?;
+        if let Some(f) = self.failed() {
+            return Err(f);
+        }
+        self.world.set_plan(FaultPlan::calm());
+        tokio::time::sleep(HEARTBEAT_EXPIRY + LEASE + Duration::from_secs(2)).await;
+        let pid = 999_999;
+        let store = self.world.process(pid);
+        let clock = Arc::new(SimClock::new(EPOCH_MS, self.start, 0, 0));
+        let table = self.open(&store, clock, pid).await.map_err(|e| format!("final open: {e}"))?;
+        table.clean(1).await.map_err(|e| format!("final clean: {e}"))?;
+        let compactor =
+            table.compactor(CompactorSettings::default()).await.map_err(|e| format!("final compactor: {e}"))?;
+        for round in 0.. {
+            let done = compactor.run_once().await.map_err(|e| format!("final compaction: {e}"))?;
+            if done.is_empty() {
+                break;
+            }
+            if round > 8 {
+                return Err("the final compactions never run out of work".into());
+            }
+        }
+        self.check_pending(&mut checker).await?;
+        let ledger = self.ledger().clone();
+        checker.check(self.world.snapshot(), &ledger, "the end", true).await?;
+        let model = self.workload.model(self.workload.all_batches());
+        let (trace, ops) = self.world.trace();
+        Ok(Outcome {
+            faults: self.world.faults(),
+            checks: checker.checks,
+            ops,
+            trace,
+            virtual_time: self.start.elapsed(),
+            store: Some(self.world.store()),
+            model,
+        })
+    }
+}
