@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use object_store::memory::InMemory;
 use object_store::path::Path;
-use tributary::timeline::{Action, InstantTime, ManualClock, State, TableLocation, TimelineWriter};
+use tributary::timeline::{Action, InstantTime, LogFileName, ManualClock, State, TableLocation, TimelineWriter};
 use tributary::{LockKind, Query, ReadOptions, Table, TableSettings};
-use tributary_format::metadata::CommitMetadata;
+use tributary_format::metadata::{CommitMetadata, CompactionPlan};
 use tributary_writer::client::CHECKPOINT_PREFIX;
 
 use crate::workload::{BatchId, Rows, Workload, diff, merge, rows_of};
@@ -38,6 +38,8 @@ pub struct Checker {
     workload: Arc<Workload>,
     root: Path,
     commits: HashMap<InstantTime, DeltaCommit>,
+    /// The logs each compaction plan names.
+    plans: HashMap<InstantTime, Vec<String>>,
     /// Checks passed.
     pub checks: usize,
 }
@@ -51,7 +53,7 @@ fn err(what: &str) -> impl Fn(tributary::Error) -> String + '_ {
 impl Checker {
     /// A checker of the table at `root` written with `workload`.
     pub fn new(workload: Arc<Workload>, root: Path) -> Self {
-        Self { workload, root, commits: HashMap::new(), checks: 0 }
+        Self { workload, root, commits: HashMap::new(), plans: HashMap::new(), checks: 0 }
     }
 
     /// The table in `store`, opened as a reader: no lock is taken.
@@ -135,6 +137,29 @@ impl Checker {
             let c = &self.commits[&i.requested];
             if let Some(other) = visible.insert(c.batch, i.requested.clone()) {
                 return Err(format!("batch {:?} is visible twice: delta commits {other} and {}", c.batch, i.requested));
+            }
+        }
+        // A compaction plan names only logs of delta commits that completed
+        // before its instant: later ones belong to the slice it opens.
+        for i in timeline.instants().iter().filter(|i| i.action == Action::Compaction) {
+            if !self.plans.contains_key(&i.requested) {
+                let bytes = reader.read(i, State::Requested).await.map_err(|e| format!("compaction plan: {e}"))?;
+                let plan = CompactionPlan::from_avro_container(&bytes, i.requested.as_str())
+                    .map_err(|e| format!("compaction plan {}: {e}", i.requested))?;
+                let logs = plan.operations.iter().flat_map(|op| op.delta_file_paths.iter().cloned()).collect();
+                self.plans.insert(i.requested.clone(), logs);
+            }
+            for log in &self.plans[&i.requested] {
+                let name = LogFileName::parse(log).map_err(|e| format!("compaction plan {}: {e}", i.requested))?;
+                match timeline.completion_time(&name.instant) {
+                    Some(c) if *c < i.requested => {}
+                    c => {
+                        return Err(format!(
+                            "compaction plan {} takes log {log}, whose delta commit completed at {c:?}, not before it",
+                            i.requested
+                        ));
+                    }
+                }
             }
         }
         // Per writer, a prefix of its batches: a gap is a lost commit.
