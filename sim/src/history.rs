@@ -51,12 +51,15 @@ pub struct Scale {
     pub keys: u32,
     /// Whether processes crash.
     pub crashes: bool,
+    /// Whether stalls outlast the writers' heartbeat expiry
+    /// ([`FaultPlan::draw`]).
+    pub long_stalls: bool,
 }
 
 impl Default for Scale {
     /// 1 to 4 writers, 100 to 300 events over 12 keys of each kind, crashes.
     fn default() -> Self {
-        Self { writers: 1..=4, records: 100..300, keys: 12, crashes: true }
+        Self { writers: 1..=4, records: 100..300, keys: 12, crashes: true, long_stalls: false }
     }
 }
 
@@ -204,7 +207,7 @@ impl History {
                 task: None,
             })
             .collect();
-        let plan = FaultPlan::draw(&mut rng);
+        let plan = FaultPlan::draw(&mut rng, scale.long_stalls);
         let world = World::new(StdRng::seed_from_u64(rng.random()), plan);
         Arc::new(Self {
             world,

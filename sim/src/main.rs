@@ -41,15 +41,20 @@ struct Args {
     /// Keep going after a failing history.
     #[arg(long)]
     keep_going: bool,
+    /// Stall operations past the writers' heartbeat expiry, so that
+    /// recovery rolls back writers that are alive.
+    #[arg(long)]
+    long_stalls: bool,
 }
 
-fn replay_command(seed: u64) -> String {
-    format!("cargo run --release -p tributary-sim -- --replay {seed}")
+fn replay_command(seed: u64, scale: &Scale) -> String {
+    let stalls = if scale.long_stalls { " --long-stalls" } else { "" };
+    format!("cargo run --release -p tributary-sim -- --replay {seed}{stalls}")
 }
 
 fn main() {
     let args = Args::parse();
-    let scale = Scale::default();
+    let scale = Scale { long_stalls: args.long_stalls, ..Scale::default() };
     if let Some(seed) = args.replay {
         match run(seed, &scale) {
             Ok(o) => {
@@ -101,7 +106,7 @@ fn main() {
                             }
                         }
                         Err(e) => {
-                            eprintln!("seed {seed} FAILED: {e}\n  replay: {}", replay_command(seed));
+                            eprintln!("seed {seed} FAILED: {e}\n  replay: {}", replay_command(seed, &scale));
                             failures.lock().expect("failures").push((seed, e));
                             if !args.keep_going {
                                 stop.store(true, Ordering::SeqCst);
@@ -132,7 +137,7 @@ fn main() {
     let failures = failures.lock().expect("failures");
     if !failures.is_empty() {
         println!("{} histories FAILED; first: seed {}: {}", failures.len(), failures[0].0, failures[0].1);
-        println!("replay: {}", replay_command(failures[0].0));
+        println!("replay: {}", replay_command(failures[0].0, &scale));
         std::process::exit(1);
     }
 }

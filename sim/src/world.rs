@@ -143,8 +143,11 @@ impl FaultPlan {
 
     /// A plan drawn from `rng`: a quarter of histories run without faults;
     /// the others fail and lose answers on a random subset of path classes,
-    /// at rates up to 2 %, and stall some operations.
-    pub fn draw(rng: &mut StdRng) -> Self {
+    /// at rates up to 2 %, and stall some operations: for 0.2 to 4 s, or
+    /// with `long_stalls` for 2 to 12 s at up to 3 % of operations, past
+    /// the writers' heartbeat expiry (recovery then rolls back writers that
+    /// are alive).
+    pub fn draw(rng: &mut StdRng, long_stalls: bool) -> Self {
         let mut plan = Self::calm();
         plan.latency_ms = 0..rng.random_range(2..60);
         if rng.random_bool(0.25) {
@@ -159,8 +162,9 @@ impl FaultPlan {
             }
         }
         if rng.random_bool(0.5) {
-            plan.delay = rng.random_range(0.0..0.01);
-            plan.long_delay = Duration::from_millis(rng.random_range(200..4_000));
+            let (rate, stall) = if long_stalls { (0.03, 2_000..12_000) } else { (0.01, 200..4_000) };
+            plan.delay = rng.random_range(0.0..rate);
+            plan.long_delay = Duration::from_millis(rng.random_range(stall));
         }
         plan
     }
