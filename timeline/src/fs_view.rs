@@ -315,6 +315,14 @@ pub async fn list_data_files(loc: &TableLocation) -> Result<Vec<DataFile>> {
 mod tests {
     use super::*;
 
+    /// Each slice of `g`: its base instant and its logs' instants.
+    fn slice_instants(g: &FileGroup) -> Vec<(String, Vec<String>)> {
+        g.slices
+            .values()
+            .map(|s| (s.base_instant.to_string(), s.logs.iter().map(|l| l.name.instant.to_string()).collect()))
+            .collect()
+    }
+
     fn file(partition: &str, name: &str) -> DataFile {
         DataFile {
             partition: partition.into(),
@@ -356,11 +364,7 @@ mod tests {
         planned.insert(t(&ts(60)), [("p".to_string(), fid.to_string())].into());
         let view = FileSystemView::build(&tl, files, &planned);
         let g = view.groups().next().unwrap();
-        let slices: Vec<(String, Vec<String>)> = g
-            .slices
-            .values()
-            .map(|s| (s.base_instant.to_string(), s.logs.iter().map(|l| l.name.instant.to_string()).collect()))
-            .collect();
+        let slices = slice_instants(g);
         assert_eq!(slices, vec![(ts(10), vec![ts(21), ts(30)]), (ts(60), vec![ts(35)])]);
         // While the compaction is pending, readers merge both slices.
         let latest = &view.latest_slices()[0];
@@ -406,11 +410,7 @@ mod tests {
         ];
         let view = FileSystemView::build(&tl, files, &PlannedGroups::new());
         let g = view.groups().next().unwrap();
-        let slices: Vec<(String, Vec<String>)> = g
-            .slices
-            .values()
-            .map(|s| (s.base_instant.to_string(), s.logs.iter().map(|l| l.name.instant.to_string()).collect()))
-            .collect();
+        let slices = slice_instants(g);
         assert_eq!(slices, vec![(ts(10), vec![ts(10)]), (ts(30), vec![ts(20), ts(31), ts(80)])]);
         let latest = &view.latest_slices()[0];
         assert_eq!(latest.logs.iter().map(|l| l.completed.to_string()).collect::<Vec<_>>(), [ts(40), ts(32), ts(85)]);
