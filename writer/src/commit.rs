@@ -7,12 +7,11 @@ use std::sync::atomic::Ordering as AtomicOrdering;
 
 use arrow::array::{Array, AsArray, RecordBatch, StringArray, UInt32Array};
 use arrow::datatypes::DataType;
-use object_store::ObjectStoreExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tributary_format::metadata::{CommitMetadata, WriteStat};
 use tributary_timeline::protocol::marker::{remove_markers, rollback_files};
-use tributary_timeline::protocol::{Completion, Heartbeat, complete_instant, complete_instant_with};
+use tributary_timeline::protocol::{Completion, Heartbeat, complete_instant, complete_instant_with, delete_if_exists};
 use tributary_timeline::{Action, Instant, InstantTime, State};
 
 use crate::client::{CHECKPOINT_PREFIX, Shared};
@@ -370,10 +369,7 @@ impl Commit {
         let pending = Instant::requested(self.instant.clone(), Action::DeltaCommit);
         for state in [State::Inflight, State::Requested] {
             let path = self.shared.timeline.path_of(&pending, state).map_err(|e| e.to_string())?;
-            match self.shared.loc.store.delete(&path).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(format!("withdrawing the instant ({path}): {e}")),
-            }
+            delete_if_exists(&self.shared.loc, &path).await.map_err(|e| format!("withdrawing the instant: {e}"))?;
         }
         Ok(())
     }
