@@ -113,7 +113,7 @@ impl Window {
 
 /// A data file's path relative to the table, as commit metadata names it.
 fn relative(f: &DataFile) -> String {
-    if f.partition.is_empty() { f.name.clone() } else { format!("{}/{}", f.partition, f.name) }
+    tributary_timeline::location::partition_file(&f.partition, &f.name)
 }
 
 /// A completed commit's metadata: Avro (Hudi 1.x, Tributary) or JSON

@@ -16,6 +16,8 @@
 //!
 //! ```text
 //!  clean                                      table lock          storage
+//!    |  list the data files, then load the timeline
+//!    |  delete orphans (files of instants on neither) ---------------------->|
 //!    |  plan from the timeline and the file-system view
 //!    |  acquire ------------------------------->|
 //!    |  R = next time; no other clean pending?
@@ -28,8 +30,12 @@
 //!    |  release <-------------------------------|
 //! ```
 //!
-//! A clean interrupted anywhere stays pending; the next call finishes it from
-//! its plan before planning anything new. Plans list files as `/` plus their
+//! Orphans are data files of withdrawn instants, which Hudi's readers could
+//! take for archived ones ([`crate::rollback::delete_orphans`]); they are
+//! no part of any slice and need no plan.
+//!
+//! A clean interrupted anywhere stays pending; the next call finishes it
+//! from its plan before planning anything new. Plans list files as `/` plus their
 //! object-store path (see [`crate::rollback`]); the completed metadata lists
 //! bare file names per partition, as Java does. Tables with savepoints are
 //! not cleaned (savepointed files are not tracked here).
@@ -39,7 +45,7 @@ use std::collections::BTreeMap;
 use tributary_format::table_services::{
     ActionInstant, CleanFileInfo, CleanMetadata, CleanPartitionMetadata, CleanerPlan, KEEP_LATEST_COMMITS,
 };
-use tributary_timeline::fs_view::FileSystemView;
+use tributary_timeline::fs_view::{FileSystemView, list_data_files, planned_groups};
 use tributary_timeline::{
     Action, Instant, InstantTime, State, TableConfig, TableLocation, TimeGenerator, Timeline, TimelineWriter,
 };
@@ -47,7 +53,8 @@ use tributary_timeline::{
 use crate::error::{Error, Result};
 use tributary_timeline::protocol::{Completion, complete_instant, delete_if_exists};
 
-use crate::rollback::{file_name, fs_path, relative};
+use crate::rollback::{file_name, fs_path};
+use tributary_timeline::location::partition_file;
 
 /// What one clean did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,7 +84,10 @@ pub async fn clean(
     if retain_commits == 0 {
         return Err(Error::Invalid { what: "retain_commits".into(), reason: "must be at least 1".into() });
     }
+    // Listed before the timeline is loaded, as the orphan sweep needs.
+    let files = list_data_files(loc).await?;
     let timeline = Timeline::load(loc, config).await?;
+    crate::rollback::delete_orphans(loc, &timeline, &files).await?;
     let writer = TimelineWriter::new(loc, config);
     if let Some(pending) = timeline.pending().find(|i| i.action == Action::Clean) {
         let path = writer.path_of(pending, State::Requested)?;
@@ -89,7 +99,8 @@ pub async fn clean(
         }
         return execute(loc, config, time, &pending.requested, &plan, content).await.map(Some);
     }
-    let view = FileSystemView::load(loc, config, &timeline).await?;
+    let planned = planned_groups(loc, config, &timeline).await?;
+    let view = FileSystemView::build(&timeline, files, &planned);
     let Some(plan) = plan_clean(loc, &timeline, &view, retain_commits) else { return Ok(None) };
     let content = plan.to_avro_container()?;
     let w = writer.clone();
@@ -196,7 +207,7 @@ async fn execute(
     let mut deleted = Vec::new();
     for (partition, path) in plan.files() {
         let name = file_name(&path).to_string();
-        let rel = relative(&partition, &name);
+        let rel = partition_file(&partition, &name);
         delete_if_exists(loc, &loc.join(&rel)).await?;
         let m = partitions.entry(partition.clone()).or_insert_with(|| CleanPartitionMetadata {
             partition_path: partition.clone(),
@@ -268,11 +279,11 @@ mod tests {
     }
 
     async fn put(tb: &Table, name: &str) {
-        tb.loc.create(&tb.loc.join(&relative(PARTITION, name)), b"data".to_vec()).await.unwrap();
+        tb.loc.create(&tb.loc.join(&partition_file(PARTITION, name)), b"data".to_vec()).await.unwrap();
     }
 
     async fn exists(tb: &Table, name: &str) -> bool {
-        tb.loc.store.head(&tb.loc.join(&relative(PARTITION, name))).await.is_ok()
+        tb.loc.store.head(&tb.loc.join(&partition_file(PARTITION, name))).await.is_ok()
     }
 
     fn writer(tb: &Table) -> TimelineWriter {
@@ -327,7 +338,7 @@ mod tests {
         // Keep 2 commits: the compaction at 400 and the delta commit at 500.
         // Only the slice before the base at 200 (completed at 210 < 400) goes.
         let s = clean(&tb.loc, &tb.config, &tb.time, 2).await.unwrap().unwrap();
-        assert_eq!(s.deleted_files, vec![relative(PARTITION, &log(0, 100))]);
+        assert_eq!(s.deleted_files, vec![partition_file(PARTITION, &log(0, 100))]);
         assert_eq!(s.earliest_commit_to_retain, ts(400).to_string());
         assert!(!exists(&tb, &log(0, 100)).await);
         for kept in [base(0, 200), log(0, 300), base(0, 400), log(0, 500), log(1, 100), log(1, 300), log(1, 500)] {
@@ -366,11 +377,32 @@ mod tests {
         // Keep 1 commit (500): the base at 400 completed at 410 < 500, so
         // the slice at 200 goes, base and log. Log-only bucket 1 stays.
         let s = clean(&tb.loc, &tb.config, &tb.time, 1).await.unwrap().unwrap();
-        assert_eq!(s.deleted_files, vec![relative(PARTITION, &base(0, 200)), relative(PARTITION, &log(0, 300))]);
+        assert_eq!(
+            s.deleted_files,
+            vec![partition_file(PARTITION, &base(0, 200)), partition_file(PARTITION, &log(0, 300))]
+        );
         for kept in [base(0, 400), log(0, 500), log(1, 100), log(1, 300), log(1, 500)] {
             assert!(exists(&tb, &kept).await, "{kept}");
         }
         assert_eq!(timeline(&tb).await.completed().filter(|i| i.action == Action::Clean).count(), 2);
+    }
+
+    #[tokio::test]
+    async fn orphans_of_withdrawn_instants_are_deleted() {
+        let tb = table().await;
+        three_slices(&tb).await;
+        // Logs of an instant older than the whole timeline, and of one
+        // between its commits, on neither the timeline nor a history: a
+        // rolled-back writer wrote them late.
+        put(&tb, &log(0, 50)).await;
+        put(&tb, &log(1, 350)).await;
+        // A pending write's log is no orphan.
+        delta_commit(&tb, 600, None, &[1]).await;
+        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, 5).await.unwrap(), None, "nothing to clean but orphans");
+        assert!(!exists(&tb, &log(0, 50)).await && !exists(&tb, &log(1, 350)).await);
+        for kept in [log(0, 100), base(0, 200), log(1, 500), log(1, 600)] {
+            assert!(exists(&tb, &kept).await, "{kept}");
+        }
     }
 
     #[tokio::test]
@@ -402,7 +434,7 @@ mod tests {
         let r = tb.time.new_instant().await.unwrap();
         let i = Instant::requested(r.clone(), Action::Clean);
         writer(&tb).create(&i, State::Requested, plan.to_avro_container().unwrap()).await.unwrap();
-        tb.loc.store.delete(&tb.loc.join(&relative(PARTITION, &base(0, 200)))).await.unwrap();
+        tb.loc.store.delete(&tb.loc.join(&partition_file(PARTITION, &base(0, 200)))).await.unwrap();
 
         // The next call finishes it (with any retention) and plans nothing new.
         let s = clean(&tb.loc, &tb.config, &tb.time, 3).await.unwrap().unwrap();

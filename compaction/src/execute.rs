@@ -32,6 +32,7 @@ use tributary_timeline::{
 use crate::error::{Error, Result};
 use crate::plan::{PlanSettings, plan};
 use tributary_merge::{BaseRows, Budget, RowOrder, Share, SliceFiles, SliceMerge, SpillArea, merge_slice};
+use tributary_timeline::location::partition_file;
 
 /// Settings of a [`Compactor`]. Where spill files go is not a setting but
 /// a component, given with [`CompactorBuilder::with_spill`].
@@ -387,7 +388,7 @@ impl Compactor {
             extension: "parquet".into(),
         }
         .to_string();
-        let rel = if op.partition_path.is_empty() { name.clone() } else { format!("{}/{name}", op.partition_path) };
+        let rel = partition_file(&op.partition_path, &name);
         marker::create_marker(&self.loc, instant, &op.partition_path, &name, marker::CREATE).await?;
         let out_path = self.loc.join(&rel);
         let ctx = SliceMerge { loc: &self.loc, schema: &self.schema, config: &self.config, timeline };
@@ -448,7 +449,7 @@ impl Compactor {
             suffix: String::new(),
         }
         .to_string();
-        let rel = if op.partition_path.is_empty() { name.clone() } else { format!("{}/{name}", op.partition_path) };
+        let rel = partition_file(&op.partition_path, &name);
         marker::create_marker(&self.loc, instant, &op.partition_path, &name, marker::APPEND).await?;
         let path = self.loc.join(&rel);
         let size = out.len() as u64;

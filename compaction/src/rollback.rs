@@ -12,23 +12,35 @@
 //!    |  acquire ------------------------------>|
 //!    |  R = next time; <t> still pending and no other rollback of it?
 //!    |  create <R>.rollback.requested (Avro HoodieRollbackPlan) ------------>|
+//!    |  delete <t>.deltacommit.inflight (the writer can no longer complete)->|
+//!    |  release <------------------------------|
+//!    |  acquire ------------------------------>|   (when <R> has no inflight)
+//!    |  <t> completed after all? drop <R>.rollback.requested and stop ----->|
+//!    |  delete <t>.deltacommit.inflight again (idempotent) ---------------->|
 //!    |  release <------------------------------|
 //!    |  create <R>.rollback.inflight --------------------------------------->|
 //!    |  delete the planned files, the markers and the heartbeat ------------>|
-//!    |  delete <t>.deltacommit.inflight, then <t>.deltacommit.requested ---->|
+//!    |  delete <t>.deltacommit.requested ----------------------------------->|
 //!    |  acquire ------------------------------>|
 //!    |  c = next time; create <R>_<c>.rollback (HoodieRollbackMetadata) ---->|
 //!    |  release <------------------------------|
 //! ```
 //!
-//! The failed instant leaves the timeline before its rollback completes, as
+//! A writer completes only under the lock and only while its inflight file
+//! exists ([`Completion::Owned`]), so once a lock hold has withdrawn that
+//! file, the writer cannot complete, and only then are its files deleted.
+//! If the first withdrawal failed and the writer, only stalled, completed
+//! before the second, the rollback is dropped: it had deleted nothing. The
+//! failed instant leaves the timeline before its rollback completes, as
 //! in Java's `BaseRollbackActionExecutor`; a rollback interrupted anywhere
 //! stays pending and the next call finishes it from its plan, so calls are
 //! idempotent. A writer whose heartbeat is fresh is never touched. The
 //! requested rollback is created in the same lock hold that checks that the
 //! instant is still pending and that no other rollback targets it, so two
 //! concurrent calls never roll back one instant twice; completions check,
-//! under the lock, that the rollback has not completed already.
+//! under the lock, that the rollback has not completed already. A pending
+//! rollback with an inflight file whose target completed is not ours (ours
+//! never get that far), and is left to Hudi.
 //!
 //! Paths in plans and metadata are absolute paths on the table's file system
 //! without scheme (`/` + the object-store path, e.g.
@@ -51,6 +63,8 @@ use tributary_timeline::protocol::heartbeat::{heartbeat_expired, heartbeat_path}
 use tributary_timeline::protocol::{Completion, complete_instant, delete_if_exists, marker};
 
 use crate::error::Result;
+use tributary_timeline::fs_view::DataFile;
+use tributary_timeline::location::partition_file;
 
 /// One failed delta commit that was rolled back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,10 +104,14 @@ pub async fn rollback_failed_writes(
         let Some(target) = deltacommit_target(&plan) else { continue };
         targeted.insert(target.clone());
         if timeline.get(&target).is_some_and(Instant::is_completed) {
-            tracing::warn!(%rollback, instant = %target, "pending rollback of a completed instant; left to Hudi");
+            if timeline.get(&rollback).is_some_and(|r| r.state == State::Requested) {
+                abandon(loc, &writer, &rollback, &target).await?;
+            } else {
+                tracing::warn!(%rollback, instant = %target, "inflight rollback of a completed instant; left to Hudi");
+            }
             continue;
         }
-        done.push(execute(loc, config, time, clock, &rollback, &target, &plan).await?);
+        done.extend(execute(loc, config, time, clock, &rollback, &target, &plan).await?);
     }
     let failed: Vec<InstantTime> = timeline
         .pending()
@@ -106,7 +124,7 @@ pub async fn rollback_failed_writes(
         }
         let plan = plan_for(loc, &t).await?;
         let Some(rollback) = request(loc, config, time, &t, &plan).await? else { continue };
-        done.push(execute(loc, config, time, clock, &rollback, &t, &plan).await?);
+        done.extend(execute(loc, config, time, clock, &rollback, &t, &plan).await?);
     }
     done.sort_by(|a, b| a.instant.cmp(&b.instant));
     Ok(done)
@@ -182,7 +200,7 @@ async fn request(
     let content = plan.to_avro_container()?;
     let writer = TimelineWriter::new(loc, config);
     let requested = time
-        .with_time(|r| async move {
+        .with_time_fenced(|r, fence| async move {
             let timeline = Timeline::load(loc, config).await?;
             if timeline.get(t).is_none_or(Instant::is_completed) {
                 return Ok(None);
@@ -191,23 +209,63 @@ async fn request(
             if others.iter().any(|(_, p)| deltacommit_target(p).as_ref() == Some(t)) {
                 return Ok(None);
             }
+            fence.check().await?;
             writer.create(&Instant::requested(r.clone(), Action::Rollback), State::Requested, content).await?;
             // Withdrawn in the same lock hold: a writer that wakes up late
-            // checks for this file under the lock before it completes, so it
-            // either completes before this hold (and is not rolled back) or
-            // finds its instant withdrawn and fails.
-            let inflight = writer.path_of(&Instant::requested(t.clone(), Action::DeltaCommit), State::Inflight)?;
-            match loc.store.delete(&inflight).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(tributary_timeline::Error::store("delete", &inflight, e)),
-            }
+            // checks for its inflight file under the lock before it
+            // completes, so it either completed before this hold (and is not
+            // rolled back) or finds its instant withdrawn and fails. Should
+            // this delete fail, `execute` withdraws it before deleting data.
+            withdraw_inflight(loc, &writer, t).await?;
             Ok(Some(r))
         })
         .await?;
     Ok(requested)
 }
 
-/// Carries out a requested rollback of `t` and completes it.
+/// Deletes `t`'s inflight delta commit file, if it is still there: once it
+/// is gone, `t`'s writer can no longer complete it
+/// ([`Completion::Owned`]). Must run under the table lock.
+async fn withdraw_inflight(
+    loc: &TableLocation,
+    writer: &TimelineWriter,
+    t: &InstantTime,
+) -> tributary_timeline::Result<()> {
+    let inflight = writer.path_of(&Instant::requested(t.clone(), Action::DeltaCommit), State::Inflight)?;
+    delete_if_exists(loc, &inflight).await
+}
+
+/// Under the table lock, withdraws `t` before its rollback deletes anything:
+/// `false` when `t` completed after all (its rollback was requested, but
+/// the writer completed before the inflight file could be withdrawn), and
+/// then nothing of `t` may be deleted.
+async fn withdraw(loc: &TableLocation, config: &TableConfig, time: &TimeGenerator, t: &InstantTime) -> Result<bool> {
+    let writer = TimelineWriter::new(loc, config);
+    let writer = &writer;
+    let withdrawn = time
+        .with_time_fenced(|_, fence| async move {
+            let timeline = Timeline::load(loc, config).await?;
+            if timeline.get(t).is_some_and(Instant::is_completed) {
+                return Ok(false);
+            }
+            fence.check().await?;
+            withdraw_inflight(loc, writer, t).await?;
+            Ok(true)
+        })
+        .await?;
+    Ok(withdrawn)
+}
+
+/// Drops the requested rollback `rollback` of an instant that completed:
+/// it never started (it has no inflight file), so it deleted nothing.
+async fn abandon(loc: &TableLocation, writer: &TimelineWriter, rollback: &InstantTime, t: &InstantTime) -> Result<()> {
+    tracing::warn!(%rollback, instant = %t, "dropping the requested rollback of an instant that completed");
+    let instant = Instant::requested(rollback.clone(), Action::Rollback);
+    Ok(delete_if_exists(loc, &writer.path_of(&instant, State::Requested)?).await?)
+}
+
+/// Carries out a requested rollback of `t` and completes it; `None` when
+/// `t` completed before it could be withdrawn, and the rollback was dropped.
 async fn execute(
     loc: &TableLocation,
     config: &TableConfig,
@@ -216,10 +274,22 @@ async fn execute(
     rollback: &InstantTime,
     t: &InstantTime,
     plan: &RollbackPlan,
-) -> Result<RolledBack> {
+) -> Result<Option<RolledBack>> {
     let started = clock.now_millis();
     let writer = TimelineWriter::new(loc, config);
     let instant = Instant::requested(rollback.clone(), Action::Rollback);
+    // The inflight rollback is created only once `t` is withdrawn, so a
+    // pending rollback without one has deleted nothing yet.
+    let inflight = writer.path_of(&instant, State::Inflight)?;
+    let started_before = match loc.store.head(&inflight).await {
+        Ok(_) => true,
+        Err(object_store::Error::NotFound { .. }) => false,
+        Err(e) => return Err(tributary_timeline::Error::store("head", &inflight, e).into()),
+    };
+    if !started_before && !withdraw(loc, config, time, t).await? {
+        abandon(loc, &writer, rollback, t).await?;
+        return Ok(None);
+    }
     writer.create_if_absent(&instant, State::Inflight, Vec::new()).await?;
 
     // Files the plan names, then any its markers name beyond them (the
@@ -228,7 +298,7 @@ async fn execute(
     for r in &plan.rollback_requests {
         for f in &r.files_to_be_deleted {
             let name = file_name(f);
-            delete_if_exists(loc, &loc.join(&relative(&r.partition_path, name))).await?;
+            delete_if_exists(loc, &loc.join(&partition_file(&r.partition_path, name))).await?;
             deleted.insert((r.partition_path.clone(), name.to_string()));
         }
     }
@@ -265,23 +335,58 @@ async fn execute(
     let completed =
         complete_instant(loc, &writer, time, &instant, metadata.to_avro_container()?, Completion::Shared).await?;
     tracing::info!(instant = %t, %rollback, files = deleted.len(), "rolled back a failed delta commit");
-    Ok(RolledBack {
+    Ok(Some(RolledBack {
         instant: t.clone(),
         rollback: rollback.clone(),
         completed,
-        deleted_files: deleted.iter().map(|(p, n)| relative(p, n)).collect(),
-    })
+        deleted_files: deleted.iter().map(|(p, n)| partition_file(p, n)).collect(),
+    }))
 }
 
-/// `<partition>/<name>`, or `<name>` when unpartitioned.
-pub(crate) fn relative(partition: &str, name: &str) -> String {
-    if partition.is_empty() { name.to_string() } else { format!("{partition}/{name}") }
+/// Deletes the orphans among `files`: data files of instants that are on
+/// neither the active timeline nor in its history, that is of instants
+/// withdrawn (rolled back, or aborted) before or while they were written.
+/// A writer that stalled past its heartbeat expiry can write a log after
+/// recovery rolled it back, and crash before it deletes it again; Hudi's
+/// readers take such an orphan for archived and committed once the active
+/// timeline starts after its instant.
+///
+/// `timeline` must have been loaded *after* `files` were listed: a writer
+/// creates its requested instant before its first data file, so a file
+/// listed earlier whose instant the later timeline lacks was withdrawn.
+/// Nothing is deleted when the timeline cannot tell withdrawn from
+/// archived ([`Timeline::knows_archive`]). Returns the files deleted,
+/// relative to the table root.
+pub async fn delete_orphans(loc: &TableLocation, timeline: &Timeline, files: &[DataFile]) -> Result<Vec<String>> {
+    if !timeline.knows_archive() {
+        return Ok(Vec::new());
+    }
+    let mut deleted = Vec::new();
+    let mut instants = BTreeSet::new();
+    for f in files {
+        let instant = match (LogFileName::parse(&f.name), BaseFileName::parse(&f.name)) {
+            (Ok(log), _) => log.instant,
+            (_, Ok(base)) => base.instant,
+            _ => continue,
+        };
+        if timeline.get(&instant).is_some() {
+            continue;
+        }
+        tracing::info!(file = %f.path, %instant, "deleting an orphan: its instant was withdrawn");
+        delete_if_exists(loc, &f.path).await?;
+        deleted.push(partition_file(&f.partition, &f.name));
+        instants.insert(instant);
+    }
+    for t in &instants {
+        marker::remove_markers(loc, t).await?;
+    }
+    Ok(deleted)
 }
 
 /// The path Java resolves against the table's file system: `/` plus the
 /// object-store path of `<partition>/<name>`.
 pub(crate) fn fs_path(loc: &TableLocation, partition: &str, name: &str) -> String {
-    format!("/{}", loc.join(&relative(partition, name)))
+    format!("/{}", loc.join(&partition_file(partition, name)))
 }
 
 /// The last segment of a path as written in a plan (ours or Java's, with or
@@ -342,7 +447,7 @@ mod tests {
             let name = log_name(&t, b);
             let marker = marker_dir(&tb.loc, &t).join(PARTITION).join(format!("{name}.marker.APPEND"));
             tb.loc.create(&marker, Vec::new()).await.unwrap();
-            tb.loc.create(&tb.loc.join(&relative(PARTITION, &name)), b"log".to_vec()).await.unwrap();
+            tb.loc.create(&tb.loc.join(&partition_file(PARTITION, &name)), b"log".to_vec()).await.unwrap();
         }
         t
     }
@@ -352,7 +457,7 @@ mod tests {
     }
 
     async fn data_file_exists(tb: &Table, t: &InstantTime, bucket: u32) -> bool {
-        exists(&tb.loc, &tb.loc.join(&relative(PARTITION, &log_name(t, bucket)))).await
+        exists(&tb.loc, &tb.loc.join(&partition_file(PARTITION, &log_name(t, bucket)))).await
     }
 
     async fn rollback(tb: &Table) -> Vec<RolledBack> {
@@ -399,7 +504,7 @@ mod tests {
         assert!(r.rollback > dead && r.completed > r.rollback);
         assert_eq!(
             r.deleted_files,
-            vec![relative(PARTITION, &log_name(&dead, 0)), relative(PARTITION, &log_name(&dead, 1))]
+            vec![partition_file(PARTITION, &log_name(&dead, 0)), partition_file(PARTITION, &log_name(&dead, 1))]
         );
         assert!(!data_file_exists(&tb, &dead, 0).await && !data_file_exists(&tb, &dead, 1).await);
         assert!(data_file_exists(&tb, &done, 0).await);
@@ -468,7 +573,7 @@ mod tests {
         let r = request(&tb.loc, &tb.config, &tb.time, &dead, &plan).await.unwrap().unwrap();
         // A second request for the same instant is refused.
         assert_eq!(request(&tb.loc, &tb.config, &tb.time, &dead, &plan).await.unwrap(), None);
-        tb.loc.store.delete(&tb.loc.join(&relative(PARTITION, &log_name(&dead, 0)))).await.unwrap();
+        tb.loc.store.delete(&tb.loc.join(&partition_file(PARTITION, &log_name(&dead, 0)))).await.unwrap();
 
         let rolled = rollback(&tb).await;
         assert_eq!(rolled.len(), 1);
@@ -502,6 +607,55 @@ mod tests {
         w.create(&i, State::Completed, Vec::new()).await.unwrap();
         assert_eq!(request(&tb.loc, &tb.config, &tb.time, &t, &plan).await.unwrap(), None);
         assert!(data_file_exists(&tb, &t, 0).await);
+    }
+
+    /// A rollback whose first withdrawal of the writer's inflight file
+    /// failed: the requested rollback is on the timeline, and so is the
+    /// writer's inflight file.
+    async fn request_without_withdrawal(tb: &Table, t: &InstantTime) -> InstantTime {
+        let plan = plan_for(&tb.loc, t).await.unwrap();
+        let r = tb.time.new_instant().await.unwrap();
+        let w = TimelineWriter::new(&tb.loc, &tb.config);
+        w.create(&Instant::requested(r.clone(), Action::Rollback), State::Requested, plan.to_avro_container().unwrap())
+            .await
+            .unwrap();
+        r
+    }
+
+    #[tokio::test]
+    async fn a_stalled_writer_that_completes_before_its_withdrawal_keeps_its_files() {
+        let tb = table().await;
+        let t = start_write(&tb, &[0], false).await;
+        tb.clock.advance(10 * 60_000);
+        let r = request_without_withdrawal(&tb, &t).await;
+        // The writer wakes up and completes: its inflight file is still there.
+        let w = TimelineWriter::new(&tb.loc, &tb.config);
+        let i = Instant::requested(t.clone(), Action::DeltaCommit);
+        complete_instant(&tb.loc, &w, &tb.time, &i, Vec::new(), Completion::Owned).await.unwrap();
+
+        assert!(rollback(&tb).await.is_empty());
+        assert!(data_file_exists(&tb, &t, 0).await, "a completed commit's files stay");
+        let tl = timeline(&tb).await;
+        assert!(tl.get(&r).is_none(), "the rollback that deleted nothing is dropped");
+        assert!(tl.get(&t).is_some_and(Instant::is_completed));
+    }
+
+    #[tokio::test]
+    async fn a_pending_rollback_withdraws_the_writer_before_deleting_its_files() {
+        let tb = table().await;
+        let t = start_write(&tb, &[0], false).await;
+        tb.clock.advance(10 * 60_000);
+        let r = request_without_withdrawal(&tb, &t).await;
+
+        let rolled = rollback(&tb).await;
+        assert_eq!(rolled.iter().map(|x| (&x.instant, &x.rollback)).collect::<Vec<_>>(), vec![(&t, &r)]);
+        assert!(!data_file_exists(&tb, &t, 0).await);
+        // The writer wakes up too late: its commit is refused.
+        let w = TimelineWriter::new(&tb.loc, &tb.config);
+        let i = Instant::requested(t.clone(), Action::DeltaCommit);
+        let e = complete_instant(&tb.loc, &w, &tb.time, &i, Vec::new(), Completion::Owned).await.unwrap_err();
+        assert!(matches!(e, tributary_timeline::Error::Withdrawn { .. }), "{e}");
+        assert!(timeline(&tb).await.get(&t).is_none());
     }
 
     #[test]

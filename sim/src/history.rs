@@ -51,15 +51,49 @@ pub struct Scale {
     pub keys: u32,
     /// Whether processes crash.
     pub crashes: bool,
-    /// Whether stalls outlast the writers' heartbeat expiry
-    /// ([`FaultPlan::draw`]).
-    pub long_stalls: bool,
+    /// How long stalls last ([`FaultPlan::draw`]).
+    pub stalls: Stalls,
+}
+
+/// How long the operations a fault plan stalls are held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Stalls {
+    /// 0.2 to 4 s: within the writers' heartbeat expiry.
+    Short,
+    /// 2 to 12 s, past the writers' heartbeat expiry: recovery rolls back
+    /// writers that are alive.
+    Long,
+    /// Short or long by a coin drawn from the seed apart from the history's
+    /// own draws, so a seed's history is the one it has in that mode.
+    #[default]
+    Mixed,
+}
+
+impl Stalls {
+    /// Whether the history of `seed` stalls long.
+    pub fn long_for(self, seed: u64) -> bool {
+        match self {
+            Stalls::Short => false,
+            Stalls::Long => true,
+            Stalls::Mixed => StdRng::seed_from_u64(seed ^ 0x5354_414c_4c53).random_bool(0.5),
+        }
+    }
+
+    /// The simulator's command-line flag that selects this mode.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Stalls::Short => "--stalls short",
+            Stalls::Long => "--stalls long",
+            Stalls::Mixed => "--stalls mixed",
+        }
+    }
 }
 
 impl Default for Scale {
-    /// 1 to 4 writers, 100 to 300 events over 12 keys of each kind, crashes.
+    /// 1 to 4 writers, 100 to 300 events over 12 keys of each kind,
+    /// crashes, stalls short or long.
     fn default() -> Self {
-        Self { writers: 1..=4, records: 100..300, keys: 12, crashes: true, long_stalls: false }
+        Self { writers: 1..=4, records: 100..300, keys: 12, crashes: true, stalls: Stalls::Mixed }
     }
 }
 
@@ -207,7 +241,7 @@ impl History {
                 task: None,
             })
             .collect();
-        let plan = FaultPlan::draw(&mut rng, scale.long_stalls);
+        let plan = FaultPlan::draw(&mut rng, scale.stalls.long_for(seed));
         let world = World::new(StdRng::seed_from_u64(rng.random()), plan);
         Arc::new(Self {
             world,

@@ -34,5 +34,5 @@ pub mod history;
 pub mod workload;
 pub mod world;
 
-pub use history::{Outcome, Scale, TABLE_ROOT, run};
+pub use history::{Outcome, Scale, Stalls, TABLE_ROOT, run};
 pub use world::FaultKind;

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use clap::Parser;
-use tributary_sim::{FaultKind, Scale, run};
+use tributary_sim::{FaultKind, Scale, Stalls, run};
 
 /// mimalloc, as the `tributary` binary: histories allocate and free small
 /// buffers all the time.
@@ -41,20 +41,21 @@ struct Args {
     /// Keep going after a failing history.
     #[arg(long)]
     keep_going: bool,
-    /// Stall operations past the writers' heartbeat expiry, so that
-    /// recovery rolls back writers that are alive.
-    #[arg(long)]
-    long_stalls: bool,
+    /// How long stalls last: `short` (within the writers' heartbeat
+    /// expiry), `long` (past it, so recovery rolls back writers that are
+    /// alive) or `mixed` (either, by seed).
+    #[arg(long, value_enum, default_value = "mixed")]
+    stalls: Stalls,
 }
 
 fn replay_command(seed: u64, scale: &Scale) -> String {
-    let stalls = if scale.long_stalls { " --long-stalls" } else { "" };
+    let stalls = if scale.stalls == Stalls::Mixed { String::new() } else { format!(" {}", scale.stalls.flag()) };
     format!("cargo run --release -p tributary-sim -- --replay {seed}{stalls}")
 }
 
 fn main() {
     let args = Args::parse();
-    let scale = Scale { long_stalls: args.long_stalls, ..Scale::default() };
+    let scale = Scale { stalls: args.stalls, ..Scale::default() };
     if let Some(seed) = args.replay {
         match run(seed, &scale) {
             Ok(o) => {

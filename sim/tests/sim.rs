@@ -11,20 +11,42 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde_json::Value;
 use tributary_sim::workload::{Row, Rows};
-use tributary_sim::{Scale, TABLE_ROOT, run};
+use tributary_sim::{Scale, Stalls, TABLE_ROOT, run};
 
-/// Seeds whose histories once failed, each kept since its bug was fixed
-/// (a seed replays its history while the simulator draws as it did then):
+/// Seeds whose histories once failed, each kept since its bug was fixed,
+/// with the stall mode it failed in (a seed replays its history while the
+/// simulator draws as it did then):
 ///
-/// - 34: a writer's commit failed, its cleanup failed to delete one of its
-///   log files and withdrew the instant anyway; the orphan log then read as
-///   committed (the reader takes an instant older than the active timeline
-///   for an archived one).
-const REGRESSIONS: &[u64] = &[34];
+/// - 34 (short stalls): a writer's commit failed, its cleanup failed to
+///   delete one of its log files and withdrew the instant anyway; the
+///   orphan log then read as committed (the reader took an instant older
+///   than the active timeline for an archived one).
+/// - 590 (long stalls): recovery requested the rollback of a stalled
+///   writer's commit, and failed to withdraw its inflight file; a later
+///   call carried the rollback out, deleting the log files while the writer
+///   could still complete. It did, and its commit's rows were gone.
+/// - 152, 1374, 1776, 2219, 2288, 3380, 3553 (long stalls): a stalled
+///   writer rolled back by recovery wrote logs after the rollback listed
+///   its markers; those orphans read as committed, and compaction plans
+///   took them.
+const REGRESSIONS: &[(u64, Stalls)] = &[
+    (34, Stalls::Short),
+    (590, Stalls::Long),
+    (152, Stalls::Long),
+    (1374, Stalls::Long),
+    (1776, Stalls::Long),
+    (2219, Stalls::Long),
+    (2288, Stalls::Long),
+    (3380, Stalls::Long),
+    (3553, Stalls::Long),
+];
 
 fn pass(seed: u64, scale: &Scale) -> tributary_sim::Outcome {
     run(seed, scale).unwrap_or_else(|e| {
-        panic!("seed {seed} failed: {e}\nreplay: cargo run --release -p tributary-sim -- --replay {seed}")
+        panic!(
+            "seed {seed} failed: {e}\nreplay: cargo run --release -p tributary-sim -- --replay {seed} {}",
+            scale.stalls.flag()
+        )
     })
 }
 
@@ -49,8 +71,8 @@ fn histories_pass() {
 
 #[test]
 fn regression_seeds_pass() {
-    for &seed in REGRESSIONS {
-        pass(seed, &Scale::default());
+    for &(seed, stalls) in REGRESSIONS {
+        pass(seed, &Scale { stalls, ..Scale::default() });
     }
 }
 

@@ -59,6 +59,12 @@ pub fn join_relative(base: &Path, relative: &str) -> Path {
     relative.split('/').filter(|s| !s.is_empty()).fold(base.clone(), |p, part| p.join(part))
 }
 
+/// The path of file `name` of `partition` relative to the table root:
+/// `<partition>/<name>`, or `<name>` when the table is unpartitioned.
+pub fn partition_file(partition: &str, name: &str) -> String {
+    if partition.is_empty() { name.to_string() } else { format!("{partition}/{name}") }
+}
+
 /// A table's store and root path.
 ///
 /// Build one from a URI with [`TableLocation::parse`], from a local folder

@@ -42,6 +42,10 @@ pub struct Timeline {
     /// that writes data, which [`Timeline::is_completed`] compares with;
     /// computed once (adding archived instants does not change it).
     first_active_write: Option<InstantTime>,
+    /// Whether every archived instant is among `instants`: a layout-2
+    /// timeline whose history (if any) was read without skipping a row.
+    /// Layout 1 keeps its archive elsewhere, unread.
+    archive_known: bool,
     warnings: Vec<String>,
     layout: u32,
 }
@@ -100,6 +104,7 @@ impl Timeline {
             }
         }
         self.instants = by_time.into_values().collect();
+        self.archive_known &= warnings.is_empty();
         self.warnings.extend(warnings);
         self
     }
@@ -175,7 +180,15 @@ impl Timeline {
             tracing::warn!("{w}");
         }
         let first_active_write = first_write(&instants, &BTreeSet::new());
-        Self { instants, archived: BTreeSet::new(), history: None, first_active_write, warnings, layout }
+        Self {
+            instants,
+            archived: BTreeSet::new(),
+            history: None,
+            first_active_write,
+            archive_known: layout >= 2,
+            warnings,
+            layout,
+        }
     }
 
     /// The timeline restricted to the instants `keep` accepts; the others
@@ -189,6 +202,7 @@ impl Timeline {
             instants,
             archived,
             history: self.history.clone(),
+            archive_known: self.archive_known,
             warnings: self.warnings.clone(),
             layout: self.layout,
         }
@@ -251,15 +265,29 @@ impl Timeline {
     }
 
     /// Whether files written by instant `t` are committed: it completed,
-    /// on the active timeline or in the history. As in Hudi
-    /// (`CompletionTimeQueryView.isCompleted`), an instant found in neither
-    /// that is older than the first instant of the *active* write timeline
-    /// is taken as archived, hence completed.
+    /// on the active timeline or in the history.
+    ///
+    /// An instant found in neither is not committed when the timeline knows
+    /// every archived instant (layout 2, its history read whole): it was
+    /// withdrawn, and its files are orphans, such as those a writer that
+    /// stalled past its heartbeat expiry writes after recovery rolled it
+    /// back. Otherwise (layout 1, whose archive is not read, or a history
+    /// row skipped), Hudi's rule (`CompletionTimeQueryView.isCompleted`)
+    /// applies: an instant older than the first instant of the *active*
+    /// write timeline is taken as archived, hence completed. Hudi's readers
+    /// apply that rule to every table, which is why orphans are also
+    /// deleted (the writer's own discard, and the cleaner's sweep).
     pub fn is_completed(&self, t: &InstantTime) -> bool {
         match self.get(t) {
             Some(i) => i.is_completed(),
-            None => self.first_active_write.as_ref().is_some_and(|first| t < first),
+            None => !self.archive_known && self.first_active_write.as_ref().is_some_and(|first| t < first),
         }
+    }
+
+    /// Whether every instant Java archived is on this timeline, so that an
+    /// instant missing from it never completed ([`Timeline::is_completed`]).
+    pub fn knows_archive(&self) -> bool {
+        self.archive_known
     }
 
     /// Compactions that are requested or inflight.
@@ -494,7 +522,10 @@ mod tests {
         assert_eq!(tl.warnings().len(), 2);
         assert_eq!(tl.pending().count(), 1);
         assert_eq!(tl.latest_completed().unwrap().requested.as_str(), "20251220210129235");
-        assert!(tl.is_completed(&InstantTime::parse("20200101000000000").unwrap()), "archived");
+        // Older than the active timeline, and the table has no history:
+        // never archived, so withdrawn (its files are orphans).
+        assert!(tl.knows_archive());
+        assert!(!tl.is_completed(&InstantTime::parse("20200101000000000").unwrap()), "withdrawn");
         assert!(!tl.is_completed(&InstantTime::parse("20251220210130911").unwrap()));
         assert!(!tl.is_completed(&InstantTime::parse("20251220210130912").unwrap()));
     }
@@ -572,6 +603,30 @@ mod archived_tests {
         assert!(tl.is_completed(&t("20250101000000002")));
         assert!(!tl.is_completed(&t("20250101000000005")), "after the active timeline starts");
         assert!(!tl.is_completed(&t("20250101000000006")), "pending");
+    }
+
+    #[test]
+    fn a_missing_instant_is_withdrawn_when_the_whole_history_was_read() {
+        let active = || {
+            Timeline::from_layout2_names([
+                "20250101000000004.deltacommit.requested",
+                "20250101000000004_20250101000000007.deltacommit",
+            ])
+        };
+        let read_whole =
+            active().with_archived([done("20250101000000002", Action::DeltaCommit, "20250101000000003")], vec![]);
+        assert!(read_whole.knows_archive());
+        assert!(read_whole.is_completed(&t("20250101000000002")), "archived");
+        assert!(!read_whole.is_completed(&t("20250101000000001")), "in neither place: withdrawn");
+        // A skipped history row may be the missing instant: Hudi's rule.
+        let skipped = active().with_archived([], vec!["skipping archived instant: a warning".into()]);
+        assert!(!skipped.knows_archive());
+        assert!(skipped.is_completed(&t("20250101000000001")));
+        // Layout 1 keeps its archive elsewhere: Hudi's rule too.
+        let layout1 = Timeline::from_layout1_names(["20250101000000004.deltacommit"]);
+        assert!(!layout1.knows_archive());
+        assert!(layout1.is_completed(&t("20250101000000001")));
+        assert!(!layout1.is_completed(&t("20250101000000005")));
     }
 
     #[test]

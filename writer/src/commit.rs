@@ -10,6 +10,7 @@ use arrow::datatypes::DataType;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tributary_format::metadata::{CommitMetadata, WriteStat};
+use tributary_timeline::location::partition_file;
 use tributary_timeline::protocol::marker::{remove_markers, rollback_files};
 use tributary_timeline::protocol::{Completion, Heartbeat, complete_instant, complete_instant_with, delete_if_exists};
 use tributary_timeline::{Action, Instant, InstantTime, State};
@@ -291,35 +292,31 @@ impl Commit {
         }
         let content = meta.to_avro_container()?;
         let pending = Instant::requested(self.instant.clone(), Action::DeltaCommit);
-        let completed = if self.generation > 0 || checkpoint.is_some() {
+        let done = if self.generation > 0 || checkpoint.is_some() {
             // Fence and record the checkpoint in the completion's lock hold.
             let (writer, generation, instant) = (&s.writer, self.generation, &self.instant);
             let checkpoint = checkpoint.as_deref();
             let before_visible =
                 |c: InstantTime| async move { writer.before_visible(generation, instant, &c, checkpoint).await };
-            let done = complete_instant_with(
-                &s.loc,
-                &s.timeline,
-                &s.time,
-                &pending,
-                content,
-                Completion::Owned,
-                before_visible,
-            )
-            .await;
-            match done {
-                Ok(c) => {
-                    s.writer.completed(&self.instant);
-                    c
-                }
-                Err(e @ tributary_timeline::Error::Fenced { .. }) => {
-                    self.cleanup().await;
-                    return Err(e.into());
-                }
-                Err(e) => return Err(e.into()),
-            }
+            complete_instant_with(&s.loc, &s.timeline, &s.time, &pending, content, Completion::Owned, before_visible)
+                .await
         } else {
-            complete_instant(&s.loc, &s.timeline, &s.time, &pending, content, Completion::Owned).await?
+            complete_instant(&s.loc, &s.timeline, &s.time, &pending, content, Completion::Owned).await
+        };
+        let completed = match done {
+            Ok(c) => {
+                s.writer.completed(&self.instant);
+                c
+            }
+            Err(e @ tributary_timeline::Error::Fenced { .. }) => {
+                self.cleanup().await;
+                return Err(e.into());
+            }
+            Err(e @ tributary_timeline::Error::Withdrawn { .. }) => {
+                self.discard_withdrawn(&files).await;
+                return Err(e.into());
+            }
+            Err(e) => return Err(e.into()),
         };
         self.cleanup_markers().await?;
         if let Some(h) = self.heartbeat.take() {
@@ -363,6 +360,30 @@ impl Commit {
         }
     }
 
+    /// After recovery withdrew the instant (this writer stalled past its
+    /// heartbeat expiry), deletes the files its tasks wrote, some perhaps
+    /// after the rollback looked: left behind, they would be orphans of an
+    /// instant no longer on the timeline, which Hudi's readers take for
+    /// archived and committed once the timeline starts after it. What a
+    /// delete misses, crash included, the cleaner's orphan sweep removes.
+    async fn discard_withdrawn(&mut self, files: &[FileWrite]) {
+        let loc = &self.shared.loc;
+        for f in files {
+            let path = loc.join(&partition_file(&f.partition, &f.name));
+            if let Err(e) = delete_if_exists(loc, &path).await {
+                tracing::warn!(instant = %self.instant, file = %path, "deleting a withdrawn commit's file: {e}");
+            }
+        }
+        if let Err(e) = rollback_files(loc, &self.instant).await {
+            tracing::warn!(instant = %self.instant, "deleting a withdrawn commit's marked files: {e}");
+        }
+        if let Some(h) = self.heartbeat.take()
+            && let Err(e) = h.stop().await
+        {
+            tracing::warn!(instant = %self.instant, "stopping heartbeat: {e}");
+        }
+    }
+
     /// Deletes the pending instant's files, inflight first: a failure
     /// leaves it pending (requested, or requested and inflight).
     async fn withdraw(&self) -> std::result::Result<(), String> {
@@ -394,7 +415,7 @@ fn join_failure(e: tokio::task::JoinError) -> String {
 }
 
 fn write_stat(f: &FileWrite, instant: &InstantTime) -> WriteStat {
-    let path = if f.partition.is_empty() { f.name.clone() } else { format!("{}/{}", f.partition, f.name) };
+    let path = partition_file(&f.partition, &f.name);
     WriteStat {
         file_id: f.file_id.clone(),
         path,

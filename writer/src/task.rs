@@ -257,7 +257,7 @@ impl TaskContext {
                 suffix: String::new(),
             }
             .to_string();
-            let rel = if partition.is_empty() { name.clone() } else { format!("{partition}/{name}") };
+            let rel = tributary_timeline::location::partition_file(partition, &name);
             marker::create_marker(&loc, &self.instant, partition, &name, marker::APPEND).await?;
             let path = loc.join(&rel);
             // A create that finds its own bytes there (a retry after a lost
