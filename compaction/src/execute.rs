@@ -23,10 +23,10 @@ use tributary_format::log_block::HeaderKey;
 use tributary_format::metadata::{CommitMetadata, CompactionOperation, CompactionPlan, WriteStat};
 use tributary_format::schema::{COMMIT_SEQNO, FILE_NAME, META_FIELDS, RECORD_KEY, TableSchema};
 use tributary_timeline::protocol::marker::{self, remove_markers, rollback_files};
-use tributary_timeline::protocol::{Completion, complete_instant};
+use tributary_timeline::protocol::{Completion, complete_instant_with};
 use tributary_timeline::{
-    Action, BaseFileName, Clock, FileSystemView, Instant, InstantTime, LockProvider, LogFileName, State, TableConfig,
-    TableLocation, TimeGenerator, Timeline, TimelineWriter, WriteToken,
+    Action, BaseFileName, Clock, Fence, FileSystemView, Instant, InstantTime, LockProvider, LogFileName, State,
+    TableConfig, TableLocation, TimeGenerator, Timeline, TimelineWriter, WriteToken,
 };
 
 use crate::error::{Error, Result};
@@ -230,6 +230,15 @@ impl CompactorBuilder {
     }
 }
 
+/// The error of a compactor that finds the plan it executes completed by
+/// another compactor (which took the execution lock over meanwhile).
+fn completed_meanwhile(instant: &InstantTime) -> tributary_timeline::Error {
+    tributary_timeline::Error::Withdrawn {
+        what: format!("compaction {instant}"),
+        reason: "another compactor completed it meanwhile (this one lost the execution lock)".into(),
+    }
+}
+
 fn invalid(what: impl Into<String>, reason: impl ToString) -> Error {
     Error::Invalid { what: what.into(), reason: reason.to_string() }
 }
@@ -257,26 +266,70 @@ impl Compactor {
     }
 
     /// Takes a compaction instant and writes its plan. `None` when no file
-    /// group qualifies (nothing is written then).
+    /// group qualifies, or when another compactor scheduled a compaction
+    /// meanwhile (nothing is written then). The caller holds the execution
+    /// lock ([`Compactor::run_once`] does).
     pub async fn schedule(&self) -> Result<Option<(InstantTime, CompactionPlan)>> {
+        self.schedule_fenced(&Fence::none()).await
+    }
+
+    /// [`Compactor::schedule`] under the execution lock whose `fence` is
+    /// checked right before the plan is written. The plan is written under
+    /// the table lock, and only if no compaction appeared on the timeline
+    /// since the view it was made from: a compactor that lost the execution
+    /// lock while it planned could otherwise plan file groups another
+    /// compactor planned (or compacted) meanwhile, and two pending plans on
+    /// one file group hide the slice before them from readers.
+    async fn schedule_fenced(&self, fence: &Fence) -> Result<Option<(InstantTime, CompactionPlan)>> {
         let instant = self.time.new_instant().await?;
         // Listed after the instant was issued: every delta commit that
         // completed before it is visible now (see docs/design.md).
-        let (_, view) = self.view().await?;
+        let (seen, view) = self.view().await?;
         let Some(plan) = plan(&view, &instant, &self.settings.plan) else { return Ok(None) };
         let requested = Instant::requested(instant.clone(), Action::Compaction);
-        self.timeline.create(&requested, State::Requested, plan.to_avro_container()?).await?;
+        let content = plan.to_avro_container()?;
+        let writer = &self.timeline;
+        let (seen, requested) = (&seen, &requested);
+        let written = self
+            .time
+            .with_time_fenced(|_, table_fence| async move {
+                let now = writer.load().await?;
+                if now.instants().iter().any(|i| i.action == Action::Compaction && seen.get(&i.requested).is_none()) {
+                    return Ok(false);
+                }
+                fence.check().await?;
+                table_fence.check().await?;
+                writer.create(requested, State::Requested, content).await?;
+                Ok(true)
+            })
+            .await?;
+        if !written {
+            tracing::info!(compaction = %instant, "another compactor scheduled meanwhile; not scheduling");
+            return Ok(None);
+        }
         Ok(Some((instant, plan)))
     }
 
-    /// Executes the pending plan at `instant`.
+    /// Executes the pending plan at `instant`. The caller holds the
+    /// execution lock ([`Compactor::run_once`] does): two executions of one
+    /// plan at once would delete each other's base files.
     pub async fn execute(&self, instant: &InstantTime) -> Result<CompactionSummary> {
+        self.execute_fenced(instant, &Fence::none()).await
+    }
+
+    /// [`Compactor::execute`] under the execution lock whose `fence` is
+    /// checked before the plan is taken up and again, under the table lock,
+    /// right before the compaction becomes visible: a compactor that lost
+    /// the execution lock (its lease ran out while it was frozen or cut
+    /// off, and another compactor took the plan over) stops there.
+    async fn execute_fenced(&self, instant: &InstantTime, fence: &Fence) -> Result<CompactionSummary> {
+        fence.check().await?;
         let timeline = Timeline::load(&self.loc, &self.config).await?;
-        let pending = timeline
-            .get(instant)
-            .filter(|i| i.action == Action::Compaction && !i.is_completed())
-            .cloned()
-            .ok_or_else(|| invalid(format!("compaction {instant}"), "no such pending compaction"))?;
+        let pending = match timeline.get(instant).filter(|i| i.action == Action::Compaction) {
+            Some(i) if !i.is_completed() => i.clone(),
+            Some(_) => return Err(completed_meanwhile(instant).into()),
+            None => return Err(invalid(format!("compaction {instant}"), "no such pending compaction")),
+        };
         let path = self.timeline.path_of(&pending, State::Requested)?;
         let plan = CompactionPlan::from_avro_container(&self.loc.get(&path).await?, path.as_ref())?;
         if pending.state == State::Requested {
@@ -317,8 +370,17 @@ impl Compactor {
             meta.partition_to_write_stats.entry(stat.partition_path.clone()).or_default().push(stat);
         }
         let content = meta.to_avro_container()?;
+        let writer = &self.timeline;
+        let before_visible = |_| async move {
+            fence.check().await?;
+            match writer.load().await?.get(instant) {
+                Some(i) if i.is_completed() => Err(completed_meanwhile(instant)),
+                _ => Ok(()),
+            }
+        };
         let completed =
-            complete_instant(&self.loc, &self.timeline, &self.time, &pending, content, Completion::Owned).await?;
+            complete_instant_with(&self.loc, writer, &self.time, &pending, content, Completion::Owned, before_visible)
+                .await?;
         remove_markers(&self.loc, instant).await?;
         Ok(CompactionSummary {
             instant: instant.clone(),
@@ -338,12 +400,12 @@ impl Compactor {
     /// executes a new one. Returns what was executed.
     pub async fn run_once(&self) -> Result<Vec<CompactionSummary>> {
         let guard = self.exec_lock.acquire().await?;
-        let result = self.run_locked().await;
+        let result = self.run_locked(&guard.fence()).await;
         guard.release().await?;
         result
     }
 
-    async fn run_locked(&self) -> Result<Vec<CompactionSummary>> {
+    async fn run_locked(&self, fence: &Fence) -> Result<Vec<CompactionSummary>> {
         // Failed writes first, so their files never join a slice.
         crate::rollback::rollback_failed_writes(
             &self.loc,
@@ -357,10 +419,10 @@ impl Compactor {
         let timeline = Timeline::load(&self.loc, &self.config).await?;
         let pending: Vec<InstantTime> = timeline.pending_compactions().map(|i| i.requested.clone()).collect();
         for c in pending {
-            done.push(self.execute(&c).await?);
+            done.push(self.execute_fenced(&c, fence).await?);
         }
-        if let Some((c, _)) = self.schedule().await? {
-            done.push(self.execute(&c).await?);
+        if let Some((c, _)) = self.schedule_fenced(fence).await? {
+            done.push(self.execute_fenced(&c, fence).await?);
         }
         Ok(done)
     }

@@ -11,7 +11,10 @@
 //!   pending plans, plans at its own instant and executes.
 //! - **The cleaner** runs [`Table::clean`]: the same rollback, then cleaning.
 //! - **The crash controller** crashes a random process at random times and
-//!   restarts it after a while.
+//!   restarts it after a while. With [`Scale::zombies`], it freezes some
+//!   instead of crashing them: a new incarnation takes the frozen one's
+//!   place, and the old one wakes later and goes on, to be fenced or
+//!   withdrawn; it wakes 2 to 12 s later, past its heartbeat expiry.
 //!
 //! The history draws its shape from the seed: 1 to 4 writers of whole rows
 //! or of one sequence group, the time mode, the lock (one shared by the
@@ -38,7 +41,7 @@ use tributary_writer::{WriteClient, WriteSettings};
 
 use crate::check::{Checker, Ledger};
 use crate::workload::{BatchId, Rows, Workload};
-use crate::world::{FaultKind, FaultPlan, ProcessStore, SimClock, World};
+use crate::world::{FaultKind, FaultPlan, LONGEST_PAUSE, ProcessStore, SimClock, World};
 
 /// The size of histories.
 #[derive(Debug, Clone)]
@@ -53,6 +56,17 @@ pub struct Scale {
     pub crashes: bool,
     /// How long stalls last ([`FaultPlan::draw`]).
     pub stalls: Stalls,
+    /// Whether a third of the crashes are freezes instead: zombies. Drawn
+    /// apart from the history's own draws, so without zombies a seed runs
+    /// the history it ran before they existed.
+    pub zombies: bool,
+    /// The lease of the lease locks (renewed every quarter of it). A lease
+    /// holder checks that half its lease remains right before each step
+    /// under the lock, so the lease lock is sound while no write it issues
+    /// lands more than half a lease later; the default, 30 s, keeps every
+    /// stall and freeze (at most 12 s) within that bound. Shorter leases
+    /// let a stalled holder's write land after a successor took over.
+    pub lease: Duration,
 }
 
 /// How long the operations a fault plan stalls are held.
@@ -91,9 +105,17 @@ impl Stalls {
 
 impl Default for Scale {
     /// 1 to 4 writers, 100 to 300 events over 12 keys of each kind,
-    /// crashes, stalls short or long.
+    /// crashes and zombies, stalls short or long.
     fn default() -> Self {
-        Self { writers: 1..=4, records: 100..300, keys: 12, crashes: true, stalls: Stalls::Mixed }
+        Self {
+            writers: 1..=4,
+            records: 100..300,
+            keys: 12,
+            crashes: true,
+            stalls: Stalls::Mixed,
+            zombies: true,
+            lease: Duration::from_secs(30),
+        }
     }
 }
 
@@ -124,9 +146,6 @@ const DEADLINE: Duration = Duration::from_secs(4 * 3600);
 /// The table's heartbeat expiry, and the writers' heartbeat interval.
 const HEARTBEAT_EXPIRY: Duration = Duration::from_secs(5);
 const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
-/// Lease length and renewal of the lease locks.
-const LEASE: Duration = Duration::from_secs(4);
-const RENEW: Duration = Duration::from_secs(1);
 /// The largest clock offset of a process either way, and drift (ppm): any
 /// two clocks stay well within the default 200 ms skew bound.
 const MAX_OFFSET_MS: i64 = 80;
@@ -190,6 +209,11 @@ struct History {
     failure: Mutex<Option<String>>,
     pending: Arc<Mutex<VecDeque<Pending>>>,
     crashes: bool,
+    /// Draws whether a crash is a freeze, and for how long; `None`
+    /// without zombies.
+    zombie_rng: Option<Mutex<StdRng>>,
+    /// Frozen processes replaced by a new incarnation, stopped at the end.
+    zombies: Mutex<Vec<(ProcessStore, JoinHandle<()>)>>,
 }
 
 /// Epoch milliseconds when every history starts (2026-01-01).
@@ -216,9 +240,9 @@ impl History {
         let settings = TableSettings {
             time: TimeSettings { mode, ..TimeSettings::default() },
             lock: if in_process { LockKind::InProcess } else { LockKind::Lease },
-            lock_lease: LEASE,
-            compaction_lease: LEASE,
-            lock_renew_interval: RENEW,
+            lock_lease: scale.lease,
+            compaction_lease: scale.lease,
+            lock_renew_interval: scale.lease / 4,
             heartbeat_expiry: HEARTBEAT_EXPIRY,
             ..TableSettings::default()
         };
@@ -256,6 +280,8 @@ impl History {
             failure: Mutex::new(None),
             pending: Arc::new(Mutex::new(VecDeque::new())),
             crashes: scale.crashes,
+            zombie_rng: scale.zombies.then(|| Mutex::new(StdRng::seed_from_u64(seed ^ 0x5a4f_4d42_4945))),
+            zombies: Mutex::new(Vec::new()),
         })
     }
 
@@ -359,10 +385,32 @@ impl History {
         }
     }
 
+    /// Freezes process `i` for `d` and takes it out of its slot, to be
+    /// replaced; false if the slot runs no process.
+    fn freeze(&self, i: usize, d: Duration) -> bool {
+        let mut slots = self.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let slot = &mut slots[i];
+        match (slot.store.take(), slot.task.take()) {
+            (Some(s), Some(t)) => {
+                s.freeze(d);
+                self.zombies.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((s, t));
+                true
+            }
+            (store, task) => {
+                (slot.store, slot.task) = (store, task);
+                false
+            }
+        }
+    }
+
     fn stop_all(&self) {
         let n = self.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len();
         for i in 0..n {
             self.crash(i);
+        }
+        for (s, t) in self.zombies.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..) {
+            s.crash();
+            t.abort();
         }
     }
 
@@ -396,6 +444,9 @@ impl History {
             tokio::time::sleep(self.pause(50..500)).await;
         }
         loop {
+            // A read must reflect every acknowledgement made before it
+            // began (a zombie's read may predate its successor's).
+            let acked = self.ledger().acked.range((w, 0)..(w + 1, 0)).next_back().map(|(_, b)| *b);
             let status = match client.checkpoint(&input.id).await {
                 Ok(s) => s,
                 Err(e) => {
@@ -409,7 +460,6 @@ impl History {
                 Some(Ok(b)) => b + 1,
                 Some(Err(_)) => return self.fail(format!("{who}: checkpoint {:?} is not a batch", status.checkpoint)),
             };
-            let acked = self.ledger().acked.range((w, 0)..(w + 1, 0)).next_back().map(|(_, b)| *b);
             if let Some(b) = acked
                 && next <= b
             {
@@ -488,10 +538,19 @@ impl History {
             let i = self.world.with_rng(|r| r.random_range(0..n));
             let is_done_writer = matches!(self.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[i].part,
                 Part::Writer(w) if self.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[w]);
-            if is_done_writer || !self.crash(i) {
+            let freeze_ms = 2_000..LONGEST_PAUSE.as_millis() as u64;
+            let freeze = self.zombie_rng.as_ref().and_then(|z| {
+                let mut z = z.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                z.random_bool(1.0 / 3.0).then(|| Duration::from_millis(z.random_range(freeze_ms)))
+            });
+            if is_done_writer {
                 continue;
             }
-            self.world.count(FaultKind::Crash);
+            match freeze {
+                Some(d) if self.freeze(i, d) => self.world.count(FaultKind::Zombie),
+                None if self.crash(i) => self.world.count(FaultKind::Crash),
+                _ => continue,
+            }
             tokio::time::sleep(self.pause(0..3_000)).await;
             self.spawn(i);
         }
@@ -551,7 +610,7 @@ impl History {
             return Err(f);
         }
         self.world.set_plan(FaultPlan::calm());
-        tokio::time::sleep(HEARTBEAT_EXPIRY + LEASE + Duration::from_secs(2)).await;
+        tokio::time::sleep(HEARTBEAT_EXPIRY + self.settings.lock_lease + Duration::from_secs(2)).await;
         let pid = 999_999;
         let store = self.world.process(pid);
         let clock = Arc::new(SimClock::new(EPOCH_MS, self.start, 0, 0));

@@ -46,16 +46,33 @@ struct Args {
     /// alive) or `mixed` (either, by seed).
     #[arg(long, value_enum, default_value = "mixed")]
     stalls: Stalls,
+    /// Only crash processes; never freeze one and let it wake as a zombie.
+    #[arg(long)]
+    no_zombies: bool,
+    /// The lease of the lease locks, in seconds.
+    #[arg(long, default_value_t = 30)]
+    lease_secs: u64,
 }
 
 fn replay_command(seed: u64, scale: &Scale) -> String {
     let stalls = if scale.stalls == Stalls::Mixed { String::new() } else { format!(" {}", scale.stalls.flag()) };
-    format!("cargo run --release -p tributary-sim -- --replay {seed}{stalls}")
+    let zombies = if scale.zombies { "" } else { " --no-zombies" };
+    let lease = if scale.lease == Scale::default().lease {
+        String::new()
+    } else {
+        format!(" --lease-secs {}", scale.lease.as_secs())
+    };
+    format!("cargo run --release -p tributary-sim -- --replay {seed}{stalls}{zombies}{lease}")
 }
 
 fn main() {
     let args = Args::parse();
-    let scale = Scale { stalls: args.stalls, ..Scale::default() };
+    let scale = Scale {
+        stalls: args.stalls,
+        zombies: !args.no_zombies,
+        lease: std::time::Duration::from_secs(args.lease_secs),
+        ..Scale::default()
+    };
     if let Some(seed) = args.replay {
         match run(seed, &scale) {
             Ok(o) => {

@@ -16,7 +16,9 @@
 //! await point it is: its operations not yet in effect never take effect,
 //! those in effect never answer, and its later operations never start. The
 //! tasks it left behind (writer tasks, heartbeats) hang; nothing of the
-//! process reaches the store again.
+//! process reaches the store again. A freeze ([`ProcessStore::freeze`])
+//! holds the process the same way for a while, and then lets it go on:
+//! a zombie, which finds on waking that others took its place.
 //!
 //! The runtime is a current-thread tokio runtime with paused time: a task
 //! runs until it awaits, and when every task waits, virtual time jumps to
@@ -42,6 +44,9 @@ use rand::Rng;
 use rand::rngs::StdRng;
 use tributary_timeline::Clock;
 
+/// The longest a stall or a freeze lasts.
+pub const LONGEST_PAUSE: Duration = Duration::from_secs(12);
+
 /// A kind of fault the world injects, and the counts reported per kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FaultKind {
@@ -53,11 +58,14 @@ pub enum FaultKind {
     Delay,
     /// A process lost its view at an await point.
     Crash,
+    /// A process froze at an await point, was replaced, and woke up later.
+    Zombie,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 4] = [FaultKind::Fail, FaultKind::LostAnswer, FaultKind::Delay, FaultKind::Crash];
+    pub const ALL: [FaultKind; 5] =
+        [FaultKind::Fail, FaultKind::LostAnswer, FaultKind::Delay, FaultKind::Crash, FaultKind::Zombie];
 
     /// The kind's name in reports.
     pub fn name(self) -> &'static str {
@@ -66,6 +74,7 @@ impl FaultKind {
             FaultKind::LostAnswer => "lost answer",
             FaultKind::Delay => "long delay",
             FaultKind::Crash => "crash",
+            FaultKind::Zombie => "zombie (frozen, replaced, woken)",
         }
     }
 }
@@ -162,7 +171,8 @@ impl FaultPlan {
             }
         }
         if rng.random_bool(0.5) {
-            let (rate, stall) = if long_stalls { (0.03, 2_000..12_000) } else { (0.01, 200..4_000) };
+            let longest = LONGEST_PAUSE.as_millis() as u64;
+            let (rate, stall) = if long_stalls { (0.03, 2_000..longest) } else { (0.01, 200..4_000) };
             plan.delay = rng.random_range(0.0..rate);
             plan.long_delay = Duration::from_millis(rng.random_range(stall));
         }
@@ -262,7 +272,7 @@ impl World {
 
     /// A view of the store for process `pid`, alive until crashed.
     pub fn process(self: &Arc<Self>, pid: u32) -> ProcessStore {
-        ProcessStore { world: self.clone(), pid, alive: Arc::new(AtomicBool::new(true)) }
+        ProcessStore { world: self.clone(), pid, alive: Arc::new(AtomicBool::new(true)), frozen_until: Arc::default() }
     }
 
     fn decide(&self, op: Op, path: &str) -> Decision {
@@ -311,6 +321,7 @@ pub struct ProcessStore {
     world: Arc<World>,
     pid: u32,
     alive: Arc<AtomicBool>,
+    frozen_until: Arc<Mutex<Option<tokio::time::Instant>>>,
 }
 
 impl fmt::Display for ProcessStore {
@@ -330,12 +341,26 @@ impl ProcessStore {
         self.alive.store(false, Ordering::SeqCst);
     }
 
+    /// Holds the process for `d` at its next await point on the store (a
+    /// long GC pause, a host suspended): nothing of it takes effect or
+    /// answers until then; afterwards it goes on as if nothing happened.
+    pub fn freeze(&self, d: Duration) {
+        *self.frozen_until.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some(tokio::time::Instant::now() + d);
+    }
+
     /// True until [`ProcessStore::crash`].
     pub fn is_alive(&self) -> bool {
         self.alive.load(Ordering::SeqCst)
     }
 
     async fn halt_if_dead(&self) {
+        let thaw = *self.frozen_until.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(t) = thaw
+            && t > tokio::time::Instant::now()
+        {
+            tokio::time::sleep_until(t).await;
+        }
         if !self.is_alive() {
             std::future::pending::<()>().await;
         }

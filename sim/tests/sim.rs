@@ -14,8 +14,9 @@ use tributary_sim::workload::{Row, Rows};
 use tributary_sim::{Scale, Stalls, TABLE_ROOT, run};
 
 /// Seeds whose histories once failed, each kept since its bug was fixed,
-/// with the stall mode it failed in (a seed replays its history while the
-/// simulator draws as it did then):
+/// with the stall mode it failed in, without zombies and with the 4 s
+/// lease of the time (a seed replays its history while the simulator
+/// draws as it did then):
 ///
 /// - 34 (short stalls): a writer's commit failed, its cleanup failed to
 ///   delete one of its log files and withdrew the instant anyway; the
@@ -44,8 +45,10 @@ const REGRESSIONS: &[(u64, Stalls)] = &[
 fn pass(seed: u64, scale: &Scale) -> tributary_sim::Outcome {
     run(seed, scale).unwrap_or_else(|e| {
         panic!(
-            "seed {seed} failed: {e}\nreplay: cargo run --release -p tributary-sim -- --replay {seed} {}",
-            scale.stalls.flag()
+            "seed {seed} failed: {e}\nreplay: cargo run --release -p tributary-sim -- --replay {seed} {}{} --lease-secs {}",
+            scale.stalls.flag(),
+            if scale.zombies { "" } else { " --no-zombies" },
+            scale.lease.as_secs()
         )
     })
 }
@@ -72,7 +75,8 @@ fn histories_pass() {
 #[test]
 fn regression_seeds_pass() {
     for &(seed, stalls) in REGRESSIONS {
-        pass(seed, &Scale { stalls, ..Scale::default() });
+        let lease = std::time::Duration::from_secs(4);
+        pass(seed, &Scale { stalls, zombies: false, lease, ..Scale::default() });
     }
 }
 

@@ -261,3 +261,30 @@ async fn tables_compacting_at_one_instant_keep_their_spill_files_apart() {
         assert_eq!(&rows(t, Query::ReadOptimized).await, want, "{}: its own rows", t.location());
     }
 }
+
+/// Two compactors that both took up one plan (the first lost its execution
+/// lock while frozen, the second finished the plan): the second to finish
+/// is refused with a conflict, and the compaction completes once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_another_compactor_completed_is_not_completed_again() {
+    let Some(place) = Place::new() else { return };
+    let t = table(&place).await;
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
+    let mut c1 = client.start_commit().await.unwrap();
+    c1.write_batch(&oslo_batch(&[("a", 1, 1.0), ("b", 1, 1.0)])).await.unwrap();
+    c1.commit().await.unwrap();
+    let (first, second) = (
+        t.compactor(CompactorSettings::default()).await.unwrap(),
+        t.compactor(CompactorSettings::default()).await.unwrap(),
+    );
+    let (c, _) = first.schedule().await.unwrap().unwrap();
+    second.execute(&c).await.unwrap();
+    let e = first.execute(&c).await.unwrap_err();
+    assert_eq!(e.kind(), tributary_format::ErrorKind::Conflict, "{e}");
+    let (timeline, _) = t.file_system_view().await.unwrap();
+    assert!(timeline.get(&c).unwrap().is_completed());
+    assert!(timeline.warnings().is_empty(), "{:?}", timeline.warnings());
+    // A plan no compactor wrote is still invalid input.
+    let e = first.execute(&tributary_timeline::InstantTime::parse("20200101000000000").unwrap()).await.unwrap_err();
+    assert_eq!(e.kind(), tributary_format::ErrorKind::InvalidInput, "{e}");
+}
