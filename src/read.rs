@@ -107,7 +107,7 @@ impl Table {
         let base_only = options.query == Query::ReadOptimized;
         let config = Arc::new(self.config().clone());
         tributary_merge::rules::check_merger(&config)?;
-        let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let parallelism = parallelism();
         let slices = view.latest_slices().into_iter().filter(|s| s.base.is_some() || !s.logs.is_empty());
         let jobs = slices.map(|slice| {
             let (loc, schema, timeline, config) =
@@ -158,6 +158,14 @@ impl Table {
             sorted.project(&keep).map_err(arrow_err(loc, "dropping the meta columns"))
         }
     }
+}
+
+/// How many file slices a read merges at once: one per core. Asked of the
+/// system once per process (the answer reads the cgroup quota from files,
+/// which costs more than merging a small slice).
+fn parallelism() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
 }
 
 fn sort_by_partition_and_key(loc: &TableLocation, batch: &RecordBatch) -> Result<RecordBatch> {

@@ -34,7 +34,7 @@ pub mod decode;
 pub mod error;
 pub mod key;
 pub mod log_block;
-mod memo;
+pub mod memo;
 pub mod metadata;
 pub mod schema;
 pub mod table_services;

@@ -5,6 +5,10 @@
 //! JSON), and parsing one costs more than decoding a small block. So what a
 //! schema text parses to is kept once per process, keyed by the exact text;
 //! past [`KEPT`] texts a memo starts over, which bounds it.
+//!
+//! The other crates keep what they derive from file contents here too (the
+//! timeline its parsed `hoodie.properties`): one memo, keyed by content, so
+//! a changed file is a new key and never a stale answer.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -12,22 +16,29 @@ use std::sync::{Mutex, PoisonError};
 use foldhash::fast::FixedState;
 
 /// Texts kept per memo at most.
-const KEPT: usize = 256;
+pub const KEPT: usize = 256;
 
-/// A memo of values derived from texts (or bytes).
-pub(crate) struct Memo<V> {
+/// A memo of values derived from texts (or bytes), keyed by the exact
+/// content; at most [`KEPT`] entries.
+pub struct Memo<V> {
     map: Mutex<HashMap<Box<[u8]>, V, FixedState>>,
+}
+
+impl<V: Clone> Default for Memo<V> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl<V: Clone> Memo<V> {
     /// An empty memo.
-    pub(crate) const fn new() -> Self {
+    pub const fn new() -> Self {
         Self { map: Mutex::new(HashMap::with_hasher(FixedState::with_seed(0))) }
     }
 
     /// The value of `key`, made by `make` unless kept. `make` runs without
     /// the memo locked.
-    pub(crate) fn get_or(&self, key: &[u8], make: impl FnOnce() -> V) -> V {
+    pub fn get_or(&self, key: &[u8], make: impl FnOnce() -> V) -> V {
         if let Some(v) = self.map.lock().unwrap_or_else(PoisonError::into_inner).get(key) {
             return v.clone();
         }

@@ -126,6 +126,28 @@ pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
+/// The table's Avro schema JSON parsed (and checked to be a valid Avro
+/// record schema), and the log blocks' schema text: the meta fields, then
+/// the table's. Kept once per process and schema text (`memo.rs`): every
+/// read and write of a table derives its schema from the same text.
+fn parse_table_json(avro_json: &str) -> std::result::Result<(Value, String), String> {
+    static PARSED: Memo<std::result::Result<(Value, String), String>> = Memo::new();
+    PARSED.get_or(avro_json.as_bytes(), || {
+        let table_json: Value = serde_json::from_str(avro_json).map_err(|e| format!("not JSON: {e}"))?;
+        apache_avro::Schema::parse_str(avro_json).map_err(|e| format!("not a valid Avro schema: {e}"))?;
+        let fields = table_json
+            .get("fields")
+            .and_then(Value::as_array)
+            .ok_or("the top-level schema must be a record with fields")?;
+        let mut log_json = table_json.clone();
+        let mut all: Vec<Value> = META_FIELDS.iter().map(|n| meta_field(n)).collect();
+        all.extend(fields.iter().cloned());
+        log_json["fields"] = Value::Array(all);
+        let log_json = log_json.to_string();
+        Ok((table_json, log_json))
+    })
+}
+
 fn meta_field(name: &str) -> Value {
     json!({"name": name, "type": ["null", "string"], "doc": "", "default": null})
 }
@@ -142,17 +164,7 @@ impl TableSchema {
         partition: Option<&str>,
     ) -> Result<Self> {
         let bad = |reason: String| Error::InvalidInput { what: "table schema".into(), reason };
-        let table_json: Value = serde_json::from_str(avro_json).map_err(|e| bad(format!("not JSON: {e}")))?;
-        apache_avro::Schema::parse_str(avro_json).map_err(|e| bad(format!("not a valid Avro schema: {e}")))?;
-        let fields = table_json
-            .get("fields")
-            .and_then(Value::as_array)
-            .ok_or_else(|| bad("the top-level schema must be a record with fields".into()))?;
-        let mut log_json = table_json.clone();
-        let mut all: Vec<Value> = META_FIELDS.iter().map(|n| meta_field(n)).collect();
-        all.extend(fields.iter().cloned());
-        log_json["fields"] = Value::Array(all);
-        let log_json = log_json.to_string();
+        let (table_json, log_json) = parse_table_json(avro_json).map_err(bad)?;
         let arrow = arrow_schema_of(avro_json)?;
         let arrow_with_meta = arrow_schema_of(&log_json)?;
         let find = |name: &str, role: &str| {

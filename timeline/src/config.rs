@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use tributary_format::memo::Memo;
 pub use tributary_format::schema::SequenceGroup;
 use tributary_format::schema::TableSchema;
 
@@ -361,15 +362,17 @@ pub fn table_checksum(database: Option<&str>, name: &str) -> u32 {
 }
 
 /// Reads Java properties text into its keys and values; `path` names the
-/// file in errors. The one reader of `hoodie.properties` text.
+/// file in errors. The one reader of `hoodie.properties` text. Every open
+/// of a table reads the same file, so what a text parses to is kept once
+/// per process, keyed by the text (`tributary_format::memo`).
 pub fn parse_properties(text: &str, path: &str) -> Result<BTreeMap<String, String>> {
-    let map: std::collections::HashMap<String, String> =
-        java_properties::read(text.as_bytes()).map_err(|e| Error::InvalidConfig {
-            path: path.to_string(),
-            key: format!("line {}", e.line_number().unwrap_or(0)),
-            reason: e.to_string(),
-        })?;
-    Ok(map.into_iter().collect())
+    static PARSED: Memo<std::result::Result<BTreeMap<String, String>, (usize, String)>> = Memo::new();
+    PARSED
+        .get_or(text.as_bytes(), || match java_properties::read(text.as_bytes()) {
+            Ok(map) => Ok(map.into_iter().collect()),
+            Err(e) => Err((e.line_number().unwrap_or(0), e.to_string())),
+        })
+        .map_err(|(line, reason)| Error::InvalidConfig { path: path.to_string(), key: format!("line {line}"), reason })
 }
 
 /// Java properties text of `properties`, in key order, after the comment
