@@ -1,14 +1,16 @@
-//! Process-wide memos of what is derived from schema text.
+//! Process-wide memos of what is derived from schema text and small files.
 //!
 //! A table's files carry a handful of schemas over thousands of files and
 //! blocks (each log block and each Avro timeline file holds its schema as
 //! JSON), and parsing one costs more than decoding a small block. So what a
 //! schema text parses to is kept once per process, keyed by the exact text;
-//! past [`KEPT`] texts a memo starts over, which bounds it.
+//! past [`KEPT`] texts, or [`KEPT_BYTES`] of them, a memo starts over,
+//! which bounds it.
 //!
-//! The other crates keep what they derive from file contents here too (the
-//! timeline its parsed `hoodie.properties`): one memo, keyed by content, so
-//! a changed file is a new key and never a stale answer.
+//! What is parsed from small files that every read takes again (the
+//! timeline's `hoodie.properties`, commit metadata) is kept here too: one
+//! memo, keyed by content, so a changed file is a new key and never a stale
+//! answer.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -18,10 +20,19 @@ use foldhash::fast::FixedState;
 /// Texts kept per memo at most.
 pub const KEPT: usize = 256;
 
+/// Bytes of texts kept per memo at most.
+pub const KEPT_BYTES: usize = 16 << 20;
+
 /// A memo of values derived from texts (or bytes), keyed by the exact
-/// content; at most [`KEPT`] entries.
+/// content; at most [`KEPT`] entries and [`KEPT_BYTES`] of keys.
 pub struct Memo<V> {
-    map: Mutex<HashMap<Box<[u8]>, V, FixedState>>,
+    kept: Mutex<Kept<V>>,
+}
+
+/// A memo's entries and the bytes of their keys.
+struct Kept<V> {
+    map: HashMap<Box<[u8]>, V, FixedState>,
+    bytes: usize,
 }
 
 impl<V: Clone> Default for Memo<V> {
@@ -33,21 +44,27 @@ impl<V: Clone> Default for Memo<V> {
 impl<V: Clone> Memo<V> {
     /// An empty memo.
     pub const fn new() -> Self {
-        Self { map: Mutex::new(HashMap::with_hasher(FixedState::with_seed(0))) }
+        Self { kept: Mutex::new(Kept { map: HashMap::with_hasher(FixedState::with_seed(0)), bytes: 0 }) }
     }
 
     /// The value of `key`, made by `make` unless kept. `make` runs without
     /// the memo locked.
     pub fn get_or(&self, key: &[u8], make: impl FnOnce() -> V) -> V {
-        if let Some(v) = self.map.lock().unwrap_or_else(PoisonError::into_inner).get(key) {
+        if let Some(v) = self.kept.lock().unwrap_or_else(PoisonError::into_inner).map.get(key) {
             return v.clone();
         }
         let v = make();
-        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
-        if map.len() >= KEPT {
-            map.clear();
+        if key.len() > KEPT_BYTES {
+            return v;
         }
-        map.insert(key.into(), v.clone());
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.map.len() >= KEPT || kept.bytes + key.len() > KEPT_BYTES {
+            kept.map.clear();
+            kept.bytes = 0;
+        }
+        if kept.map.insert(key.into(), v.clone()).is_none() {
+            kept.bytes += key.len();
+        }
         v
     }
 }
@@ -73,6 +90,15 @@ mod tests {
         for i in 0..KEPT * 2 {
             memo.get_or(i.to_string().as_bytes(), || i);
         }
-        assert!(memo.map.lock().unwrap().len() <= KEPT);
+        assert!(memo.kept.lock().unwrap().map.len() <= KEPT);
+        // Large keys count by their bytes.
+        let big = vec![7u8; KEPT_BYTES / 3];
+        for i in 0..8u8 {
+            let mut key = big.clone();
+            key[0] = i;
+            memo.get_or(&key, || 0);
+        }
+        let kept = memo.kept.lock().unwrap();
+        assert!(kept.bytes <= KEPT_BYTES && kept.map.len() <= 3);
     }
 }

@@ -35,6 +35,7 @@ use crate::avro::{
 };
 use crate::avro::{Embedded, EmbeddedCell};
 use crate::error::Result;
+use crate::memo::Memo;
 
 /// The writer schema of `org.apache.hudi.avro.model.HoodieCommitMetadata`,
 /// as embedded by Hudi 1.x (table version 8) in completed commit files.
@@ -207,10 +208,23 @@ impl CommitMetadata {
     /// Missing or null fields take their defaults. An empty file (as an
     /// inflight instant may be) decodes to empty metadata, as in Java. `path`
     /// names the file in errors.
+    ///
+    /// Every read takes the latest commit's metadata again (for the
+    /// schema), so what a commit file decodes to is kept once per process,
+    /// keyed by its bytes (`memo.rs`).
     pub fn from_avro_container(bytes: &[u8], path: &str) -> Result<Self> {
+        static DECODED: Memo<Option<CommitMetadata>> = Memo::new();
         if bytes.is_empty() {
             return Ok(Self::default());
         }
+        // Only what decodes is kept: an error names `path`, not the bytes.
+        match DECODED.get_or(bytes, || Self::decode(bytes, path).ok()) {
+            Some(meta) => Ok(meta),
+            None => Self::decode(bytes, path),
+        }
+    }
+
+    fn decode(bytes: &[u8], path: &str) -> Result<Self> {
         let record = avro::read_single_record(bytes, path)?;
         expect_record(&record, "HoodieCommitMetadata", path)?;
         let mut partition_to_write_stats = BTreeMap::new();

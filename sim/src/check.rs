@@ -59,9 +59,9 @@ impl Checker {
     }
 
     /// The table in `store`, opened as a reader: no lock is taken.
-    async fn open(&self, store: InMemory) -> Check<Table> {
+    async fn open(&self, store: Arc<InMemory>) -> Check<Table> {
         let settings = TableSettings { lock: LockKind::InProcess, ..TableSettings::default() };
-        Table::builder(TableLocation::new(Arc::new(store), self.root.clone()))
+        Table::builder(TableLocation::new(store, self.root.clone()))
             .with_settings(settings)
             .with_clock(Arc::new(ManualClock::new(0)))
             .open()
@@ -74,16 +74,17 @@ impl Checker {
     /// must be visible and every query mode equal the model.
     pub async fn check(&mut self, store: InMemory, ledger: &Ledger, what: &str, end: bool) -> Check<()> {
         self.checks += 1;
-        let copy = store.fork();
-        match self.check_inner(store, ledger, end).await {
+        // The checks only read: the store is as it was for the message.
+        let store = Arc::new(store);
+        match self.check_inner(store.clone(), ledger, end).await {
             Ok(()) => Ok(()),
-            Err(e) => Err(format!("at {what}: {e}\n{}", self.describe(copy, ledger).await)),
+            Err(e) => Err(format!("at {what}: {e}\n{}", self.describe(store, ledger).await)),
         }
     }
 
     /// The table's timeline, data files and the ledger, for a failure's
     /// message.
-    async fn describe(&self, store: InMemory, ledger: &Ledger) -> String {
+    async fn describe(&self, store: Arc<InMemory>, ledger: &Ledger) -> String {
         use futures::TryStreamExt;
         use object_store::ObjectStore;
         let mut out = format!("acknowledged {:?}\nattempted {:?}\n", ledger.acked, ledger.attempted);
@@ -105,7 +106,7 @@ impl Checker {
         out
     }
 
-    async fn check_inner(&mut self, store: InMemory, ledger: &Ledger, end: bool) -> Check<()> {
+    async fn check_inner(&mut self, store: Arc<InMemory>, ledger: &Ledger, end: bool) -> Check<()> {
         let files: BTreeSet<String> = {
             use futures::TryStreamExt;
             use object_store::ObjectStore;
