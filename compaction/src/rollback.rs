@@ -622,6 +622,13 @@ mod tests {
         r
     }
 
+    /// The writer of delta commit `t` completes it, as its owner does.
+    async fn writer_completes(tb: &Table, t: &InstantTime) -> tributary_timeline::Result<InstantTime> {
+        let w = TimelineWriter::new(&tb.loc, &tb.config);
+        let i = Instant::requested(t.clone(), Action::DeltaCommit);
+        complete_instant(&tb.loc, &w, &tb.time, &i, Vec::new(), Completion::Owned).await
+    }
+
     #[tokio::test]
     async fn a_stalled_writer_that_completes_before_its_withdrawal_keeps_its_files() {
         let tb = table().await;
@@ -629,9 +636,7 @@ mod tests {
         tb.clock.advance(10 * 60_000);
         let r = request_without_withdrawal(&tb, &t).await;
         // The writer wakes up and completes: its inflight file is still there.
-        let w = TimelineWriter::new(&tb.loc, &tb.config);
-        let i = Instant::requested(t.clone(), Action::DeltaCommit);
-        complete_instant(&tb.loc, &w, &tb.time, &i, Vec::new(), Completion::Owned).await.unwrap();
+        writer_completes(&tb, &t).await.unwrap();
 
         assert!(rollback(&tb).await.is_empty());
         assert!(data_file_exists(&tb, &t, 0).await, "a completed commit's files stay");
@@ -651,9 +656,7 @@ mod tests {
         assert_eq!(rolled.iter().map(|x| (&x.instant, &x.rollback)).collect::<Vec<_>>(), vec![(&t, &r)]);
         assert!(!data_file_exists(&tb, &t, 0).await);
         // The writer wakes up too late: its commit is refused.
-        let w = TimelineWriter::new(&tb.loc, &tb.config);
-        let i = Instant::requested(t.clone(), Action::DeltaCommit);
-        let e = complete_instant(&tb.loc, &w, &tb.time, &i, Vec::new(), Completion::Owned).await.unwrap_err();
+        let e = writer_completes(&tb, &t).await.unwrap_err();
         assert!(matches!(e, tributary_timeline::Error::Withdrawn { .. }), "{e}");
         assert!(timeline(&tb).await.get(&t).is_none());
     }

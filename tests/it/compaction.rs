@@ -21,6 +21,16 @@ async fn table(place: &Place) -> Table {
     place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap()
 }
 
+/// [`table`] with one commit of keys `a` and `b`, and its write client.
+async fn table_with_one_commit(place: &Place) -> (Table, tributary_writer::WriteClient) {
+    let t = table(place).await;
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
+    let mut c1 = client.start_commit().await.unwrap();
+    c1.write_batch(&oslo_batch(&[("a", 1, 1.0), ("b", 1, 1.0)])).await.unwrap();
+    c1.commit().await.unwrap();
+    (t, client)
+}
+
 async fn rows(t: &Table, query: Query) -> Vec<(String, i64, f64)> {
     fares_rows(&t.read(&ReadOptions { query, ..Default::default() }).await.unwrap())
 }
@@ -30,11 +40,7 @@ async fn rows(t: &Table, query: Query) -> Vec<(String, i64, f64)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn late_completion_falls_into_the_new_slice() {
     let Some(place) = Place::new() else { return };
-    let t = table(&place).await;
-    let client = t.write_client(WriteSettings::default()).await.unwrap();
-    let mut c1 = client.start_commit().await.unwrap();
-    c1.write_batch(&oslo_batch(&[("a", 1, 1.0), ("b", 1, 1.0)])).await.unwrap();
-    c1.commit().await.unwrap();
+    let (t, client) = table_with_one_commit(&place).await;
 
     // A writer requests its instant before the compaction instant ...
     let mut late = client.start_commit().await.unwrap();
@@ -268,11 +274,7 @@ async fn tables_compacting_at_one_instant_keep_their_spill_files_apart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plan_another_compactor_completed_is_not_completed_again() {
     let Some(place) = Place::new() else { return };
-    let t = table(&place).await;
-    let client = t.write_client(WriteSettings::default()).await.unwrap();
-    let mut c1 = client.start_commit().await.unwrap();
-    c1.write_batch(&oslo_batch(&[("a", 1, 1.0), ("b", 1, 1.0)])).await.unwrap();
-    c1.commit().await.unwrap();
+    let (t, _) = table_with_one_commit(&place).await;
     let (first, second) = (
         t.compactor(CompactorSettings::default()).await.unwrap(),
         t.compactor(CompactorSettings::default()).await.unwrap(),

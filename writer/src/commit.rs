@@ -353,11 +353,7 @@ impl Commit {
             drop(self.heartbeat.take());
             return;
         }
-        if let Some(h) = self.heartbeat.take()
-            && let Err(e) = h.stop().await
-        {
-            tracing::warn!(instant = %self.instant, "stopping heartbeat: {e}");
-        }
+        self.stop_heartbeat().await;
     }
 
     /// After recovery withdrew the instant (this writer stalled past its
@@ -366,6 +362,9 @@ impl Commit {
     /// instant no longer on the timeline, which Hudi's readers take for
     /// archived and committed once the timeline starts after it. What a
     /// delete misses, crash included, the cleaner's orphan sweep removes.
+    /// The files are deleted by name as well as through the markers: a
+    /// task whose marker the rollback already deleted may have written its
+    /// file after the rollback looked.
     async fn discard_withdrawn(&mut self, files: &[FileWrite]) {
         let loc = &self.shared.loc;
         for f in files {
@@ -377,6 +376,11 @@ impl Commit {
         if let Err(e) = rollback_files(loc, &self.instant).await {
             tracing::warn!(instant = %self.instant, "deleting a withdrawn commit's marked files: {e}");
         }
+        self.stop_heartbeat().await;
+    }
+
+    /// Stops the heartbeat and deletes its file; a failure is only logged.
+    async fn stop_heartbeat(&mut self) {
         if let Some(h) = self.heartbeat.take()
             && let Err(e) = h.stop().await
         {
