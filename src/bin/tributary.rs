@@ -539,81 +539,83 @@ async fn write(
     let limit = commit_every.unwrap_or(usize::MAX).max(1);
     let schema = client.schema().clone();
     let mut commit: Option<tributary_writer::Commit> = None;
-    let mut in_commit = 0usize;
     let (mut instants, mut records, mut files, mut bytes) = (0u64, 0u64, 0u64, 0u64);
+    let mut count = |s: tributary_writer::CommitSummary, bar: &indicatif::ProgressBar| {
+        instants += 1;
+        records += s.records();
+        files += s.files.len() as u64;
+        bytes += s.bytes();
+        bar.set_message(format!("committed {}", s.instant));
+    };
     let committed_checkpoint = checkpoint.clone();
-    let mut chunk: Vec<(usize, serde_json::Value)> = Vec::with_capacity(4096);
-    let mut lines = reader.lines().enumerate().peekable();
+    // Blocks of lines are decoded on blocking threads, several at a time,
+    // while the commit writes the ones before them; they are written in
+    // input order, each validated whole before anything of it is written.
+    let depth = std::thread::available_parallelism().map_or(2, |n| n.get()) + 1;
+    let mut lines = JsonLines { reader, source: source.clone(), next_line: 1 };
+    let mut queue: std::collections::VecDeque<Decoded> = std::collections::VecDeque::new();
+    let (mut assigned, mut at_end) = (0usize, false);
     loop {
-        let next = lines.next();
-        let at_end = next.is_none();
-        if let Some((i, line)) = next {
-            let failed = match line {
-                Err(e) => Some(CliError::io(format!("{source} line {}: cannot read: {e}", i + 1), &e)),
-                Ok(l) if l.trim().is_empty() => None,
-                Ok(l) => match serde_json::from_str(&l) {
-                    Ok(v) => {
-                        chunk.push((i + 1, v));
-                        None
+        while !at_end && queue.len() < depth {
+            match lines.next_block((limit - assigned).min(JSON_BLOCK_RECORDS)) {
+                Ok(Some(block)) => {
+                    assigned += block.records;
+                    let ends_commit = assigned >= limit;
+                    if ends_commit {
+                        assigned = 0;
                     }
-                    Err(e) => Some(CliError::new(
-                        ErrorKind::InvalidInput,
-                        format!("{source} line {}: malformed JSON: {e}", i + 1),
-                    )),
-                },
-            };
-            if let Some(e) = failed {
+                    let (schema, source, n) = (schema.clone(), source.clone(), block.records);
+                    let rows = tokio::task::spawn_blocking(move || {
+                        tributary_writer::input::rows_from_json_lines(&schema, &block.text, &source, block.first_line)
+                    });
+                    queue.push_back(Decoded::Block { rows, records: n, ends_commit });
+                }
+                Ok(None) => at_end = true,
+                Err(e) => {
+                    queue.push_back(Decoded::Failed(e));
+                    at_end = true;
+                }
+            }
+        }
+        let Some(next) = queue.pop_front() else { break };
+        let decoded = match next {
+            Decoded::Failed(e) => Err(e),
+            Decoded::Block { rows, records, ends_commit } => match rows.await {
+                Ok(Ok(rows)) => Ok((rows, records, ends_commit)),
+                Ok(Err(e)) => Err(CliError::new(e.kind(), e.to_string())),
+                Err(e) => Err(CliError::new(ErrorKind::Internal, format!("decoding {source}: {e}"))),
+            },
+        };
+        let (rows, n, ends_commit) = match decoded {
+            Ok(d) => d,
+            Err(e) => {
                 if let Some(c) = commit.take() {
                     c.abort().await?;
                 }
                 return Err(CliError::new(e.kind, format!("{}; nothing of this commit was written", e.message)).into());
             }
-        }
-        let full = chunk.len() >= 4096 || in_commit + chunk.len() >= limit;
-        if (full || at_end) && !chunk.is_empty() {
-            // Validate the whole chunk before anything of it is written.
-            let mut validated = Vec::new();
-            for run in contiguous_runs(&chunk) {
-                let vals: Vec<serde_json::Value> = run.iter().map(|(_, v)| v.clone()).collect();
-                match tributary_writer::input::rows_from_json(&schema, &vals, &source, run[0].0) {
-                    Ok(rows) => validated.push(rows),
-                    Err(e) => {
-                        if let Some(c) = commit.take() {
-                            c.abort().await?;
-                        }
-                        return Err(CliError::new(e.kind(), format!("{e}; nothing of this commit was written")).into());
-                    }
-                }
-            }
+        };
+        if n > 0 {
             let c = match commit.as_mut() {
                 Some(c) => c,
                 None => commit.insert(client.start_commit().await?),
             };
-            for rows in validated {
-                c.write(rows).await?;
-            }
-            in_commit += chunk.len();
-            bar.inc(chunk.len() as u64);
-            chunk.clear();
+            c.write(rows).await?;
+            bar.inc(n as u64);
         }
-        if at_end && commit.is_none() && checkpoint.is_some() {
-            // No records: the checkpoint still advances, in an empty commit.
-            commit = Some(client.start_commit().await?);
+        if ends_commit && let Some(c) = commit.take() {
+            count(c.commit().await?, &bar);
         }
-        if in_commit >= limit || at_end {
-            if let Some(c) = commit.take() {
-                let s = if at_end { c.commit_with_checkpoint(checkpoint.take()).await? } else { c.commit().await? };
-                instants += 1;
-                records += s.records();
-                files += s.files.len() as u64;
-                bytes += s.bytes();
-                bar.set_message(format!("committed {}", s.instant));
-            }
-            in_commit = 0;
-            if at_end {
-                break;
-            }
-        }
+    }
+    // The end of the input: the last commit takes the checkpoint; with no
+    // records, the checkpoint still advances, in an empty commit.
+    let last = match commit.take() {
+        Some(c) => Some(c),
+        None if checkpoint.is_some() => Some(client.start_commit().await?),
+        None => None,
+    };
+    if let Some(c) = last {
+        count(c.commit_with_checkpoint(checkpoint.take()).await?, &bar);
     }
     bar.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
@@ -662,20 +664,69 @@ async fn checkpoint(
     Ok(())
 }
 
-/// Splits numbered values into runs of consecutive numbers, so error
-/// messages can name the right line.
-fn contiguous_runs(values: &[(usize, serde_json::Value)]) -> Vec<&[(usize, serde_json::Value)]> {
-    let mut runs = Vec::new();
-    let mut start = 0;
-    for i in 1..=values.len() {
-        if i == values.len() || values[i].0 != values[i - 1].0 + 1 {
-            if start < i {
-                runs.push(&values[start..i]);
+/// Records per block of JSON lines that `write` decodes as one piece.
+const JSON_BLOCK_RECORDS: usize = 8192;
+
+/// A block of JSON lines: its text, its first line's number, its records
+/// (non-blank lines).
+struct JsonBlock {
+    text: String,
+    first_line: usize,
+    records: usize,
+}
+
+/// A block on its way to the commit: decoding, or the input's failure,
+/// reported when the blocks before it are written.
+enum Decoded {
+    Block {
+        rows: tokio::task::JoinHandle<Result<tributary_writer::Rows, tributary_writer::Error>>,
+        records: usize,
+        ends_commit: bool,
+    },
+    Failed(CliError),
+}
+
+/// `write`'s input, read in blocks of whole lines.
+struct JsonLines {
+    reader: Box<dyn BufRead>,
+    source: String,
+    /// The number of the next line to read.
+    next_line: usize,
+}
+
+impl JsonLines {
+    /// The next block of at most `max_records` records; `None` at the end.
+    fn next_block(&mut self, max_records: usize) -> Result<Option<JsonBlock>, CliError> {
+        let (first_line, mut records) = (self.next_line, 0);
+        let mut buf = Vec::with_capacity(max_records.min(JSON_BLOCK_RECORDS) * 128);
+        while records < max_records {
+            let start = buf.len();
+            let read = self.reader.read_until(b'\n', &mut buf).map_err(|e| self.unreadable(&e))?;
+            if read == 0 {
+                break;
             }
-            start = i;
+            let line = std::str::from_utf8(&buf[start..]).map_err(|_| {
+                self.unreadable(&std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "stream did not contain valid UTF-8",
+                ))
+            })?;
+            if !line.trim().is_empty() {
+                records += 1;
+            }
+            self.next_line += 1;
         }
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        // Every line was checked to be UTF-8 as it was read.
+        let text = String::from_utf8(buf).map_err(|e| CliError::new(ErrorKind::Internal, e.to_string()))?;
+        Ok(Some(JsonBlock { text, first_line, records }))
     }
-    runs
+
+    fn unreadable(&self, e: &std::io::Error) -> CliError {
+        CliError::io(format!("{} line {}: cannot read: {e}", self.source, self.next_line), e)
+    }
 }
 
 fn time_settings(mode: TimeModeArg, max_clock_skew_ms: u64) -> TimeSettings {

@@ -58,6 +58,15 @@ fn events(rng: &mut StdRng, n: usize, keys: usize, unique_ts: Option<&mut Vec<i6
         .collect()
 }
 
+/// The event times 1 to `n`, shuffled: a pool for [`events`].
+fn distinct_times(rng: &mut StdRng, n: usize) -> Vec<i64> {
+    let mut times: Vec<i64> = (1..=n as i64).collect();
+    for i in (1..n).rev() {
+        times.swap(i, rng.random_range(0..=i));
+    }
+    times
+}
+
 /// The model: per key, in write order, a version (or delete) replaces the
 /// current one when its event time is at least as large.
 fn model(batches: &[Vec<Event>]) -> BTreeMap<String, Event> {
@@ -151,10 +160,7 @@ fn concurrent_processes_never_fail_and_converge() {
     let Some(place) = Place::new() else { return };
     let table = place.init_trips("t", &["--partition-field", "city", "--buckets", "8"]);
     let mut rng = StdRng::seed_from_u64(11);
-    let mut times: Vec<i64> = (1..=(PROCESSES * COMMITS * PER_COMMIT) as i64).collect();
-    for i in (1..times.len()).rev() {
-        times.swap(i, rng.random_range(0..=i));
-    }
+    let mut times = distinct_times(&mut rng, PROCESSES * COMMITS * PER_COMMIT);
     let inputs: Vec<Vec<Event>> =
         (0..PROCESSES).map(|_| events(&mut rng, COMMITS * PER_COMMIT, 150, Some(&mut times))).collect();
     let children: Vec<_> = inputs
@@ -274,6 +280,54 @@ fn bad_input_names_line_and_field_and_changes_nothing() {
         assert!(err.contains("bad.jsonl"), "names the input: {err}");
         assert!(listing() == before, "the table changed after: {bad}");
     }
+}
+
+/// Input is decoded in blocks, several at a time, while earlier ones are
+/// written: commits still hold exactly `--commit-every` records each, in
+/// input order, across blank lines and block boundaries; a fault names its
+/// line and leaves the commits before it, and nothing of its own.
+#[test]
+fn a_fault_keeps_the_commits_before_it_and_writes_nothing_of_its_own() {
+    const PER_COMMIT: usize = 9_000;
+    let Some(place) = Place::new() else { return };
+    let table = place.init_trips("t", &["--partition-field", "city", "--buckets", "2"]);
+    let mut rng = StdRng::seed_from_u64(11);
+    // Distinct event times: which of two writes in one commit lands later
+    // depends on its writer task, not on the input order.
+    let mut times = distinct_times(&mut rng, 3 * PER_COMMIT);
+    let all = events(&mut rng, 3 * PER_COMMIT, 3_000, Some(&mut times));
+    let (mut text, mut line, mut fault_line) = (String::new(), 0, 0);
+    for (i, e) in all.iter().enumerate() {
+        if i % 1_000 == 7 {
+            text.push('\n');
+            line += 1;
+        }
+        if i == 2 * PER_COMMIT + 4_321 {
+            text.push_str("{\"uuid\":\"key-0001\",\"ts\":\"late\",\"city\":\"paris\"}\n");
+            line += 1;
+            fault_line = line;
+        }
+        text.push_str(&format!("{}\n", e.json()));
+        line += 1;
+    }
+    let f = place.scratch().join("blocks.jsonl");
+    std::fs::write(&f, text).unwrap();
+    let err = tributary_err(&[
+        "write",
+        table.uri(),
+        "--input",
+        f.to_str().unwrap(),
+        "--commit-every",
+        &PER_COMMIT.to_string(),
+        "--time-mode",
+        "hybrid-logical",
+    ]);
+    let expect = format!("blocks.jsonl line {fault_line}: field `ts`: expected an integer");
+    assert!(err.contains(&expect) && err.contains("nothing of this commit was written"), "{expect}: {err}");
+    let timeline = tributary_ok(&["timeline", table.uri()]);
+    assert_eq!(timeline.lines().filter(|l| l.contains("COMPLETED")).count(), 2, "{timeline}");
+    let chunks: Vec<Vec<Event>> = all.chunks(PER_COMMIT).take(2).map(<[Event]>::to_vec).collect();
+    assert_eq!(ours(&table), expected(&model(&chunks)), "exactly the two commits before the fault");
 }
 
 /// A double in JSON input is stored as the nearest double to its decimal

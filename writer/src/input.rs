@@ -41,18 +41,18 @@ pub struct Rows {
 impl Rows {
     /// Validated `batch` with its delete flags: builds the record keys, the
     /// one place they are built; a key that cannot be formed is an error
-    /// naming the record (`first_record` numbers the batch's first row).
+    /// naming the record (`record_of` numbers the batch's rows).
     fn new(
         schema: &TableSchema,
         batch: RecordBatch,
         deleted: Option<BooleanArray>,
         source: &str,
-        first_record: usize,
+        record_of: impl Fn(usize) -> usize,
     ) -> Result<Self> {
         let keys = schema
             .record_key()
             .build(&batch)
-            .map_err(|e| bad(source, first_record + e.row, e.field.as_deref(), e.reason))?;
+            .map_err(|e| bad(source, record_of(e.row), e.field.as_deref(), e.reason))?;
         Ok(Self { batch, deleted, keys })
     }
 
@@ -130,7 +130,7 @@ pub fn rows_from_batch(schema: &TableSchema, batch: &RecordBatch, source: &str) 
     };
     let batch = RecordBatch::try_new(schema.arrow().clone(), columns)
         .map_err(|e| bad(source, 1, None, format!("cannot build rows: {e}")))?;
-    Rows::new(schema, batch, deleted, source, 1)
+    Rows::new(schema, batch, deleted, source, |row| row + 1)
 }
 
 enum Column {
@@ -202,12 +202,18 @@ impl Column {
         }
     }
 
-    fn push(&mut self, v: &Value) -> std::result::Result<(), String> {
-        let int = |v: &Value| v.as_i64().ok_or_else(|| format!("expected an integer, got {v}"));
-        let num = |v: &Value| v.as_f64().ok_or_else(|| format!("expected a number, got {v}"));
-        let text = |v: &Value| v.as_str().map(str::to_owned).ok_or_else(|| format!("expected a string, got {v}"));
+    fn push<'a>(&mut self, v: Scalar<'a>) -> std::result::Result<(), String> {
+        let int = |v: Scalar<'a>| v.as_i64().ok_or_else(|| format!("expected an integer, got {v}"));
+        let num = |v: Scalar<'a>| v.as_f64().ok_or_else(|| format!("expected a number, got {v}"));
+        let text = |v: Scalar<'a>| match v {
+            Scalar::Str(s) => Ok(s),
+            other => Err(format!("expected a string, got {other}")),
+        };
         match self {
-            Column::Bool(b) => b.append_value(v.as_bool().ok_or_else(|| format!("expected true or false, got {v}"))?),
+            Column::Bool(b) => b.append_value(match v {
+                Scalar::Bool(x) => x,
+                other => return Err(format!("expected true or false, got {other}")),
+            }),
             Column::I32(b) => {
                 b.append_value(i32::try_from(int(v)?).map_err(|_| format!("{v} does not fit a 32-bit int"))?)
             }
@@ -217,7 +223,7 @@ impl Column {
             Column::Str(b) => b.append_value(text(v)?),
             Column::Bin(b) => b.append_value(text(v)?.as_bytes()),
             Column::Date(b) => b.append_value(match v {
-                Value::String(s) => {
+                Scalar::Str(s) => {
                     let d = NaiveDate::parse_from_str(s, "%Y-%m-%d")
                         .map_err(|e| format!("expected a date like 2024-01-31, got {s:?}: {e}"))?;
                     let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
@@ -253,9 +259,9 @@ impl Column {
 }
 
 /// ISO-8601 text (with offset, or naive as UTC) or a number of units.
-fn timestamp(v: &Value, per_second: i64) -> std::result::Result<i64, String> {
+fn timestamp(v: Scalar<'_>, per_second: i64) -> std::result::Result<i64, String> {
     match v {
-        Value::String(s) => {
+        Scalar::Str(s) => {
             let dt = DateTime::parse_from_rfc3339(s)
                 .map(|d| d.to_utc())
                 .or_else(|_| NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f").map(|n| n.and_utc()))
@@ -268,10 +274,10 @@ fn timestamp(v: &Value, per_second: i64) -> std::result::Result<i64, String> {
 }
 
 /// A decimal from text or a JSON number, scaled to `scale`, within `precision` digits.
-fn decimal(v: &Value, precision: u8, scale: i8) -> std::result::Result<i128, String> {
+fn decimal(v: Scalar<'_>, precision: u8, scale: i8) -> std::result::Result<i128, String> {
     let text = match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
+        Scalar::Str(s) => s.to_string(),
+        Scalar::Int(_) | Scalar::UInt(_) | Scalar::Float(_) => v.to_string(),
         other => return Err(format!("expected a decimal as a string or number, got {other}")),
     };
     let frac = text.split_once('.').map_or(0, |(_, f)| f.trim_end_matches(|c: char| !c.is_ascii_digit()).len());
@@ -287,21 +293,17 @@ fn decimal(v: &Value, precision: u8, scale: i8) -> std::result::Result<i128, Str
 /// Builds validated rows from JSON objects. `first_record` numbers the
 /// first value in error messages (its line in a JSON-lines file).
 pub fn rows_from_json(schema: &TableSchema, values: &[Value], source: &str, first_record: usize) -> Result<Rows> {
-    let fields = schema.arrow().fields();
-    let mut cols: Vec<Column> = fields
-        .iter()
-        .map(|f| {
-            Column::new(f.data_type(), values.len()).ok_or_else(|| Error::InvalidInput {
-                what: format!("column `{}`", f.name()),
-                reason: format!("type {} is not supported for writing yet", f.data_type()),
-            })
-        })
-        .collect::<Result<_>>()?;
-    let mut deleted = BooleanBuilder::with_capacity(values.len());
-    let mut any_deleted = false;
-    let composite_key = schema.record_key().is_composite();
-    for (n, value) in values.iter().enumerate() {
-        let record = first_record + n;
+    let numbered: Vec<(usize, &Value)> = values.iter().enumerate().map(|(n, v)| (first_record + n, v)).collect();
+    rows_from_numbered(schema, &numbered, source)
+}
+
+/// [`rows_from_json`] over values that carry their own record numbers (the
+/// lines of a JSON-lines text with blank lines in it). This is the
+/// reference decoding: its checks run field by field in schema order, so a
+/// record with several faults reports the first field's.
+fn rows_from_numbered(schema: &TableSchema, values: &[(usize, &Value)], source: &str) -> Result<Rows> {
+    let mut rows = RowsBuilder::new(schema, values.len())?;
+    for &(record, value) in values {
         let obj = value.as_object().ok_or_else(|| bad(source, record, None, "expected a JSON object"))?;
         for k in obj.keys() {
             if k != IS_DELETED && schema.arrow().index_of(k).is_err() {
@@ -315,38 +317,349 @@ pub fn rows_from_json(schema: &TableSchema, values: &[Value], source: &str, firs
                 return Err(bad(source, record, Some(IS_DELETED), format!("expected true or false, got {other}")));
             }
         };
-        any_deleted |= is_deleted;
-        deleted.append_value(is_deleted);
-        for (i, (f, col)) in fields.iter().zip(cols.iter_mut()).enumerate() {
-            let is_key = schema.is_key(i);
-            // A composite key's field may be given as null when it is
-            // nullable (its value is then written `__null__`).
-            let null_key_ok = is_key && composite_key && f.is_nullable();
-            let required = (is_key && !null_key_ok) || Some(i) == schema.ordering_index();
-            // A field the record leaves out takes its schema default; a key
-            // field takes none (every record names its key).
-            let given = match obj.get(f.name()) {
-                None if is_key => return Err(bad(source, record, Some(f.name()), "missing record key")),
-                None => schema.default_of(i).filter(|d| !d.is_null()),
-                given => given,
-            };
-            match given {
-                None | Some(Value::Null) if required => {
-                    let what = if is_key { "missing record key" } else { "missing ordering value" };
-                    return Err(bad(source, record, Some(f.name()), what));
-                }
-                None | Some(Value::Null) if f.is_nullable() => col.null(),
-                None if is_deleted => col.zero(),
-                None => return Err(bad(source, record, Some(f.name()), "missing value for a non-nullable column")),
-                Some(Value::Null) => return Err(bad(source, record, Some(f.name()), "null in a non-nullable column")),
-                Some(v) => col.push(v).map_err(|reason| bad(source, record, Some(f.name()), reason))?,
+        let fault = |(i, reason): Fault| bad(source, record, Some(schema.arrow().field(i).name()), reason);
+        for (i, f) in schema.arrow().fields().iter().enumerate() {
+            match obj.get(f.name()) {
+                Some(v) => rows.given(i, Scalar::of(v)).map_err(fault)?,
+                None => rows.missing(i, is_deleted).map_err(fault)?,
             }
         }
+        rows.end_record(record, is_deleted).map_err(fault)?;
     }
-    let columns: Vec<ArrayRef> = cols.into_iter().map(Column::finish).collect();
-    let batch = RecordBatch::try_new(schema.arrow().clone(), columns)
-        .map_err(|e| bad(source, first_record, None, format!("cannot build rows: {e}")))?;
-    Rows::new(schema, batch, any_deleted.then(|| deleted.finish()), source, first_record)
+    rows.finish(source)
+}
+
+/// Decodes JSON-lines `text` into validated rows straight into Arrow
+/// columns, with no JSON tree per record; `first_line` is the 1-based line
+/// number of its first line, and blank lines are skipped. It accepts and
+/// refuses exactly what [`parse_json_lines`] with [`rows_from_json`] does:
+/// every column value goes through the same rules ([`RowsBuilder`]). Any
+/// fault sends the text through that reference decoding instead, so errors
+/// are the same too, naming the first faulty line and field.
+pub fn rows_from_json_lines(schema: &TableSchema, text: &str, source: &str, first_line: usize) -> Result<Rows> {
+    stream_decode(schema, text, first_line).or_else(|()| {
+        let values = parse_json_lines(text, source, first_line)?;
+        let numbered: Vec<(usize, &Value)> = values.iter().map(|(n, v)| (*n, v)).collect();
+        rows_from_numbered(schema, &numbered, source)
+    })
+}
+
+/// The fast path of [`rows_from_json_lines`]: `Err(())` on any fault, for
+/// the reference decoding to name.
+fn stream_decode(schema: &TableSchema, text: &str, first_line: usize) -> std::result::Result<Rows, ()> {
+    use serde::de::DeserializeSeed;
+    let lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let mut rows = RowsBuilder::new(schema, text.len() / 64).map_err(drop)?;
+    for (n, line) in lines {
+        let mut de = serde_json::Deserializer::from_str(line);
+        let is_deleted = RecordSeed(&mut rows).deserialize(&mut de).map_err(drop)?;
+        de.end().map_err(drop)?;
+        rows.end_record(first_line + n, is_deleted).map_err(drop)?;
+    }
+    rows.finish("").map_err(drop)
+}
+
+/// A JSON scalar as a record gives it, borrowed: what a column decodes.
+#[derive(Debug, Clone, Copy)]
+enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Str(&'a str),
+    /// An array or object (only the reference decoding sees one).
+    Nested(&'a Value),
+}
+
+impl<'a> Scalar<'a> {
+    fn of(v: &'a Value) -> Self {
+        match v {
+            Value::Null => Scalar::Null,
+            Value::Bool(b) => Scalar::Bool(*b),
+            Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => Scalar::Int(i),
+                (None, Some(u)) => Scalar::UInt(u),
+                _ => Scalar::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            Value::String(s) => Scalar::Str(s),
+            other => Scalar::Nested(other),
+        }
+    }
+
+    fn as_i64(self) -> Option<i64> {
+        match self {
+            Scalar::Int(i) => Some(i),
+            Scalar::UInt(u) => i64::try_from(u).ok(),
+            _ => None,
+        }
+    }
+
+    fn as_f64(self) -> Option<f64> {
+        match self {
+            Scalar::Int(i) => Some(i as f64),
+            Scalar::UInt(u) => Some(u as f64),
+            Scalar::Float(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+/// As JSON, the way error messages have always shown a value.
+impl std::fmt::Display for Scalar<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scalar::Null => f.write_str("null"),
+            Scalar::Bool(b) => write!(f, "{b}"),
+            Scalar::Int(i) => write!(f, "{i}"),
+            Scalar::UInt(u) => write!(f, "{u}"),
+            Scalar::Float(x) => match serde_json::Number::from_f64(*x) {
+                Some(n) => write!(f, "{n}"),
+                None => write!(f, "{x}"),
+            },
+            Scalar::Str(s) => write!(f, "{}", Value::String((*s).to_string())),
+            Scalar::Nested(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// A field's fault: its column and the reason.
+type Fault = (usize, String);
+
+/// Builds the table's columns record by record: the one home of the rules
+/// for what a JSON record may give a column, shared by the reference
+/// decoding and the streaming one.
+struct RowsBuilder<'s> {
+    schema: &'s TableSchema,
+    cols: Vec<Column>,
+    deleted: BooleanBuilder,
+    any_deleted: bool,
+    /// Which columns the current record gave.
+    seen: Vec<bool>,
+    /// Each record's number (line), for the record key's errors.
+    records: Vec<usize>,
+}
+
+impl<'s> RowsBuilder<'s> {
+    fn new(schema: &'s TableSchema, capacity: usize) -> Result<Self> {
+        let fields = schema.arrow().fields();
+        let cols = fields
+            .iter()
+            .map(|f| {
+                Column::new(f.data_type(), capacity).ok_or_else(|| Error::InvalidInput {
+                    what: format!("column `{}`", f.name()),
+                    reason: format!("type {} is not supported for writing yet", f.data_type()),
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self {
+            schema,
+            cols,
+            deleted: BooleanBuilder::with_capacity(capacity),
+            any_deleted: false,
+            seen: vec![false; fields.len()],
+            records: Vec::with_capacity(capacity),
+        })
+    }
+
+    /// Whether column `i` must hold a value: the ordering field, and a key
+    /// field (but a composite key's nullable field may be null, written
+    /// `__null__`).
+    fn required(&self, i: usize) -> bool {
+        let is_key = self.schema.is_key(i);
+        let null_key_ok =
+            is_key && self.schema.record_key().is_composite() && self.schema.arrow().field(i).is_nullable();
+        (is_key && !null_key_ok) || Some(i) == self.schema.ordering_index()
+    }
+
+    fn missing_required(&self, i: usize) -> Fault {
+        let what = if self.schema.is_key(i) { "missing record key" } else { "missing ordering value" };
+        (i, what.to_string())
+    }
+
+    /// The current record gives column `i` the value `v` (null included).
+    fn given(&mut self, i: usize, v: Scalar<'_>) -> std::result::Result<(), Fault> {
+        if std::mem::replace(&mut self.seen[i], true) {
+            return Err((i, "given twice".into()));
+        }
+        match v {
+            Scalar::Null if self.required(i) => Err(self.missing_required(i)),
+            Scalar::Null if self.schema.arrow().field(i).is_nullable() => {
+                self.cols[i].null();
+                Ok(())
+            }
+            Scalar::Null => Err((i, "null in a non-nullable column".into())),
+            v => self.cols[i].push(v).map_err(|reason| (i, reason)),
+        }
+    }
+
+    /// The current record leaves column `i` out: it takes its schema
+    /// default, or null; a key field takes none (every record names its
+    /// key), and a delete needs no value in a non-nullable column.
+    fn missing(&mut self, i: usize, is_deleted: bool) -> std::result::Result<(), Fault> {
+        self.seen[i] = true;
+        if self.schema.is_key(i) {
+            return Err((i, "missing record key".into()));
+        }
+        match self.schema.default_of(i).filter(|d| !d.is_null()) {
+            Some(d) => self.cols[i].push(Scalar::of(d)).map_err(|reason| (i, reason)),
+            None if self.required(i) => Err(self.missing_required(i)),
+            None if self.schema.arrow().field(i).is_nullable() => {
+                self.cols[i].null();
+                Ok(())
+            }
+            None if is_deleted => {
+                self.cols[i].zero();
+                Ok(())
+            }
+            None => Err((i, "missing value for a non-nullable column".into())),
+        }
+    }
+
+    /// Ends record number `record`: fills the columns it left out.
+    fn end_record(&mut self, record: usize, is_deleted: bool) -> std::result::Result<(), Fault> {
+        for i in 0..self.seen.len() {
+            if !self.seen[i] {
+                self.missing(i, is_deleted)?;
+            }
+            self.seen[i] = false;
+        }
+        self.any_deleted |= is_deleted;
+        self.deleted.append_value(is_deleted);
+        self.records.push(record);
+        Ok(())
+    }
+
+    fn finish(mut self, source: &str) -> Result<Rows> {
+        let first = self.records.first().copied().unwrap_or(1);
+        let columns: Vec<ArrayRef> = self.cols.into_iter().map(Column::finish).collect();
+        let batch = RecordBatch::try_new(self.schema.arrow().clone(), columns)
+            .map_err(|e| bad(source, first, None, format!("cannot build rows: {e}")))?;
+        let deleted = self.any_deleted.then(|| self.deleted.finish());
+        let records = self.records;
+        Rows::new(self.schema, batch, deleted, source, |row| records.get(row).copied().unwrap_or(first))
+    }
+}
+
+/// Decodes one JSON object into a [`RowsBuilder`]'s current record;
+/// yields whether the record deletes its key.
+struct RecordSeed<'b, 's>(&'b mut RowsBuilder<'s>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for RecordSeed<'_, '_> {
+    type Value = bool;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<bool, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for RecordSeed<'_, '_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<bool, A::Error> {
+        use serde::de::Error as _;
+        let (mut is_deleted, mut next) = (None, 0);
+        while let Some(field) = map.next_key_seed(FieldSeed(self.0.schema, next))? {
+            match field {
+                Some(i) => {
+                    map.next_value_seed(ValueSeed(self.0, i))?;
+                    next = i + 1;
+                }
+                None if is_deleted.is_none() => is_deleted = Some(map.next_value::<Option<bool>>()?.unwrap_or(false)),
+                None => return Err(A::Error::custom("given twice")),
+            }
+        }
+        Ok(is_deleted.unwrap_or(false))
+    }
+}
+
+/// A key of a record: `Some(column)`, or `None` for `_hoodie_is_deleted`;
+/// an unknown column is an error. Records mostly list their fields in
+/// schema order, so the column after the last one is tried first.
+struct FieldSeed<'s>(&'s TableSchema, usize);
+
+impl<'de> serde::de::DeserializeSeed<'de> for FieldSeed<'_> {
+    type Value = Option<usize>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for FieldSeed<'_> {
+    type Value = Option<usize>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a column name")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, name: &str) -> std::result::Result<Self::Value, E> {
+        let fields = self.0.arrow().fields();
+        if fields.get(self.1).is_some_and(|f| f.name() == name) {
+            return Ok(Some(self.1));
+        }
+        match self.0.arrow().index_of(name) {
+            Ok(i) => Ok(Some(i)),
+            Err(_) if name == IS_DELETED => Ok(None),
+            Err(_) => Err(E::custom("unknown column")),
+        }
+    }
+}
+
+/// One column's value, handed to the [`RowsBuilder`] as a [`Scalar`].
+struct ValueSeed<'b, 's>(&'b mut RowsBuilder<'s>, usize);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ValueSeed<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl ValueSeed<'_, '_> {
+    fn give<E: serde::de::Error>(self, v: Scalar<'_>) -> std::result::Result<(), E> {
+        self.0.given(self.1, v).map_err(|(_, reason)| E::custom(reason))
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ValueSeed<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON scalar")
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> std::result::Result<(), E> {
+        self.give(Scalar::Null)
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> std::result::Result<(), E> {
+        self.give(Scalar::Bool(v))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<(), E> {
+        self.give(Scalar::Int(v))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<(), E> {
+        match i64::try_from(v) {
+            Ok(i) => self.give(Scalar::Int(i)),
+            Err(_) => self.give(Scalar::UInt(v)),
+        }
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<(), E> {
+        self.give(Scalar::Float(v))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<(), E> {
+        self.give(Scalar::Str(v))
+    }
 }
 
 /// Parses JSON lines; `first_line` is the 1-based line number of `text`'s
@@ -428,6 +741,70 @@ mod tests {
         }
         let err = parse_json_lines("{\"id\":1}\n\n{oops\n", "f.jsonl", 1).unwrap_err().to_string();
         assert!(err.contains("f.jsonl line 3") && err.contains("malformed JSON"), "{err}");
+    }
+
+    /// The reference decoding of a JSON-lines text.
+    fn reference(schema: &TableSchema, text: &str, source: &str) -> Result<Rows> {
+        let values = parse_json_lines(text, source, 1)?;
+        let numbered: Vec<(usize, &Value)> = values.iter().map(|(n, v)| (*n, v)).collect();
+        rows_from_numbered(schema, &numbered, source)
+    }
+
+    #[test]
+    fn json_lines_stream_into_the_columns_the_reference_decoding_builds() {
+        let s = schema();
+        let lines = [
+            r#"{"id":"a","ts":1,"d":"2024-01-31","t":"2024-01-31T12:00:00.5Z","m":"12.34","n":1}"#,
+            "",
+            r#"{"n":2,"m":12.5,"t":1706702400000,"d":19753,"ts":-2,"id":"b\u00e9"}"#,
+            r#"  {"id":"c","ts":3,"_hoodie_is_deleted":true}  "#,
+            r#"{"id":"d","ts":4,"n":-7,"d":null,"_hoodie_is_deleted":false}"#,
+        ];
+        let text = lines.join("\n");
+        // The streaming path decodes it, with no fallback.
+        let got = stream_decode(&s, &text, 1).unwrap();
+        let want = reference(&s, &text, "in").unwrap();
+        assert_eq!(got.batch, want.batch);
+        assert_eq!(got.deleted, want.deleted);
+        assert_eq!(keys(&got), keys(&want));
+        assert_eq!(got.len(), 4);
+        // A field given twice: the last one counts, as in a JSON tree.
+        let twice = r#"{"id":"e","ts":5,"n":1,"n":2}"#;
+        let got = rows_from_json_lines(&s, twice, "in", 1).unwrap();
+        assert_eq!(got.batch, reference(&s, twice, "in").unwrap().batch);
+        let n = got.batch.column(5).as_any().downcast_ref::<arrow::array::Int32Array>().unwrap();
+        assert_eq!(n.value(0), 2);
+    }
+
+    #[test]
+    fn json_lines_fail_as_the_reference_decoding_does() {
+        let s = schema();
+        let faulty = [
+            r#"{"ts":1,"n":1}"#,
+            r#"{"id":"a","ts":null,"n":1}"#,
+            r#"{"id":"a","ts":"soon","n":1}"#,
+            r#"{"id":"a","ts":1,"n":1,"color":"red"}"#,
+            r#"{"id":"a","ts":1}"#,
+            r#"{"id":"a","ts":1,"n":1,"d":"31/01/2024"}"#,
+            r#"{"id":"a","ts":1,"n":1,"m":"1.234"}"#,
+            r#"{"id":"a","ts":1,"n":1e12}"#,
+            r#"{"id":"a","ts":1,"n":99999999999999999999}"#,
+            r#"{"id":"a","ts":1,"n":[1]}"#,
+            r#"{"id":"a","ts":1,"n":1,"_hoodie_is_deleted":"yes"}"#,
+            r#"{"id":7,"ts":1,"n":1}"#,
+            r#"[1, 2]"#,
+            r#"{"id":"a","ts":1,"n":1} trailing"#,
+            r#"{"id":"a","ts":1,"n":1"#,
+            // Two faults: the reference names the first field in schema order.
+            r#"{"n":"x","ts":1}"#,
+        ];
+        for line in faulty {
+            let text = format!("{{\"id\":\"z\",\"ts\":0,\"n\":0}}\n\n{line}\n");
+            let got = rows_from_json_lines(&s, &text, "in.jsonl", 1).unwrap_err().to_string();
+            let want = reference(&s, &text, "in.jsonl").unwrap_err().to_string();
+            assert_eq!(got, want, "{line}");
+            assert!(got.starts_with("in.jsonl line 3"), "{line}: {got}");
+        }
     }
 
     #[test]
