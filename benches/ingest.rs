@@ -145,7 +145,10 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn table_settings() -> TableSettings {
-    TableSettings { time: TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() }, ..Default::default() }
+    TableSettings {
+        time: TimeSettings { mode: Some(TimeMode::HybridLogical), ..Default::default() },
+        ..Default::default()
+    }
 }
 
 fn write_settings(tasks: usize) -> WriteSettings {

@@ -36,7 +36,7 @@ fn writer(spec: &str) {
     let secs: u64 = secs.parse().expect("seconds");
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     rt.block_on(async move {
-        let time = TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() };
+        let time = TimeSettings { mode: Some(TimeMode::HybridLogical), ..Default::default() };
         let t = Table::builder_local(table)
             .with_settings(TableSettings { time, ..Default::default() })
             .open()

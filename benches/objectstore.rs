@@ -112,7 +112,8 @@ async fn run(base: &str, mode: TimeMode, writers: usize, run_for: Duration) -> F
     let healthy = TableLocation::parse(&uri).expect("table URI");
     let store = Arc::new(CountingStore::new(healthy.store.clone()));
     let loc = TableLocation::new(store.clone(), healthy.root.clone());
-    let settings = TableSettings { time: TimeSettings { mode, ..Default::default() }, ..Default::default() };
+    let settings =
+        TableSettings { time: TimeSettings { mode: Some(mode), ..Default::default() }, ..Default::default() };
     let mut options = CreateOptions::new(SCHEMA, "uuid", "ts");
     options.buckets = 4;
     Table::builder(loc.clone()).with_settings(settings.clone()).create(options).await.expect("create");

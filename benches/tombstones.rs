@@ -70,7 +70,7 @@ async fn case(rows: usize, deletes: f64) {
     o.partition_field = Some("city".into());
     o.buckets = 4;
     let settings = TableSettings {
-        time: TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() },
+        time: TimeSettings { mode: Some(TimeMode::HybridLogical), ..Default::default() },
         ..Default::default()
     };
     let t = Table::builder_local(dir.path().join("t")).with_settings(settings).create(o).await.expect("bench setup");

@@ -78,7 +78,7 @@ async fn run(name: &str, groups: bool, sources: &[&[&str]], rows: usize) {
     if groups {
         o.sequence_groups = ["ts_a=a1,a2,a3", "ts_b=b1,b2,b3"].iter().filter_map(|g| SequenceGroup::parse(g)).collect();
     }
-    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
+    let time = TimeSettings { mode: Some(TimeMode::HybridLogical), max_clock_skew: Duration::from_millis(200) };
     let settings = TableSettings { time, ..Default::default() };
     let table = Table::builder_local(dir.path().join("t")).with_settings(settings).create(o).await.expect("table");
     let data: Vec<Vec<RecordBatch>> =

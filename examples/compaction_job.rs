@@ -21,7 +21,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Writers of this table take instants in hybrid-logical mode too; the
     // compactor shares their table lock, which is what keeps its instant
     // ordered with their completion times.
-    let time = TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() };
+    let time = TimeSettings { mode: Some(TimeMode::HybridLogical), ..Default::default() };
     let table = Table::builder_local(&dir).with_settings(TableSettings { time, ..Default::default() }).open().await?;
     let settings = CompactorSettings {
         plan: PlanSettings { min_log_files: 2, max_groups: 64, ..Default::default() },

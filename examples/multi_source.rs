@@ -56,7 +56,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut options = CreateOptions::new(SCHEMA, "uuid", "ts");
     options.partition_field = Some("city".into());
     options.buckets = 8;
-    let time = TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() };
+    let time = TimeSettings { mode: Some(TimeMode::HybridLogical), ..Default::default() };
     let settings = TableSettings { time, ..Default::default() };
     let table = Table::builder_local(&dir).with_settings(settings).create(options).await?;
     println!("table {} (Hudi v8 MERGE_ON_READ, 8 buckets per city)", dir.display());

@@ -31,7 +31,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // table's default lock: an OS file lock on the table folder.
         let started = Instant::now();
         let mut tasks = Vec::new();
-        let time = TimeSettings { mode, max_clock_skew: Duration::from_millis(150) };
+        let time = TimeSettings { mode: Some(mode), max_clock_skew: Duration::from_millis(150) };
         for (writer, offset) in [(0, -150), (1, 0), (2, 150)] {
             let clock: Arc<dyn Clock> = Arc::new(OffsetClock::new(Arc::new(SystemClock), offset));
             let settings = TableSettings { time: time.clone(), ..Default::default() };

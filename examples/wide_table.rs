@@ -43,7 +43,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .filter_map(|g| SequenceGroup::parse(g))
         .collect();
-    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
+    let time = TimeSettings { mode: Some(TimeMode::HybridLogical), max_clock_skew: Duration::from_millis(200) };
     let table =
         Table::builder_local(&dir).with_settings(TableSettings { time, ..Default::default() }).create(options).await?;
     println!("wide table {} with three sequence groups", dir.display());

@@ -15,7 +15,7 @@ use tributary_timeline::protocol::metadata_table::MetadataTableGuard;
 use tributary_timeline::store::create_folder;
 use tributary_timeline::{
     BucketHash, BucketSpec, Clock, FileLock, HudiFileLock, InProcessLock, LeaseLock, LeaseSettings, LockProvider,
-    MergeMode, SystemClock, TableLocation, TombstoneRetention,
+    MergeMode, SystemClock, TableLocation, TimeMode, TombstoneRetention,
 };
 
 use crate::error::{Error, Result};
@@ -56,6 +56,13 @@ pub struct CreateOptions {
     /// forever); a duration needs a date or timestamp ordering field, a
     /// number is in the ordering field's units.
     pub tombstone_retention: TombstoneRetention,
+    /// The time mode the table records for its writers (`tributary.time.mode`
+    /// in `hoodie.properties`); [`TimeSettings::mode`](crate::TimeSettings::mode)
+    /// overrides it per process. By default [`TimeMode::HybridLogical`]: no
+    /// lock hold sleeps, so commits are not capped at a few per second. A
+    /// table Hudi's Java writers share needs [`TimeMode::WaitForSkew`], the
+    /// mode they use (under a lock both sides take).
+    pub time_mode: TimeMode,
 }
 
 impl CreateOptions {
@@ -82,6 +89,7 @@ impl CreateOptions {
             merge_mode: MergeMode::EventTime,
             sequence_groups: Vec::new(),
             tombstone_retention: TombstoneRetention::Forever,
+            time_mode: TimeMode::HybridLogical,
         }
     }
 }
@@ -330,6 +338,7 @@ impl TableBuilder {
             schema_json: compact_json(&options.schema_json, src)?,
             sequence_groups: options.sequence_groups.clone(),
             tombstone_retention: options.tombstone_retention,
+            time_mode: Some(options.time_mode),
         });
         // The creation time makes the file this create's own, so a retried
         // create that finds it knows whether it wrote it or found a table.

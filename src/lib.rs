@@ -23,7 +23,7 @@
 //! options.partition_field = Some("city".into());
 //! let clock = Arc::new(ManualClock::new(1_766_264_468_078));
 //! let settings = TableSettings {
-//!     time: TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() },
+//!     time: TimeSettings { mode: Some(TimeMode::HybridLogical), ..Default::default() },
 //!     ..Default::default()
 //! };
 //! let table = Table::builder_local(&dir).with_settings(settings).with_clock(clock).create(options).await?;

@@ -11,10 +11,14 @@ use tributary_timeline::{LeaseSettings, TimeMode};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TimeSettings {
-    /// Generator mode; by default [`TimeMode::WaitForSkew`] (Hudi's
-    /// algorithm). In serde form `"wait-for-skew"` or `"hybrid-logical"`.
-    #[serde(with = "time_mode_serde")]
-    pub mode: TimeMode,
+    /// Generator mode. By default (`None`) the mode the table records
+    /// ([`CreateOptions::time_mode`](crate::CreateOptions::time_mode),
+    /// `tributary.time.mode` in `hoodie.properties`), or
+    /// [`TimeMode::WaitForSkew`] (Hudi's algorithm) for a table that records
+    /// none, as one another engine made. In serde form `"wait-for-skew"` or
+    /// `"hybrid-logical"`, or absent.
+    #[serde(with = "time_mode_serde", skip_serializing_if = "Option::is_none")]
+    pub mode: Option<TimeMode>,
     /// Maximum clock skew between any two writers; by default 200 ms
     /// ([`tributary_timeline::DEFAULT_MAX_CLOCK_SKEW`]). In serde form
     /// `max_clock_skew_ms`.
@@ -24,7 +28,7 @@ pub struct TimeSettings {
 
 impl Default for TimeSettings {
     fn default() -> Self {
-        Self { mode: TimeMode::WaitForSkew, max_clock_skew: tributary_timeline::DEFAULT_MAX_CLOCK_SKEW }
+        Self { mode: None, max_clock_skew: tributary_timeline::DEFAULT_MAX_CLOCK_SKEW }
     }
 }
 
@@ -156,21 +160,21 @@ mod millis_serde {
     }
 }
 
-/// A [`TimeMode`] as `"wait-for-skew"` or `"hybrid-logical"`.
+/// An optional [`TimeMode`] as `"wait-for-skew"` or `"hybrid-logical"`.
 mod time_mode_serde {
     use serde::{Deserialize, Deserializer, Serializer};
     use tributary_timeline::TimeMode;
 
-    pub(super) fn serialize<S: Serializer>(mode: &TimeMode, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(match mode {
-            TimeMode::WaitForSkew => "wait-for-skew",
-            TimeMode::HybridLogical => "hybrid-logical",
-        })
+    pub(super) fn serialize<S: Serializer>(mode: &Option<TimeMode>, s: S) -> Result<S::Ok, S::Error> {
+        match mode {
+            Some(m) => s.serialize_str(m.name()),
+            None => s.serialize_none(),
+        }
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<TimeMode, D::Error> {
-        let s = String::deserialize(d)?;
-        TimeMode::parse(&s).ok_or_else(|| {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TimeMode>, D::Error> {
+        let Some(s) = Option::<String>::deserialize(d)? else { return Ok(None) };
+        TimeMode::parse(&s).map(Some).ok_or_else(|| {
             serde::de::Error::invalid_value(serde::de::Unexpected::Str(&s), &"\"wait-for-skew\" or \"hybrid-logical\"")
         })
     }
@@ -183,7 +187,7 @@ mod tests {
     #[test]
     fn settings_round_trip_with_durations_in_milliseconds() {
         let settings = TableSettings {
-            time: TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(50) },
+            time: TimeSettings { mode: Some(TimeMode::HybridLogical), max_clock_skew: Duration::from_millis(50) },
             lock: LockKind::InProcess,
             lock_owner: Some("host-a".into()),
             ..Default::default()

@@ -10,7 +10,7 @@ use object_store::path::Path;
 use tributary_compaction::execute::{Compactor, CompactorSettings};
 use tributary_timeline::config::TableConfig;
 use tributary_timeline::store::create_folder;
-use tributary_timeline::{Clock, FileSystemView, LockProvider, TableLocation, TimeGenerator, Timeline};
+use tributary_timeline::{Clock, FileSystemView, LockProvider, TableLocation, TimeGenerator, TimeMode, Timeline};
 
 use crate::builder::{Components, CreateOptions, Spill, TableBuilder};
 use crate::error::{Error, Result};
@@ -115,6 +115,14 @@ impl Table {
         Ok((timeline, view))
     }
 
+    /// The time mode this table's generators use: the one its
+    /// [`TimeSettings`] name, else the one the table records, else
+    /// wait-for-skew (a table another engine made, whose Java writers may
+    /// share it).
+    pub fn time_mode(&self) -> TimeMode {
+        self.components.settings.time.mode.or(self.config.time_mode).unwrap_or(TimeMode::WaitForSkew)
+    }
+
     /// A TrueTime generator per the table's [`TimeSettings`], reading the
     /// table's clock under the table's instant lock. The first lock hold of
     /// any generator of this opened `Table` (or of its clones) turns off a
@@ -123,7 +131,7 @@ impl Table {
     /// again checks again.
     pub fn time_generator(&self) -> TimeGenerator {
         let Components { settings, clock, lock, .. } = &self.components;
-        TimeGenerator::new(settings.time.mode, settings.time.max_clock_skew, clock.clone(), lock.clone())
+        TimeGenerator::new(self.time_mode(), settings.time.max_clock_skew, clock.clone(), lock.clone())
             .with_metadata_table_guard(self.components.metadata_table.clone())
     }
 

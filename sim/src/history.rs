@@ -238,7 +238,7 @@ impl History {
         let mode = if rng.random_bool(0.5) { TimeMode::WaitForSkew } else { TimeMode::HybridLogical };
         let in_process = rng.random_bool(0.5);
         let settings = TableSettings {
-            time: TimeSettings { mode, ..TimeSettings::default() },
+            time: TimeSettings { mode: Some(mode), ..TimeSettings::default() },
             lock: if in_process { LockKind::InProcess } else { LockKind::Lease },
             lock_lease: scale.lease,
             compaction_lease: scale.lease,

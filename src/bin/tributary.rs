@@ -187,6 +187,12 @@ enum Command {
         /// dropped; an event later than that may bring the row back.
         #[arg(long, default_value = "forever", value_parser = tombstone_retention)]
         tombstone_retention: TombstoneRetention,
+        /// How the table's writers generate instants unless told otherwise
+        /// (recorded in hoodie.properties). hybrid-logical never sleeps in
+        /// the lock; a table Hudi's Java writers share needs wait-for-skew,
+        /// their algorithm.
+        #[arg(long, value_enum, default_value = "hybrid-logical")]
+        time_mode: TimeModeArg,
     },
     /// Print the timeline: requested time, action, state, completion time; instants a Java writer archived into the LSM history (`.hoodie/timeline/history/`) are COMPLETED and end with `archived` (an archived compaction shows as `commit`, the action the history records).
     Timeline {
@@ -232,9 +238,11 @@ enum Command {
         /// Tributary made records its own (this must then match it).
         #[arg(long)]
         buckets: Option<u32>,
-        /// How instants are generated.
-        #[arg(long, value_enum, default_value = "wait-for-skew")]
-        time_mode: TimeModeArg,
+        /// How instants are generated; by default the mode the table
+        /// records (`init --time-mode`), or wait-for-skew for a table
+        /// another engine made.
+        #[arg(long, value_enum)]
+        time_mode: Option<TimeModeArg>,
         /// Maximum clock skew between writers, in milliseconds.
         #[arg(long, default_value_t = 200)]
         max_clock_skew_ms: u64,
@@ -279,9 +287,11 @@ enum Command {
         /// temporary folder otherwise).
         #[arg(long)]
         spill_dir: Option<PathBuf>,
-        /// How instants are generated.
-        #[arg(long, value_enum, default_value = "wait-for-skew")]
-        time_mode: TimeModeArg,
+        /// How instants are generated; by default the mode the table
+        /// records (`init --time-mode`), or wait-for-skew for a table
+        /// another engine made.
+        #[arg(long, value_enum)]
+        time_mode: Option<TimeModeArg>,
         /// Maximum clock skew between writers, in milliseconds.
         #[arg(long, default_value_t = 200)]
         max_clock_skew_ms: u64,
@@ -299,9 +309,11 @@ enum Command {
         /// A pending write whose heartbeat is older than this has failed.
         #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
         heartbeat_expiry: Duration,
-        /// How instants are generated.
-        #[arg(long, value_enum, default_value = "wait-for-skew")]
-        time_mode: TimeModeArg,
+        /// How instants are generated; by default the mode the table
+        /// records (`init --time-mode`), or wait-for-skew for a table
+        /// another engine made.
+        #[arg(long, value_enum)]
+        time_mode: Option<TimeModeArg>,
         /// Maximum clock skew between writers, in milliseconds.
         #[arg(long, default_value_t = 200)]
         max_clock_skew_ms: u64,
@@ -729,14 +741,17 @@ impl JsonLines {
     }
 }
 
-fn time_settings(mode: TimeModeArg, max_clock_skew_ms: u64) -> TimeSettings {
-    TimeSettings {
-        mode: match mode {
+impl From<TimeModeArg> for TimeMode {
+    fn from(mode: TimeModeArg) -> Self {
+        match mode {
             TimeModeArg::WaitForSkew => TimeMode::WaitForSkew,
             TimeModeArg::HybridLogical => TimeMode::HybridLogical,
-        },
-        max_clock_skew: Duration::from_millis(max_clock_skew_ms),
+        }
     }
+}
+
+fn time_settings(mode: Option<TimeModeArg>, max_clock_skew_ms: u64) -> TimeSettings {
+    TimeSettings { mode: mode.map(TimeMode::from), max_clock_skew: Duration::from_millis(max_clock_skew_ms) }
 }
 
 async fn compact(
@@ -831,6 +846,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             no_hive_style,
             sequence_groups,
             tombstone_retention,
+            time_mode,
         } => {
             let schema_json = std::fs::read_to_string(&schema)
                 .map_err(|e| CliError::io(format!("cannot read schema {}: {e}", schema.display()), &e))?;
@@ -842,6 +858,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             options.database = database;
             options.hive_style_partitioning = !no_hive_style;
             options.tombstone_retention = tombstone_retention;
+            options.time_mode = time_mode.into();
             options.sequence_groups = sequence_groups
                 .iter()
                 .map(|g| {
@@ -865,12 +882,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let t = store.builder(&table, TableSettings::default()).create(options).await?;
             let c = t.config();
             println!(
-                "created table `{}` at {} (version {}, MERGE_ON_READ, {} buckets, {})",
+                "created table `{}` at {} (version {}, MERGE_ON_READ, {} buckets, {}, {} time)",
                 c.name,
                 t.location(),
                 c.version,
                 c.bucket.map_or(0, |b| b.num_buckets),
-                c.merge_mode
+                c.merge_mode,
+                t.time_mode().name()
             );
         }
         Command::Timeline { table } => {

@@ -201,7 +201,7 @@ async fn hudi_lock_file_refuses_hybrid_logical_instants() {
     let location = TableLocation::new(Arc::new(InMemory::new()), Path::from("t"));
     let hudi = |mode| TableSettings {
         lock: LockKind::HudiFile,
-        time: TimeSettings { mode, ..Default::default() },
+        time: TimeSettings { mode: Some(mode), ..Default::default() },
         ..Default::default()
     };
     let table = Table::builder(location.clone()).with_settings(hudi(TimeMode::HybridLogical)).create(options());
@@ -221,4 +221,45 @@ async fn hudi_lock_file_refuses_hybrid_logical_instants() {
     c.write_batch(&batch(0..3, 1)).await.unwrap();
     c.commit().await.unwrap();
     assert_eq!(table.read(&ReadOptions::default()).await.unwrap().num_rows(), 3);
+}
+
+/// A table records its writers' time mode: hybrid-logical unless `init`
+/// is told otherwise; a process may override it; a table that records none
+/// (another engine made it) is written in wait-for-skew, and a generator
+/// of each takes instants that way.
+#[tokio::test]
+async fn a_table_records_its_time_mode() {
+    let store = Arc::new(InMemory::new());
+    let at = |name: &str| TableLocation::new(store.clone(), Path::from(name));
+    let with_mode = |mode: Option<TimeMode>| TableSettings {
+        lock: LockKind::InProcess,
+        time: TimeSettings { mode, ..Default::default() },
+        ..Default::default()
+    };
+    let made = Table::builder(at("a")).with_settings(with_mode(None)).create(options()).await.unwrap();
+    assert_eq!(made.config().time_mode, Some(TimeMode::HybridLogical));
+    let opened = Table::builder(at("a")).with_settings(with_mode(None)).open().await.unwrap();
+    assert_eq!(
+        (opened.time_mode(), opened.time_generator().mode()),
+        (TimeMode::HybridLogical, TimeMode::HybridLogical)
+    );
+    let overridden =
+        Table::builder(at("a")).with_settings(with_mode(Some(TimeMode::WaitForSkew))).open().await.unwrap();
+    assert_eq!(overridden.time_generator().mode(), TimeMode::WaitForSkew);
+
+    let mut shared = options();
+    shared.time_mode = TimeMode::WaitForSkew;
+    Table::builder(at("b")).with_settings(with_mode(None)).create(shared).await.unwrap();
+    let opened = Table::builder(at("b")).with_settings(with_mode(None)).open().await.unwrap();
+    assert_eq!(opened.time_generator().mode(), TimeMode::WaitForSkew);
+
+    // Without the property, as a table Spark made.
+    let props = at("a").properties_path();
+    let text = String::from_utf8(store.get(&props).await.unwrap().bytes().await.unwrap().to_vec()).unwrap();
+    assert!(text.contains("tributary.time.mode=hybrid-logical"), "{text}");
+    let without: String =
+        text.lines().filter(|l| !l.starts_with("tributary.time.mode")).map(|l| format!("{l}\n")).collect();
+    store.put(&props, without.into()).await.unwrap();
+    let opened = Table::builder(at("a")).with_settings(with_mode(None)).open().await.unwrap();
+    assert_eq!((opened.config().time_mode, opened.time_mode()), (None, TimeMode::WaitForSkew));
 }

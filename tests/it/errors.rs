@@ -106,7 +106,7 @@ async fn a_commit_whose_writer_task_failed_cannot_complete() {
     let mut options = CreateOptions::new(schema, "uuid", "ts");
     options.partition_field = Some("city".into());
     options.buckets = 1;
-    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
+    let time = TimeSettings { mode: Some(TimeMode::HybridLogical), max_clock_skew: Duration::from_millis(200) };
     let table = Table::builder_local(dir.path().join("t"))
         .with_settings(TableSettings { time, ..Default::default() })
         .create(options)

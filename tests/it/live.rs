@@ -40,7 +40,7 @@ fn live_writer_process() {
     let writer: i64 = writer.parse().unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async move {
-        let time = TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() };
+        let time = TimeSettings { mode: Some(TimeMode::HybridLogical), ..Default::default() };
         let t = Table::builder_uri(*table)
             .with_settings(TableSettings { time, ..Default::default() })
             .open()

@@ -152,8 +152,10 @@ fn compacting_corpus_tables_keeps_their_rows() {
         let base = unzip_table(zip, tmp.path());
         let rt = tokio::runtime::Runtime::new().unwrap();
         let done = rt.block_on(async {
-            let time =
-                tributary::TimeSettings { mode: tributary_timeline::TimeMode::HybridLogical, ..Default::default() };
+            let time = tributary::TimeSettings {
+                mode: Some(tributary_timeline::TimeMode::HybridLogical),
+                ..Default::default()
+            };
             let table_settings = tributary::TableSettings { time, ..Default::default() };
             let table = tributary::Table::builder_local(&base).with_settings(table_settings).open().await.unwrap();
             let settings =

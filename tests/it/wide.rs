@@ -379,7 +379,7 @@ async fn new_table(place: &Place) -> Table {
     let mut o = CreateOptions::new(SCHEMA, "id", "ts");
     o.buckets = 2;
     o.sequence_groups = vec![SequenceGroup::parse("ts_a=a1,a2").unwrap(), SequenceGroup::parse("ts_b=b1,b2").unwrap()];
-    let time = TimeSettings { mode: TimeMode::HybridLogical, max_clock_skew: Duration::from_millis(200) };
+    let time = TimeSettings { mode: Some(TimeMode::HybridLogical), max_clock_skew: Duration::from_millis(200) };
     place.table("t").builder().with_settings(TableSettings { time, ..Default::default() }).create(o).await.unwrap()
 }
 

@@ -50,12 +50,13 @@ def tributary(*args, check=True) -> str:
     return out.stdout
 
 
-def init_table(path: Path, partitioned=True, buckets=4, bucket_hash="hudi-java") -> Path:
-    """A new Tributary table of the tests' schema at `path`."""
+def init_table(path: Path, partitioned=True, buckets=4, bucket_hash="hudi-java", time_mode="hybrid-logical") -> Path:
+    """A new Tributary table of the tests' schema at `path`; a table Spark's
+    writers share at the same time records `time_mode="wait-for-skew"`."""
     schema = path.parent / f"{path.name}.avsc"
     schema.write_text(json.dumps(SCHEMA))
     args = ["init", path, "--schema", schema, "--record-key", "id", "--ordering-field", "ts"]
-    args += ["--buckets", buckets, "--bucket-hash", bucket_hash]
+    args += ["--buckets", buckets, "--bucket-hash", bucket_hash, "--time-mode", time_mode]
     if partitioned:
         args += ["--partition-field", "region"]
     tributary(*args)

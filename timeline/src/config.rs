@@ -13,6 +13,7 @@ pub use tributary_format::schema::SequenceGroup;
 use tributary_format::schema::TableSchema;
 
 use crate::error::{Error, Result};
+use crate::truetime::TimeMode;
 
 /// Strategy id Hudi uses for event-time ordering.
 pub const EVENT_TIME_STRATEGY_ID: &str = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5";
@@ -221,6 +222,7 @@ pub mod keys {
     pub const BUCKET_HASH: &str = "tributary.bucket.hash";
     pub const SEQUENCE_GROUPS: &str = "tributary.merge.sequence.groups";
     pub const TOMBSTONE_RETENTION: &str = "tributary.tombstone.retention";
+    pub const TIME_MODE: &str = "tributary.time.mode";
 }
 
 /// The typed contents of `.hoodie/hoodie.properties`.
@@ -263,6 +265,10 @@ pub struct TableConfig {
     pub create_schema: Option<String>,
     /// How long compaction keeps tombstones (`tributary.tombstone.retention`).
     pub tombstone_retention: TombstoneRetention,
+    /// The time mode the table's writers use unless told otherwise
+    /// (`tributary.time.mode`); `None` for a table that records none (one
+    /// another engine made), whose writers use wait-for-skew.
+    pub time_mode: Option<TimeMode>,
     /// Every other key, kept verbatim.
     pub other: BTreeMap<String, String>,
 }
@@ -293,6 +299,8 @@ pub struct NewTableConfig {
     pub schema_json: String,
     /// How long compaction keeps tombstones.
     pub tombstone_retention: TombstoneRetention,
+    /// The time mode to record, if any.
+    pub time_mode: Option<TimeMode>,
 }
 
 impl NewTableConfig {
@@ -313,6 +321,7 @@ impl NewTableConfig {
             sequence_groups: Vec::new(),
             schema_json: schema_json.into(),
             tombstone_retention: TombstoneRetention::Forever,
+            time_mode: None,
         }
     }
 }
@@ -611,6 +620,13 @@ impl TableConfig {
             None => TombstoneRetention::Forever,
             Some(v) => TombstoneRetention::parse(&v).map_err(|e| p.bad(keys::TOMBSTONE_RETENTION, e))?,
         };
+        let time_mode = match p.take(keys::TIME_MODE) {
+            None => None,
+            Some(v) => Some(
+                TimeMode::parse(&v)
+                    .ok_or_else(|| p.bad(keys::TIME_MODE, "expected `wait-for-skew` or `hybrid-logical`"))?,
+            ),
+        };
         let unknown: Vec<&String> = p.map.keys().filter(|k| k.starts_with("tributary.")).collect();
         if let Some(k) = unknown.first() {
             return Err(p.bad(k, "unknown tributary key (written by a newer version?)"));
@@ -635,6 +651,7 @@ impl TableConfig {
             sequence_groups,
             create_schema,
             tombstone_retention,
+            time_mode,
             other: p.map,
         })
     }
@@ -677,6 +694,7 @@ impl TableConfig {
             sequence_groups: new.sequence_groups.clone(),
             create_schema: Some(new.schema_json.clone()),
             tombstone_retention: new.tombstone_retention,
+            time_mode: new.time_mode,
             other,
         }
     }
@@ -725,6 +743,9 @@ impl TableConfig {
             put(keys::CREATE_SCHEMA, s.clone());
         }
         put(keys::TOMBSTONE_RETENTION, self.tombstone_retention.render());
+        if let Some(mode) = self.time_mode {
+            put(keys::TIME_MODE, mode.name().into());
+        }
         m
     }
 
@@ -861,6 +882,7 @@ mod tests {
             sequence_groups: Vec::new(),
             schema_json: r#"{"type":"record","name":"r","fields":[{"name":"a:b","type":"string"}]}"#.into(),
             tombstone_retention: TombstoneRetention::Lateness(std::time::Duration::from_secs(7 * 86_400)),
+            time_mode: Some(TimeMode::HybridLogical),
         }
     }
 
@@ -918,6 +940,7 @@ mod tests {
             (keys::NUM_BUCKETS, Some("0"), "`hoodie.bucket.index.num.buckets`"),
             (keys::NUM_BUCKETS, Some("four"), "`hoodie.bucket.index.num.buckets`"),
             (keys::BUCKET_HASH, Some("md5"), "`tributary.bucket.hash`"),
+            (keys::TIME_MODE, Some("fast"), "`tributary.time.mode`"),
             (keys::CHECKSUM, Some("12"), "`hoodie.table.checksum`"),
             (keys::HIVE_STYLE, Some("yes"), "hive_style_partitioning"),
             (keys::TIMELINE_LAYOUT, Some("1"), "`hoodie.timeline.layout.version`"),

@@ -4,7 +4,7 @@
 //! so the order of times equals the order in which the lock was held. Two
 //! modes:
 //!
-//! - [`TimeMode::WaitForSkew`] (Hudi's algorithm, the default): take the lock,
+//! - [`TimeMode::WaitForSkew`] (Hudi's algorithm): take the lock,
 //!   read the clock, sleep `max_clock_skew` while holding it, release. Any
 //!   later reader of any clock that is at most `max_clock_skew` behind then
 //!   reads a larger time. Java writers sharing the lock rely on this.
@@ -43,6 +43,15 @@ pub enum TimeMode {
 }
 
 impl TimeMode {
+    /// `wait-for-skew` or `hybrid-logical`: the name [`TimeMode::parse`]
+    /// reads, in settings, on the command line and in `hoodie.properties`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeMode::WaitForSkew => "wait-for-skew",
+            TimeMode::HybridLogical => "hybrid-logical",
+        }
+    }
+
     /// Parses `wait-for-skew` or `hybrid-logical`.
     pub fn parse(s: &str) -> Option<Self> {
         match s {

@@ -11,7 +11,10 @@ use tributary_timeline::TimeMode;
 
 /// Table settings with hybrid-logical instants (no 200 ms wait per instant).
 pub fn hybrid() -> TableSettings {
-    TableSettings { time: TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() }, ..Default::default() }
+    TableSettings {
+        time: TimeSettings { mode: Some(TimeMode::HybridLogical), ..Default::default() },
+        ..Default::default()
+    }
 }
 
 /// A fares table's Avro schema: `uuid`, `ts`, `fare`, `city`.
