@@ -1,0 +1,376 @@
+"""The peers' side of the peers benchmark: one case of one engine per process.
+
+run.py starts `python engines.py ENGINE CASE --table DIR [...]` under the
+benchmark's virtualenv, once per case and repetition, as it starts
+Tributary's driver (benches/peers/driver.rs); like the driver, each run
+prints one JSON line of figures: `wall` (seconds), `cpu` (user + system
+seconds of this process, all threads, from getrusage), `rows`, and per case
+more. Imports, reading the input and opening the table come before the
+clock starts.
+
+Engines and the exact API each uses:
+
+- `paimon`: Apache Paimon's Rust core through its Python binding
+  `pypaimon-rust` (module `pypaimon_rust.datafusion`), not pypaimon's
+  pure-Python writer. The table is created with Paimon SQL through
+  `SQLContext.sql("CREATE TABLE ...")`: a primary-key table
+  `PRIMARY KEY (region, id)`, `PARTITIONED BY (region)`, options
+  `bucket` = the bucket count and `sequence.field` = `ts` (the row with the
+  larger `ts` wins). A commit is `PaimonCatalog({"warehouse": DIR})
+  .get_table("bench.t").new_batch_write_builder()`, then
+  `new_write().write_arrow(batch)` per batch, `prepare_commit()`, and
+  `new_commit().commit(messages)`. A read is `new_read_builder()`,
+  `new_scan().plan().splits()`, `new_read().read(splits)`. The Rust writer
+  does no compaction (its stub says it flushes without background
+  compaction), so every commit adds sorted runs that reads merge.
+- `delta`: delta-rs (`deltalake`). The table is made by
+  `DeltaTable.create(DIR, schema, partition_by=["region"])`. Delta has no
+  merge-on-write by key, so each write first keeps the newest row per `id`
+  of its input (pyarrow sort and filter, timed as part of the write). The
+  first ingest then appends (`write_deltalake(DIR, rows, mode="append")`,
+  into the empty table); every later write is
+  `DeltaTable(DIR).merge(rows, "t.region = s.region AND t.id = s.id",
+  source_alias="s", target_alias="t").when_matched_update_all(
+  predicate="s.ts > t.ts").when_not_matched_insert_all().execute()`:
+  a copy-on-write merge that keeps the row with the larger `ts`. A commit
+  that fails with `CommitFailedError` (a concurrent writer changed what it
+  read) counts as a failed attempt and is retried from a fresh table
+  state. A read is `DeltaTable(DIR).to_pyarrow_table()`.
+- `hudi`: the official Hudi reader, hudi-rs (`hudi` 0.5.0), on Tributary's
+  table: `HudiTableBuilder.from_base_uri(DIR).build().read()` (a snapshot
+  read; Arrow record batches). It only reads.
+
+JSON-lines input (`ingest-json`, paimon and delta): pyarrow's JSON reader
+(`pyarrow.json.read_json` with the table's schema) parses the file inside
+the timed part, then the rows are written as by `ingest`.
+"""
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import workload  # noqa: E402
+
+PAIMON_TABLE = "bench.t"
+# Attempts of one commit before a case gives up.
+MAX_ATTEMPTS = 50
+
+
+def cpu_seconds() -> float:
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+
+
+class Stopwatch:
+    """A wall clock and a CPU clock started together."""
+
+    def __init__(self):
+        self.cpu = cpu_seconds()
+        self.wall = time.perf_counter()
+
+    def stop(self):
+        return time.perf_counter() - self.wall, cpu_seconds() - self.cpu
+
+
+def newest_per_key(table: pa.Table) -> pa.Table:
+    """The row with the largest `ts` of each `id`: what a Delta write needs
+    first, since a Delta table has no key of its own."""
+    if table.num_rows == 0:
+        return table
+    ordered = table.take(pc.sort_indices(table, sort_keys=[("id", "ascending"), ("ts", "descending")]))
+    ids = ordered.column("id").combine_chunks()
+    first_of_key = pa.concat_arrays([pa.array([True]), pc.not_equal(ids.slice(1), ids.slice(0, len(ids) - 1))])
+    return ordered.filter(first_of_key)
+
+
+# ---------------------------------------------------------------- Paimon (Rust core)
+
+
+class Paimon:
+    """Paimon's Rust writer and reader (pypaimon-rust)."""
+
+    name = "paimon"
+
+    def __init__(self, warehouse: Path):
+        from pypaimon_rust.datafusion import PaimonCatalog
+
+        self.warehouse = warehouse
+        self.catalog = PaimonCatalog({"warehouse": str(warehouse)})
+        self._table = None
+
+    def create(self, buckets: int):
+        from pypaimon_rust.datafusion import SQLContext
+
+        self.warehouse.mkdir(parents=True, exist_ok=True)
+        ctx = SQLContext()
+        ctx.register_catalog("paimon", {"warehouse": str(self.warehouse)})
+        ctx.sql("CREATE SCHEMA paimon.bench")
+        ctx.sql(
+            "CREATE TABLE paimon.bench.t (id STRING NOT NULL, region STRING NOT NULL, ts BIGINT NOT NULL, "
+            "l1 BIGINT NOT NULL, l2 BIGINT NOT NULL, l3 BIGINT NOT NULL, l4 BIGINT NOT NULL, "
+            "d1 DOUBLE NOT NULL, d2 DOUBLE NOT NULL, note STRING NOT NULL, PRIMARY KEY (region, id) NOT ENFORCED) "
+            f"PARTITIONED BY (region) WITH ('bucket' = '{buckets}', 'sequence.field' = 'ts')"
+        )
+
+    def open(self):
+        self._table = self.catalog.get_table(PAIMON_TABLE)
+
+    def first_write(self, table: pa.Table):
+        """Rows into the new, empty table."""
+        return self.write(table)
+
+    def write(self, table: pa.Table) -> int:
+        """One commit of `table`'s rows; failed attempts."""
+        failed = 0
+        while True:
+            builder = self._table.new_batch_write_builder()
+            writer = builder.new_write()
+            try:
+                for b in table.to_batches():
+                    writer.write_arrow(b)
+                messages = writer.prepare_commit()
+                committer = builder.new_commit()
+                try:
+                    committer.commit(messages)
+                finally:
+                    committer.close()
+                return failed
+            except Exception:
+                failed += 1
+                if failed >= MAX_ATTEMPTS:
+                    raise
+            finally:
+                writer.close()
+
+    def read(self) -> pa.Table:
+        table = self.catalog.get_table(PAIMON_TABLE)
+        builder = table.new_read_builder()
+        splits = builder.new_scan().plan().splits()
+        batches = builder.new_read().read(splits)
+        if not batches:
+            return workload.SCHEMA.empty_table()
+        return pa.Table.from_batches(batches)
+
+    def snapshot(self) -> int:
+        """The latest snapshot id (0: none)."""
+        latest = self.catalog.get_table(PAIMON_TABLE).latest_snapshot()
+        return latest.id() if latest is not None else 0
+
+
+# ---------------------------------------------------------------- Delta (delta-rs)
+
+
+class Delta:
+    """delta-rs: an append for the first write, a merge on `id` after."""
+
+    name = "delta"
+    predicate = "t.region = s.region AND t.id = s.id"
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def create(self, buckets: int):
+        from deltalake import DeltaTable
+
+        DeltaTable.create(str(self.path), workload.SCHEMA, partition_by=["region"])
+
+    def open(self):
+        from deltalake import DeltaTable
+
+        DeltaTable(str(self.path))
+
+    def first_write(self, table: pa.Table) -> int:
+        from deltalake import write_deltalake
+
+        write_deltalake(str(self.path), newest_per_key(table), mode="append")
+        return 0
+
+    def write(self, table: pa.Table) -> int:
+        from deltalake import DeltaTable
+        from deltalake.exceptions import CommitFailedError
+
+        rows = newest_per_key(table)
+        failed = 0
+        while True:
+            try:
+                (
+                    DeltaTable(str(self.path))
+                    .merge(rows, self.predicate, source_alias="s", target_alias="t")
+                    .when_matched_update_all(predicate="s.ts > t.ts")
+                    .when_not_matched_insert_all()
+                    .execute()
+                )
+                return failed
+            except CommitFailedError:
+                failed += 1
+                if failed >= MAX_ATTEMPTS:
+                    raise
+
+    def read(self) -> pa.Table:
+        from deltalake import DeltaTable
+
+        return DeltaTable(str(self.path)).to_pyarrow_table()
+
+    def snapshot(self) -> int:
+        from deltalake import DeltaTable
+
+        return DeltaTable(str(self.path)).version()
+
+
+# ---------------------------------------------------------------- Hudi (official reader)
+
+
+class Hudi:
+    """The official Hudi reader on Tributary's table; it only reads."""
+
+    name = "hudi"
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def open(self):
+        pass
+
+    def read(self) -> pa.Table:
+        from hudi import HudiTableBuilder
+
+        batches = HudiTableBuilder.from_base_uri(str(self.path)).build().read()
+        if not batches:
+            return workload.SCHEMA.empty_table()
+        return pa.Table.from_batches(batches)
+
+
+ENGINES = {"paimon": Paimon, "delta": Delta, "hudi": Hudi}
+
+
+def engine(name: str, table: Path):
+    """The adapter of engine `name` for the table at `table`."""
+    return ENGINES[name](table)
+
+
+# ---------------------------------------------------------------- cases
+
+
+def case_ingest(e, args) -> dict:
+    rows = pa.Table.from_batches(workload.read_ipc(args.input), schema=workload.SCHEMA)
+    e.create(args.buckets)
+    e.open()
+    clock = Stopwatch()
+    failed = e.first_write(rows)
+    wall, cpu = clock.stop()
+    return {"rows": rows.num_rows, "commits": 1, "failed": failed, "wall": wall, "cpu": cpu}
+
+
+def case_ingest_json(e, args) -> dict:
+    e.create(args.buckets)
+    e.open()
+    options = pyarrow.json.ParseOptions(explicit_schema=workload.SCHEMA)
+    clock = Stopwatch()
+    rows = pyarrow.json.read_json(str(args.input), parse_options=options)
+    failed = e.first_write(rows)
+    wall, cpu = clock.stop()
+    return {"rows": rows.num_rows, "commits": 1, "failed": failed, "wall": wall, "cpu": cpu}
+
+
+def case_upsert(e, args) -> dict:
+    rows = pa.Table.from_batches(workload.read_ipc(args.input), schema=workload.SCHEMA)
+    e.open()
+    clock = Stopwatch()
+    failed = e.write(rows)
+    wall, cpu = clock.stop()
+    return {"rows": rows.num_rows, "commits": 1, "failed": failed, "wall": wall, "cpu": cpu}
+
+
+def case_commits(e, args) -> dict:
+    batches = workload.read_ipc(args.input)
+    end = len(batches) if args.count is None else min(len(batches), args.first + args.count)
+    batches = batches[args.first : end]
+    tables = [pa.Table.from_batches([b]) for b in batches]
+    e.open()
+    snapshot_before = e.snapshot()
+    if args.barrier:
+        print(json.dumps({"ready": True}), flush=True)
+        sys.stdin.readline()
+    clock = Stopwatch()
+    latencies, failed = [], 0
+    for t in tables:
+        started = time.perf_counter()
+        failed += e.write(t)
+        latencies.append((time.perf_counter() - started) * 1e3)
+    wall, cpu = clock.stop()
+    ordered = sorted(latencies)
+
+    def pct(p):
+        return ordered[round((len(ordered) - 1) * p)] if ordered else float("nan")
+
+    return {
+        "rows": sum(t.num_rows for t in tables),
+        "commits": len(tables),
+        "failed": failed,
+        "wall": wall,
+        "cpu": cpu,
+        "p50_ms": pct(0.5),
+        "p99_ms": pct(0.99),
+        "latencies_ms": latencies,
+        "snapshot_before": snapshot_before,
+    }
+
+
+def case_read(e, args) -> dict:
+    e.open()
+    clock = Stopwatch()
+    table = e.read()
+    wall, cpu = clock.stop()
+    if args.dump:
+        rows = workload.normalise(table)
+        workload.write_ipc(args.dump, rows.to_batches(), rows.schema)
+    return {"rows": table.num_rows, "wall": wall, "cpu": cpu}
+
+
+def case_snapshot(e, args) -> dict:
+    """Not a measurement: the table's latest snapshot id or version."""
+    return {"snapshot": e.snapshot()}
+
+
+CASES = {
+    "ingest": case_ingest,
+    "ingest-json": case_ingest_json,
+    "upsert": case_upsert,
+    "commits": case_commits,
+    "read": case_read,
+    "snapshot": case_snapshot,
+}
+
+
+def main():
+    p = argparse.ArgumentParser(description="One case of one peer engine; prints one JSON line of figures.")
+    p.add_argument("engine", choices=sorted(ENGINES))
+    p.add_argument("case", choices=sorted(CASES))
+    p.add_argument("--table", type=Path, required=True)
+    p.add_argument("--input", type=Path)
+    p.add_argument("--buckets", type=int, default=16)
+    p.add_argument("--first", type=int, default=0)
+    p.add_argument("--count", type=int)
+    p.add_argument("--barrier", action="store_true", help="print a ready line, wait for a line on stdin")
+    p.add_argument("--dump", type=Path, help="read: also write the rows read to this Arrow IPC file (untimed)")
+    args = p.parse_args()
+    figures = CASES[args.case](engine(args.engine, args.table), args)
+    print(json.dumps(figures), flush=True)
+    sys.stderr.flush()
+    # Skip the interpreter's teardown: delta-rs's native threads sometimes
+    # abort the process there ("terminate called without an active
+    # exception") after the work is done and reported.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

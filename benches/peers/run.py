@@ -1,0 +1,766 @@
+"""Tributary beside its peers, Apache Paimon and Delta Lake: one command.
+
+    python3 benches/peers/run.py               # the full workload (1.2 M rows)
+    python3 benches/peers/run.py --scale 0.05  # everything 20 times smaller
+
+From a clean checkout with Rust and Python 3 (3.10 or later): the script
+makes its own virtualenv, `benches/peers/.venv`, and installs the peers there
+from PyPI: pypaimon 2.1.0 with pypaimon-rust 0.4.0 (Paimon's Rust
+writer and reader), deltalake 1.6.6 (delta-rs), pyarrow, and hudi 0.5.0 (the
+official Hudi reader). Then it builds Tributary's driver
+(`cargo build --release --bench peers`, benches/peers/driver.rs) and the
+`tributary` binary, re-runs itself under the virtualenv, generates the
+workload, runs every case, checks every table's contents, prints a ratio
+table and writes the raw figures to benches/peers/results.json.
+
+The workload (benches/peers/workload.py; seeded, so every run writes the
+same rows): 10 columns, `id` over 200,000 keys, `region` (3 values derived
+from the key; the partition column), `ts` epoch milliseconds with +-10
+minutes of jitter (out-of-order events), four longs, two doubles, a 10-30
+character `note`. Steps: 800,000 rows (the initial ingest), 200,000 rows
+(one upsert commit), then 40 commits of 5,000 rows. `--scale` multiplies
+every row and key count (the 40 commits and 4 writers stay).
+
+Every table is partitioned by `region`, keyed by `id`, and keeps the row with
+the largest `ts` per key, with the same number of buckets per partition in
+Tributary and Paimon (`--buckets`, 16). Tributary: Hudi v8 Merge-on-Read,
+event-time merging, hybrid-logical instants (`--time-mode hybrid-logical`;
+the library's and CLI's default is wait-for-skew, which a table shared with
+Hudi's Java writers needs). What each peer calls is in engines.py's
+docstring: Paimon through pypaimon-rust's Rust writer/reader (primary-key
+table, `sequence.field = ts`); Delta through delta-rs (append, then MERGE on
+`id` keeping the larger `ts`).
+
+Cases, each run `--reps` times (3) interleaved (tributary, paimon, delta,
+tributary, ...), each run a fresh process (Tributary: the driver; peers:
+engines.py), the median reported. CPU is user + system time of that
+process; the clock covers the write or read itself, not start-up, reading
+the input file or opening the table:
+
+1. `ingest`: a new table, one commit of the 800,000 rows, Arrow in (an
+   Arrow IPC file written by pyarrow): rows/s and rows per CPU-second.
+2. `ingest-json`: the same rows as JSON lines into a new table: Tributary's
+   CLI (`tributary write --input F`, process start-up and parsing included;
+   CPU from wait4) against each peer parsing the file with pyarrow's JSON
+   reader, then writing: rows/s.
+3. `upsert`: one commit of the 200,000 rows into the ingested table: rows/s.
+4. `commits`: then 40 commits of 5,000 rows, one after the other:
+   commits/s, p50 and p99 commit latency.
+5. `concurrent`: 4 writer processes commit the same 40 batches, 10 each,
+   into a copy of the table as it was before `commits`, all started at
+   once: failed attempts (a commit that errors with a conflict and is
+   retried), commits lost (a commit reported done whose snapshot is not in
+   the table), and the wall time against case 4's one writer.
+6. `read`: a snapshot read of the table after case 4: rows/s, by
+   Tributary's `Table::read`, by the official Hudi reader on Tributary's
+   table (a second row), by Paimon's and by delta-rs's reader.
+7. `compact`: one compaction of Tributary's table after all that (Tributary
+   only): input rows per CPU-second.
+
+Then every table (ingested, concurrent and JSON-ingested, every repetition)
+must hold one row per key carrying its newest event (largest `ts`) of all
+the input it was given, compared with a model kept in plain Python
+(workload.py). Tributary's tables are read both by the official Hudi
+reader and by the driver. A mismatch is printed loudly and the script exits
+with status 1 (after printing the table).
+
+The ratios, not the absolute figures, carry over between machines: this
+benchmark runs each engine on the same machine at the same time, but
+absolute figures depend on cores, disk and what else runs.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+VENV = HERE / ".venv"
+VENV_PYTHON = VENV / "bin" / "python"
+REQUIREMENTS = {
+    "pypaimon": "2.1.0",
+    "pypaimon-rust": "0.4.0",
+    "deltalake": "1.6.6",
+    "pyarrow": None,
+    "hudi": "0.5.0",
+}
+PEERS = ["paimon", "delta"]
+LABEL = {
+    "tributary": "Tributary",
+    "tributary-cli": "Tributary (CLI)",
+    "hudi": "official Hudi reader",
+    "paimon": "Paimon",
+    "delta": "Delta",
+}
+
+
+# ---------------------------------------------------------------- set-up
+
+
+def missing_requirements() -> list:
+    """Requirements the virtualenv lacks, as pip arguments."""
+    if not VENV_PYTHON.exists():
+        return [f"{n}=={v}" if v else n for n, v in REQUIREMENTS.items()]
+    probe = (
+        "import importlib.metadata as m, json, sys\n"
+        "out = {}\n"
+        "for n in json.loads(sys.argv[1]):\n"
+        "    try: out[n] = m.version(n)\n"
+        "    except m.PackageNotFoundError: out[n] = None\n"
+        "print(json.dumps(out))\n"
+    )
+    found = json.loads(
+        subprocess.run(
+            [str(VENV_PYTHON), "-c", probe, json.dumps(list(REQUIREMENTS))], check=True, capture_output=True, text=True
+        ).stdout
+    )
+    return [
+        f"{n}=={v}" if v else n
+        for n, v in REQUIREMENTS.items()
+        if found.get(n) is None or (v is not None and found[n] != v)
+    ]
+
+
+def bootstrap():
+    """Makes the virtualenv and installs the peers if needed, then re-runs
+    this script under the virtualenv's Python."""
+    if Path(sys.prefix).resolve() == VENV.resolve():
+        return
+    if not VENV_PYTHON.exists():
+        print(f"making the virtualenv {VENV} ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    need = missing_requirements()
+    if need:
+        print(f"installing {' '.join(need)} into {VENV} ...", flush=True)
+        pip = [str(VENV_PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run(pip + need, check=True)
+    os.execv(str(VENV_PYTHON), [str(VENV_PYTHON), str(Path(__file__).resolve()), *sys.argv[1:]])
+
+
+def build() -> dict:
+    """Builds the driver and the `tributary` binary (release); their paths,
+    from cargo's JSON messages."""
+    print("building Tributary's driver and CLI (cargo build --release --bench peers --bin tributary) ...", flush=True)
+    cmd = ["cargo", "build", "--release", "--bench", "peers", "--bin", "tributary", "--message-format=json"]
+    done = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        sys.exit(f"cargo build failed ({done.returncode}); see its messages above")
+    found = {}
+    for line in done.stdout.splitlines():
+        msg = json.loads(line)
+        if msg.get("reason") == "compiler-artifact" and msg.get("executable"):
+            found[msg["target"]["name"]] = msg["executable"]
+    missing = {"peers", "tributary"} - set(found)
+    if missing:
+        sys.exit(f"cargo built no executable for {sorted(missing)}")
+    return {"driver": found["peers"], "cli": found["tributary"]}
+
+
+# ---------------------------------------------------------------- running cases
+
+
+class CaseFailed(Exception):
+    """A case's process failed; the message says how."""
+
+
+def last_json(stdout: str, what: str) -> dict:
+    for line in reversed(stdout.splitlines()):
+        if line.strip().startswith("{"):
+            return json.loads(line)
+    raise CaseFailed(f"{what} printed no figures")
+
+
+def failure(what: str, code, stderr: str) -> CaseFailed:
+    lines = [l for l in stderr.splitlines() if l.strip() and not l.startswith("note: run with")]
+    tail = " | ".join(lines[-3:]) if lines else "no message"
+    return CaseFailed(f"{what} exited with {code}: {tail}")
+
+
+def run_json(cmd: list, what: str) -> dict:
+    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise failure(what, done.returncode, done.stderr)
+    return last_json(done.stdout, what)
+
+
+class Bench:
+    """Runs the cases and keeps every figure."""
+
+    def __init__(self, args, exes: dict, files: dict, work: Path, workload):
+        self.args = args
+        self.exes = exes
+        self.files = files
+        self.work = work
+        self.wl = workload
+        self.runs = []  # every run: case, engine, rep, figures or error
+        self.broken = set()  # (engine, rep, table kind) whose table a failed step left unusable
+        self.notes = []
+        self.check_results = []
+
+    # -- paths and commands
+
+    def table(self, engine: str, rep: int, kind: str = "main") -> Path:
+        owner = "tributary" if engine in ("hudi", "tributary-cli") else engine
+        if kind == "json" and owner == "tributary":
+            owner = "tributary-cli"
+        return self.work / "tables" / f"rep{rep}" / owner / kind
+
+    def driver_cmd(self, case: str, table: Path, *extra) -> list:
+        return [self.exes["driver"], case, "--table", table, *extra]
+
+    def peer_cmd(self, engine: str, case: str, table: Path, *extra) -> list:
+        return [sys.executable, HERE / "engines.py", engine, case, "--table", table, *extra]
+
+    def cmd(self, engine: str, case: str, table: Path, *extra) -> list:
+        if engine == "tributary":
+            return self.driver_cmd(case, table, *extra)
+        return self.peer_cmd(engine, case, table, *extra)
+
+    # -- bookkeeping
+
+    def record(self, case: str, engine: str, rep: int, fn, needs=None, breaks=None):
+        """Runs `fn()` (figures) unless a table it needs is broken; keeps the
+        figures or the error. `breaks`: the table kind a failure leaves unusable."""
+        if needs is not None and (engine, rep, needs) in self.broken:
+            entry = {"case": case, "engine": engine, "rep": rep, "error": f"not run: its {needs} table failed earlier"}
+        else:
+            print(f"  {case:<11} rep {rep + 1}  {LABEL.get(engine, engine):<22}", end="", flush=True)
+            started = time.perf_counter()
+            try:
+                figures = fn()
+                entry = {"case": case, "engine": engine, "rep": rep, "figures": figures}
+                took = time.perf_counter() - started
+                print(f" {figures['wall']:8.3f} s measured ({took:.2f} s with start-up and set-up)", flush=True)
+            except CaseFailed as e:
+                entry = {"case": case, "engine": engine, "rep": rep, "error": str(e)}
+                print(f" FAILED: {e}", flush=True)
+                if breaks is not None:
+                    self.broken.add((engine, rep, breaks))
+        self.runs.append(entry)
+        return entry.get("figures")
+
+    def figures(self, case: str, engine: str) -> list:
+        return [r["figures"] for r in self.runs if r["case"] == case and r["engine"] == engine and "figures" in r]
+
+    def errors(self, case: str, engine: str) -> list:
+        return [r["error"] for r in self.runs if r["case"] == case and r["engine"] == engine and "error" in r]
+
+    # -- the cases
+
+    def reps(self):
+        return range(self.args.reps)
+
+    def case_ingest(self):
+        for rep in self.reps():
+            for e in ["tributary", *PEERS]:
+                t = self.table(e, rep)
+                extra = ["--input", self.files["ingest"], "--buckets", self.args.buckets]
+                if e == "tributary":
+                    self.record("ingest", e, rep, lambda: run_json(self.driver_cmd("ingest", t, *extra), e), breaks="main")
+                else:
+                    self.record(
+                        "ingest", e, rep, lambda: run_json(self.peer_cmd(e, "ingest", t, *extra), e), breaks="main"
+                    )
+
+    def tributary_cli_json(self, table: Path) -> dict:
+        cli = self.exes["cli"]
+        init = [cli, "init", table, "--schema", self.files["avro_schema"], "--record-key", "id"]
+        init += ["--ordering-field", "ts", "--partition-field", "region", "--buckets", self.args.buckets]
+        run = subprocess.run([str(c) for c in init], capture_output=True, text=True)
+        if run.returncode != 0:
+            raise failure("tributary init", run.returncode, run.stderr)
+        write = [cli, "write", table, "--input", self.files["ingest_json"], "--time-mode", "hybrid-logical"]
+        started = time.perf_counter()
+        proc = subprocess.Popen([str(c) for c in write], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        stderr = proc.stderr.read()
+        proc.stderr.close()
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            raise failure("tributary write", code, stderr)
+        rows = self.wl.sizes.ingest
+        return {"rows": rows, "commits": 1, "failed": 0, "wall": wall, "cpu": usage.ru_utime + usage.ru_stime}
+
+    def case_ingest_json(self):
+        for rep in self.reps():
+            for e in ["tributary-cli", *PEERS]:
+                t = self.table(e, rep, "json")
+                if e == "tributary-cli":
+                    self.record("ingest-json", e, rep, lambda: self.tributary_cli_json(t), breaks="json")
+                else:
+                    extra = ["--input", self.files["ingest_json"], "--buckets", self.args.buckets]
+                    self.record(
+                        "ingest-json",
+                        e,
+                        rep,
+                        lambda: run_json(self.peer_cmd(e, "ingest-json", t, *extra), e),
+                        breaks="json",
+                    )
+
+    def case_upsert(self):
+        for rep in self.reps():
+            for e in ["tributary", *PEERS]:
+                t = self.table(e, rep)
+                cmd = self.cmd(e, "upsert", t, "--input", self.files["upsert"])
+                self.record("upsert", e, rep, lambda: run_json(cmd, e), needs="main", breaks="main")
+
+    def copy_for_concurrent(self):
+        """The concurrent writers start from the table as it was after the
+        upsert, as the one writer of `commits` does."""
+        for rep in self.reps():
+            for e in ["tributary", *PEERS]:
+                if (e, rep, "main") in self.broken:
+                    self.broken.add((e, rep, "concurrent"))
+                    continue
+                shutil.copytree(self.table(e, rep), self.table(e, rep, "concurrent"))
+
+    def case_commits(self):
+        for rep in self.reps():
+            for e in ["tributary", *PEERS]:
+                t = self.table(e, rep)
+                cmd = self.cmd(e, "commits", t, "--input", self.files["small"])
+                self.record("commits", e, rep, lambda: run_json(cmd, e), needs="main", breaks="main")
+
+    def committed(self, engine: str, table: Path) -> int:
+        """Commits the table holds: Tributary's completed delta commits in
+        its timeline; a peer's latest snapshot id or version."""
+        if engine == "tributary":
+            return sum(1 for f in (table / ".hoodie" / "timeline").glob("*_*.deltacommit"))
+        return run_json(self.peer_cmd(engine, "snapshot", table), f"{engine} snapshot")["snapshot"]
+
+    def concurrent_writers(self, engine: str, table: Path) -> dict:
+        """Starts the writers, lets them go at once once all are ready, and
+        times from the start signal to the last writer's figures."""
+        writers, per = self.wl.sizes.writers, self.wl.sizes.small_commits // self.wl.sizes.writers
+        before = self.committed(engine, table)
+        procs = []
+        for w in range(writers):
+            extra = ["--input", self.files["small"], "--first", w * per, "--count", per, "--barrier"]
+            if engine == "tributary":
+                extra += ["--writer-id", f"bench-{w}"]
+            cmd = [str(c) for c in self.cmd(engine, "commits", table, *extra)]
+            procs.append(
+                subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            )
+        try:
+            for p in procs:
+                line = p.stdout.readline()
+                if not line.strip().startswith("{"):
+                    p.wait()
+                    raise failure(f"{engine} writer", p.returncode, p.stderr.read())
+            outputs = [None] * writers
+            finished = [None] * writers
+
+            def collect(i, p):
+                outputs[i] = p.stdout.read()
+                finished[i] = time.perf_counter()
+
+            threads = [threading.Thread(target=collect, args=(i, p)) for i, p in enumerate(procs)]
+            for t in threads:
+                t.start()
+            started = time.perf_counter()
+            for p in procs:
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            for t in threads:
+                t.join()
+            wall = max(finished) - started
+            results = []
+            for i, p in enumerate(procs):
+                p.wait()
+                if p.returncode != 0:
+                    raise failure(f"{engine} writer {i}", p.returncode, p.stderr.read())
+                results.append(last_json(outputs[i], f"{engine} writer {i}"))
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+                for f in (p.stdin, p.stdout, p.stderr):
+                    f.close()
+        commits = sum(r["commits"] for r in results)
+        after = self.committed(engine, table)
+        latencies = sorted(x for r in results for x in r["latencies_ms"])
+        return {
+            "writers": writers,
+            "commits": commits,
+            "failed": sum(r["failed"] for r in results),
+            "lost": commits - (after - before),
+            "wall": wall,
+            "cpu": sum(r["cpu"] for r in results),
+            "rows": sum(r["rows"] for r in results),
+            "p50_ms": latencies[round((len(latencies) - 1) * 0.5)],
+            "p99_ms": latencies[round((len(latencies) - 1) * 0.99)],
+        }
+
+    def case_concurrent(self):
+        for rep in self.reps():
+            for e in ["tributary", *PEERS]:
+                t = self.table(e, rep, "concurrent")
+                self.record(
+                    "concurrent", e, rep, lambda: self.concurrent_writers(e, t), needs="concurrent", breaks="concurrent"
+                )
+
+    def case_read(self):
+        for rep in self.reps():
+            for e in ["tributary", "hudi", *PEERS]:
+                t = self.table(e, rep)
+                needs_engine = "tributary" if e == "hudi" else e
+                if (needs_engine, rep, "main") in self.broken:
+                    self.broken.add((e, rep, "main"))
+                self.record("read", e, rep, lambda: run_json(self.cmd(e, "read", t), e), needs="main")
+
+    def case_compact(self):
+        for rep in self.reps():
+            t = self.table("tributary", rep)
+            figures = self.record(
+                "compact", "tributary", rep, lambda: run_json(self.driver_cmd("compact", t), "compact"), needs="main"
+            )
+            if figures is not None:
+                figures["rows_in"] = self.wl.total_rows()
+
+    # -- checks
+
+    def check(self) -> list:
+        """Every table's contents against the model; the mismatches. Each
+        read runs in its own process (the driver, or engines.py), which
+        writes the rows to an Arrow IPC file for this one to compare."""
+        import pyarrow as pa
+
+        import workload
+
+        print("\nchecking every table's contents against the model ...", flush=True)
+        problems = []
+        results = []
+        dump = self.work / "dump.arrow"
+        for rep in self.reps():
+            for kind in ["main", "concurrent", "json"]:
+                expected = self.wl.expected_ingest if kind == "json" else self.wl.expected_all
+                for e in ["tributary", *PEERS]:
+                    owner = "tributary-cli" if (e == "tributary" and kind == "json") else e
+                    table = self.table(owner, rep, kind)
+                    if (owner, rep, kind) in self.broken or not table.exists():
+                        continue
+                    for reader in ["hudi", "tributary"] if e == "tributary" else [e]:
+                        what = f"{LABEL[owner]} {kind} table, rep {rep + 1}, read by {LABEL[reader]}"
+                        try:
+                            run_json(self.cmd(reader, "read", table, "--dump", dump), f"{reader} read")
+                            diff = workload.compare(pa.Table.from_batches(workload.read_ipc(dump)), expected)
+                        except CaseFailed as err:
+                            diff = f"could not read: {err}"
+                        results.append({"table": what, "ok": diff is None, "diff": diff})
+                        if diff is None:
+                            print(f"  ok: {what}: {expected.num_rows:,} rows, each key's newest event")
+                        else:
+                            problems.append(f"{what}: {diff}")
+                            print(f"  MISMATCH: {what}: {diff}")
+        self.check_results = results
+        return problems
+
+
+# ---------------------------------------------------------------- report
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt_rate(v, unit=""):
+    if v is None:
+        return "n/a"
+    if v >= 100:
+        return f"{v:,.0f}{unit}"
+    if v >= 10:
+        return f"{v:,.1f}{unit}"
+    return f"{v:,.2f}{unit}"
+
+
+class Summary:
+    """Medians per case and engine, and the ratio table."""
+
+    def __init__(self, bench: Bench):
+        self.b = bench
+
+    def med(self, case, engine, key, per=None):
+        """Median over the repetitions of figure `key` (or of `per` / `key`)."""
+        vals = []
+        for f in self.b.figures(case, engine):
+            if per is None:
+                vals.append(f.get(key))
+            elif f.get(key):
+                vals.append(f[per] / f[key])
+        return median(vals)
+
+    def why_not(self, case, engine):
+        errors = self.b.errors(case, engine)
+        return f"n/a ({errors[0]})" if errors else "n/a"
+
+    def best_peer(self, case, value):
+        """(engine, value) of the peer with the largest `value(engine)`."""
+        best = None
+        for e in PEERS:
+            v = value(e)
+            if v is not None and (best is None or v > best[1]):
+                best = (e, v)
+        return best
+
+    def rows(self) -> list:
+        s = self.b.wl.sizes
+        out = []
+
+        def throughput(label, case, per, key, unit, trib="tributary"):
+            t = self.med(case, trib, key, per=per)
+            best = self.best_peer(case, lambda e: self.med(case, e, key, per=per))
+            peer = f"{LABEL[best[0]]}: {fmt_rate(best[1], unit)}" if best else self.why_not(case, PEERS[0])
+            ratio = t / best[1] if (t and best) else None
+            out.append(
+                {
+                    "measure": label,
+                    "tributary": fmt_rate(t, unit) if t else self.why_not(case, trib),
+                    "peer": peer,
+                    "ratio": ratio,
+                }
+            )
+
+        throughput(f"ingest, Arrow in, one commit of {s.ingest:,} rows", "ingest", "rows", "wall", " rows/s")
+        throughput("ingest, Arrow in: rows per CPU-second", "ingest", "rows", "cpu", " rows/CPU-s")
+        throughput(
+            f"ingest, JSON lines in ({s.ingest:,} rows; Tributary: `tributary write`)",
+            "ingest-json",
+            "rows",
+            "wall",
+            " rows/s",
+            trib="tributary-cli",
+        )
+        throughput(f"upsert, one commit of {s.upsert:,} rows", "upsert", "rows", "wall", " rows/s")
+
+        def commits_cell(case, e):
+            rate = self.med(case, e, "wall", per="commits")
+            if rate is None:
+                return None, self.why_not(case, e)
+            p50, p99 = self.med(case, e, "p50_ms"), self.med(case, e, "p99_ms")
+            return rate, f"{fmt_rate(rate)} commits/s, p50 {p50:,.0f} ms, p99 {p99:,.0f} ms"
+
+        t_rate, t_cell = commits_cell("commits", "tributary")
+        best = self.best_peer("commits", lambda e: commits_cell("commits", e)[0])
+        out.append(
+            {
+                "measure": f"{s.small_commits} sequential {s.small_rows:,}-row commits",
+                "tributary": t_cell,
+                "peer": f"{LABEL[best[0]]}: {commits_cell('commits', best[0])[1]}" if best else "n/a",
+                "ratio": t_rate / best[1] if (t_rate and best) else None,
+            }
+        )
+
+        def concurrent_cell(e):
+            figs = self.b.figures("concurrent", e)
+            if not figs:
+                return None, self.why_not("concurrent", e)
+            wall = median([f["wall"] for f in figs])
+            one = self.med("commits", e, "wall")
+            rel = f" = {wall / one:.2f}× one writer's time" if one else ""
+            failed = median([f["failed"] for f in figs])
+            lost = [f["lost"] for f in figs if f["lost"]]
+            text = f"{s.small_commits} commits in {wall:,.2f} s{rel}; {failed:,.0f} failed attempts"
+            if lost:
+                text += (
+                    f"; {sum(lost)} commits LOST in {len(lost)} of {len(figs)} runs "
+                    "(reported done, absent from the table)"
+                )
+            return s.small_commits / wall, text
+
+        def lost_commits(e):
+            return any(f["lost"] for f in self.b.figures("concurrent", e))
+
+        # A peer that lost commits is no peer for speed: the best is chosen
+        # among the others, and the lossy one is named beside it.
+        t_rate, t_cell = concurrent_cell("tributary")
+        best = self.best_peer("concurrent", lambda e: None if lost_commits(e) else concurrent_cell(e)[0])
+        peer = f"{LABEL[best[0]]}: {concurrent_cell(best[0])[1]}" if best else "n/a"
+        for e in PEERS:
+            if lost_commits(e):
+                peer += f" (not counted, {LABEL[e]}: {concurrent_cell(e)[1]})"
+        out.append(
+            {
+                "measure": f"{s.writers} concurrent writers × {s.small_commits // s.writers} commits (separate processes)",
+                "tributary": t_cell,
+                "peer": peer,
+                "ratio": t_rate / best[1] if (t_rate and best) else None,
+            }
+        )
+        throughput("snapshot read after the commits: Tributary `Table::read`", "read", "rows", "wall", " rows/s")
+        throughput(
+            "snapshot read: official Hudi reader (hudi-rs 0.5.0) on Tributary's table",
+            "read",
+            "rows",
+            "wall",
+            " rows/s",
+            trib="hudi",
+        )
+        c = self.med("compact", "tributary", "cpu", per="rows_in")
+        w = self.med("compact", "tributary", "wall")
+        out.append(
+            {
+                "measure": f"compaction of Tributary's table ({self.b.wl.total_rows():,} rows in)",
+                "tributary": f"{fmt_rate(c)} rows in per CPU-s, {w:,.2f} s" if c else self.why_not("compact", "tributary"),
+                "peer": "n/a (Tributary only: pypaimon-rust does not compact; Delta merges on write)",
+                "ratio": None,
+            }
+        )
+        return out
+
+    def detail(self) -> list:
+        """Every engine's medians per case, for the record."""
+        lines = ["| case | engine | runs | median wall s | median CPU s | rows | failed attempts |", "|---|---|---|---|---|---|---|"]
+        for case in ["ingest", "ingest-json", "upsert", "commits", "concurrent", "read", "compact"]:
+            for e in ["tributary", "tributary-cli", "hudi", *PEERS]:
+                figs = self.b.figures(case, e)
+                errs = self.b.errors(case, e)
+                if not figs and not errs:
+                    continue
+                if not figs:
+                    lines.append(f"| {case} | {LABEL[e]} | 0 | n/a: {errs[0]} | | | |")
+                    continue
+                cpu = median([f.get("cpu") for f in figs])
+                rows = figs[0].get("rows", figs[0].get("rows_in", ""))
+                failed = median([f.get("failed") for f in figs])
+                lines.append(
+                    f"| {case} | {LABEL[e]} | {len(figs)} | {median([f['wall'] for f in figs]):.3f} | "
+                    f"{'' if cpu is None else f'{cpu:.3f}'} | {rows:,} | {'' if failed is None else f'{failed:.0f}'} |"
+                )
+        return lines
+
+
+def print_report(bench: Bench, summary: Summary, rows: list):
+    s = bench.wl.sizes
+    print()
+    print(
+        f"Tributary beside its peers: scale {s.scale} ({bench.wl.total_rows():,} rows, {s.keys:,} keys, "
+        f"{bench.args.buckets} buckets per region), median of {bench.args.reps} interleaved runs"
+    )
+    print("Ratio: Tributary's figure over the best peer's (above 1× Tributary is ahead; for the concurrent row,")
+    print("commits per second). Ratios, not absolute figures, carry over between machines.")
+    print()
+    print("| measure | Tributary | best peer (which) | ratio |")
+    print("|---|---|---|---|")
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}×" if r["ratio"] else "—"
+        print(f"| {r['measure']} | {r['tributary']} | {r['peer']} | {ratio} |")
+    print()
+    print("Every engine's medians:")
+    print()
+    for line in summary.detail():
+        print(line)
+    if bench.notes:
+        print()
+        for n in bench.notes:
+            print(f"note: {n}")
+
+
+def machine() -> dict:
+    info = {"cpus": os.cpu_count()}
+    try:
+        info["loadavg"] = Path("/proc/loadavg").read_text().split()[:3]
+    except OSError:
+        pass
+    return info
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--scale", type=float, default=1.0, help="multiply every row and key count (default 1)")
+    p.add_argument("--reps", type=int, default=3, help="interleaved repetitions of each case (default 3)")
+    p.add_argument("--buckets", type=int, default=16, help="buckets per partition, Tributary and Paimon (default 16)")
+    p.add_argument("--dir", type=Path, help="work folder, kept afterwards (default: a temporary one, removed)")
+    p.add_argument("--results", type=Path, default=HERE / "results.json", help="where the raw figures go")
+    args = p.parse_args()
+
+    bootstrap()
+    exes = build()
+    sys.path.insert(0, str(HERE))
+    import workload
+
+    work = args.dir or Path(tempfile.mkdtemp(prefix="tributary-peers-"))
+    work.mkdir(parents=True, exist_ok=True)
+    if (work / "tables").exists():
+        sys.exit(f"{work}/tables exists: give an empty --dir")
+    try:
+        sizes = workload.Sizes(args.scale)
+        print(f"generating the workload ({json.dumps(sizes.as_dict())}) into {work} ...", flush=True)
+        wl = workload.Workload(sizes)
+        files = wl.write_files(work / "input")
+        bench = Bench(args, exes, files, work, wl)
+        print(f"running each case {args.reps} times, interleaved; load average {machine().get('loadavg')}", flush=True)
+        bench.case_ingest()
+        bench.case_ingest_json()
+        bench.case_upsert()
+        bench.copy_for_concurrent()
+        bench.case_commits()
+        bench.case_concurrent()
+        bench.case_read()
+        bench.case_compact()
+        problems = bench.check()
+
+        summary = Summary(bench)
+        rows = summary.rows()
+        for e in PEERS:
+            lost = [f["lost"] for f in bench.figures("concurrent", e) if f.get("lost")]
+            if lost:
+                bench.notes.append(
+                    f"{LABEL[e]}: the concurrent writers lost {sum(lost)} commits over {len(lost)} runs: "
+                    "each was reported committed, but the table's snapshots count fewer"
+                )
+        bench.notes.append(
+            "Paimon runs on pypaimon-rust's Rust writer and reader (no pure-Python fallback was needed); "
+            "that writer does no compaction, so each commit adds sorted runs which reads merge."
+        )
+        bench.notes.append(
+            "Delta has no key: each write keeps the newest row per id of its input first (timed), then appends "
+            "(first ingest) or MERGEs on id, updating only where the new ts is larger."
+        )
+        print_report(bench, summary, rows)
+        args.results.write_text(
+            json.dumps(
+                {
+                    "workload": sizes.as_dict(),
+                    "buckets": args.buckets,
+                    "reps": args.reps,
+                    "machine": machine(),
+                    "table": rows,
+                    "runs": bench.runs,
+                    "checks": bench.check_results,
+                    "notes": bench.notes,
+                },
+                indent=1,
+            )
+        )
+        print(f"\nraw figures: {args.results}")
+        failed_runs = [r for r in bench.runs if "error" in r and r["engine"] in ("tributary", "tributary-cli", "hudi")]
+        if problems:
+            print("\n" + "!" * 78)
+            print(f"CONTENT CHECK FAILED for {len(problems)} table reads:")
+            for prob in problems:
+                print(f"  {prob}")
+            print("!" * 78)
+            sys.exit(1)
+        if failed_runs:
+            print(f"\n{len(failed_runs)} runs of Tributary or the official reader failed (see above)")
+            sys.exit(1)
+        print("\nall tables checked: one row per key, each its newest event")
+    finally:
+        if args.dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
