@@ -21,8 +21,9 @@ Engines and the exact API each uses:
   `new_write().write_arrow(batch)` per batch, `prepare_commit()`, and
   `new_commit().commit(messages)`. A read is `new_read_builder()`,
   `new_scan().plan().splits()`, `new_read().read(splits)`. The Rust writer
-  does no compaction (its stub says it flushes without background
-  compaction), so every commit adds sorted runs that reads merge.
+  does not compact (its type stubs say it flushes without background
+  compaction, and a bucket's files pile up, one per commit that touched
+  it), so every commit adds a sorted run that reads merge.
 - `delta`: delta-rs (`deltalake`). The table is made by
   `DeltaTable.create(DIR, schema, partition_by=["region"])`. Delta has no
   merge-on-write by key, so each write first keeps the newest row per `id`

@@ -431,9 +431,10 @@ class Bench:
     # -- checks
 
     def check(self) -> list:
-        """Every table's contents against the model; the mismatches. Each
-        read runs in its own process (the driver, or engines.py), which
-        writes the rows to an Arrow IPC file for this one to compare."""
+        """Every table's contents against the model; the mismatches, as
+        (table owner, message). Each read runs in its own process (the
+        driver, or engines.py), which writes the rows to an Arrow IPC file
+        for this one to compare."""
         import pyarrow as pa
 
         import workload
@@ -461,7 +462,7 @@ class Bench:
                         if diff is None:
                             print(f"  ok: {what}: {expected.num_rows:,} rows, each key's newest event")
                         else:
-                            problems.append(f"{what}: {diff}")
+                            problems.append((owner, f"{what}: {diff}"))
                             print(f"  MISMATCH: {what}: {diff}")
         self.check_results = results
         return problems
@@ -700,7 +701,14 @@ def main():
         wl = workload.Workload(sizes)
         files = wl.write_files(work / "input")
         bench = Bench(args, exes, files, work, wl)
-        print(f"running each case {args.reps} times, interleaved; load average {machine().get('loadavg')}", flush=True)
+        at_start = machine()
+        print(f"running each case {args.reps} times, interleaved; load average {at_start.get('loadavg')}", flush=True)
+        if at_start.get("loadavg") and float(at_start["loadavg"][0]) > 0.5 * (at_start["cpus"] or 1):
+            print(
+                f"warning: other work is running ({at_start['loadavg'][0]} on {at_start['cpus']} CPUs); "
+                "figures will be skewed, ratios less so",
+                flush=True,
+            )
         bench.case_ingest()
         bench.case_ingest_json()
         bench.case_upsert()
@@ -735,7 +743,7 @@ def main():
                     "workload": sizes.as_dict(),
                     "buckets": args.buckets,
                     "reps": args.reps,
-                    "machine": machine(),
+                    "machine": {"at_start": at_start, "at_end": machine()},
                     "table": rows,
                     "runs": bench.runs,
                     "checks": bench.check_results,
@@ -749,8 +757,11 @@ def main():
         if problems:
             print("\n" + "!" * 78)
             print(f"CONTENT CHECK FAILED for {len(problems)} table reads:")
-            for prob in problems:
+            for _, prob in problems:
                 print(f"  {prob}")
+            owners = sorted({LABEL[o] for o, _ in problems})
+            ours = [o for o, _ in problems if o.startswith("tributary")]
+            print(f"(tables of: {', '.join(owners)}; Tributary's tables {'FAILED' if ours else 'all passed'})")
             print("!" * 78)
             sys.exit(1)
         if failed_runs:
