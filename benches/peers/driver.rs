@@ -41,10 +41,9 @@ use arrow::ipc::reader::FileReader;
 use arrow::ipc::writer::FileWriter;
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
-use tributary::{CreateOptions, ReadOptions, Table, TableSettings, TimeSettings};
+use tributary::{CreateOptions, ReadOptions, Table, TableSettings};
 use tributary_compaction::execute::CompactorSettings;
 use tributary_format::ErrorKind;
-use tributary_timeline::TimeMode;
 use tributary_writer::{WriteClient, WriteSettings};
 
 /// The allocator the `tributary` binary uses, so figures match it.
@@ -168,8 +167,10 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
 }
 
+/// Out-of-the-box settings: the table's own time mode (hybrid-logical, as
+/// created here).
 fn table_settings() -> TableSettings {
-    TableSettings { time: TimeSettings { mode: TimeMode::HybridLogical, ..Default::default() }, ..Default::default() }
+    TableSettings::default()
 }
 
 fn read_batches(path: &Path) -> Vec<RecordBatch> {

@@ -24,9 +24,8 @@ every row and key count (the 40 commits and 4 writers stay).
 Every table is partitioned by `region`, keyed by `id`, and keeps the row with
 the largest `ts` per key, with the same number of buckets per partition in
 Tributary and Paimon (`--buckets`, 16). Tributary: Hudi v8 Merge-on-Read,
-event-time merging, hybrid-logical instants (`--time-mode hybrid-logical`;
-the library's and CLI's default is wait-for-skew, which a table shared with
-Hudi's Java writers needs). What each peer calls is in engines.py's
+event-time merging, hybrid-logical instants (what `init` records by
+default; a table shared with Hudi's Java writers records wait-for-skew). What each peer calls is in engines.py's
 docstring: Paimon through pypaimon-rust's Rust writer/reader (primary-key
 table, `sequence.field = ts`); Delta through delta-rs (append, then MERGE on
 `id` keeping the larger `ts`).
@@ -61,8 +60,9 @@ Then every table (ingested, concurrent and JSON-ingested, every repetition)
 must hold one row per key carrying its newest event (largest `ts`) of all
 the input it was given, compared with a model kept in plain Python
 (workload.py). Tributary's tables are read both by the official Hudi
-reader and by the driver. A mismatch is printed loudly and the script exits
-with status 1 (after printing the table).
+reader and by the driver. A mismatch is printed loudly after the table;
+the script exits with status 1 when one of Tributary's tables fails (a
+peer's failure is a finding about the peer, reported, not a failed run).
 
 The ratios, not the absolute figures, carry over between machines: this
 benchmark runs each engine on the same machine at the same time, but
@@ -277,7 +277,7 @@ class Bench:
         run = subprocess.run([str(c) for c in init], capture_output=True, text=True)
         if run.returncode != 0:
             raise failure("tributary init", run.returncode, run.stderr)
-        write = [cli, "write", table, "--input", self.files["ingest_json"], "--time-mode", "hybrid-logical"]
+        write = [cli, "write", table, "--input", self.files["ingest_json"]]
         started = time.perf_counter()
         proc = subprocess.Popen([str(c) for c in write], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         _, status, usage = os.wait4(proc.pid, 0)
@@ -763,11 +763,13 @@ def main():
             ours = [o for o, _ in problems if o.startswith("tributary")]
             print(f"(tables of: {', '.join(owners)}; Tributary's tables {'FAILED' if ours else 'all passed'})")
             print("!" * 78)
-            sys.exit(1)
+            if ours:
+                sys.exit(1)
         if failed_runs:
             print(f"\n{len(failed_runs)} runs of Tributary or the official reader failed (see above)")
             sys.exit(1)
-        print("\nall tables checked: one row per key, each its newest event")
+        if not problems:
+            print("\nall tables checked: one row per key, each its newest event")
     finally:
         if args.dir is None:
             shutil.rmtree(work, ignore_errors=True)
