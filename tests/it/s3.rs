@@ -189,7 +189,8 @@ fn slow_writer(uri: &str, dir: &Path, rows: &[(String, i64, &str, f64)]) -> Chil
     let input = dir.join("in.jsonl");
     std::fs::write(&input, lines(rows)).unwrap();
     bin()
-        .args(["write", uri, "--input", input.to_str().unwrap(), "--max-clock-skew-ms", "2000"])
+        .args(["write", uri, "--input", input.to_str().unwrap()])
+        .args(["--time-mode", "wait-for-skew", "--max-clock-skew-ms", "2000"])
         .args(["--lock-lease", "3s", "--lock-renew-interval", "1s"])
         .current_dir(dir)
         .stdout(Stdio::piped())

@@ -8,13 +8,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use arrow::array::{Array, ArrayRef, RecordBatch, StringArray, UInt32Array};
+use futures::StreamExt;
 use tokio::sync::mpsc;
 use tributary_format::codec::{DataBlockEncoder, DeleteRecord, OrderingValue, encode_delete_block};
 use tributary_format::log_block::{BlockType, HeaderKey, begin_block, finish_block};
 use tributary_timeline::fs_view::PARTITION_METADATA;
 use tributary_timeline::partition::ensure_partition;
 use tributary_timeline::protocol::marker;
-use tributary_timeline::{BaseFileName, InstantTime, LogFileName, WriteToken, nbcc_file_id};
+use tributary_timeline::{BaseFileName, InstantTime, LogFileName, TableLocation, WriteToken, nbcc_file_id};
 
 use crate::client::Shared;
 use crate::commit::FileWrite;
@@ -135,12 +136,32 @@ impl TaskContext {
         Ok(())
     }
 
+    /// Flushes every bucket held: encodes up to [`FLUSH_CONCURRENCY`]
+    /// buckets' logs at a time, then stores them concurrently (a local
+    /// disk syncs them together, an object store takes the puts in
+    /// parallel), in bucket order.
     async fn flush_all(&mut self) -> Result<()> {
         let mut keys: Vec<(Arc<str>, u32)> = self.buffers.keys().cloned().collect();
         keys.sort();
-        for k in keys {
-            if let Some(buf) = self.buffers.remove(&k) {
-                self.flush(&k.0, k.1, buf).await?;
+        for chunk in keys.chunks(FLUSH_CONCURRENCY) {
+            let mut encoded = Vec::with_capacity(chunk.len());
+            for k in chunk {
+                if let Some(buf) = self.buffers.remove(k)
+                    && let Some(e) = self.encode(&k.0, k.1, buf).await?
+                {
+                    encoded.push(e);
+                }
+            }
+            let (loc, instant, task) = (&self.shared.loc, &self.instant, self.task);
+            let stored: Vec<Result<(u32, FileWrite)>> = futures::stream::iter(encoded)
+                .map(|e| e.store(loc, instant, task))
+                .buffered(FLUSH_CONCURRENCY)
+                .collect()
+                .await;
+            for stored in stored {
+                let (bucket, w) = stored?;
+                self.versions.insert((Arc::from(w.partition.as_str()), bucket), w.version);
+                self.written.push(w);
             }
         }
         self.buffered = 0;
@@ -207,9 +228,11 @@ impl TaskContext {
         Ok(ids)
     }
 
-    async fn flush(&mut self, partition: &Arc<str>, bucket: u32, buf: BucketBuf) -> Result<()> {
+    /// One bucket's buffered rows and deletes as the bytes of a new log
+    /// file; `None` when there is nothing.
+    async fn encode(&mut self, partition: &Arc<str>, bucket: u32, buf: BucketBuf) -> Result<Option<Encoded>> {
         if buf.batches.is_empty() && buf.deletes.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let file_id = self.file_id(partition, bucket).await?;
         let schema = self.shared.schema.clone();
@@ -243,44 +266,25 @@ impl TaskContext {
             encode_delete_block(&buf.deletes, &header, &mut self.out);
             blocks += 1;
         }
-        let bytes = bytes::Bytes::from(std::mem::take(&mut self.out));
-        let size = bytes.len() as u64;
-        let key = (partition.clone(), bucket);
-        let mut version = self.versions.get(&key).copied().unwrap_or(0) + 1;
-        let loc = self.shared.loc.clone();
-        loop {
-            let name = LogFileName {
-                file_id: file_id.clone(),
-                instant: self.instant.clone(),
+        // The buffer goes with the file; the next encode starts a new one
+        // of the same size.
+        let capacity = self.out.capacity();
+        let bytes = bytes::Bytes::from(std::mem::replace(&mut self.out, Vec::with_capacity(capacity)));
+        let version = self.versions.get(&(partition.clone(), bucket)).copied().unwrap_or(0) + 1;
+        Ok(Some(Encoded {
+            write: FileWrite {
+                partition: partition.to_string(),
+                file_id,
+                name: String::new(),
                 version,
-                write_token: Some(WriteToken::new(self.task, 0, 0)),
-                suffix: String::new(),
-            }
-            .to_string();
-            let rel = tributary_timeline::location::partition_file(partition, &name);
-            marker::create_marker(&loc, &self.instant, partition, &name, marker::APPEND).await?;
-            let path = loc.join(&rel);
-            // A create that finds its own bytes there (a retry after a lost
-            // answer) is done; other bytes mean the name is taken.
-            match loc.create(&path, bytes.clone()).await {
-                Ok(_) => {
-                    self.versions.insert(key, version);
-                    self.written.push(FileWrite {
-                        partition: partition.to_string(),
-                        file_id,
-                        name,
-                        version,
-                        records,
-                        deletes: buf.deletes.len() as u64,
-                        blocks,
-                        bytes: size,
-                    });
-                    return Ok(());
-                }
-                Err(tributary_timeline::Error::AlreadyExists { .. }) => version += 1,
-                Err(e) => return Err(e.into()),
-            }
-        }
+                records,
+                deletes: buf.deletes.len() as u64,
+                blocks,
+                bytes: bytes.len() as u64,
+            },
+            bucket,
+            bytes,
+        }))
     }
 
     fn meta_batch(&self, batch: &RecordBatch, keys: &ArrayRef, partition: &str, file_id: &str) -> Result<RecordBatch> {
@@ -299,6 +303,49 @@ impl TaskContext {
         columns.extend(batch.columns().iter().cloned());
         RecordBatch::try_new(self.shared.schema.arrow_with_meta().clone(), columns)
             .map_err(|e| internal(&self.shared, &self.instant, "adding the meta columns", e))
+    }
+}
+
+/// How many log files a task encodes ahead and stores at once.
+const FLUSH_CONCURRENCY: usize = 8;
+
+/// A log file encoded, to be stored: its description (the version to try
+/// first; the name is set once stored) and its bytes.
+struct Encoded {
+    write: FileWrite,
+    bucket: u32,
+    bytes: bytes::Bytes,
+}
+
+impl Encoded {
+    /// Stores the file under the first free version from the one it holds,
+    /// each announced by its marker first; yields its bucket and what was
+    /// written.
+    async fn store(self, loc: &TableLocation, instant: &InstantTime, task: u64) -> Result<(u32, FileWrite)> {
+        let Encoded { mut write, bucket, bytes } = self;
+        let partition = write.partition.as_str();
+        loop {
+            let name = LogFileName {
+                file_id: write.file_id.clone(),
+                instant: instant.clone(),
+                version: write.version,
+                write_token: Some(WriteToken::new(task, 0, 0)),
+                suffix: String::new(),
+            }
+            .to_string();
+            let rel = tributary_timeline::location::partition_file(partition, &name);
+            marker::create_marker(loc, instant, partition, &name, marker::APPEND).await?;
+            // A create that finds its own bytes there (a retry after a lost
+            // answer) is done; other bytes mean the name is taken.
+            match loc.create(&loc.join(&rel), bytes.clone()).await {
+                Ok(_) => {
+                    write.name = name;
+                    return Ok((bucket, write));
+                }
+                Err(tributary_timeline::Error::AlreadyExists { .. }) => write.version += 1,
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 }
 
