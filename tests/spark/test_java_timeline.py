@@ -102,7 +102,7 @@ def test_java_loads_every_instant(spark, every_instant):
     assert [r["rollback_instant"] for r in rollbacks] == [killed]
     assert rollbacks[0]["instant"] == completed(h.table, "rollback")[0]["requested"]
     assert rollbacks[0]["total_files_deleted"] > 0
-    detail = procedure(spark, f"call show_rollback_detail(table => 'every_instant', instant_time => '{rollbacks[0]['instant']}')")
+    detail = procedure(spark, f"call show_rollback_detail(table => 'every_instant', instant_time => '{rollbacks[0]['instant']}', limit => 1000)")
     assert len(detail) == rollbacks[0]["total_files_deleted"] and all(d["succeeded"] for d in detail), detail
 
 

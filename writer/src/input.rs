@@ -565,25 +565,42 @@ impl<'de> serde::de::Visitor<'de> for RecordSeed<'_, '_> {
         let (mut is_deleted, mut next) = (None, 0);
         while let Some(field) = map.next_key_seed(FieldSeed(self.0.schema, next))? {
             match field {
-                Some(i) => {
+                Field::Column(i) => {
                     map.next_value_seed(ValueSeed(self.0, i))?;
                     next = i + 1;
                 }
-                None if is_deleted.is_none() => is_deleted = Some(map.next_value::<Option<bool>>()?.unwrap_or(false)),
-                None => return Err(A::Error::custom("given twice")),
+                Field::IsDeleted(column) if is_deleted.is_none() => {
+                    let flag = map.next_value::<Option<bool>>()?;
+                    is_deleted = Some(flag.unwrap_or(false));
+                    // A table may keep the flag as a column of its own too.
+                    if let Some(i) = column {
+                        self.0
+                            .given(i, flag.map_or(Scalar::Null, Scalar::Bool))
+                            .map_err(|(_, r)| A::Error::custom(r))?;
+                    }
+                }
+                Field::IsDeleted(_) => return Err(A::Error::custom("given twice")),
             }
         }
         Ok(is_deleted.unwrap_or(false))
     }
 }
 
-/// A key of a record: `Some(column)`, or `None` for `_hoodie_is_deleted`;
-/// an unknown column is an error. Records mostly list their fields in
-/// schema order, so the column after the last one is tried first.
+/// A key of a record.
+enum Field {
+    /// A column of the table.
+    Column(usize),
+    /// `_hoodie_is_deleted`, and its column if the table has one.
+    IsDeleted(Option<usize>),
+}
+
+/// A key of a record as a [`Field`]; an unknown column is an error.
+/// Records mostly list their fields in schema order, so the column after
+/// the last one is tried first.
 struct FieldSeed<'s>(&'s TableSchema, usize);
 
 impl<'de> serde::de::DeserializeSeed<'de> for FieldSeed<'_> {
-    type Value = Option<usize>;
+    type Value = Field;
 
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
         d.deserialize_str(self)
@@ -591,7 +608,7 @@ impl<'de> serde::de::DeserializeSeed<'de> for FieldSeed<'_> {
 }
 
 impl serde::de::Visitor<'_> for FieldSeed<'_> {
-    type Value = Option<usize>;
+    type Value = Field;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a column name")
@@ -599,13 +616,15 @@ impl serde::de::Visitor<'_> for FieldSeed<'_> {
 
     fn visit_str<E: serde::de::Error>(self, name: &str) -> std::result::Result<Self::Value, E> {
         let fields = self.0.arrow().fields();
-        if fields.get(self.1).is_some_and(|f| f.name() == name) {
-            return Ok(Some(self.1));
-        }
-        match self.0.arrow().index_of(name) {
-            Ok(i) => Ok(Some(i)),
-            Err(_) if name == IS_DELETED => Ok(None),
-            Err(_) => Err(E::custom("unknown column")),
+        let column = if fields.get(self.1).is_some_and(|f| f.name() == name) {
+            Some(self.1)
+        } else {
+            self.0.arrow().index_of(name).ok()
+        };
+        match column {
+            _ if name == IS_DELETED => Ok(Field::IsDeleted(column)),
+            Some(i) => Ok(Field::Column(i)),
+            None => Err(E::custom("unknown column")),
         }
     }
 }
@@ -768,6 +787,22 @@ mod tests {
         assert_eq!(got.deleted, want.deleted);
         assert_eq!(keys(&got), keys(&want));
         assert_eq!(got.len(), 4);
+        // A table that keeps `_hoodie_is_deleted` as a column: the flag
+        // deletes and fills the column.
+        let flagged = TableSchema::new(
+            r#"{"type":"record","name":"r","fields":[
+              {"name":"id","type":"string"},{"name":"ts","type":"long"},
+              {"name":"_hoodie_is_deleted","type":"boolean","default":false}]}"#,
+            &["id"],
+            Some("ts"),
+            None,
+        )
+        .unwrap();
+        let text = "{\"id\":\"a\",\"ts\":1,\"_hoodie_is_deleted\":true}\n{\"id\":\"b\",\"ts\":2}\n{\"_hoodie_is_deleted\":false,\"id\":\"c\",\"ts\":3}";
+        let got = stream_decode(&flagged, text, 1).unwrap();
+        let want = reference(&flagged, text, "in").unwrap();
+        assert_eq!((&got.batch, &got.deleted), (&want.batch, &want.deleted));
+        assert_eq!(got.deleted.as_ref().map(BooleanArray::true_count), Some(1));
         // A field given twice: the last one counts, as in a JSON tree.
         let twice = r#"{"id":"e","ts":5,"n":1,"n":2}"#;
         let got = rows_from_json_lines(&s, twice, "in", 1).unwrap();
