@@ -52,6 +52,9 @@ use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::TimeMode;
 use tributary_writer::WriteSettings;
 
+#[path = "support/process.rs"]
+mod process;
+
 /// The allocator the `tributary` binary uses, so figures match it.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -110,24 +113,8 @@ struct Usage {
     peak_kib: u64,
 }
 
-fn clock_ticks_per_second() -> u64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(100)
-}
-
 fn usage(ticks_per_second: u64) -> BenchResult<Usage> {
-    let stat = std::fs::read_to_string("/proc/self/stat")?;
-    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).ok_or("unexpected /proc/self/stat")?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 =
-        fields.get(11).ok_or("no utime")?.parse::<u64>()? + fields.get(12).ok_or("no stime")?.parse::<u64>()?;
-    let cpu = Duration::from_secs_f64(ticks as f64 / ticks_per_second as f64);
+    let cpu = process::cpu_time(ticks_per_second)?;
     let status = std::fs::read_to_string("/proc/self/status")?;
     let kib = |name: &str| -> u64 {
         status
@@ -533,7 +520,7 @@ fn case_compact(dir: &Path, ticks: u64) -> BenchResult<()> {
 }
 
 fn child(case: &str) -> BenchResult<()> {
-    let ticks = clock_ticks_per_second();
+    let ticks = process::clock_ticks_per_second();
     let dir = PathBuf::from(std::env::var_os(DIR_ENV).expect("TRIBUTARY_BENCH_DIR for a child case"));
     match case {
         "ingest" => case_ingest(&dir, env_usize(TASKS_ENV).expect("TRIBUTARY_BENCH_TASKS for ingest"), ticks),

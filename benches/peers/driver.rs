@@ -33,7 +33,6 @@
 use std::fs::File;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
@@ -46,22 +45,12 @@ use tributary_compaction::execute::CompactorSettings;
 use tributary_format::ErrorKind;
 use tributary_writer::{WriteClient, WriteSettings};
 
+#[path = "../support/process.rs"]
+mod process;
+
 /// The allocator the `tributary` binary uses, so figures match it.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// The table's own columns, as run.py generates them.
-const SCHEMA: &str = r#"{"type":"record","name":"peers_bench","namespace":"tributary.bench","fields":[
-  {"name":"id","type":"string"},
-  {"name":"region","type":"string"},
-  {"name":"ts","type":"long"},
-  {"name":"l1","type":"long"},
-  {"name":"l2","type":"long"},
-  {"name":"l3","type":"long"},
-  {"name":"l4","type":"long"},
-  {"name":"d1","type":"double"},
-  {"name":"d2","type":"double"},
-  {"name":"note","type":"string"}]}"#;
 
 /// Attempts of one commit before the case gives up.
 const MAX_ATTEMPTS: usize = 50;
@@ -89,6 +78,9 @@ enum Case {
         /// Buckets (file groups) per partition.
         #[arg(long, default_value_t = 16)]
         buckets: u32,
+        /// The table's Avro schema (run.py writes it from workload.py).
+        #[arg(long)]
+        schema: PathBuf,
     },
     /// One commit of the whole input into the existing table.
     Upsert {
@@ -124,36 +116,20 @@ enum Case {
     Compact,
 }
 
-/// Ticks per second of `/proc/self/stat`'s CPU times.
-fn clock_ticks_per_second() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
 /// User plus system CPU seconds of this process (all threads) so far.
-fn cpu_seconds(ticks: f64) -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("read /proc/self/stat");
-    // After the parenthesised command name: utime is field 14, stime 15.
-    let rest = stat.rsplit_once(')').expect("the command name in /proc/self/stat").1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks_used: u64 = fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
-    ticks_used as f64 / ticks
+fn cpu_seconds(ticks: u64) -> f64 {
+    process::cpu_time(ticks).expect("CPU time of this process").as_secs_f64()
 }
 
 /// A wall clock and a CPU clock started together.
 struct Stopwatch {
-    ticks: f64,
+    ticks: u64,
     cpu: f64,
     wall: Instant,
 }
 
 impl Stopwatch {
-    fn start(ticks: f64) -> Self {
+    fn start(ticks: u64) -> Self {
         Self { ticks, cpu: cpu_seconds(ticks), wall: Instant::now() }
     }
 
@@ -219,10 +195,11 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1e3
 }
 
-fn ingest(dir: &Path, input: &Path, buckets: u32, ticks: f64) -> Value {
+fn ingest(dir: &Path, input: &Path, schema: &Path, buckets: u32, ticks: u64) -> Value {
     let rt = runtime();
     let batches = read_batches(input);
-    let mut options = CreateOptions::new(SCHEMA, "id", "ts");
+    let schema = std::fs::read_to_string(schema).unwrap_or_else(|e| panic!("read {}: {e}", schema.display()));
+    let mut options = CreateOptions::new(schema, "id", "ts");
     options.partition_field = Some("region".into());
     options.buckets = buckets;
     let table = rt
@@ -235,7 +212,7 @@ fn ingest(dir: &Path, input: &Path, buckets: u32, ticks: f64) -> Value {
     json!({"rows": rows(&batches), "commits": 1, "failed": failed, "wall": wall, "cpu": cpu})
 }
 
-fn upsert(dir: &Path, input: &Path, ticks: f64) -> Value {
+fn upsert(dir: &Path, input: &Path, ticks: u64) -> Value {
     let rt = runtime();
     let batches = read_batches(input);
     let table = rt.block_on(open(dir));
@@ -255,7 +232,7 @@ struct CommitsCase<'a> {
     barrier: bool,
 }
 
-fn commits(dir: &Path, case: &CommitsCase<'_>, ticks: f64) -> Value {
+fn commits(dir: &Path, case: &CommitsCase<'_>, ticks: u64) -> Value {
     let rt = runtime();
     let all = read_batches(case.input);
     let end = case.count.map_or(all.len(), |n| (case.first + n).min(all.len()));
@@ -293,7 +270,7 @@ fn commits(dir: &Path, case: &CommitsCase<'_>, ticks: f64) -> Value {
     })
 }
 
-fn read(dir: &Path, dump: Option<&Path>, ticks: f64) -> Value {
+fn read(dir: &Path, dump: Option<&Path>, ticks: u64) -> Value {
     let rt = runtime();
     let table = rt.block_on(open(dir));
     let clock = Stopwatch::start(ticks);
@@ -308,7 +285,7 @@ fn read(dir: &Path, dump: Option<&Path>, ticks: f64) -> Value {
     json!({"rows": batch.num_rows(), "wall": wall, "cpu": cpu})
 }
 
-fn compact(dir: &Path, ticks: f64) -> Value {
+fn compact(dir: &Path, ticks: u64) -> Value {
     let rt = runtime();
     let table = rt.block_on(open(dir));
     let compactor = rt.block_on(table.compactor(CompactorSettings::default())).expect("compactor");
@@ -335,10 +312,10 @@ fn main() {
         return;
     }
     let args = Args::parse();
-    let ticks = clock_ticks_per_second();
+    let ticks = process::clock_ticks_per_second();
     let dir = args.table.expect("--table DIR");
     let figures = match &args.case {
-        Case::Ingest { input, buckets } => ingest(&dir, input, *buckets, ticks),
+        Case::Ingest { input, buckets, schema } => ingest(&dir, input, schema, *buckets, ticks),
         Case::Upsert { input } => upsert(&dir, input, ticks),
         Case::Commits { input, first, count, writer_id, barrier } => {
             let case = CommitsCase { input, first: *first, count: *count, writer_id, barrier: *barrier };

@@ -264,7 +264,8 @@ class Bench:
                 t = self.table(e, rep)
                 extra = ["--input", self.files["ingest"], "--buckets", self.args.buckets]
                 if e == "tributary":
-                    self.record("ingest", e, rep, lambda: run_json(self.driver_cmd("ingest", t, *extra), e), breaks="main")
+                    ours = self.driver_cmd("ingest", t, *extra, "--schema", self.files["avro_schema"])
+                    self.record("ingest", e, rep, lambda: run_json(ours, e), breaks="main")
                 else:
                     self.record(
                         "ingest", e, rep, lambda: run_json(self.peer_cmd(e, "ingest", t, *extra), e), breaks="main"

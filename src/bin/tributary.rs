@@ -710,29 +710,22 @@ impl JsonLines {
     /// The next block of at most `max_records` records; `None` at the end.
     fn next_block(&mut self, max_records: usize) -> Result<Option<JsonBlock>, CliError> {
         let (first_line, mut records) = (self.next_line, 0);
-        let mut buf = Vec::with_capacity(max_records.min(JSON_BLOCK_RECORDS) * 128);
+        let mut text = String::with_capacity(max_records.min(JSON_BLOCK_RECORDS) * 128);
         while records < max_records {
-            let start = buf.len();
-            let read = self.reader.read_until(b'\n', &mut buf).map_err(|e| self.unreadable(&e))?;
+            let start = text.len();
+            // Appends the line, checking it is UTF-8 as it goes.
+            let read = self.reader.read_line(&mut text).map_err(|e| self.unreadable(&e))?;
             if read == 0 {
                 break;
             }
-            let line = std::str::from_utf8(&buf[start..]).map_err(|_| {
-                self.unreadable(&std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    "stream did not contain valid UTF-8",
-                ))
-            })?;
-            if !line.trim().is_empty() {
+            if !text[start..].trim().is_empty() {
                 records += 1;
             }
             self.next_line += 1;
         }
-        if buf.is_empty() {
+        if text.is_empty() {
             return Ok(None);
         }
-        // Every line was checked to be UTF-8 as it was read.
-        let text = String::from_utf8(buf).map_err(|e| CliError::new(ErrorKind::Internal, e.to_string()))?;
         Ok(Some(JsonBlock { text, first_line, records }))
     }
 
