@@ -1,6 +1,7 @@
 //! Figures of the benchmark's own process, from `/proc/self` (the
 //! workspace forbids the `unsafe` that `getrusage` would need). Included
-//! by the benchmarks that report CPU time with `#[path]`.
+//! by the benchmarks and the simulator, which report CPU time, with
+//! `#[path]`.
 
 use std::process::Command;
 use std::time::Duration;

@@ -197,11 +197,12 @@ pub(crate) fn merge_columns(
     let null_at = batches.len();
     let columns: Vec<ArrayRef> = (0..ncols)
         .map(|c| {
-            let nulls = new_null_array(full.field(c).data_type(), 1);
-            let mut arrays: Vec<&dyn Array> = batches.iter().map(|(b, _)| b.column(c).as_ref()).collect();
-            arrays.push(nulls.as_ref());
             let picks: Vec<(usize, usize)> =
                 live.iter().map(|s| s.src[c].map_or((null_at, 0), |(b, r)| (b as usize, r as usize))).collect();
+            let mut arrays: Vec<&dyn Array> = batches.iter().map(|(b, _)| b.column(c).as_ref()).collect();
+            // A null to pick from, made only when some row has no value.
+            let nulls = picks.iter().any(|p| p.0 == null_at).then(|| new_null_array(full.field(c).data_type(), 1));
+            arrays.extend(nulls.as_deref());
             arrow::compute::interleave(&arrays, &picks)
         })
         .collect::<std::result::Result<_, _>>()

@@ -17,6 +17,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use clap::Parser;
 use tributary_sim::{FaultKind, Scale, Stalls, run};
 
+#[path = "../../benches/support/process.rs"]
+mod process;
+
 /// mimalloc, as the `tributary` binary: histories allocate and free small
 /// buffers all the time.
 #[global_allocator]
@@ -142,8 +145,13 @@ fn main() {
     });
     let secs = started.elapsed().as_secs_f64();
     let n = passed.load(Ordering::Relaxed);
+    // CPU time as well as wall time: in CI the run shares the machine.
+    let cpu = match process::cpu_time(process::clock_ticks_per_second()) {
+        Ok(t) => format!("; {:.1} CPU-s, {:.0} histories per CPU-s", t.as_secs_f64(), n as f64 / t.as_secs_f64()),
+        Err(e) => format!("; CPU time unknown ({e})"),
+    };
     println!(
-        "{n} histories passed in {secs:.1} s ({:.0} histories/s on {threads} threads); {} checks, {} store operations",
+        "{n} histories passed in {secs:.1} s ({:.0} histories/s on {threads} threads{cpu}); {} checks, {} store operations",
         n as f64 / secs,
         checks.load(Ordering::Relaxed),
         ops.load(Ordering::Relaxed)

@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tributary_format::codec::DataBlockEncoder;
 use tributary_format::schema::TableSchema;
 use tributary_timeline::protocol::Heartbeat;
 use tributary_timeline::protocol::writer_state::{self, CHECKPOINT_KEY_PREFIX, WriterState, WriterStatus};
@@ -97,6 +98,30 @@ pub(crate) struct Shared {
     /// The writer id's state: its registered generation, and the step
     /// that fences and records each commit.
     pub(crate) writer: WriterState,
+    /// Avro encoders of the log schema that finished tasks handed back:
+    /// building one compiles the schema, which costs more than encoding a
+    /// small commit. At most one per writer task is kept.
+    pub(crate) encoders: std::sync::Mutex<Vec<DataBlockEncoder>>,
+}
+
+impl Shared {
+    /// An encoder of the log schema: a kept one, else a new one.
+    pub(crate) fn take_encoder(&self) -> Result<DataBlockEncoder> {
+        let kept = self.encoders.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
+        match kept {
+            Some(e) => Ok(e),
+            None => Ok(DataBlockEncoder::new(&self.schema)?),
+        }
+    }
+
+    /// Keeps `encoder`, which holds no rows (its last block was flushed),
+    /// for a later task.
+    pub(crate) fn keep_encoder(&self, encoder: DataBlockEncoder) {
+        let mut kept = self.encoders.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if kept.len() < self.settings.tasks.max(1) {
+            kept.push(encoder);
+        }
+    }
 }
 
 /// Writes commits into one table.
@@ -172,6 +197,7 @@ impl WriteClient {
                 timeline,
                 settings,
                 writer,
+                encoders: std::sync::Mutex::new(Vec::new()),
             }),
         })
     }

@@ -69,7 +69,7 @@ impl TaskContext {
         budget: usize,
         cancelled: Arc<std::sync::atomic::AtomicBool>,
     ) -> Result<Self> {
-        let encoder = DataBlockEncoder::new(&shared.schema)?;
+        let encoder = shared.take_encoder()?;
         Ok(Self {
             shared,
             instant,
@@ -99,6 +99,8 @@ impl TaskContext {
         if !self.cancelled.load(AtomicOrdering::SeqCst) {
             self.flush_all().await?;
         }
+        // Every block was flushed whole: the encoder holds no rows.
+        self.shared.keep_encoder(self.encoder);
         Ok(self.written)
     }
 
