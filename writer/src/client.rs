@@ -212,16 +212,23 @@ impl WriteClient {
     pub async fn start_commit(&self) -> Result<Commit> {
         let s = &self.shared;
         let timeline = s.timeline.clone();
+        // The inflight file is created in the hold that issues the instant,
+        // right after the requested one. Recovery withdraws a write by
+        // deleting its inflight file under the lock, and a write can only
+        // complete while that file exists; an inflight file created after
+        // the withdrawal (its writer stalled in between, past its heartbeat
+        // expiry) would let the write complete with files recovery deleted.
         let instant = s
             .time
-            .with_time(|t| async move {
+            .with_time_fenced(|t, fence| async move {
                 let i = Instant::requested(t.clone(), Action::DeltaCommit);
+                fence.check().await?;
                 timeline.create(&i, State::Requested, Vec::new()).await?;
+                fence.check().await?;
+                timeline.create(&i, State::Inflight, Vec::new()).await?;
                 Ok(t)
             })
             .await?;
-        let pending = Instant::requested(instant.clone(), Action::DeltaCommit);
-        s.timeline.create(&pending, State::Inflight, Vec::new()).await?;
         let heartbeat =
             Heartbeat::start(s.loc.clone(), &instant, s.time.clock().clone(), s.settings.heartbeat_interval).await?;
         Commit::open(s.clone(), instant, heartbeat)
