@@ -439,8 +439,8 @@ fn widen(part: RecordBatch, target: &SchemaRef, path: &str) -> Result<Version> {
 /// name (casting types, filling absent nullable columns with nulls).
 pub fn read_parquet(bytes: bytes::Bytes, target: &SchemaRef, path: &str) -> Result<Vec<RecordBatch>> {
     let err = |e| Error::parquet(path, e);
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes)
-        .map_err(err)?
+    let metadata = tributary_timeline::parquet_file::arrow_metadata_of_file(&bytes).map_err(err)?;
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::new_with_metadata(bytes, metadata)
         .with_batch_size(8192)
         .build()
         .map_err(err)?;
@@ -491,9 +491,9 @@ impl BaseReader {
     ) -> Result<Self> {
         let name = path.to_string();
         let err = |e| Error::parquet(&name, e);
-        let size = loc.store.head(path).await.map_err(|e| tributary_timeline::Error::store("head", path, e))?.size;
-        let reader = tributary_timeline::parquet_file::StoreFile::new(loc.store.clone(), path.clone(), size);
-        let builder = parquet::arrow::ParquetRecordBatchStreamBuilder::new(reader).await.map_err(err)?;
+        let mut reader = tributary_timeline::parquet_file::StoreFile::open(loc.store.clone(), path.clone()).await?;
+        let metadata = reader.arrow_metadata().await.map_err(err)?;
+        let builder = parquet::arrow::ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata);
         let rows = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
         // Only the file's columns that the target names are decoded.
         let wanted: Vec<usize> = builder

@@ -107,14 +107,7 @@ impl Checker {
     }
 
     async fn check_inner(&mut self, store: Arc<InMemory>, ledger: &Ledger, end: bool) -> Check<()> {
-        let files: BTreeSet<String> = {
-            use futures::TryStreamExt;
-            use object_store::ObjectStore;
-            let listed: Vec<_> = store.list(Some(&self.root)).try_collect().await.map_err(|e| e.to_string())?;
-            let prefix = format!("{}/", self.root);
-            listed.iter().filter_map(|m| m.location.as_ref().strip_prefix(&prefix).map(str::to_string)).collect()
-        };
-        let table = self.open(store).await?;
+        let table = self.open(store.clone()).await?;
         let timeline = table.timeline().await.map_err(err("timeline"))?;
         if let Some(w) = timeline.warnings().first() {
             return Err(format!("the timeline is not well-formed: {w}"));
@@ -193,6 +186,13 @@ impl Checker {
         if !end {
             return Ok(());
         }
+        let files: BTreeSet<String> = {
+            use futures::TryStreamExt;
+            use object_store::ObjectStore;
+            let listed: Vec<_> = store.list(Some(&self.root)).try_collect().await.map_err(|e| e.to_string())?;
+            let prefix = format!("{}/", self.root);
+            listed.iter().filter_map(|m| m.location.as_ref().strip_prefix(&prefix).map(str::to_string)).collect()
+        };
         // After the final clean, no data file of a withdrawn instant is
         // left: Hudi's readers would take one older than the active
         // timeline for archived, hence committed.
