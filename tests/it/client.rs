@@ -174,3 +174,78 @@ fn table_futures_can_be_spawned() {
     }
     let _ = spawnable;
 }
+
+/// A lock that notes, as each hold ends, the timeline files then in the
+/// store: what a reader or recovery taking the lock next would find.
+#[derive(Debug)]
+struct Witness {
+    inner: Arc<dyn tributary::timeline::LockProvider>,
+    store: Arc<dyn object_store::ObjectStore>,
+    seen: Arc<std::sync::Mutex<Vec<Vec<String>>>>,
+}
+
+struct WitnessGuard {
+    inner: Box<dyn tributary::timeline::LockGuard>,
+    store: Arc<dyn object_store::ObjectStore>,
+    seen: Arc<std::sync::Mutex<Vec<Vec<String>>>>,
+}
+
+#[async_trait::async_trait]
+impl tributary::timeline::LockProvider for Witness {
+    async fn acquire(&self) -> tributary::timeline::Result<Box<dyn tributary::timeline::LockGuard>> {
+        let inner = self.inner.acquire().await?;
+        Ok(Box::new(WitnessGuard { inner, store: self.store.clone(), seen: self.seen.clone() }))
+    }
+    fn describe(&self) -> String {
+        format!("witness of {}", self.inner.describe())
+    }
+}
+
+#[async_trait::async_trait]
+impl tributary::timeline::LockGuard for WitnessGuard {
+    fn last_issued(&self) -> Option<i64> {
+        self.inner.last_issued()
+    }
+    fn set_last_issued(&mut self, millis: i64) {
+        self.inner.set_last_issued(millis)
+    }
+    fn fence(&self) -> tributary::timeline::Fence {
+        self.inner.fence()
+    }
+    async fn release(self: Box<Self>) -> tributary::timeline::Result<()> {
+        use futures::TryStreamExt;
+        let listed: Vec<_> = self.store.list(Some(&"t/.hoodie/timeline".into())).try_collect().await.unwrap();
+        let names = listed.iter().filter_map(|m| m.location.filename().map(str::to_string)).collect();
+        self.seen.lock().unwrap().push(names);
+        self.inner.release().await
+    }
+}
+
+/// The simulator's seed 41792 (docs/design.md, "Deterministic simulation"):
+/// a writer put its inflight file after the lock hold that issued its
+/// instant; the put stalled, recovery withdrew the write under the lock
+/// before the file existed, and the write then completed without the logs
+/// recovery had deleted. The requested and the inflight file must both be
+/// there when the hold that issues the instant ends.
+#[tokio::test]
+async fn a_commit_is_requested_and_inflight_before_the_lock_hold_that_issued_it_ends() {
+    let store: Arc<dyn object_store::ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+    let loc = tributary::timeline::TableLocation::new(store.clone(), "t".into());
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let lock =
+        Arc::new(Witness { inner: Arc::new(tributary::timeline::InProcessLock::new()), store, seen: seen.clone() });
+    let mut o = CreateOptions::new(SCHEMA, "uuid", "ts");
+    o.partition_field = Some("city".into());
+    let t = Table::builder(loc).with_settings(hybrid()).with_lock(lock).create(o).await.unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
+    let holds_before = seen.lock().unwrap().len();
+    let c = client.start_commit().await.unwrap();
+    let holds = seen.lock().unwrap()[holds_before..].to_vec();
+    let requested = format!("{}.deltacommit.requested", c.instant());
+    let inflight = format!("{}.deltacommit.inflight", c.instant());
+    let issuing = holds.iter().position(|files| files.contains(&requested)).expect("a hold created the requested file");
+    assert!(
+        holds[issuing].contains(&inflight),
+        "the hold that created {requested} ended without {inflight}: {holds:?}"
+    );
+}
