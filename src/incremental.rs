@@ -119,8 +119,13 @@ fn relative(f: &DataFile) -> String {
 /// A completed commit's metadata: Avro (Hudi 1.x, Tributary) or JSON
 /// (earlier Hudi writers).
 pub(crate) fn commit_metadata(bytes: &[u8], instant: &str) -> Result<CommitMetadata> {
-    match CommitMetadata::from_avro_container(bytes, instant) {
+    commit_metadata_shared(bytes, instant).map(std::sync::Arc::unwrap_or_clone)
+}
+
+/// [`commit_metadata`], shared with the process's memo of decoded commits.
+pub(crate) fn commit_metadata_shared(bytes: &[u8], instant: &str) -> Result<std::sync::Arc<CommitMetadata>> {
+    match CommitMetadata::from_avro_container_shared(bytes, instant) {
         Ok(meta) => Ok(meta),
-        Err(e) => serde_json::from_slice::<CommitMetadata>(bytes).or(Err(e.into())),
+        Err(e) => serde_json::from_slice::<CommitMetadata>(bytes).map(std::sync::Arc::new).or(Err(e.into())),
     }
 }

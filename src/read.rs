@@ -11,7 +11,7 @@ use tributary_merge::{BaseRows, RowOrder, SliceFiles, SliceMerge, merge_slice, w
 use tributary_timeline::{FileSystemView, InstantTime, State, TableLocation, Timeline, TimelineWriter};
 
 use crate::error::{Error, Result};
-use crate::incremental::{Window, commit_metadata};
+use crate::incremental::{Window, commit_metadata_shared};
 use crate::table::Table;
 
 /// Which rows a read returns.
@@ -71,7 +71,7 @@ impl Table {
         done.sort_by(|a, b| b.completed.cmp(&a.completed));
         for i in done.into_iter().take(1) {
             let bytes = writer.read(i, State::Completed).await?;
-            if let Ok(meta) = commit_metadata(&bytes, i.requested.as_str())
+            if let Ok(meta) = commit_metadata_shared(&bytes, i.requested.as_str())
                 && let Some(json) = meta.schema_json()
                 && !json.is_empty()
             {

@@ -25,6 +25,7 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use apache_avro::types::Value;
 use serde::{Deserialize, Serialize};
@@ -213,14 +214,20 @@ impl CommitMetadata {
     /// schema), so what a commit file decodes to is kept once per process,
     /// keyed by its bytes (`memo.rs`).
     pub fn from_avro_container(bytes: &[u8], path: &str) -> Result<Self> {
-        static DECODED: Memo<Option<CommitMetadata>> = Memo::new();
+        Self::from_avro_container_shared(bytes, path).map(Arc::unwrap_or_clone)
+    }
+
+    /// [`CommitMetadata::from_avro_container`], shared with the memo rather
+    /// than copied out of it: for a caller that only looks.
+    pub fn from_avro_container_shared(bytes: &[u8], path: &str) -> Result<Arc<Self>> {
+        static DECODED: Memo<Option<Arc<CommitMetadata>>> = Memo::new();
         if bytes.is_empty() {
-            return Ok(Self::default());
+            return Ok(Arc::default());
         }
         // Only what decodes is kept: an error names `path`, not the bytes.
-        match DECODED.get_or(bytes, || Self::decode(bytes, path).ok()) {
+        match DECODED.get_or(bytes, || Self::decode(bytes, path).ok().map(Arc::new)) {
             Some(meta) => Ok(meta),
-            None => Self::decode(bytes, path),
+            None => Self::decode(bytes, path).map(Arc::new),
         }
     }
 

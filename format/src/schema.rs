@@ -60,10 +60,10 @@ impl SequenceGroup {
 #[derive(Debug, Clone)]
 pub struct TableSchema {
     /// The whole table's schema JSON (differs from `table_json` for partial schemas).
-    full_json: Value,
+    full_json: Arc<Value>,
     /// Set for a partial writer's column subset.
     partial: bool,
-    table_json: Value,
+    table_json: Arc<Value>,
     log_json: String,
     arrow: SchemaRef,
     arrow_with_meta: SchemaRef,
@@ -130,8 +130,8 @@ pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
 /// record schema), and the log blocks' schema text: the meta fields, then
 /// the table's. Kept once per process and schema text (`memo.rs`): every
 /// read and write of a table derives its schema from the same text.
-fn parse_table_json(avro_json: &str) -> std::result::Result<(Value, String), String> {
-    static PARSED: Memo<std::result::Result<(Value, String), String>> = Memo::new();
+fn parse_table_json(avro_json: &str) -> std::result::Result<(Arc<Value>, String), String> {
+    static PARSED: Memo<std::result::Result<(Arc<Value>, String), String>> = Memo::new();
     PARSED.get_or(avro_json.as_bytes(), || {
         let table_json: Value = serde_json::from_str(avro_json).map_err(|e| format!("not JSON: {e}"))?;
         apache_avro::Schema::parse_str(avro_json).map_err(|e| format!("not a valid Avro schema: {e}"))?;
@@ -144,7 +144,7 @@ fn parse_table_json(avro_json: &str) -> std::result::Result<(Value, String), Str
         all.extend(fields.iter().cloned());
         log_json["fields"] = Value::Array(all);
         let log_json = log_json.to_string();
-        Ok((table_json, log_json))
+        Ok((Arc::new(table_json), log_json))
     })
 }
 
@@ -221,7 +221,7 @@ impl TableSchema {
             }
         }
         let keep = |name: &str| columns.iter().any(|c| c == name) || fixed(name);
-        let mut json = self.table_json.clone();
+        let mut json = Value::clone(&self.table_json);
         if let Some(fields) = json.get_mut("fields").and_then(Value::as_array_mut) {
             fields.retain(|f| f.get("name").and_then(Value::as_str).is_some_and(keep));
         }

@@ -124,7 +124,7 @@ impl Checker {
             }
             if !self.commits.contains_key(&i.requested) {
                 let bytes = reader.read(i, State::Completed).await.map_err(|e| format!("delta commit: {e}"))?;
-                let meta = CommitMetadata::from_avro_container(&bytes, i.requested.as_str())
+                let meta = CommitMetadata::from_avro_container_shared(&bytes, i.requested.as_str())
                     .map_err(|e| format!("delta commit metadata: {e}"))?;
                 let batch = self.batch_of(&meta).map_err(|e| format!("delta commit {}: {e}", i.requested))?;
                 let files = meta.write_stats().map(|s| s.path.clone()).collect();

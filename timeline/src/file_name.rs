@@ -18,8 +18,8 @@ impl WriteToken {
 
     /// Parses `d+-d+-d+`.
     pub fn parse(s: &str) -> Result<Self> {
-        let parts: Vec<&str> = s.split('-').collect();
-        if parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
+        let number = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+        if s.split('-').count() == 3 && s.split('-').all(number) {
             Ok(Self(s.to_string()))
         } else {
             Err(Error::InvalidName {

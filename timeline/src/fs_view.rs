@@ -106,11 +106,11 @@ pub struct FileGroup {
 
 impl FileGroup {
     fn slice_at(&mut self, key: InstantTime) -> &mut FileSlice {
-        let (partition, file_id) = (self.partition.clone(), self.file_id.clone());
-        self.slices.entry(key.clone()).or_insert_with(|| FileSlice {
-            partition,
-            file_id,
-            base_instant: key,
+        let FileGroup { partition, file_id, slices } = self;
+        slices.entry(key).or_insert_with_key(|key| FileSlice {
+            partition: partition.clone(),
+            file_id: file_id.clone(),
+            base_instant: key.clone(),
             base: None,
             logs: Vec::new(),
         })
@@ -141,7 +141,8 @@ impl FileGroup {
 /// File groups of a table at one timeline.
 #[derive(Debug, Clone, Default)]
 pub struct FileSystemView {
-    groups: BTreeMap<(String, String), FileGroup>,
+    /// By partition, then file id.
+    groups: BTreeMap<String, BTreeMap<String, FileGroup>>,
     pending_compactions: BTreeSet<InstantTime>,
     in_pending_plans: BTreeSet<(String, String)>,
     skipped: Vec<String>,
@@ -173,17 +174,27 @@ impl FileSystemView {
                 }
             }
         }
-        let mut groups: BTreeMap<(String, String), FileGroup> = BTreeMap::new();
+        // By partition, then file id: a file's group is found without
+        // copying its names.
+        let mut groups: BTreeMap<String, BTreeMap<String, FileGroup>> = BTreeMap::new();
         fn group<'a>(
-            groups: &'a mut BTreeMap<(String, String), FileGroup>,
+            groups: &'a mut BTreeMap<String, BTreeMap<String, FileGroup>>,
             partition: &str,
             file_id: &str,
         ) -> &'a mut FileGroup {
-            groups.entry((partition.to_string(), file_id.to_string())).or_insert_with(|| FileGroup {
-                partition: partition.to_string(),
-                file_id: file_id.to_string(),
-                slices: BTreeMap::new(),
-            })
+            if !groups.contains_key(partition) {
+                groups.insert(partition.to_string(), BTreeMap::new());
+            }
+            let ids = groups.get_mut(partition).unwrap_or_else(|| unreachable!("inserted above"));
+            if !ids.contains_key(file_id) {
+                let g = FileGroup {
+                    partition: partition.to_string(),
+                    file_id: file_id.to_string(),
+                    slices: BTreeMap::new(),
+                };
+                ids.insert(file_id.to_string(), g);
+            }
+            ids.get_mut(file_id).unwrap_or_else(|| unreachable!("inserted above"))
         }
         for (name, file) in bases {
             if !timeline.is_completed(&name.instant) {
@@ -216,7 +227,7 @@ impl FileSystemView {
             let g = group(&mut groups, &file.partition, &name.file_id);
             let key = g
                 .slices
-                .range(..=completed.clone())
+                .range(..=&completed)
                 .next_back()
                 .map(|(k, _)| k.clone())
                 .unwrap_or_else(|| name.instant.clone());
@@ -246,12 +257,12 @@ impl FileSystemView {
 
     /// Every file group.
     pub fn groups(&self) -> impl Iterator<Item = &FileGroup> {
-        self.groups.values()
+        self.groups.values().flat_map(BTreeMap::values)
     }
 
     /// The newest slice of every file group, as readers merge it.
     pub fn latest_slices(&self) -> Vec<FileSlice> {
-        self.groups.values().filter_map(|g| g.latest_merged(&self.pending_compactions)).collect()
+        self.groups().filter_map(|g| g.latest_merged(&self.pending_compactions)).collect()
     }
 
     /// Whether a pending compaction plan covers the file group.
@@ -295,20 +306,27 @@ pub async fn list_data_files(loc: &TableLocation) -> Result<Vec<DataFile>> {
         .try_collect()
         .await
         .map_err(|e| Error::store("list", &loc.root, e))?;
-    let mut by_dir: BTreeMap<String, Vec<DataFile>> = BTreeMap::new();
+    let mut files = Vec::with_capacity(all.len());
     let mut partitions = BTreeSet::new();
     for m in all {
-        let rel = loc.relative(&m.location);
-        let (partition, name) = match rel.rsplit_once('/') {
-            Some((p, n)) => (p.to_string(), n.to_string()),
-            None => (String::new(), rel.clone()),
+        let mut partition = loc.relative(&m.location);
+        let name = match partition.rfind('/') {
+            Some(i) => {
+                let name = partition[i + 1..].to_string();
+                partition.truncate(i);
+                name
+            }
+            None => std::mem::take(&mut partition),
         };
         if name == PARTITION_METADATA {
             partitions.insert(partition.clone());
         }
-        by_dir.entry(partition.clone()).or_default().push(DataFile { partition, name, path: m.location, size: m.size });
+        files.push(DataFile { partition, name, path: m.location, size: m.size });
     }
-    Ok(by_dir.into_iter().filter(|(p, _)| partitions.contains(p)).flat_map(|(_, files)| files).collect())
+    // By partition, each in listing order.
+    files.retain(|f| partitions.contains(&f.partition));
+    files.sort_by(|a, b| a.partition.cmp(&b.partition));
+    Ok(files)
 }
 
 #[cfg(test)]

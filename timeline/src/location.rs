@@ -253,9 +253,13 @@ impl TableLocation {
 
     /// `path` relative to the table root, slash-separated.
     pub fn relative(&self, path: &Path) -> String {
-        path.prefix_match(&self.root)
-            .map(|parts| parts.map(|p| p.as_ref().to_string()).collect::<Vec<_>>().join("/"))
-            .unwrap_or_else(|| path.to_string())
+        // `Path::prefix_match` on the encoded text, joined again: the text
+        // after the root and its delimiter.
+        let (raw, root) = (path.as_ref(), self.root.as_ref());
+        let rel = raw
+            .strip_prefix(root)
+            .and_then(|r| if r.is_empty() || root.is_empty() { Some(r) } else { r.strip_prefix('/') });
+        rel.unwrap_or(raw).to_string()
     }
 
     /// Reads a whole object.
@@ -344,6 +348,27 @@ fn configure<B>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_paths_are_what_follows_the_root() {
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        for root in ["", "t", "a/b"] {
+            let loc = TableLocation::new(store.clone(), Path::from(root));
+            for rel in ["", "x", "p=1/.f_1.log.1_0-1-0", "p q/%/f.parquet"] {
+                let path = join_relative(&loc.root, rel);
+                // As `Path::prefix_match` splits it, joined with slashes.
+                let parts: Vec<String> =
+                    path.prefix_match(&loc.root).unwrap().map(|p| p.as_ref().to_string()).collect();
+                assert_eq!(loc.relative(&path), parts.join("/"), "root {root:?}, {rel:?}");
+            }
+            // A path outside the root is given whole.
+            let outside = Path::from("elsewhere/f");
+            let want = if root.is_empty() { "elsewhere/f" } else { outside.as_ref() };
+            assert_eq!(loc.relative(&outside), want);
+        }
+        let loc = TableLocation::new(store, Path::from("a/b"));
+        assert_eq!(loc.relative(&Path::from("a/bc/f")), "a/bc/f");
+    }
 
     #[test]
     fn paths_and_file_uris_are_local_folders() {
