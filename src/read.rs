@@ -87,12 +87,18 @@ impl Table {
 
     /// Reads the table. Rows come ordered by partition, then record key.
     pub async fn read(&self, options: &ReadOptions) -> Result<RecordBatch> {
-        let full = self.timeline().await?;
+        self.read_at(&self.timeline().await?, options).await
+    }
+
+    /// [`Table::read`] at `full`, a timeline of this table the caller
+    /// loaded ([`Table::timeline`]): several queries at one timeline see
+    /// the same completed instants, and none loads it again.
+    pub async fn read_at(&self, full: &Timeline, options: &ReadOptions) -> Result<RecordBatch> {
         let timeline = match &options.as_of {
             Some(t) => full.filtered(|i| &i.requested <= t),
             None => full.clone(),
         };
-        let schema = self.schema(&full).await?;
+        let schema = self.schema(full).await?;
         let window = match &options.query {
             Query::Incremental { begin, end } => Some(Window::of(&timeline, begin, end)),
             _ => None,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use tributary::timeline::{
-    Action, BaseFileName, InstantTime, LogFileName, ManualClock, State, TableLocation, TimelineWriter,
+    Action, BaseFileName, InstantTime, LogFileName, ManualClock, State, TableLocation, Timeline, TimelineWriter,
 };
 use tributary::{LockKind, Query, ReadOptions, Table, TableSettings};
 use tributary_format::metadata::{CommitMetadata, CompactionPlan};
@@ -182,7 +182,7 @@ impl Checker {
         }
         let want = self.workload.model(visible.keys().copied());
         let read = |query: Query| ReadOptions { query, ..ReadOptions::default() };
-        self.compare(&table, read(Query::Snapshot), &want, "snapshot").await?;
+        self.compare(&table, &timeline, read(Query::Snapshot), &want, "snapshot").await?;
         if !end {
             return Ok(());
         }
@@ -207,15 +207,22 @@ impl Checker {
                 return Err(format!("orphan {f} left after the final clean: instant {instant} is on no timeline"));
             }
         }
-        self.compare(&table, read(Query::ReadOptimized), &want, "read-optimized after the final compaction").await?;
+        self.compare(&table, &timeline, read(Query::ReadOptimized), &want, "read-optimized after the final compaction")
+            .await?;
         // Incremental: the whole timeline, then one window per delta commit
         // whose files are all still there (else Hudi's full-scan fallback
         // applies, where later commits compete).
         order.sort();
         let Some((last, _)) = order.last().cloned() else { return Ok(()) };
         let zero = InstantTime::from_millis(0).map_err(|e| e.to_string())?;
-        self.compare(&table, read(Query::Incremental { begin: zero.clone(), end: last }), &want, "incremental, all")
-            .await?;
+        self.compare(
+            &table,
+            &timeline,
+            read(Query::Incremental { begin: zero.clone(), end: last }),
+            &want,
+            "incremental, all",
+        )
+        .await?;
         let mut begin = zero;
         for (completed, requested) in order {
             if let Some(c) = self.commits.get(&requested)
@@ -224,7 +231,8 @@ impl Checker {
                 let role = self.workload.writers[c.batch.0].role;
                 let want = merge([(role, self.workload.batch(c.batch))]);
                 let window = Query::Incremental { begin: begin.clone(), end: completed.clone() };
-                self.compare(&table, read(window), &want, &format!("incremental ({begin}, {completed}]")).await?;
+                self.compare(&table, &timeline, read(window), &want, &format!("incremental ({begin}, {completed}]"))
+                    .await?;
             }
             begin = completed;
         }
@@ -247,8 +255,15 @@ impl Checker {
         Ok((w, b))
     }
 
-    async fn compare(&self, table: &Table, options: ReadOptions, want: &Rows, what: &str) -> Check<()> {
-        let batch = table.read(&options).await.map_err(|e| format!("{what} read: {e}"))?;
+    async fn compare(
+        &self,
+        table: &Table,
+        timeline: &Timeline,
+        options: ReadOptions,
+        want: &Rows,
+        what: &str,
+    ) -> Check<()> {
+        let batch = table.read_at(timeline, &options).await.map_err(|e| format!("{what} read: {e}"))?;
         let got = rows_of(&batch).map_err(|e| format!("{what} read: {e}"))?;
         if &got != want {
             return Err(format!("{what} read differs from the model: {}", diff(&got, want)));

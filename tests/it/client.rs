@@ -175,6 +175,24 @@ fn table_futures_can_be_spawned() {
     let _ = spawnable;
 }
 
+#[tokio::test]
+async fn reads_at_one_loaded_timeline_see_its_commits_only() {
+    let Some(place) = Place::new() else { return };
+    let t = table(&place, MergeMode::EventTime).await;
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
+    let mut c = client.start_commit().await.unwrap();
+    c.write_batch(&batch(&["a"], &[1], &[Some(1.0)], None)).await.unwrap();
+    c.commit().await.unwrap();
+    let first = t.timeline().await.unwrap();
+    let mut c = client.start_commit().await.unwrap();
+    c.write_batch(&batch(&["a", "b"], &[2, 2], &[Some(2.0), Some(3.0)], None)).await.unwrap();
+    c.commit().await.unwrap();
+    let at_first = t.read_at(&first, &ReadOptions::default()).await.unwrap();
+    let fare = at_first.column_by_name("fare").unwrap().as_primitive::<arrow::datatypes::Float64Type>();
+    assert_eq!((at_first.num_rows(), fare.value(0)), (1, 1.0));
+    assert_eq!(fares(&t).await, vec![("a".to_string(), Some(2.0)), ("b".to_string(), Some(3.0))]);
+}
+
 /// A lock that notes, as each hold ends, the timeline files then in the
 /// store: what a reader or recovery taking the lock next would find.
 #[derive(Debug)]
