@@ -226,22 +226,25 @@ pub type Rows = BTreeMap<String, Row>;
 
 /// Merges events of whole batches by the model's rule (see the module).
 pub fn merge<'a>(batches: impl IntoIterator<Item = (Role, &'a [Event])>) -> Rows {
-    // Per key (and group), the winning event and its role.
-    let mut winners: BTreeMap<(String, u8), (Role, Event)> = BTreeMap::new();
+    // Per key number and role (the role decides the key's text and group),
+    // the winning event.
+    let mut winners: BTreeMap<(u32, u8), (Role, Event)> = BTreeMap::new();
     for (role, events) in batches {
         for e in events {
-            let slot = winners.entry((key_text(role, e.key), role as u8)).or_insert((role, *e));
+            let slot = winners.entry((e.key, role as u8)).or_insert((role, *e));
             if e.order > slot.1.order {
                 *slot = (role, *e);
             }
         }
     }
     let mut rows = Rows::new();
-    for ((key, _), (role, e)) in winners {
+    for (role, e) in winners.into_values() {
         if e.delete {
             continue;
         }
-        let row = rows.entry(key).or_insert_with(|| Row { region: region(e.key).to_string(), ..Row::default() });
+        let row = rows
+            .entry(key_text(role, e.key))
+            .or_insert_with(|| Row { region: region(e.key).to_string(), ..Row::default() });
         match role {
             Role::Whole => (row.ts, row.v) = (Some(e.order), Some(e.value)),
             Role::GroupA => (row.a1, row.ts_a) = (Some(format!("a{}", e.value)), Some(e.order)),
