@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, StringArray};
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::buffered::BufWriter;
 use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::AsyncArrowWriter;
@@ -33,6 +33,9 @@ use crate::error::{Error, Result};
 use crate::plan::{PlanSettings, plan};
 use tributary_merge::{BaseRows, Budget, RowOrder, Share, SliceFiles, SliceMerge, SpillArea, merge_slice};
 use tributary_timeline::location::partition_file;
+
+/// HEAD requests a group's compaction has in flight at once.
+const HEADS_AT_ONCE: usize = 16;
 
 /// Settings of a [`Compactor`]. Where spill files go is not a setting but
 /// a component, given with [`CompactorBuilder::with_spill`].
@@ -438,11 +441,19 @@ impl Compactor {
         let base = op.data_file_path.as_ref().map(|b| dir.clone().join(b.as_str()));
         let logs: Vec<object_store::path::Path> =
             op.delta_file_paths.iter().map(|l| dir.clone().join(l.as_str())).collect();
-        let mut bytes_read = 0u64;
-        for p in base.iter().chain(&logs) {
-            let meta = self.loc.store.head(p).await.map_err(|e| tributary_timeline::Error::store("head", p, e))?;
-            bytes_read += meta.size;
-        }
+        // The slice's input size sets its share of the budget; its files are
+        // asked for at once (a group may have hundreds of logs).
+        let files: Vec<object_store::path::Path> = base.iter().chain(&logs).cloned().collect();
+        let sizes = futures::stream::iter(files)
+            .map(|p| {
+                let store = self.loc.store.clone();
+                async move {
+                    let meta = store.head(&p).await.map_err(|e| tributary_timeline::Error::store("head", &p, e))?;
+                    Ok::<_, Error>(meta.size)
+                }
+            })
+            .buffered(HEADS_AT_ONCE);
+        let bytes_read: u64 = sizes.try_fold(0, |sum, size| async move { Ok(sum + size) }).await?;
         let name = BaseFileName {
             file_id: op.file_id.clone(),
             write_token: WriteToken::new(index, 0, 0),
