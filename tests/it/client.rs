@@ -16,13 +16,19 @@ const SCHEMA: &str = r#"{"type":"record","name":"trips","fields":[
     {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
     {"name":"fare","type":["null","double"],"default":null},{"name":"city","type":"string"}]}"#;
 
-/// A table `t` in `place` merging by `mode`.
-async fn table(place: &Place, mode: MergeMode) -> Table {
+/// The options of the tables here: partitioned by city, 2 buckets, merging
+/// by `mode`.
+fn options(mode: MergeMode) -> CreateOptions {
     let mut o = CreateOptions::new(SCHEMA, "uuid", "ts");
     o.partition_field = Some("city".into());
     o.buckets = 2;
     o.merge_mode = mode;
-    place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap()
+    o
+}
+
+/// A table `t` in `place` merging by `mode`.
+async fn table(place: &Place, mode: MergeMode) -> Table {
+    place.table("t").builder().with_settings(hybrid()).create(options(mode)).await.unwrap()
 }
 
 fn batch(uuids: &[&str], ts: &[i64], fares: &[Option<f64>], deleted: Option<&[bool]>) -> RecordBatch {
@@ -252,9 +258,12 @@ async fn a_commit_is_requested_and_inflight_before_the_lock_hold_that_issued_it_
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let lock =
         Arc::new(Witness { inner: Arc::new(tributary::timeline::InProcessLock::new()), store, seen: seen.clone() });
-    let mut o = CreateOptions::new(SCHEMA, "uuid", "ts");
-    o.partition_field = Some("city".into());
-    let t = Table::builder(loc).with_settings(hybrid()).with_lock(lock).create(o).await.unwrap();
+    let t = Table::builder(loc)
+        .with_settings(hybrid())
+        .with_lock(lock)
+        .create(options(MergeMode::EventTime))
+        .await
+        .unwrap();
     let client = t.write_client(WriteSettings::default()).await.unwrap();
     let holds_before = seen.lock().unwrap().len();
     let c = client.start_commit().await.unwrap();

@@ -66,11 +66,6 @@ impl StoreFile {
         Ok(Self { store, path, size, tail })
     }
 
-    /// The file's size in bytes.
-    pub fn size(&self) -> u64 {
-        self.size
-    }
-
     /// The file's Arrow reader metadata under default options (no page
     /// index), decoded once per process per footer ([`arrow_metadata`]).
     pub async fn arrow_metadata(&mut self) -> Result<ArrowReaderMetadata> {
