@@ -1,8 +1,9 @@
 //! Reading Avro timeline files (object container files, one record each).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use apache_avro::GenericSingleObjectWriter;
 use apache_avro::types::Value;
 
 use crate::error::{Error, Result};
@@ -106,7 +107,13 @@ pub fn write_single_record(
 ) -> Result<Vec<u8>> {
     let datum = apache_avro::to_avro_datum(schema, record)
         .map_err(|e| Error::Avro { path: path.to_string(), reason: e.to_string() })?;
-    let marker = sync_marker(&datum);
+    Ok(single_record_container(schema_json, &datum))
+}
+
+/// The object container file of [`write_single_record`] around one encoded
+/// record, `datum`.
+fn single_record_container(schema_json: &str, datum: &[u8]) -> Vec<u8> {
+    let marker = sync_marker(datum);
     let mut out = Vec::with_capacity(datum.len() + schema_json.len() + 64);
     out.extend_from_slice(b"Obj\x01");
     put_long(&mut out, 1); // one metadata entry
@@ -115,9 +122,9 @@ pub fn write_single_record(
     put_long(&mut out, 0); // end of the metadata map
     out.extend_from_slice(&marker);
     put_long(&mut out, 1); // one object in the block
-    put_bytes(&mut out, &datum);
+    put_bytes(&mut out, datum);
     out.extend_from_slice(&marker);
-    Ok(out)
+    out
 }
 
 /// A sync marker derived from the block's content (four CRC32s with different seeds).
@@ -291,10 +298,28 @@ pub fn opt_map_of<T>(
         .map(Some)
 }
 
-/// A bundled schema: parsed, and as the compact JSON text Java embeds.
+/// A bundled schema: parsed, as the compact JSON text Java embeds, and an
+/// encoder that resolved its named types once (apache-avro's
+/// [`apache_avro::to_avro_datum`] resolves them again on every call, which
+/// costs more than encoding a commit's metadata).
 pub(crate) struct Embedded {
     pub(crate) schema: apache_avro::Schema,
     pub(crate) json: String,
+    encoder: Mutex<GenericSingleObjectWriter>,
+}
+
+/// The header [`Embedded`]'s encoder puts before each datum, and that is
+/// cut off: apache-avro's single-object writer, the one that keeps its
+/// schema resolved, frames a datum with a header of 10 to 20 bytes.
+struct NoHeader;
+
+/// The length of [`NoHeader`]'s header.
+const NO_HEADER: usize = 10;
+
+impl apache_avro::headers::HeaderBuilder for NoHeader {
+    fn build_header(&self) -> Vec<u8> {
+        vec![0; NO_HEADER]
+    }
 }
 
 /// A lazily prepared bundled schema.
@@ -307,15 +332,32 @@ pub(crate) fn embedded(cell: &'static EmbeddedCell, pretty: &str, name: &str) ->
     cell.get_or_init(|| {
         let schema = parse_schema(pretty, name).map_err(|e| e.to_string())?;
         let json = serde_json::from_str::<serde_json::Value>(pretty).map_err(|e| format!("{name}: {e}"))?.to_string();
-        Ok(Embedded { schema, json })
+        let encoder = datum_encoder(&schema).map_err(|e| format!("{name}: {e}"))?;
+        Ok(Embedded { schema, json, encoder: Mutex::new(encoder) })
     })
     .as_ref()
     .map_err(|reason| Error::Avro { path: name.to_string(), reason: reason.clone() })
 }
 
-/// Writes `record` as the single record of a container under a bundled schema.
+/// An encoder of datums of `schema` (see [`Embedded`]).
+fn datum_encoder(schema: &apache_avro::Schema) -> apache_avro::AvroResult<GenericSingleObjectWriter> {
+    GenericSingleObjectWriter::new_with_capacity_and_header_builder(schema, 1024, NoHeader)
+}
+
+/// Writes `record` as the single record of a container under a bundled
+/// schema, as [`write_single_record`] does (the record is validated, then
+/// encoded).
 pub(crate) fn encode_embedded(embedded: &Embedded, record: Value, what: &str) -> Result<Vec<u8>> {
-    write_single_record(&embedded.schema, &embedded.json, record, what)
+    let err = |e: apache_avro::Error| Error::Avro { path: what.to_string(), reason: e.to_string() };
+    let mut datum = Vec::new();
+    let mut encoder = embedded.encoder.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Err(e) = encoder.write_value_ref(&record, &mut datum) {
+        // A record that fails half encoded leaves its bytes in the encoder's
+        // buffer, which refuses every record after: it starts over.
+        *encoder = datum_encoder(&embedded.schema).map_err(err)?;
+        return Err(err(e));
+    }
+    Ok(single_record_container(&embedded.json, &datum[NO_HEADER..]))
 }
 
 /// The non-null branch (index 1) of a `["null", T]` union.
@@ -370,4 +412,44 @@ pub(crate) fn read_record(bytes: &[u8], path: &str, what: &str) -> Result<Value>
 /// A corrupt-metadata error naming the file.
 pub(crate) fn corrupt(path: &str, reason: String) -> Error {
     Error::Corrupt { path: path.to_string(), reason }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PRETTY: &str = r#"{"type": "record", "name": "R", "namespace": "n", "fields": [
+        {"name": "a", "type": ["null", {"type": "record", "name": "S", "fields": [{"name": "x", "type": "long"}]}]},
+        {"name": "m", "type": {"type": "map", "values": "string"}},
+        {"name": "b", "type": ["null", "n.S"], "default": null}]}"#;
+
+    /// The encoder that keeps its schema resolved writes what apache-avro's
+    /// `to_avro_datum` writes, byte for byte, and rejects what it rejects.
+    #[test]
+    fn an_embedded_schema_encodes_as_apache_avro_does() {
+        static CELL: EmbeddedCell = std::sync::OnceLock::new();
+        let e = embedded(&CELL, PRETTY, "R").unwrap();
+        let schema = parse_schema(PRETTY, "R").unwrap();
+        let s = |x| Value::Record(vec![("x".into(), Value::Long(x))]);
+        let record = |b: Value| {
+            Value::Record(vec![
+                ("a".into(), some(s(-3))),
+                ("m".into(), string_map(&BTreeMap::from([("k".to_string(), "v".to_string())]))),
+                ("b".into(), b),
+            ])
+        };
+        for r in [record(opt(None)), record(some(s(1 << 40)))] {
+            let ours = encode_embedded(e, r.clone(), "r").unwrap();
+            assert_eq!(ours, write_single_record(&schema, &e.json, r, "r").unwrap());
+            // The container decodes to its record.
+            let back = read_single_record(&ours, "r").unwrap();
+            assert!(matches!(back, Value::Record(_)), "{back:?}");
+        }
+        let wrong = Value::Record(vec![("a".into(), Value::Long(1))]);
+        let err = encode_embedded(e, wrong, "the file").unwrap_err().to_string();
+        assert!(err.contains("the file"), "{err}");
+        // And the encoder goes on.
+        let r = record(opt(None));
+        assert_eq!(encode_embedded(e, r.clone(), "r").unwrap(), write_single_record(&schema, &e.json, r, "r").unwrap());
+    }
 }

@@ -11,6 +11,11 @@
 //! timeline's `hoodie.properties`, commit metadata) is kept here too: one
 //! memo, keyed by content, so a changed file is a new key and never a stale
 //! answer.
+//!
+//! So are the decoded rows of small base files and small log blocks (the
+//! merge crate's readers), in memos with tighter bounds
+//! ([`Memo::bounded`]): until the next compaction, every snapshot read
+//! takes the same logs and base files of the latest slices again.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -24,9 +29,12 @@ pub const KEPT: usize = 256;
 pub const KEPT_BYTES: usize = 16 << 20;
 
 /// A memo of values derived from texts (or bytes), keyed by the exact
-/// content; at most [`KEPT`] entries and [`KEPT_BYTES`] of keys.
+/// content; at most [`KEPT`] entries and [`KEPT_BYTES`] of keys unless
+/// made with other bounds ([`Memo::bounded`]).
 pub struct Memo<V> {
     kept: Mutex<Kept<V>>,
+    entries: usize,
+    key_bytes: usize,
 }
 
 /// A memo's entries and the bytes of their keys.
@@ -44,7 +52,18 @@ impl<V: Clone> Default for Memo<V> {
 impl<V: Clone> Memo<V> {
     /// An empty memo.
     pub const fn new() -> Self {
-        Self { kept: Mutex::new(Kept { map: HashMap::with_hasher(FixedState::with_seed(0)), bytes: 0 }) }
+        Self::bounded(KEPT, KEPT_BYTES)
+    }
+
+    /// An empty memo of at most `entries` values and `key_bytes` of keys:
+    /// for values about as large as their keys (decoded rows), so that the
+    /// memo holds a few times `key_bytes` at most.
+    pub const fn bounded(entries: usize, key_bytes: usize) -> Self {
+        Self {
+            kept: Mutex::new(Kept { map: HashMap::with_hasher(FixedState::with_seed(0)), bytes: 0 }),
+            entries,
+            key_bytes,
+        }
     }
 
     /// The value of `key`, made by `make` unless kept. `make` runs without
@@ -54,11 +73,11 @@ impl<V: Clone> Memo<V> {
             return v.clone();
         }
         let v = make();
-        if key.len() > KEPT_BYTES {
+        if key.len() > self.key_bytes {
             return v;
         }
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        if kept.map.len() >= KEPT || kept.bytes + key.len() > KEPT_BYTES {
+        if kept.map.len() >= self.entries || kept.bytes + key.len() > self.key_bytes {
             kept.map.clear();
             kept.bytes = 0;
         }
@@ -100,5 +119,27 @@ mod tests {
         }
         let kept = memo.kept.lock().unwrap();
         assert!(kept.bytes <= KEPT_BYTES && kept.map.len() <= 3);
+    }
+
+    #[test]
+    fn a_bounded_memo_keeps_its_own_bounds() {
+        let memo: Memo<usize> = Memo::bounded(4, 10);
+        for i in 0..9usize {
+            memo.get_or(&[i as u8; 3], || i);
+            let kept = memo.kept.lock().unwrap();
+            assert!(kept.map.len() <= 3 && kept.bytes <= 10, "{} entries, {} bytes", kept.map.len(), kept.bytes);
+        }
+        // A key past the bound is answered and not kept.
+        let mut made = 0;
+        for _ in 0..2 {
+            memo.get_or(&[9; 11], || {
+                made += 1;
+                0
+            });
+        }
+        assert_eq!(made, 2);
+        // A kept key is answered from the memo.
+        memo.get_or(&[1; 2], || 5);
+        assert_eq!(memo.get_or(&[1; 2], || 6), 5);
     }
 }

@@ -3,6 +3,7 @@
 //! in write order.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch, new_null_array};
 use arrow::datatypes::SchemaRef;
@@ -10,7 +11,9 @@ use object_store::ObjectStoreExt;
 use object_store::path::Path;
 use tributary_format::codec::{DataBlockBatches, decode_delete_content};
 use tributary_format::log_block::{BlockHead, BlockType, HeaderKey, LogBlock};
+use tributary_format::memo::Memo;
 use tributary_format::schema::{COMMIT_TIME, TableSchema};
+use tributary_timeline::parquet_file::{StoreFile, TAIL_BYTES};
 use tributary_timeline::{InstantTime, TableConfig, TableLocation, Timeline};
 
 use crate::error::{Error, Result};
@@ -95,9 +98,20 @@ pub struct LogReader<'a> {
     blocks: LogBlocks<'a>,
     schema: &'a TableSchema,
     timeline: &'a Timeline,
-    /// The data block being decoded, and whether it is partial.
-    current: Option<(DataBlockBatches, bool)>,
+    /// The data block being read.
+    current: Option<Block>,
 }
+
+/// A data block being read: decoded as pulled, and whether it is partial;
+/// or (a small block) decoded at once.
+enum Block {
+    Decoding(DataBlockBatches, bool),
+    Decoded(Arc<[Version]>, usize),
+}
+
+/// Data blocks up to this size decode once per process while they are
+/// read again ([`decoded_block`]); larger ones a batch at a time.
+const MEMO_BLOCK_BYTES: usize = 64 << 10;
 
 impl<'a> LogReader<'a> {
     /// Opens the log file `log` of the table at `loc`.
@@ -113,18 +127,19 @@ impl<'a> LogReader<'a> {
     /// The next version, or `None` at the end of the file.
     pub async fn next(&mut self) -> Result<Option<Version>> {
         loop {
-            if let Some((batches, partial)) = &mut self.current {
-                match batches.next() {
-                    Some(b) => {
-                        let b = b?;
-                        return Ok(Some(if *partial {
-                            widen(b, self.schema.arrow_with_meta(), &self.blocks.name)?
-                        } else {
-                            Version::Rows(b)
-                        }));
+            match &mut self.current {
+                Some(Block::Decoding(batches, partial)) => match batches.next() {
+                    Some(b) => return version_of(b?, *partial, self.schema, &self.blocks.name).map(Some),
+                    None => self.current = None,
+                },
+                Some(Block::Decoded(versions, next)) => match versions.get(*next) {
+                    Some(v) => {
+                        *next += 1;
+                        return Ok(Some(v.clone()));
                     }
                     None => self.current = None,
-                }
+                },
+                None => {}
             }
             let Some(block) = self.blocks.next_live(self.timeline).await? else { return Ok(None) };
             let path = &self.blocks.name;
@@ -132,17 +147,67 @@ impl<'a> LogReader<'a> {
                 BlockType::AvroData => {
                     let writer_json = block.header(HeaderKey::Schema).unwrap_or(self.schema.log_json());
                     let partial = block.header(HeaderKey::IsPartial) == Some("true");
-                    // A partial block is read as written, then widened to the table.
-                    let reader_json = if partial { writer_json } else { self.schema.log_json() };
-                    let batches =
-                        DataBlockBatches::new(block.content.clone(), writer_json, reader_json, path, LOG_BATCH_ROWS)?;
-                    self.current = Some((batches, partial));
+                    self.current = Some(if block.content.len() <= MEMO_BLOCK_BYTES {
+                        Block::Decoded(decoded_block(&block.content, writer_json, partial, self.schema, path)?, 0)
+                    } else {
+                        let batches = data_block_batches(&block.content, writer_json, partial, self.schema, path)?;
+                        Block::Decoding(batches, partial)
+                    });
                 }
                 BlockType::Delete => return Ok(Some(Version::Deletes(decode_delete_content(&block.content, path)?))),
                 BlockType::Command => {}
                 other => return Err(unsupported_block(other, path)),
             }
         }
+    }
+}
+
+/// The batches of a data block's `content`, written under `writer_json`:
+/// as the table's log schema, or (a partial block) as written.
+fn data_block_batches(
+    content: &bytes::Bytes,
+    writer_json: &str,
+    partial: bool,
+    schema: &TableSchema,
+    path: &str,
+) -> Result<DataBlockBatches> {
+    // A partial block is read as written, then widened to the table.
+    let reader_json = if partial { writer_json } else { schema.log_json() };
+    Ok(DataBlockBatches::new(content.clone(), writer_json, reader_json, path, LOG_BATCH_ROWS)?)
+}
+
+/// A decoded batch of a data block as a version of the table's rows.
+fn version_of(b: RecordBatch, partial: bool, schema: &TableSchema, path: &str) -> Result<Version> {
+    if partial { widen(b, schema.arrow_with_meta(), path) } else { Ok(Version::Rows(b)) }
+}
+
+/// The versions of a small data block, decoded once per process while the
+/// block is read again: keyed by its content, the schema it was written
+/// under and the table's (`tributary_format::memo`), so a changed block or
+/// schema is a new key. Until the next compaction, every snapshot read and
+/// the compaction itself take the same blocks of the latest slices.
+fn decoded_block(
+    content: &bytes::Bytes,
+    writer_json: &str,
+    partial: bool,
+    schema: &TableSchema,
+    path: &str,
+) -> Result<Arc<[Version]>> {
+    static DECODED: Memo<Option<Arc<[Version]>>> = Memo::bounded(4096, 8 << 20);
+    let decode = || -> Result<Arc<[Version]>> {
+        data_block_batches(content, writer_json, partial, schema, path)?
+            .map(|b| version_of(b?, partial, schema, path))
+            .collect()
+    };
+    let log_json = schema.log_json();
+    let mut key = Vec::with_capacity(writer_json.len() + log_json.len() + content.len() + 3);
+    for part in [writer_json.as_bytes(), &[0], log_json.as_bytes(), &[0, u8::from(partial)], content] {
+        key.extend_from_slice(part);
+    }
+    match DECODED.get_or(&key, || decode().ok()) {
+        Some(versions) => Ok(versions),
+        // Not kept: decoded again for its error.
+        None => decode(),
     }
 }
 
@@ -438,17 +503,33 @@ fn widen(part: RecordBatch, target: &SchemaRef, path: &str) -> Result<Version> {
 /// Reads a whole Parquet file (`bytes`), matching columns to `target` by
 /// name (casting types, filling absent nullable columns with nulls).
 pub fn read_parquet(bytes: bytes::Bytes, target: &SchemaRef, path: &str) -> Result<Vec<RecordBatch>> {
+    let batches =
+        if bytes.len() as u64 <= TAIL_BYTES { decoded_file(&bytes, path)? } else { decode_file(bytes, path)? };
+    batches.iter().map(|b| conform(b.clone(), target, path)).collect()
+}
+
+/// The rows of a whole Parquet file, every column as the file has it.
+fn decode_file(bytes: bytes::Bytes, path: &str) -> Result<Arc<[RecordBatch]>> {
     let err = |e| Error::parquet(path, e);
     let metadata = tributary_timeline::parquet_file::arrow_metadata_of_file(&bytes).map_err(err)?;
     let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::new_with_metadata(bytes, metadata)
         .with_batch_size(8192)
         .build()
         .map_err(err)?;
-    reader
-        .map(|b| {
-            conform(b.map_err(|e| Error::Corrupt { path: path.to_string(), reason: e.to_string() })?, target, path)
-        })
-        .collect()
+    reader.map(|b| b.map_err(|e| Error::Corrupt { path: path.to_string(), reason: e.to_string() })).collect()
+}
+
+/// [`decode_file`] of a small file, once per process while it is read
+/// again: keyed by the file's content (`tributary_format::memo`), so a
+/// changed file is a new key. Until the next compaction, every snapshot
+/// read takes the same base files of the latest slices.
+fn decoded_file(bytes: &bytes::Bytes, path: &str) -> Result<Arc<[RecordBatch]>> {
+    static DECODED: Memo<Option<Arc<[RecordBatch]>>> = Memo::bounded(1024, 16 << 20);
+    match DECODED.get_or(bytes, || decode_file(bytes.clone(), path).ok()) {
+        Some(batches) => Ok(batches),
+        // Not kept: decoded again for its error.
+        None => decode_file(bytes.clone(), path),
+    }
 }
 
 /// `b` laid out as `target`: columns matched by name, cast where the types
@@ -468,12 +549,20 @@ fn conform(b: RecordBatch, target: &SchemaRef, path: &str) -> Result<RecordBatch
 }
 
 /// The rows of a base (Parquet) file, read a row group at a time through
-/// the store rather than as one object, for files that may not fit in memory.
+/// the store rather than as one object, for files that may not fit in
+/// memory; a small file, fetched whole on opening, is decoded at once
+/// ([`decoded_file`]).
 pub struct BaseReader {
-    stream: parquet::arrow::async_reader::ParquetRecordBatchStream<tributary_timeline::parquet_file::StoreFile>,
+    source: BaseSource,
     target: SchemaRef,
     path: String,
     rows: usize,
+}
+
+/// Where a base reader's batches come from.
+enum BaseSource {
+    Stream(Box<parquet::arrow::async_reader::ParquetRecordBatchStream<StoreFile>>),
+    Decoded(Arc<[RecordBatch]>, usize),
 }
 
 impl BaseReader {
@@ -491,7 +580,12 @@ impl BaseReader {
     ) -> Result<Self> {
         let name = path.to_string();
         let err = |e| Error::parquet(&name, e);
-        let mut reader = tributary_timeline::parquet_file::StoreFile::open(loc.store.clone(), path.clone()).await?;
+        let mut reader = StoreFile::open(loc.store.clone(), path.clone()).await?;
+        if let Some(file) = reader.whole() {
+            let batches = decoded_file(file, &name)?;
+            let rows = batches.iter().map(RecordBatch::num_rows).sum();
+            return Ok(Self { source: BaseSource::Decoded(batches, 0), target: target.clone(), path: name, rows });
+        }
         let metadata = reader.arrow_metadata().await.map_err(err)?;
         let builder = parquet::arrow::ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata);
         let rows = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
@@ -506,7 +600,7 @@ impl BaseReader {
             .collect();
         let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), wanted);
         let stream = builder.with_projection(mask).with_batch_size(8192).build().map_err(err)?;
-        Ok(Self { stream, target: target.clone(), path: name, rows })
+        Ok(Self { source: BaseSource::Stream(Box::new(stream)), target: target.clone(), path: name, rows })
     }
 
     /// The file's row count, as its metadata gives it.
@@ -517,12 +611,98 @@ impl BaseReader {
     /// The next batch of rows, or `None` at the end.
     pub async fn next(&mut self) -> Result<Option<RecordBatch>> {
         use futures::StreamExt;
-        match self.stream.next().await {
-            None => Ok(None),
-            Some(b) => {
-                let b = b.map_err(|e| Error::parquet(&self.path, e))?;
-                conform(b, &self.target, &self.path).map(Some)
+        let b = match &mut self.source {
+            BaseSource::Stream(stream) => match stream.next().await {
+                None => return Ok(None),
+                Some(b) => b.map_err(|e| Error::parquet(&self.path, e))?,
+            },
+            BaseSource::Decoded(batches, next) => match batches.get(*next) {
+                None => return Ok(None),
+                Some(b) => {
+                    *next += 1;
+                    b.clone()
+                }
+            },
+        };
+        conform(b, &self.target, &self.path).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use object_store::memory::InMemory;
+    use tributary_format::codec::DataBlockEncoder;
+    use tributary_format::log_block::{begin_block, finish_block};
+
+    use super::*;
+    use crate::test_util::{SCHEMA, Write, version};
+
+    fn rows(schema: &TableSchema, ts: i64) -> RecordBatch {
+        let w = Write { kind: 0, present: (true, true), rows: vec![(1, ts, Some(2), Some(3)), (2, ts, None, None)] };
+        match version(schema, &w, 0) {
+            Version::Rows(b) => b,
+            _ => unreachable!("whole rows"),
+        }
+    }
+
+    fn parquet_of(batch: &RecordBatch) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut w = parquet::arrow::ArrowWriter::try_new(&mut out, batch.schema(), None).unwrap();
+        w.write(batch).unwrap();
+        w.close().unwrap();
+        out
+    }
+
+    fn log_of(schema: &TableSchema, batch: &RecordBatch) -> Vec<u8> {
+        let mut out = Vec::new();
+        let open = begin_block(&mut out, BlockType::AvroData, &[(HeaderKey::Schema, schema.log_json().to_string())]);
+        DataBlockEncoder::new(schema).unwrap().encode_content(std::slice::from_ref(batch), &mut out).unwrap();
+        finish_block(&mut out, open, &[]);
+        out
+    }
+
+    /// Small files and blocks decode once per process, keyed by content: a
+    /// file written again in place with other rows reads its new rows.
+    #[tokio::test]
+    async fn a_small_file_written_again_in_place_reads_its_new_rows() {
+        let schema = TableSchema::new(SCHEMA, &["id"], Some("ts"), None).unwrap();
+        let store = Arc::new(InMemory::new());
+        let loc = TableLocation::new(store.clone(), Path::from("t"));
+        let (base, log) = (Path::from("t/p/f1_0-1-0_001.parquet"), Path::from("t/p/.f1_001.log.1_0-1-0"));
+        let timeline = Timeline::default();
+        for ts in [5, 7, 5] {
+            let want = rows(&schema, ts);
+            store.put(&base, parquet_of(&want).into()).await.unwrap();
+            store.put(&log, log_of(&schema, &want).into()).await.unwrap();
+            for _ in 0..2 {
+                let mut reader = BaseReader::open(&loc, &schema, &base).await.unwrap();
+                assert_eq!(reader.num_rows(), 2);
+                assert_eq!(reader.next().await.unwrap().as_ref(), Some(&want), "base file at ts {ts}");
+                assert!(reader.next().await.unwrap().is_none());
+                let whole = store.get(&base).await.unwrap().bytes().await.unwrap();
+                assert_eq!(read_parquet(whole, schema.arrow_with_meta(), "base").unwrap(), vec![want.clone()]);
+                let mut reader = LogReader::open(&loc, &schema, &log, &timeline).await.unwrap();
+                match reader.next().await.unwrap() {
+                    Some(Version::Rows(got)) => assert_eq!(got, want, "log at ts {ts}"),
+                    other => panic!("log at ts {ts}: {other:?}"),
+                }
+                assert!(reader.next().await.unwrap().is_none());
             }
         }
+    }
+
+    /// A projection of a small base file takes the target's columns only.
+    #[tokio::test]
+    async fn a_small_base_file_reads_a_projection() {
+        let schema = TableSchema::new(SCHEMA, &["id"], Some("ts"), None).unwrap();
+        let store = Arc::new(InMemory::new());
+        let loc = TableLocation::new(store.clone(), Path::from("t"));
+        let base = Path::from("t/p/f1_0-1-0_001.parquet");
+        let all = rows(&schema, 9);
+        store.put(&base, parquet_of(&all).into()).await.unwrap();
+        let target = Arc::new(schema.arrow_with_meta().project(&[2, 6]).unwrap());
+        let mut reader = BaseReader::open_columns(&loc, &target, &base).await.unwrap();
+        let got = reader.next().await.unwrap().unwrap();
+        assert_eq!(got, all.project(&[2, 6]).unwrap());
     }
 }

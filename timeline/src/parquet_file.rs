@@ -66,6 +66,12 @@ impl StoreFile {
         Ok(Self { store, path, size, tail })
     }
 
+    /// All of the file, when [`StoreFile::open`] fetched it whole (a file
+    /// of at most [`TAIL_BYTES`]).
+    pub fn whole(&self) -> Option<&Bytes> {
+        (self.tail.len() as u64 == self.size).then_some(&self.tail)
+    }
+
     /// The file's Arrow reader metadata under default options (no page
     /// index), decoded once per process per footer ([`arrow_metadata`]).
     pub async fn arrow_metadata(&mut self) -> Result<ArrowReaderMetadata> {
