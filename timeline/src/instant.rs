@@ -9,8 +9,16 @@ use crate::error::{Error, Result};
 
 /// A Hudi instant time: `yyyyMMddHHmmssSSS` (17 digits, UTC), or a legacy
 /// 14-digit `yyyyMMddHHmmss`. Instants are compared as strings, as Hudi does.
+///
+/// The digits are held inline, not on the heap: timelines and file names
+/// hold thousands of instants, copied as views are built. A legacy instant
+/// is padded with zero bytes, which sort before every digit, so comparing
+/// the padded digits compares the strings.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct InstantTime(String);
+pub struct InstantTime {
+    digits: [u8; 17],
+    len: u8,
+}
 
 impl InstantTime {
     /// Formats epoch milliseconds (UTC) as a 17-digit instant time.
@@ -28,7 +36,7 @@ impl InstantTime {
                 reason: "year outside 1000..=9999".into(),
             });
         }
-        Ok(Self(s))
+        Self::parse(&s)
     }
 
     /// Parses 17 (or legacy 14) ASCII digits.
@@ -41,33 +49,36 @@ impl InstantTime {
         if !s.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad("expected only digits"));
         }
-        Ok(Self(s.to_string()))
+        let mut digits = [0; 17];
+        digits[..s.len()].copy_from_slice(s.as_bytes());
+        Ok(Self { digits, len: s.len() as u8 })
     }
 
     /// Milliseconds since the epoch, reading the time as UTC. `None` for
     /// pseudo-instants such as `00000000000000000` that are not real dates.
     pub fn to_millis(&self) -> Option<i64> {
-        let (secs, millis) =
-            if self.0.len() == 17 { (&self.0[..14], self.0[14..].parse::<i64>().ok()?) } else { (&self.0[..], 0) };
+        let s = self.as_str();
+        let (secs, millis) = if s.len() == 17 { (&s[..14], s[14..].parse::<i64>().ok()?) } else { (s, 0) };
         let naive = NaiveDateTime::parse_from_str(secs, "%Y%m%d%H%M%S").ok()?;
         Some(Utc.from_utc_datetime(&naive).timestamp_millis() + millis)
     }
 
     /// The digits.
     pub fn as_str(&self) -> &str {
-        &self.0
+        // ASCII digits only (`parse`), so always UTF-8.
+        std::str::from_utf8(&self.digits[..usize::from(self.len)]).unwrap_or_default()
     }
 }
 
 impl fmt::Display for InstantTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl fmt::Debug for InstantTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "InstantTime({})", self.0)
+        write!(f, "InstantTime({})", self.as_str())
     }
 }
 
@@ -342,6 +353,20 @@ mod tests {
                 prop_assert_eq!(parsed.action_name.as_str(), action.name());
             }
             prop_assert_eq!(parsed.requested.to_millis(), Some(t));
+        }
+
+        /// Instants, legacy ones among them, compare as their strings do,
+        /// and give their digits back.
+        #[test]
+        fn instants_compare_as_strings(a in "[0-9]{14}([0-9]{3})?", b in "[0-9]{14}([0-9]{3})?", cut in 0usize..17) {
+            // Often equal up to a point, so that prefixes and padding meet.
+            let b = format!("{}{}", &a[..cut.min(a.len())], &b[cut.min(b.len())..]);
+            let b = if b.len() == 14 || b.len() == 17 { b } else { a.clone() };
+            let (x, y) = (InstantTime::parse(&a).unwrap(), InstantTime::parse(&b).unwrap());
+            prop_assert_eq!(x.cmp(&y), a.cmp(&b));
+            prop_assert_eq!(x == y, a == b);
+            prop_assert_eq!(x.as_str(), a.as_str());
+            prop_assert_eq!(y.to_string(), b);
         }
     }
 }
