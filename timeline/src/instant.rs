@@ -14,10 +14,25 @@ use crate::error::{Error, Result};
 /// hold thousands of instants, copied as views are built. A legacy instant
 /// is padded with zero bytes, which sort before every digit, so comparing
 /// the padded digits compares the strings.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct InstantTime {
     digits: [u8; 17],
     len: u8,
+}
+
+impl Ord for InstantTime {
+    /// The digits' order, compared as two integers rather than byte by
+    /// byte: views sort thousands of instants. (Equal digits are equal
+    /// lengths: a padding zero byte is never a digit.)
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.order_key().cmp(&other.order_key())
+    }
+}
+
+impl PartialOrd for InstantTime {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 impl InstantTime {
@@ -61,6 +76,14 @@ impl InstantTime {
         let (secs, millis) = if s.len() == 17 { (&s[..14], s[14..].parse::<i64>().ok()?) } else { (s, 0) };
         let naive = NaiveDateTime::parse_from_str(secs, "%Y%m%d%H%M%S").ok()?;
         Some(Utc.from_utc_datetime(&naive).timestamp_millis() + millis)
+    }
+
+    /// The digits as integers that order as the digits do: the first 16
+    /// bytes big-endian, then the 17th.
+    fn order_key(&self) -> (u128, u8) {
+        let mut head = [0; 16];
+        head.copy_from_slice(&self.digits[..16]);
+        (u128::from_be_bytes(head), self.digits[16])
     }
 
     /// The digits.
