@@ -164,6 +164,8 @@ impl FileSystemView {
             }
             if f.name.starts_with('.') && f.name.contains(".log.") {
                 match LogFileName::parse(&f.name) {
+                    // Files of instants that have not completed are invisible.
+                    Ok(n) if !timeline.is_completed(&n.instant) => {}
                     Ok(n) => logs.push((n, f)),
                     Err(e) => skipped.push(e.to_string()),
                 }
@@ -218,17 +220,18 @@ impl FileSystemView {
                 }
             }
         }
+        // In log order: the positions are sorted rather than the wide rows.
         // Distinct files never compare equal, so an unstable sort is as
-        // deterministic as a stable one, and moves these wide rows less.
-        logs.sort_unstable_by(|a, b| {
+        // deterministic as a stable one.
+        let mut order: Vec<u32> = (0..logs.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| {
+            let (a, b) = (&logs[a as usize], &logs[b as usize]);
             a.0.log_order(&b.0)
                 .then_with(|| a.1.partition.cmp(&b.1.partition))
                 .then_with(|| a.0.file_id.cmp(&b.0.file_id))
         });
-        for (name, file) in logs {
-            if !timeline.is_completed(&name.instant) {
-                continue;
-            }
+        let mut logs: Vec<Option<(LogFileName, DataFile)>> = logs.into_iter().map(Some).collect();
+        for (name, file) in order.into_iter().filter_map(|i| logs[i as usize].take()) {
             let completed = timeline.completion_time(&name.instant).cloned().unwrap_or_else(|| name.instant.clone());
             let g = group(&mut groups, &file.partition, &name.file_id);
             let key = g
