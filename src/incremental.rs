@@ -98,7 +98,7 @@ impl Window {
         let writer = &TimelineWriter::new(table.location(), table.config());
         let reads = self.instants.iter().map(|i| async move {
             let bytes = writer.read(i, State::Completed).await?;
-            commit_metadata(&bytes, i.requested.as_str())
+            commit_metadata_shared(&bytes, i.requested.as_str())
         });
         let mut metas = futures::stream::iter(reads).buffer_unordered(METADATA_READS);
         let mut files = BTreeSet::new();
@@ -117,12 +117,8 @@ fn relative(f: &DataFile) -> String {
 }
 
 /// A completed commit's metadata: Avro (Hudi 1.x, Tributary) or JSON
-/// (earlier Hudi writers).
-pub(crate) fn commit_metadata(bytes: &[u8], instant: &str) -> Result<CommitMetadata> {
-    commit_metadata_shared(bytes, instant).map(std::sync::Arc::unwrap_or_clone)
-}
-
-/// [`commit_metadata`], shared with the process's memo of decoded commits.
+/// (earlier Hudi writers); shared with the process's memo of decoded
+/// commits.
 pub(crate) fn commit_metadata_shared(bytes: &[u8], instant: &str) -> Result<std::sync::Arc<CommitMetadata>> {
     match CommitMetadata::from_avro_container_shared(bytes, instant) {
         Ok(meta) => Ok(meta),

@@ -452,6 +452,22 @@ impl CompactionPlan {
     /// `version` is the Avro default 1). Unlike a commit, an empty file is an
     /// error ([`Error::Corrupt`]): a requested compaction always has a plan.
     pub fn from_avro_container(bytes: &[u8], path: &str) -> Result<Self> {
+        Self::from_avro_container_shared(bytes, path).map(Arc::unwrap_or_clone)
+    }
+
+    /// [`CompactionPlan::from_avro_container`], shared with a memo keyed by
+    /// the file's bytes, as [`CommitMetadata::from_avro_container_shared`]:
+    /// every file-system view reads the plans of pending compactions again.
+    pub fn from_avro_container_shared(bytes: &[u8], path: &str) -> Result<Arc<Self>> {
+        static DECODED: Memo<Option<Arc<CompactionPlan>>> = Memo::new();
+        // Only what decodes is kept: an error names `path`, not the bytes.
+        match DECODED.get_or(bytes, || Self::decode(bytes, path).ok().map(Arc::new)) {
+            Some(plan) => Ok(plan),
+            None => Self::decode(bytes, path).map(Arc::new),
+        }
+    }
+
+    fn decode(bytes: &[u8], path: &str) -> Result<Self> {
         if bytes.is_empty() {
             return Err(corrupt(path, "empty compaction plan".into()));
         }

@@ -297,8 +297,8 @@ pub async fn planned_groups(loc: &TableLocation, config: &TableConfig, timeline:
         let groups = if bytes.is_empty() {
             BTreeSet::new()
         } else {
-            let plan = CompactionPlan::from_avro_container(&bytes, path.as_ref())?;
-            plan.operations.into_iter().map(|op| (op.partition_path, op.file_id)).collect()
+            let plan = CompactionPlan::from_avro_container_shared(&bytes, path.as_ref())?;
+            plan.operations.iter().map(|op| (op.partition_path.clone(), op.file_id.clone())).collect()
         };
         planned.insert(c.requested.clone(), groups);
     }
