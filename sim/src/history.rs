@@ -40,6 +40,7 @@ use tributary_compaction::execute::CompactorSettings;
 use tributary_writer::{WriteClient, WriteSettings};
 
 use crate::check::{Checker, Ledger};
+use crate::recovery::Recovery;
 use crate::workload::{BatchId, Rows, Workload};
 use crate::world::{FaultKind, FaultPlan, LONGEST_PAUSE, ProcessStore, SimClock, World};
 
@@ -214,6 +215,10 @@ struct History {
     zombie_rng: Option<Mutex<StdRng>>,
     /// Frozen processes replaced by a new incarnation, stopped at the end.
     zombies: Mutex<Vec<(ProcessStore, JoinHandle<()>)>>,
+    /// Each slot's clock: its offset (ms) and drift (ppm).
+    clocks: Vec<(i64, i64)>,
+    /// The heartbeats processes read, and their rollbacks.
+    recovery: Mutex<Recovery>,
 }
 
 /// Epoch milliseconds when every history starts (2026-01-01).
@@ -254,7 +259,7 @@ impl History {
         let writer_tasks = (0..writers).map(|_| rng.random_range(1..=3)).collect();
         let mut parts: Vec<Part> = (0..writers).map(Part::Writer).collect();
         parts.extend([Part::Compactor, Part::Cleaner]);
-        let slots = parts
+        let slots: Vec<Slot> = parts
             .into_iter()
             .map(|part| Slot {
                 part,
@@ -265,6 +270,7 @@ impl History {
                 task: None,
             })
             .collect();
+        let clocks = slots.iter().map(|s| (s.clock_offset_ms, s.drift_ppm)).collect();
         let plan = FaultPlan::draw(&mut rng, scale.stalls.long_for(seed));
         let world = World::new(StdRng::seed_from_u64(rng.random()), plan);
         Arc::new(Self {
@@ -282,7 +288,16 @@ impl History {
             crashes: scale.crashes,
             zombie_rng: scale.zombies.then(|| Mutex::new(StdRng::seed_from_u64(seed ^ 0x5a4f_4d42_4945))),
             zombies: Mutex::new(Vec::new()),
+            clocks,
+            recovery: Mutex::new(Recovery::new(HEARTBEAT_EXPIRY)),
         })
+    }
+
+    /// The clock of process `pid` (of slot `pid / 1000`; the final process
+    /// keeps true time).
+    fn clock_of(&self, pid: u32) -> SimClock {
+        let (offset, drift) = self.clocks.get(pid as usize / 1_000).copied().unwrap_or((0, 0));
+        SimClock::new(EPOCH_MS, self.start, offset, drift)
     }
 
     fn fail(&self, message: String) {
@@ -570,11 +585,18 @@ impl History {
         // Every completed instant file: a copy of the store, and the
         // ledger, as it appeared.
         let (pending, this) = (self.pending.clone(), Arc::downgrade(&self));
-        self.world.observe(Box::new(move |path, store| {
-            if !is_completion(path) {
+        self.world.observe(Box::new(move |seen, store| {
+            let Some(this) = this.upgrade() else { return };
+            let clock = this.clock_of(seen.pid);
+            let judged =
+                this.recovery.lock().unwrap_or_else(std::sync::PoisonError::into_inner).see(seen, store, &clock);
+            if let Err(e) = judged {
+                this.fail(e);
+            }
+            let path = seen.path;
+            if !seen.op.writes() || !is_completion(path) {
                 return;
             }
-            let Some(this) = this.upgrade() else { return };
             let ledger = this.ledger().clone();
             let what = path.rsplit('/').next().unwrap_or(path).to_string();
             pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push_back(Pending {

@@ -17,7 +17,9 @@
 //! - [`world`]: the store, the faults, the clocks and the schedule;
 //! - [`workload`]: what the writers send, and the model;
 //! - [`history`]: the actors and one history's run;
-//! - [`check`]: the checks.
+//! - [`check`]: the checks of the table;
+//! - [`recovery`]: the check that recovery rolls back only writers it found
+//!   dead.
 //!
 //! The `tributary-sim` binary runs many histories and replays one.
 //!
@@ -31,6 +33,7 @@
 
 pub mod check;
 pub mod history;
+pub mod recovery;
 pub mod workload;
 pub mod world;
 

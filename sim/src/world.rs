@@ -123,7 +123,8 @@ pub enum Op {
 }
 
 impl Op {
-    fn writes(self) -> bool {
+    /// Whether the operation changes the store.
+    pub fn writes(self) -> bool {
         matches!(self, Op::Put | Op::Delete | Op::Copy)
     }
 }
@@ -188,9 +189,23 @@ struct Decision {
     fault: Option<FaultKind>,
 }
 
-/// Called with each path a write put in place (after it took effect, before
-/// any other task runs) and the store holding it.
-pub type Observer = Box<dyn FnMut(&str, &InMemory) + Send>;
+/// Called with each operation that took effect, and each read that found
+/// nothing (right after, before any other task runs), with the store as it
+/// then is.
+pub type Observer = Box<dyn FnMut(&Seen<'_>, &InMemory) + Send>;
+
+/// An operation as the observer sees it, with the store right after it.
+#[derive(Debug, Clone, Copy)]
+pub struct Seen<'a> {
+    /// The process that made it.
+    pub pid: u32,
+    /// What it was.
+    pub op: Op,
+    /// The path it named.
+    pub path: &'a str,
+    /// False for a read of a path that is not there.
+    pub found: bool,
+}
 
 struct State {
     rng: StdRng,
@@ -249,7 +264,7 @@ impl World {
         self.state().plan = plan;
     }
 
-    /// Sets the observer of writes.
+    /// Sets the observer of operations.
     pub fn observe(&self, observer: Observer) {
         self.state().observer = Some(observer);
     }
@@ -297,7 +312,7 @@ impl World {
         Decision { before, after, fault }
     }
 
-    /// Records an operation that took effect; tells the observer of a write.
+    /// Records an operation that took effect, and tells the observer.
     fn took_effect(&self, pid: u32, op: Op, path: &str) {
         let mut s = self.state();
         let mut h = foldhash::fast::FixedState::with_seed(s.trace).build_hasher();
@@ -306,10 +321,15 @@ impl World {
         h.write(path.as_bytes());
         s.trace = h.finish();
         s.ops += 1;
-        if op.writes()
-            && let Some(observer) = s.observer.as_mut()
-        {
-            observer(path, &self.store);
+        if let Some(observer) = s.observer.as_mut() {
+            observer(&Seen { pid, op, path, found: true }, &self.store);
+        }
+    }
+
+    /// Tells the observer of a read that found nothing.
+    fn found_nothing(&self, pid: u32, op: Op, path: &str) {
+        if let Some(observer) = self.state().observer.as_mut() {
+            observer(&Seen { pid, op, path, found: false }, &self.store);
         }
     }
 }
@@ -380,8 +400,10 @@ impl ProcessStore {
             return Err(injected(op, path, "failed before taking effect"));
         }
         let out = apply.await;
-        if out.is_ok() {
-            self.world.took_effect(self.pid, op, path);
+        match &out {
+            Ok(_) => self.world.took_effect(self.pid, op, path),
+            Err(object_store::Error::NotFound { .. }) => self.world.found_nothing(self.pid, op, path),
+            Err(_) => {}
         }
         tokio::time::sleep(d.after).await;
         self.halt_if_dead().await;
