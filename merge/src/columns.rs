@@ -101,6 +101,8 @@ pub(crate) fn merge_columns(
         deleted: false,
     };
     let mut bi = 0usize;
+    // Which groups a row wins, per row (one buffer for them all).
+    let mut take_group = vec![false; ngroups];
     for v in versions {
         match v {
             Version::Deletes(ds) => {
@@ -151,7 +153,7 @@ pub(crate) fn merge_columns(
                     if take_table && let Some(t) = t {
                         st.row_ord = t;
                     }
-                    let mut take_group = vec![false; ngroups];
+                    take_group.fill(false);
                     for (g, &oc) in group_ord_col.iter().enumerate() {
                         if has(oc) {
                             let o = ordering_at(b.column(oc), r);
