@@ -41,6 +41,7 @@ pub struct RetryPolicy {
 }
 
 impl RetryPolicy {
+    #[cfg(feature = "cloud")]
     fn config(self) -> object_store::RetryConfig {
         object_store::RetryConfig {
             backoff: object_store::BackoffConfig {
@@ -158,6 +159,8 @@ impl TableLocation {
     /// `access_key_id`, `secret_access_key`, `allow_http`, `timeout`, ...)
     /// plus `retry_max` and `retry_timeout` ([`RETRY`]). An unknown scheme
     /// or option key is an error naming it; nothing is contacted yet.
+    // Without cloud stores the retry options are checked and go unused.
+    #[cfg_attr(not(feature = "cloud"), allow(unused_variables, unused_assignments))]
     pub fn parse_with<I, K, V>(uri: &str, options: I) -> Result<Self>
     where
         I: IntoIterator<Item = (K, V)>,
@@ -201,22 +204,31 @@ impl TableLocation {
                 return Self::local(dir);
             }
             ObjectStoreScheme::Memory => process_memory(),
+            #[cfg(feature = "cloud")]
             ObjectStoreScheme::AmazonS3 => {
                 let builder = object_store::aws::AmazonS3Builder::from_env().with_url(uri).with_retry(retry.config());
                 let builder = configure(builder, &pairs, uri, |b, k, v| Ok(b.with_config(k.parse()?, v)))?;
                 Arc::new(builder.build().map_err(|e| invalid(e.to_string()))?)
             }
+            #[cfg(feature = "cloud")]
             ObjectStoreScheme::GoogleCloudStorage => {
                 let builder =
                     object_store::gcp::GoogleCloudStorageBuilder::from_env().with_url(uri).with_retry(retry.config());
                 let builder = configure(builder, &pairs, uri, |b, k, v| Ok(b.with_config(k.parse()?, v)))?;
                 Arc::new(builder.build().map_err(|e| invalid(e.to_string()))?)
             }
+            #[cfg(feature = "cloud")]
             ObjectStoreScheme::MicrosoftAzure => {
                 let builder =
                     object_store::azure::MicrosoftAzureBuilder::from_env().with_url(uri).with_retry(retry.config());
                 let builder = configure(builder, &pairs, uri, |b, k, v| Ok(b.with_config(k.parse()?, v)))?;
                 Arc::new(builder.build().map_err(|e| invalid(e.to_string()))?)
+            }
+            #[cfg(not(feature = "cloud"))]
+            ObjectStoreScheme::AmazonS3 | ObjectStoreScheme::GoogleCloudStorage | ObjectStoreScheme::MicrosoftAzure => {
+                return Err(invalid(
+                    "this build has no cloud stores (Tributary's `cloud` feature, on by default)".into(),
+                ));
             }
             ObjectStoreScheme::Http => {
                 return Err(invalid(
@@ -331,6 +343,7 @@ where
 
 /// Applies `pairs` to a store builder with `apply`, naming the URI and the
 /// key of one the store does not know.
+#[cfg(feature = "cloud")]
 fn configure<B>(
     builder: B,
     pairs: &[(String, String)],
@@ -397,10 +410,14 @@ mod tests {
         };
         let e = err("hdfs://nn/t", &[]);
         assert!(e.contains("`hdfs://nn/t`") && e.contains("unknown scheme `hdfs`"), "{e}");
-        let e = err("s3://b/t", &[("endpiont", "http://x")]);
-        assert!(e.contains("`s3://b/t`") && e.contains("endpiont"), "{e}");
         let e = err("s3://b/t", &[("retry_timeout", "soon")]);
         assert!(e.contains("retry_timeout"), "{e}");
+        let e = err("s3://b/t", &[("endpiont", "http://x")]);
+        if cfg!(feature = "cloud") {
+            assert!(e.contains("`s3://b/t`") && e.contains("endpiont"), "{e}");
+        } else {
+            assert!(e.contains("`s3://b/t`") && e.contains("`cloud` feature"), "{e}");
+        }
         let e = err("https://example.com/t", &[]);
         assert!(e.contains("conditional writes"), "{e}");
         let e = err("file:///tmp/t", &[("region", "x")]);
