@@ -88,6 +88,18 @@ impl<V: Clone> Memo<V> {
     }
 }
 
+impl<V: Clone> Memo<Option<V>> {
+    /// The value `make` gives for `key`, kept when `make` succeeds. A
+    /// failure keeps no error: `make` runs again for it, so the error names
+    /// what this caller names (a file's path), not what an earlier one did.
+    pub fn get_or_try<E>(&self, key: &[u8], make: impl Fn() -> Result<V, E>) -> Result<V, E> {
+        match self.get_or(key, || make().ok()) {
+            Some(v) => Ok(v),
+            None => make(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +131,21 @@ mod tests {
         }
         let kept = memo.kept.lock().unwrap();
         assert!(kept.bytes <= KEPT_BYTES && kept.map.len() <= 3);
+    }
+
+    #[test]
+    fn failures_are_made_again_and_not_kept() {
+        let memo: Memo<Option<usize>> = Memo::new();
+        let made = std::cell::Cell::new(0);
+        let fail = || -> Result<usize, String> {
+            made.set(made.get() + 1);
+            Err(format!("attempt {}", made.get()))
+        };
+        // Made once to learn it fails, once more for its error.
+        assert_eq!(memo.get_or_try(b"k", fail), Err("attempt 2".to_string()));
+        assert_eq!(memo.get_or_try(b"k", fail), Err("attempt 3".to_string()));
+        assert_eq!(memo.get_or_try(b"ok", || Ok::<_, String>(4)), Ok(4));
+        assert_eq!(memo.get_or_try(b"ok", || Err::<usize, _>("not asked")), Ok(4));
     }
 
     #[test]

@@ -224,11 +224,7 @@ impl CommitMetadata {
         if bytes.is_empty() {
             return Ok(Arc::default());
         }
-        // Only what decodes is kept: an error names `path`, not the bytes.
-        match DECODED.get_or(bytes, || Self::decode(bytes, path).ok().map(Arc::new)) {
-            Some(meta) => Ok(meta),
-            None => Self::decode(bytes, path).map(Arc::new),
-        }
+        DECODED.get_or_try(bytes, || Self::decode(bytes, path).map(Arc::new))
     }
 
     fn decode(bytes: &[u8], path: &str) -> Result<Self> {
@@ -460,11 +456,7 @@ impl CompactionPlan {
     /// every file-system view reads the plans of pending compactions again.
     pub fn from_avro_container_shared(bytes: &[u8], path: &str) -> Result<Arc<Self>> {
         static DECODED: Memo<Option<Arc<CompactionPlan>>> = Memo::new();
-        // Only what decodes is kept: an error names `path`, not the bytes.
-        match DECODED.get_or(bytes, || Self::decode(bytes, path).ok().map(Arc::new)) {
-            Some(plan) => Ok(plan),
-            None => Self::decode(bytes, path).map(Arc::new),
-        }
+        DECODED.get_or_try(bytes, || Self::decode(bytes, path).map(Arc::new))
     }
 
     fn decode(bytes: &[u8], path: &str) -> Result<Self> {

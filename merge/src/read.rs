@@ -204,11 +204,7 @@ fn decoded_block(
     for part in [writer_json.as_bytes(), &[0], log_json.as_bytes(), &[0, u8::from(partial)], content] {
         key.extend_from_slice(part);
     }
-    match DECODED.get_or(&key, || decode().ok()) {
-        Some(versions) => Ok(versions),
-        // Not kept: decoded again for its error.
-        None => decode(),
-    }
+    DECODED.get_or_try(&key, decode)
 }
 
 /// The error for a log block of a type no reader handles.
@@ -525,11 +521,7 @@ fn decode_file(bytes: bytes::Bytes, path: &str) -> Result<Arc<[RecordBatch]>> {
 /// read takes the same base files of the latest slices.
 fn decoded_file(bytes: &bytes::Bytes, path: &str) -> Result<Arc<[RecordBatch]>> {
     static DECODED: Memo<Option<Arc<[RecordBatch]>>> = Memo::bounded(1024, 16 << 20);
-    match DECODED.get_or(bytes, || decode_file(bytes.clone(), path).ok()) {
-        Some(batches) => Ok(batches),
-        // Not kept: decoded again for its error.
-        None => decode_file(bytes.clone(), path),
-    }
+    DECODED.get_or_try(bytes, || decode_file(bytes.clone(), path))
 }
 
 /// `b` laid out as `target`: columns matched by name, cast where the types
