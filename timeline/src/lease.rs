@@ -79,7 +79,13 @@ pub struct LeaseSettings {
     pub acquire_timeout: Duration,
     /// First pause between attempts; doubles up to `max_backoff`.
     pub min_backoff: Duration,
-    /// Longest pause between attempts.
+    /// Longest pause between attempts while the lock changes hands. While
+    /// the document stays unchanged (its holder is stuck, dead or holding
+    /// long), the pauses grow to an eighth of how long it has stayed so, at
+    /// most a quarter of `renew_interval`, and never past the moment the
+    /// lease runs out: a contender waiting out a dead holder's lease reads
+    /// the document a few dozen times, not once every `max_backoff`, and
+    /// sees a release within an eighth of the time it waited.
     pub max_backoff: Duration,
 }
 
@@ -158,6 +164,13 @@ struct Shared {
 enum Found {
     Absent,
     Doc(LeaseDoc, UpdateVersion),
+}
+
+/// What one attempt to take the lock found.
+enum Attempt {
+    Took(Held),
+    /// Another holder has it, under this document.
+    Busy(LeaseDoc),
 }
 
 /// How a conditional write ended.
@@ -316,8 +329,8 @@ impl Shared {
         })
     }
 
-    /// One attempt to take the lock: `None` when another holder has it.
-    async fn try_take(&self) -> Result<Option<Held>> {
+    /// One attempt to take the lock.
+    async fn try_take(&self) -> Result<Attempt> {
         let (version, before) = match self.read().await? {
             Found::Absent => (None, None),
             Found::Doc(doc, version) if self.is_free(&doc) => {
@@ -326,7 +339,7 @@ impl Shared {
                 }
                 (Some(version), Some(doc))
             }
-            Found::Doc(..) => return Ok(None),
+            Found::Doc(doc, _) => return Ok(Attempt::Busy(doc)),
         };
         let doc = LeaseDoc {
             expired: false,
@@ -337,9 +350,22 @@ impl Shared {
         };
         let sent = tokio::time::Instant::now();
         match self.write(&doc, version).await? {
-            Written::Done(version) => Ok(Some(Held::new(doc, version, sent, &self.settings))),
-            Written::Lost(_) => Ok(None),
+            Written::Done(version) => Ok(Attempt::Took(Held::new(doc, version, sent, &self.settings))),
+            Written::Lost(current) => Ok(Attempt::Busy(current)),
         }
+    }
+
+    /// The pause before the next attempt on a lock held under `doc`, which
+    /// has stayed unchanged for `unchanged`: `backoff`, or an eighth of
+    /// `unchanged` when that is longer (at most a quarter of the renewal
+    /// interval), and never past the moment `doc`'s lease runs out by this
+    /// holder's clock ([`LeaseSettings::max_backoff`]).
+    fn pause(&self, backoff: Duration, unchanged: Duration, doc: &LeaseDoc) -> Duration {
+        let patient = backoff.max((unchanged / 8).min(self.settings.renew_interval / 4));
+        let drift = i64::try_from(self.settings.clock_drift.as_millis()).unwrap_or(i64::MAX);
+        let runs_out = doc.valid_until.saturating_add(drift).saturating_add(1);
+        let until_free = u64::try_from(runs_out.saturating_sub(self.clock.now_millis())).unwrap_or(0);
+        patient.min(Duration::from_millis(until_free).max(backoff))
     }
 
     fn describe(&self) -> String {
@@ -472,21 +498,31 @@ impl LockProvider for LeaseLock {
         let local = shared.local.clone().lock_owned().await;
         let started = tokio::time::Instant::now();
         let mut backoff = shared.settings.min_backoff;
+        // The document last found, and since when it has been so.
+        let mut seen: Option<(LeaseDoc, tokio::time::Instant)> = None;
         loop {
-            if let Some(held) = shared.try_take().await? {
-                let last = held.doc.last_issued.unwrap_or(i64::MIN);
-                let holding = Arc::new(Holding {
-                    lock: shared.clone(),
-                    held: Mutex::new(held),
-                    last_issued: AtomicI64::new(last),
-                });
-                let renewer = tokio::spawn(holding.clone().renew_forever());
-                return Ok(Box::new(LeaseGuard { holding, renewer, _local: local }));
-            }
+            let busy = match shared.try_take().await? {
+                Attempt::Busy(doc) => doc,
+                Attempt::Took(held) => {
+                    let last = held.doc.last_issued.unwrap_or(i64::MIN);
+                    let holding = Arc::new(Holding {
+                        lock: shared.clone(),
+                        held: Mutex::new(held),
+                        last_issued: AtomicI64::new(last),
+                    });
+                    let renewer = tokio::spawn(holding.clone().renew_forever());
+                    return Ok(Box::new(LeaseGuard { holding, renewer, _local: local }));
+                }
+            };
             if started.elapsed() >= shared.settings.acquire_timeout {
                 return Err(Error::LockTimeout { lock: self.describe(), waited: started.elapsed() });
             }
-            tokio::time::sleep(backoff).await;
+            let now = tokio::time::Instant::now();
+            let since = seen.take().filter(|(doc, _)| *doc == busy).map_or(now, |(_, since)| since);
+            let left = shared.settings.acquire_timeout.saturating_sub(started.elapsed());
+            let pause = shared.pause(backoff, now - since, &busy).min(left);
+            seen = Some((busy, since));
+            tokio::time::sleep(pause).await;
             backoff = (backoff * 2).min(shared.settings.max_backoff);
         }
     }
@@ -599,6 +635,73 @@ mod tests {
         let g = a.acquire().await.unwrap();
         assert_eq!(g.last_issued(), Some(44), "the new owner's release is stored");
         g.release().await.unwrap();
+    }
+
+    /// Milliseconds since the epoch moving with tokio's (paused) time.
+    #[derive(Debug)]
+    struct TokioClock(tokio::time::Instant);
+
+    impl Clock for TokioClock {
+        fn now_millis(&self) -> i64 {
+            1_700_000_000_000 + i64::try_from(self.0.elapsed().as_millis()).unwrap()
+        }
+    }
+
+    /// A contender waiting on lock `b` while `hold` runs: how long it
+    /// waited, and how many times it read the document.
+    async fn wait_for(hold: impl Future<Output = ()>) -> (Duration, usize) {
+        let counting = Arc::new(crate::counting::CountingStore::new(Arc::new(InMemory::new())));
+        let store: Arc<dyn ObjectStore> = counting.clone();
+        let clock: Arc<dyn Clock> = Arc::new(TokioClock(tokio::time::Instant::now()));
+        let a = lock(&store, "a", clock.clone(), LeaseSettings::default());
+        let b = lock(&store, "b", clock, LeaseSettings::default());
+        let held = a.acquire().await.unwrap();
+        counting.take();
+        let started = tokio::time::Instant::now();
+        let (_, taken) = tokio::join!(
+            async {
+                hold.await;
+                held.release().await.unwrap();
+            },
+            b.acquire()
+        );
+        let waited = started.elapsed();
+        let reads = counting.take().gets;
+        taken.unwrap().release().await.unwrap();
+        (waited, reads)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_contender_waits_out_a_dead_lease_with_few_reads() {
+        let counting = Arc::new(crate::counting::CountingStore::new(Arc::new(InMemory::new())));
+        let store: Arc<dyn ObjectStore> = counting.clone();
+        let clock: Arc<dyn Clock> = Arc::new(TokioClock(tokio::time::Instant::now()));
+        let settings = LeaseSettings::default();
+        let a = lock(&store, "a", clock.clone(), settings.clone());
+        let b = lock(&store, "b", clock, settings.clone());
+        drop(a.acquire().await.unwrap()); // the holder dies: no renewals, no release
+        counting.take();
+        let started = tokio::time::Instant::now();
+        b.acquire().await.unwrap().release().await.unwrap();
+        let waited = started.elapsed();
+        let reads = counting.take().gets;
+        let runs_out = settings.lease + settings.clock_drift;
+        assert!(waited > runs_out && waited < runs_out + Duration::from_millis(100), "took over after {waited:?}");
+        // Every 100 ms throughout would be 600 reads.
+        assert!(reads < 60, "{reads} reads of the document while waiting out a dead lease");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_contender_sees_a_release_soon_after_a_long_hold() {
+        // A hold of 20 s, renewed twice on the way: the contender takes the
+        // lock within an eighth of its wait (or the renewals' quarter) of the
+        // release, and reads the document far less than every 100 ms.
+        let (waited, reads) = wait_for(tokio::time::sleep(Duration::from_secs(20))).await;
+        assert!(waited >= Duration::from_secs(20) && waited <= Duration::from_millis(22_600), "{waited:?}");
+        assert!(reads < 100, "{reads} reads; every 100 ms would be 200");
+        // A short hold is seen within the doubling backoff's 100 ms.
+        let (waited, _) = wait_for(tokio::time::sleep(Duration::from_millis(300))).await;
+        assert!(waited <= Duration::from_millis(400), "{waited:?}");
     }
 
     #[tokio::test]
