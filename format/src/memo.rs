@@ -13,9 +13,10 @@
 //! answer.
 //!
 //! So are the decoded rows of small base files and small log blocks (the
-//! merge crate's readers), in memos with tighter bounds
-//! ([`Memo::bounded`]): until the next compaction, every snapshot read
-//! takes the same logs and base files of the latest slices again.
+//! merge crate's readers), in memos bounded by the bytes of their keys and
+//! their values ([`Memo::weighed`]): until the next compaction, every
+//! snapshot read takes the same logs and base files of the latest slices
+//! again.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -30,14 +31,16 @@ pub const KEPT_BYTES: usize = 16 << 20;
 
 /// A memo of values derived from texts (or bytes), keyed by the exact
 /// content; at most [`KEPT`] entries and [`KEPT_BYTES`] of keys unless
-/// made with other bounds ([`Memo::bounded`]).
+/// made with other bounds ([`Memo::bounded`], [`Memo::weighed`]).
 pub struct Memo<V> {
     kept: Mutex<Kept<V>>,
     entries: usize,
-    key_bytes: usize,
+    bytes: usize,
+    /// The bytes a value holds, counted with its key's.
+    weigh: fn(&V) -> usize,
 }
 
-/// A memo's entries and the bytes of their keys.
+/// A memo's entries and the bytes they hold.
 struct Kept<V> {
     map: HashMap<Box<[u8]>, V, FixedState>,
     bytes: usize,
@@ -55,14 +58,21 @@ impl<V: Clone> Memo<V> {
         Self::bounded(KEPT, KEPT_BYTES)
     }
 
-    /// An empty memo of at most `entries` values and `key_bytes` of keys:
-    /// for values about as large as their keys (decoded rows), so that the
-    /// memo holds a few times `key_bytes` at most.
+    /// An empty memo of at most `entries` values and `key_bytes` of keys,
+    /// for values no larger than their keys.
     pub const fn bounded(entries: usize, key_bytes: usize) -> Self {
+        Self::weighed(entries, key_bytes, |_| 0)
+    }
+
+    /// An empty memo of at most `entries` values and `bytes` of keys and
+    /// values, a value counting as `weigh` says: for values that may be
+    /// larger than their keys (decoded rows).
+    pub const fn weighed(entries: usize, bytes: usize, weigh: fn(&V) -> usize) -> Self {
         Self {
             kept: Mutex::new(Kept { map: HashMap::with_hasher(FixedState::with_seed(0)), bytes: 0 }),
             entries,
-            key_bytes,
+            bytes,
+            weigh,
         }
     }
 
@@ -73,16 +83,17 @@ impl<V: Clone> Memo<V> {
             return v.clone();
         }
         let v = make();
-        if key.len() > self.key_bytes {
+        let size = key.len().saturating_add((self.weigh)(&v));
+        if size > self.bytes {
             return v;
         }
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        if kept.map.len() >= self.entries || kept.bytes + key.len() > self.key_bytes {
+        if kept.map.len() >= self.entries || kept.bytes + size > self.bytes {
             kept.map.clear();
             kept.bytes = 0;
         }
         if kept.map.insert(key.into(), v.clone()).is_none() {
-            kept.bytes += key.len();
+            kept.bytes += size;
         }
         v
     }
@@ -168,5 +179,25 @@ mod tests {
         // A kept key is answered from the memo.
         memo.get_or(&[1; 2], || 5);
         assert_eq!(memo.get_or(&[1; 2], || 6), 5);
+    }
+
+    #[test]
+    fn a_weighed_memo_counts_its_values() {
+        let memo: Memo<Vec<u8>> = Memo::weighed(100, 100, Vec::len);
+        for i in 0..20u8 {
+            memo.get_or(&[i], || vec![i; 30]);
+            let kept = memo.kept.lock().unwrap();
+            assert!(kept.bytes <= 100 && kept.map.len() <= 3, "{} entries, {} bytes", kept.map.len(), kept.bytes);
+        }
+        // A value past the bound on its own is answered and not kept.
+        let mut made = 0;
+        for _ in 0..2 {
+            memo.get_or(b"big", || {
+                made += 1;
+                vec![0; 100]
+            });
+        }
+        assert_eq!(made, 2);
+        assert_eq!(memo.get_or(&[19], Vec::new), vec![19; 30], "the last value is kept");
     }
 }

@@ -185,7 +185,8 @@ fn version_of(b: RecordBatch, partial: bool, schema: &TableSchema, path: &str) -
 /// block is read again: keyed by its content, the schema it was written
 /// under and the table's (`tributary_format::memo`), so a changed block or
 /// schema is a new key. Until the next compaction, every snapshot read and
-/// the compaction itself take the same blocks of the latest slices.
+/// the compaction itself take the same blocks of the latest slices. The
+/// memo holds at most 16 MiB of keys and decoded versions.
 fn decoded_block(
     content: &bytes::Bytes,
     writer_json: &str,
@@ -193,7 +194,9 @@ fn decoded_block(
     schema: &TableSchema,
     path: &str,
 ) -> Result<Arc<[Version]>> {
-    static DECODED: Memo<Option<Arc<[Version]>>> = Memo::bounded(4096, 8 << 20);
+    static DECODED: Memo<Option<Arc<[Version]>>> = Memo::weighed(4096, 16 << 20, |versions| {
+        versions.as_deref().map_or(0, |v| v.iter().map(Version::held_bytes).sum())
+    });
     let decode = || -> Result<Arc<[Version]>> {
         data_block_batches(content, writer_json, partial, schema, path)?
             .map(|b| version_of(b?, partial, schema, path))
@@ -518,9 +521,12 @@ fn decode_file(bytes: bytes::Bytes, path: &str) -> Result<Arc<[RecordBatch]>> {
 /// [`decode_file`] of a small file, once per process while it is read
 /// again: keyed by the file's content (`tributary_format::memo`), so a
 /// changed file is a new key. Until the next compaction, every snapshot
-/// read takes the same base files of the latest slices.
+/// read takes the same base files of the latest slices. The memo holds at
+/// most 24 MiB of file contents and decoded batches.
 fn decoded_file(bytes: &bytes::Bytes, path: &str) -> Result<Arc<[RecordBatch]>> {
-    static DECODED: Memo<Option<Arc<[RecordBatch]>>> = Memo::bounded(1024, 16 << 20);
+    static DECODED: Memo<Option<Arc<[RecordBatch]>>> = Memo::weighed(1024, 24 << 20, |batches| {
+        batches.as_deref().map_or(0, |b| b.iter().map(RecordBatch::get_array_memory_size).sum())
+    });
     DECODED.get_or_try(bytes, || decode_file(bytes.clone(), path))
 }
 

@@ -21,3 +21,18 @@ pub enum Version {
     /// Deleted keys.
     Deletes(Vec<DeleteRecord>),
 }
+
+impl Version {
+    /// The memory the version holds: its batch's buffers, or its deletes
+    /// with their keys and partitions.
+    pub fn held_bytes(&self) -> usize {
+        match self {
+            Version::Rows(batch) => batch.get_array_memory_size(),
+            Version::Partial { batch, present } => batch.get_array_memory_size() + present.len(),
+            Version::Deletes(deletes) => deletes
+                .iter()
+                .map(|d| std::mem::size_of::<DeleteRecord>() + d.key.capacity() + d.partition.capacity())
+                .sum(),
+        }
+    }
+}
