@@ -55,7 +55,7 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use tokio::task::JoinHandle;
 
 use crate::clock::Clock;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{Fence, FenceCheck, LockGuard, LockProvider};
 
 /// Hudi's allowance for clock drift between the holder that wrote
@@ -75,7 +75,8 @@ pub struct LeaseSettings {
     /// only this long after its `validUntil`. Default and minimum: Hudi's
     /// 500 ms ([`HUDI_CLOCK_DRIFT`]).
     pub clock_drift: Duration,
-    /// Give up acquiring after this long. Default 120 s.
+    /// Give up acquiring after this long. Default 120 s. A failed read of
+    /// the document does not end the wait before it.
     pub acquire_timeout: Duration,
     /// First pause between attempts; doubles up to `max_backoff`.
     pub min_backoff: Duration,
@@ -171,6 +172,8 @@ enum Attempt {
     Took(Held),
     /// Another holder has it, under this document.
     Busy(LeaseDoc),
+    /// The document could not be read now; nothing was written.
+    Unread(Error),
 }
 
 /// How a conditional write ended.
@@ -331,7 +334,11 @@ impl Shared {
 
     /// One attempt to take the lock.
     async fn try_take(&self) -> Result<Attempt> {
-        let (version, before) = match self.read().await? {
+        let found = match self.read().await {
+            Err(e) if e.kind() == ErrorKind::Unavailable => return Ok(Attempt::Unread(e)),
+            found => found?,
+        };
+        let (version, before) = match found {
             Found::Absent => (None, None),
             Found::Doc(doc, version) if self.is_free(&doc) => {
                 if !doc.expired {
@@ -500,9 +507,17 @@ impl LockProvider for LeaseLock {
         let mut backoff = shared.settings.min_backoff;
         // The document last found, and since when it has been so.
         let mut seen: Option<(LeaseDoc, tokio::time::Instant)> = None;
+        // A read that failed takes nothing: the wait goes on, and when the
+        // timeout ends it on a failed read, that failure is the answer.
+        let mut unread = None;
         loop {
             let busy = match shared.try_take().await? {
-                Attempt::Busy(doc) => doc,
+                Attempt::Busy(doc) => Some(doc),
+                Attempt::Unread(e) => {
+                    tracing::warn!(lock = %shared.path, error = %e, "reading the lock document failed; still waiting");
+                    unread = Some(e);
+                    None
+                }
                 Attempt::Took(held) => {
                     let last = held.doc.last_issued.unwrap_or(i64::MIN);
                     let holding = Arc::new(Holding {
@@ -515,13 +530,19 @@ impl LockProvider for LeaseLock {
                 }
             };
             if started.elapsed() >= shared.settings.acquire_timeout {
-                return Err(Error::LockTimeout { lock: self.describe(), waited: started.elapsed() });
+                return Err(match (busy, unread) {
+                    (None, Some(e)) => e,
+                    _ => Error::LockTimeout { lock: self.describe(), waited: started.elapsed() },
+                });
             }
             let now = tokio::time::Instant::now();
-            let since = seen.take().filter(|(doc, _)| *doc == busy).map_or(now, |(_, since)| since);
+            if let Some(busy) = busy {
+                let since = seen.take().filter(|(doc, _)| *doc == busy).map_or(now, |(_, since)| since);
+                seen = Some((busy, since));
+            }
             let left = shared.settings.acquire_timeout.saturating_sub(started.elapsed());
-            let pause = shared.pause(backoff, now - since, &busy).min(left);
-            seen = Some((busy, since));
+            let pause = seen.as_ref().map_or(backoff, |(doc, since)| shared.pause(backoff, now - *since, doc));
+            let pause = pause.min(left);
             tokio::time::sleep(pause).await;
             backoff = (backoff * 2).min(shared.settings.max_backoff);
         }
@@ -762,31 +783,40 @@ mod tests {
         g.release().await.unwrap();
     }
 
-    /// A store that answers every `If-Match` as Ceph RGW does: it compares
-    /// the header with the unquoted ETag, so quoted ETags never match.
-    #[derive(Debug)]
-    struct UnquotedIfMatch(InMemory);
+    /// A store with quirks: with `unquoted_if_match` it answers every
+    /// `If-Match` as Ceph RGW does (it compares the header with the
+    /// unquoted ETag, so quoted ETags never match); the next
+    /// `failing_gets` reads fail as a server error would.
+    #[derive(Debug, Default)]
+    struct Quirky {
+        inner: InMemory,
+        unquoted_if_match: bool,
+        failing_gets: std::sync::atomic::AtomicUsize,
+    }
 
-    impl std::fmt::Display for UnquotedIfMatch {
+    impl std::fmt::Display for Quirky {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("UnquotedIfMatch")
+            f.write_str("Quirky")
         }
     }
 
     #[async_trait]
-    impl ObjectStore for UnquotedIfMatch {
+    impl ObjectStore for Quirky {
         async fn put_opts(
             &self,
             location: &Path,
             payload: PutPayload,
             opts: PutOptions,
         ) -> object_store::Result<object_store::PutResult> {
+            if !self.unquoted_if_match {
+                return self.inner.put_opts(location, payload, opts).await;
+            }
             if let PutMode::Update(v) = &opts.mode
                 && v.e_tag.as_deref().is_some_and(|t| t.starts_with('"'))
             {
                 return Err(object_store::Error::Precondition { path: location.to_string(), source: "".into() });
             }
-            let mut r = self.0.put_opts(location, payload, opts).await?;
+            let mut r = self.inner.put_opts(location, payload, opts).await?;
             r.e_tag = r.e_tag.map(|t| format!("\"{t}\""));
             Ok(r)
         }
@@ -795,31 +825,37 @@ mod tests {
             location: &Path,
             opts: object_store::PutMultipartOptions,
         ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
-            self.0.put_multipart_opts(location, opts).await
+            self.inner.put_multipart_opts(location, opts).await
         }
         async fn get_opts(
             &self,
             location: &Path,
             options: object_store::GetOptions,
         ) -> object_store::Result<object_store::GetResult> {
-            let mut r = self.0.get_opts(location, options).await?;
-            r.meta.e_tag = r.meta.e_tag.map(|t| format!("\"{t}\""));
+            let fail = self.failing_gets.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+            if fail.is_ok() {
+                return Err(object_store::Error::Generic { store: "Quirky", source: "503 Slow Down".into() });
+            }
+            let mut r = self.inner.get_opts(location, options).await?;
+            if self.unquoted_if_match {
+                r.meta.e_tag = r.meta.e_tag.map(|t| format!("\"{t}\""));
+            }
             Ok(r)
         }
         fn delete_stream(
             &self,
             locations: futures::stream::BoxStream<'static, object_store::Result<Path>>,
         ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
-            self.0.delete_stream(locations)
+            self.inner.delete_stream(locations)
         }
         fn list(
             &self,
             prefix: Option<&Path>,
         ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
-            self.0.list(prefix)
+            self.inner.list(prefix)
         }
         async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<object_store::ListResult> {
-            self.0.list_with_delimiter(prefix).await
+            self.inner.list_with_delimiter(prefix).await
         }
         async fn copy_opts(
             &self,
@@ -827,13 +863,13 @@ mod tests {
             to: &Path,
             options: object_store::CopyOptions,
         ) -> object_store::Result<()> {
-            self.0.copy_opts(from, to, options).await
+            self.inner.copy_opts(from, to, options).await
         }
     }
 
     #[tokio::test]
     async fn a_store_that_wants_unquoted_etags_is_answered_so() {
-        let store: Arc<dyn ObjectStore> = Arc::new(UnquotedIfMatch(InMemory::new()));
+        let store: Arc<dyn ObjectStore> = Arc::new(Quirky { unquoted_if_match: true, ..Default::default() });
         let clock = Arc::new(ManualClock::new(0));
         let a = lock(&store, "a", clock.clone(), LeaseSettings::default());
         for t in 0..3 {
@@ -843,5 +879,32 @@ mod tests {
         }
         let now = doc(&store).await;
         assert!(now.expired && now.generation == 3 && now.last_issued == Some(2), "{now:?}");
+    }
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_goes_on_through_failed_reads() {
+        let quirky = Arc::new(Quirky::default());
+        let store: Arc<dyn ObjectStore> = quirky.clone();
+        let clock: Arc<dyn Clock> = Arc::new(TokioClock(tokio::time::Instant::now()));
+        let short = LeaseSettings { acquire_timeout: Duration::from_secs(1), ..Default::default() };
+        let a = lock(&store, "a", clock.clone(), LeaseSettings::default());
+        let b = lock(&store, "b", clock.clone(), LeaseSettings::default());
+        let held = a.acquire().await.unwrap();
+        quirky.failing_gets.store(5, Ordering::SeqCst);
+        let (_, taken) = tokio::join!(
+            async {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                held.release().await.unwrap();
+            },
+            b.acquire()
+        );
+        let held = taken.expect("five failed reads in a wait do not end it");
+        assert_eq!(quirky.failing_gets.load(Ordering::SeqCst), 0);
+        // Every read failing: the timeout ends the wait with the store's
+        // error, which says the store is unavailable.
+        quirky.failing_gets.store(usize::MAX, Ordering::SeqCst);
+        let err = lock(&store, "c", clock, short).acquire().await.err().expect("no read succeeds");
+        assert!(matches!(err, Error::Store { .. }) && err.kind() == ErrorKind::Unavailable, "{err}");
+        quirky.failing_gets.store(0, Ordering::SeqCst);
+        held.release().await.unwrap();
     }
 }
