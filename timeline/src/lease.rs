@@ -255,10 +255,16 @@ impl Shared {
         Ok(Found::Doc(doc, version))
     }
 
+    /// Epoch milliseconds, by the holder's clock of `doc`, after which its
+    /// lease has run out: `validUntil` plus the drift allowance.
+    fn runs_out(&self, doc: &LeaseDoc) -> i64 {
+        let drift = i64::try_from(self.settings.clock_drift.as_millis()).unwrap_or(i64::MAX);
+        doc.valid_until.saturating_add(drift)
+    }
+
     /// Whether `doc` is free to take now by this holder's clock.
     fn is_free(&self, doc: &LeaseDoc) -> bool {
-        let drift = i64::try_from(self.settings.clock_drift.as_millis()).unwrap_or(i64::MAX);
-        doc.expired || self.clock.now_millis() > doc.valid_until.saturating_add(drift)
+        doc.expired || self.clock.now_millis() > self.runs_out(doc)
     }
 
     fn mode(&self, version: Option<&UpdateVersion>) -> PutMode {
@@ -369,9 +375,8 @@ impl Shared {
     /// holder's clock ([`LeaseSettings::max_backoff`]).
     fn pause(&self, backoff: Duration, unchanged: Duration, doc: &LeaseDoc) -> Duration {
         let patient = backoff.max((unchanged / 8).min(self.settings.renew_interval / 4));
-        let drift = i64::try_from(self.settings.clock_drift.as_millis()).unwrap_or(i64::MAX);
-        let runs_out = doc.valid_until.saturating_add(drift).saturating_add(1);
-        let until_free = u64::try_from(runs_out.saturating_sub(self.clock.now_millis())).unwrap_or(0);
+        let free_at = self.runs_out(doc).saturating_add(1);
+        let until_free = u64::try_from(free_at.saturating_sub(self.clock.now_millis())).unwrap_or(0);
         patient.min(Duration::from_millis(until_free).max(backoff))
     }
 
@@ -542,8 +547,7 @@ impl LockProvider for LeaseLock {
             }
             let left = shared.settings.acquire_timeout.saturating_sub(started.elapsed());
             let pause = seen.as_ref().map_or(backoff, |(doc, since)| shared.pause(backoff, now - *since, doc));
-            let pause = pause.min(left);
-            tokio::time::sleep(pause).await;
+            tokio::time::sleep(pause.min(left)).await;
             backoff = (backoff * 2).min(shared.settings.max_backoff);
         }
     }
@@ -668,9 +672,9 @@ mod tests {
         }
     }
 
-    /// A contender waiting on lock `b` while `hold` runs: how long it
-    /// waited, and how many times it read the document.
-    async fn wait_for(hold: impl Future<Output = ()>) -> (Duration, usize) {
+    /// Two contenders with default settings on a counting store, on a
+    /// clock moving with tokio's time; `a` holds the lock.
+    async fn contenders() -> (Arc<crate::counting::CountingStore>, Box<dyn LockGuard>, LeaseLock) {
         let counting = Arc::new(crate::counting::CountingStore::new(Arc::new(InMemory::new())));
         let store: Arc<dyn ObjectStore> = counting.clone();
         let clock: Arc<dyn Clock> = Arc::new(TokioClock(tokio::time::Instant::now()));
@@ -678,6 +682,13 @@ mod tests {
         let b = lock(&store, "b", clock, LeaseSettings::default());
         let held = a.acquire().await.unwrap();
         counting.take();
+        (counting, held, b)
+    }
+
+    /// A contender waiting on the lock while `hold` runs: how long it
+    /// waited, and how many times it read the document.
+    async fn wait_for(hold: impl Future<Output = ()>) -> (Duration, usize) {
+        let (counting, held, b) = contenders().await;
         let started = tokio::time::Instant::now();
         let (_, taken) = tokio::join!(
             async {
@@ -694,14 +705,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_contender_waits_out_a_dead_lease_with_few_reads() {
-        let counting = Arc::new(crate::counting::CountingStore::new(Arc::new(InMemory::new())));
-        let store: Arc<dyn ObjectStore> = counting.clone();
-        let clock: Arc<dyn Clock> = Arc::new(TokioClock(tokio::time::Instant::now()));
+        let (counting, held, b) = contenders().await;
+        drop(held); // the holder dies: no renewals, no release
         let settings = LeaseSettings::default();
-        let a = lock(&store, "a", clock.clone(), settings.clone());
-        let b = lock(&store, "b", clock, settings.clone());
-        drop(a.acquire().await.unwrap()); // the holder dies: no renewals, no release
-        counting.take();
         let started = tokio::time::Instant::now();
         b.acquire().await.unwrap().release().await.unwrap();
         let waited = started.elapsed();
