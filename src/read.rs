@@ -1,7 +1,7 @@
 //! Readers: snapshot, read-optimized, incremental and time travel, returning
 //! Arrow record batches.
 
-use arrow::array::RecordBatch;
+use arrow::array::{ArrayRef, RecordBatch};
 use std::sync::Arc;
 
 use arrow::row::{RowConverter, SortField};
@@ -154,15 +154,31 @@ impl Table {
             let m = m.map_err(|e| join_err(loc, &group, e))??;
             parts.extend(m);
         }
-        let all = arrow::compute::concat_batches(schema.arrow_with_meta(), &parts)
-            .map_err(arrow_err(loc, "concatenating file slices"))?;
-        let sorted = if options.unordered { all } else { sort_by_partition_and_key(loc, &all)? };
-        if options.with_meta {
-            Ok(sorted)
+        // The meta columns are dropped before the slices are put together,
+        // so that only the columns returned are copied; an ordered read
+        // puts together the two it sorts by as well.
+        let columns: Vec<usize> = if options.with_meta {
+            (0..schema.arrow_with_meta().fields().len()).collect()
         } else {
-            let keep: Vec<usize> = (META_FIELDS.len()..sorted.num_columns()).collect();
-            sorted.project(&keep).map_err(arrow_err(loc, "dropping the meta columns"))
+            (META_FIELDS.len()..schema.arrow_with_meta().fields().len()).collect()
+        };
+        let out_schema =
+            Arc::new(schema.arrow_with_meta().project(&columns).map_err(arrow_err(loc, "dropping the meta columns"))?);
+        let projected = parts
+            .iter()
+            .map(|p| p.project(&columns))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(arrow_err(loc, "dropping the meta columns"))?;
+        let all = arrow::compute::concat_batches(&out_schema, &projected)
+            .map_err(arrow_err(loc, "concatenating file slices"))?;
+        if options.unordered || all.num_rows() == 0 {
+            return Ok(all);
         }
+        let column = |i: usize| {
+            let pieces: Vec<&dyn arrow::array::Array> = parts.iter().map(|p| p.column(i).as_ref()).collect();
+            arrow::compute::concat(&pieces).map_err(arrow_err(loc, "sort"))
+        };
+        sort_by_partition_and_key(loc, [column(PARTITION_PATH)?, column(RECORD_KEY)?], &all)
     }
 }
 
@@ -174,12 +190,10 @@ fn parallelism() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
 }
 
-fn sort_by_partition_and_key(loc: &TableLocation, batch: &RecordBatch) -> Result<RecordBatch> {
-    if batch.num_rows() == 0 {
-        return Ok(batch.clone());
-    }
+/// `batch` in the order of its rows' partition paths, then record keys
+/// (`cols`: those two, row for row).
+fn sort_by_partition_and_key(loc: &TableLocation, cols: [ArrayRef; 2], batch: &RecordBatch) -> Result<RecordBatch> {
     // Row format turns the two-column comparison into one memcmp.
-    let cols = [batch.column(PARTITION_PATH).clone(), batch.column(RECORD_KEY).clone()];
     let converter = RowConverter::new(cols.iter().map(|c| SortField::new(c.data_type().clone())).collect())
         .map_err(arrow_err(loc, "sort"))?;
     let rows = converter.convert_columns(&cols).map_err(arrow_err(loc, "sort"))?;

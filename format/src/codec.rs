@@ -10,12 +10,13 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::SchemaRef;
 use arrow_avro::schema::AvroSchema;
+use arrow_avro::writer::EncodedRows;
 use arrow_avro::writer::format::AvroBinaryFormat;
 use bytes::Bytes;
 
 use crate::decode::ColumnDecoder;
 use crate::error::{Error, Result};
-use crate::log_block::{BlockType, CONTENT_VERSION, HeaderKey, begin_block, finish_block};
+use crate::log_block::{BlockType, CONTENT_VERSION, HeaderKey, begin_block, encode_avro_content, finish_block};
 use crate::schema::{TableSchema, put_bytes, put_long, strip_metadata};
 
 /// Encodes batches of `meta + table` columns into AVRO_DATA block content.
@@ -46,17 +47,144 @@ impl DataBlockEncoder {
                 .map_err(|e| Error::InvalidInput { what: "records".into(), reason: format!("Avro encoding: {e}") })?;
         }
         let rows = self.encoder.flush();
-        let offsets = rows.offsets();
-        let data = rows.bytes();
         let start = out.len();
-        out.reserve(8 + data.len() + 4 * rows.len());
-        out.extend_from_slice(&CONTENT_VERSION.to_be_bytes());
-        out.extend_from_slice(&(rows.len() as i32).to_be_bytes());
-        for w in offsets.windows(2) {
-            out.extend_from_slice(&((w[1] - w[0]) as i32).to_be_bytes());
-            out.extend_from_slice(&data[w[0]..w[1]]);
-        }
+        out.reserve(8 + rows.bytes().len() + 4 * rows.len());
+        encode_avro_content(datums(&rows), out);
         Ok(out.len() - start)
+    }
+}
+
+/// Each row's Avro binary in `rows`, in order.
+fn datums(rows: &EncodedRows) -> impl ExactSizeIterator<Item = &[u8]> {
+    let data = rows.bytes();
+    rows.offsets().windows(2).map(move |w| &data[w[0]..w[1]])
+}
+
+/// Encodes the table's own columns (no meta columns) of a batch as one Avro
+/// datum per row, through arrow-avro. A log record's Avro binary is its
+/// meta fields' ([`MetaFields::put`]) followed by this datum: a record
+/// encodes as its fields one after another, and the log schema is the
+/// meta fields, then the table's.
+#[derive(Debug)]
+pub struct TableDatumEncoder {
+    encoder: arrow_avro::writer::Encoder,
+}
+
+impl TableDatumEncoder {
+    /// An encoder of batches of `schema.arrow()`.
+    pub fn new(schema: &TableSchema) -> Result<Self> {
+        let mut md = std::collections::HashMap::new();
+        md.insert("avro.schema".to_string(), schema.table_json());
+        let arrow = arrow::datatypes::Schema::new_with_metadata(schema.arrow().fields().clone(), md);
+        let encoder = arrow_avro::writer::WriterBuilder::new(arrow)
+            .build_encoder::<AvroBinaryFormat>()
+            .map_err(|e| Error::InvalidInput { what: "table schema".into(), reason: e.to_string() })?;
+        Ok(Self { encoder })
+    }
+
+    /// The datums of every row of `batch` (schema: the table's `arrow`).
+    pub fn encode(&mut self, batch: &RecordBatch) -> Result<TableDatums> {
+        self.encoder
+            .encode(batch)
+            .map_err(|e| Error::InvalidInput { what: "records".into(), reason: format!("Avro encoding: {e}") })?;
+        Ok(TableDatums { rows: self.encoder.flush() })
+    }
+}
+
+/// The table columns' Avro datums of a batch's rows
+/// ([`TableDatumEncoder::encode`]).
+#[derive(Debug)]
+pub struct TableDatums {
+    rows: EncodedRows,
+}
+
+impl TableDatums {
+    /// Row `i`'s datum.
+    #[inline]
+    pub fn get(&self, i: usize) -> &[u8] {
+        let o = self.rows.offsets();
+        &self.rows.bytes()[o[i]..o[i + 1]]
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// True when there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.rows.bytes().len() + 8 * self.rows.offsets().len()
+    }
+}
+
+/// The five meta fields (`META_FIELDS`, each an optional string) of the log
+/// records one writer task writes into one file group under one instant,
+/// in their Avro binary: what is the same for every record is encoded
+/// once; `_hoodie_commit_seqno` is `<instant>_<task>_<n>`.
+#[derive(Debug, Clone)]
+pub struct MetaFields {
+    commit_time: Vec<u8>,
+    seqno_prefix: Vec<u8>,
+    partition: Vec<u8>,
+    file_name: Vec<u8>,
+}
+
+/// The union branch of a present optional string (`["null", "string"]`).
+const SOME_STRING: u8 = 2;
+
+/// `s` as a present optional string's Avro binary.
+fn some_string(s: &str) -> Vec<u8> {
+    let mut out = vec![SOME_STRING];
+    put_bytes(&mut out, s.as_bytes());
+    out
+}
+
+impl MetaFields {
+    /// The meta fields of records of `instant`, written by task `task` into
+    /// file group `file_id` of `partition`.
+    pub fn new(instant: &str, task: u64, partition: &str, file_id: &str) -> Self {
+        Self {
+            commit_time: some_string(instant),
+            seqno_prefix: format!("{instant}_{task}_").into_bytes(),
+            partition: some_string(partition),
+            file_name: some_string(file_id),
+        }
+    }
+
+    /// The length of the meta fields [`MetaFields::put`] appends for a key
+    /// of `key_len` bytes and sequence number `seqno`, at most.
+    pub fn max_len(&self, seqno: u64, key_len: usize) -> usize {
+        let digits = seqno.checked_ilog10().unwrap_or(0) as usize + 1;
+        // Each string: its branch, a length of at most 10 bytes, its bytes.
+        self.commit_time.len()
+            + self.partition.len()
+            + self.file_name.len()
+            + 2 * 11
+            + key_len
+            + self.seqno_prefix.len()
+            + digits
+    }
+
+    /// Appends the meta fields of the record with key `key` and sequence
+    /// number `seqno` to `out`.
+    #[inline]
+    pub fn put(&self, out: &mut Vec<u8>, seqno: u64, key: &[u8]) {
+        let mut digits = itoa::Buffer::new();
+        let n = digits.format(seqno).as_bytes();
+        out.extend_from_slice(&self.commit_time);
+        out.push(SOME_STRING);
+        put_long(out, (self.seqno_prefix.len() + n.len()) as i64);
+        out.extend_from_slice(&self.seqno_prefix);
+        out.extend_from_slice(n);
+        out.push(SOME_STRING);
+        put_bytes(out, key);
+        out.extend_from_slice(&self.partition);
+        out.extend_from_slice(&self.file_name);
     }
 }
 
@@ -674,6 +802,7 @@ pub fn decode_delete_content(content: &[u8], path: &str) -> Result<Vec<DeleteRec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log_block::AvroContent;
 
     #[test]
     fn delete_content_matches_hudi_bytes() {
@@ -801,6 +930,58 @@ mod tests {
         assert!(w.contains(r#""aliases":["hoodie.t.t_record"]"#), "{w}");
         let same = answering_names(other.log_json(), other.log_json());
         assert_eq!(same, (other.log_json().to_string(), other.log_json().to_string()));
+    }
+
+    /// A record assembled from its meta fields and its table datum is the
+    /// same bytes as arrow-avro's encoding of the whole log record (meta
+    /// columns included), for every field kind the decoder covers and for
+    /// sequence numbers and keys whose lengths take one or two varint bytes.
+    fn assemble_records_as_arrow_avro_encodes_them(records: Vec<Vec<(String, apache_avro::types::Value)>>) {
+        use arrow::array::{ArrayRef, StringArray};
+        let schema = TableSchema::new(FLAT_SCHEMA, &["i"], None, None).unwrap();
+        let decoded = decode_all(&flat_content(records), usize::MAX, true).unwrap();
+        let decoded = arrow::compute::concat_batches(schema.arrow(), &decoded).unwrap();
+        let batch = RecordBatch::try_new(schema.arrow().clone(), decoded.columns().to_vec()).unwrap();
+        let n = batch.num_rows();
+        let (instant, file_id) = ("20250101000000000", "00000003-0000-0000-0000-000000000000-0");
+        let keys: Vec<String> = (0..n).map(|i| if i % 2 == 0 { format!("key-{i}") } else { "k".repeat(70) }).collect();
+        let seqnos: Vec<u64> = (0..n as u64).map(|i| i * 1_000_003 + 1).collect();
+        let constant = |v: &str| Arc::new(StringArray::from(vec![v; n])) as ArrayRef;
+        let seq: Vec<String> = seqnos.iter().map(|q| format!("{instant}_7_{q}")).collect();
+        let mut columns = vec![
+            constant(instant),
+            Arc::new(StringArray::from(seq)) as ArrayRef,
+            Arc::new(StringArray::from(keys.clone())) as ArrayRef,
+            constant("city=rome"),
+            constant(file_id),
+        ];
+        columns.extend(batch.columns().iter().cloned());
+        let whole = RecordBatch::try_new(schema.arrow_with_meta().clone(), columns).unwrap();
+        let mut expected = Vec::new();
+        DataBlockEncoder::new(&schema).unwrap().encode_content(std::slice::from_ref(&whole), &mut expected).unwrap();
+
+        let datums = TableDatumEncoder::new(&schema).unwrap().encode(&batch).unwrap();
+        assert_eq!(datums.len(), n);
+        let meta = MetaFields::new(instant, 7, "city=rome", file_id);
+        let mut got = Vec::new();
+        let mut content = AvroContent::begin(&mut got);
+        for i in 0..n {
+            let at = content.start_record(&mut got);
+            meta.put(&mut got, seqnos[i], keys[i].as_bytes());
+            assert!(got.len() - at - 4 <= meta.max_len(seqnos[i], keys[i].len()), "row {i}");
+            got.extend_from_slice(datums.get(i));
+            content.end_record(&mut got, at);
+        }
+        assert_eq!(content.records(), n);
+        content.finish(&mut got);
+        assert_eq!(got, expected);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn meta_fields_and_datums_make_the_log_records(records in proptest::collection::vec(flat_record(), 1..30)) {
+            assemble_records_as_arrow_avro_encodes_them(records);
+        }
     }
 
     /// Every kind of field the columnar decoder covers, plain and in both

@@ -330,11 +330,60 @@ pub fn finish_block(out: &mut Vec<u8>, open: OpenBlock, footer: &[(HeaderKey, St
 /// Content of an AVRO_DATA block: version 3, count, then length-prefixed
 /// Avro binary records. Appends to `out`.
 pub fn encode_avro_content<'a>(records: impl ExactSizeIterator<Item = &'a [u8]>, out: &mut Vec<u8>) {
-    out.extend_from_slice(&CONTENT_VERSION.to_be_bytes());
-    out.extend_from_slice(&(records.len() as i32).to_be_bytes());
+    let mut content = AvroContent::begin(out);
     for r in records {
-        out.extend_from_slice(&(r.len() as i32).to_be_bytes());
+        let at = content.start_record(out);
         out.extend_from_slice(r);
+        content.end_record(out, at);
+    }
+    content.finish(out);
+}
+
+/// AVRO_DATA content written record by record straight into `out`, when
+/// the records are not at hand as slices (a writer assembles each one from
+/// parts): version 3, a count filled in by [`AvroContent::finish`], then
+/// each record's length and bytes.
+#[derive(Debug)]
+pub struct AvroContent {
+    count_at: usize,
+    records: i32,
+}
+
+impl AvroContent {
+    /// Starts the content at the end of `out`.
+    pub fn begin(out: &mut Vec<u8>) -> Self {
+        out.extend_from_slice(&CONTENT_VERSION.to_be_bytes());
+        let count_at = out.len();
+        out.extend_from_slice(&[0u8; 4]);
+        Self { count_at, records: 0 }
+    }
+
+    /// Starts a record: reserves its length. Append its Avro binary to
+    /// `out`, then call [`AvroContent::end_record`] with the returned
+    /// position.
+    #[inline]
+    pub fn start_record(&mut self, out: &mut Vec<u8>) -> usize {
+        let at = out.len();
+        out.extend_from_slice(&[0u8; 4]);
+        at
+    }
+
+    /// Ends the record started at `at`: fills in its length.
+    #[inline]
+    pub fn end_record(&mut self, out: &mut [u8], at: usize) {
+        let len = (out.len() - at - 4) as i32;
+        out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+        self.records += 1;
+    }
+
+    /// Records written so far.
+    pub fn records(&self) -> usize {
+        self.records as usize
+    }
+
+    /// Ends the content: fills in the record count.
+    pub fn finish(self, out: &mut [u8]) {
+        out[self.count_at..self.count_at + 4].copy_from_slice(&self.records.to_be_bytes());
     }
 }
 

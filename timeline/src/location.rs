@@ -302,20 +302,33 @@ impl TableLocation {
     /// never turns into a failed commit or a second copy. A failure that may
     /// be transient is retried a few times, with backoff, on top of the
     /// store's own retries. [`Error::AlreadyExists`] means the object holds
-    /// other bytes.
-    pub async fn create(&self, path: &Path, bytes: impl Into<bytes::Bytes>) -> Result<()> {
-        let bytes: bytes::Bytes = bytes.into();
-        let put = || self.store.put_opts(path, PutPayload::from(bytes.clone()), PutMode::Create.into());
+    /// other bytes. The payload may come in pieces (a [`PutPayload`] of
+    /// several buffers), written one after another.
+    pub async fn create(&self, path: &Path, payload: impl Into<PutPayload>) -> Result<()> {
+        let payload: PutPayload = payload.into();
+        let put = || self.store.put_opts(path, payload.clone(), PutMode::Create.into());
         match retry_transient(path, "create", put).await {
             Ok(_) => Ok(()),
             Err(object_store::Error::AlreadyExists { .. }) => match self.get(path).await {
-                Ok(existing) if existing == bytes => Ok(()),
+                Ok(existing) if holds(&existing, &payload) => Ok(()),
                 Ok(_) => Err(Error::AlreadyExists { path: path.to_string() }),
                 Err(e) => Err(e),
             },
             Err(e) => Err(Error::store("create", path, e)),
         }
     }
+}
+
+/// Whether `bytes` are exactly the payload's pieces, one after another.
+fn holds(bytes: &[u8], payload: &PutPayload) -> bool {
+    let mut rest = bytes;
+    for piece in payload.iter() {
+        match rest.strip_prefix(piece.as_ref()) {
+            Some(r) => rest = r,
+            None => return false,
+        }
+    }
+    rest.is_empty()
 }
 
 /// Runs `op` until it succeeds, fails for good, or has failed transiently

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tributary_format::codec::DataBlockEncoder;
+use tributary_format::codec::TableDatumEncoder;
 use tributary_format::schema::TableSchema;
 use tributary_timeline::protocol::Heartbeat;
 use tributary_timeline::protocol::writer_state::{self, CHECKPOINT_KEY_PREFIX, WriterState, WriterStatus};
@@ -32,6 +32,7 @@ use tributary_timeline::{Action, Instant, State, TableConfig, TableLocation, Tim
 use crate::bucket::BucketIndex;
 use crate::commit::Commit;
 use crate::error::{Error, Result};
+use crate::task::BlockBuffers;
 
 /// Extra-metadata key prefix under which each commit also records its
 /// checkpoint (`tributary.checkpoint.<writer id>`), for other tools; lookups
@@ -98,27 +99,32 @@ pub(crate) struct Shared {
     /// The writer id's state: its registered generation, and the step
     /// that fences and records each commit.
     pub(crate) writer: WriterState,
-    /// Avro encoders of the log schema that finished tasks handed back:
-    /// building one compiles the schema, which costs more than encoding a
-    /// small commit. At most one per writer task is kept.
-    pub(crate) encoders: std::sync::Mutex<Vec<DataBlockEncoder>>,
+    /// Avro encoders of the table columns that finished commits handed
+    /// back: building one compiles the schema, which costs more than
+    /// encoding a small commit. At most a few are kept.
+    pub(crate) encoders: std::sync::Mutex<Vec<TableDatumEncoder>>,
+    /// Buffers of log blocks whose files were stored, for the next blocks.
+    pub(crate) buffers: BlockBuffers,
 }
 
+/// Encoders a client keeps for its next commits.
+const KEPT_ENCODERS: usize = 4;
+
 impl Shared {
-    /// An encoder of the log schema: a kept one, else a new one.
-    pub(crate) fn take_encoder(&self) -> Result<DataBlockEncoder> {
+    /// An encoder of the table columns: a kept one, else a new one.
+    pub(crate) fn take_encoder(&self) -> Result<TableDatumEncoder> {
         let kept = self.encoders.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
         match kept {
             Some(e) => Ok(e),
-            None => Ok(DataBlockEncoder::new(&self.schema)?),
+            None => Ok(TableDatumEncoder::new(&self.schema)?),
         }
     }
 
-    /// Keeps `encoder`, which holds no rows (its last block was flushed),
-    /// for a later task.
-    pub(crate) fn keep_encoder(&self, encoder: DataBlockEncoder) {
+    /// Keeps `encoder`, which holds no rows (its last batch was flushed),
+    /// for a later commit.
+    pub(crate) fn keep_encoder(&self, encoder: TableDatumEncoder) {
         let mut kept = self.encoders.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if kept.len() < self.settings.tasks.max(1) {
+        if kept.len() < KEPT_ENCODERS {
             kept.push(encoder);
         }
     }
@@ -198,6 +204,7 @@ impl WriteClient {
                 settings,
                 writer,
                 encoders: std::sync::Mutex::new(Vec::new()),
+                buffers: BlockBuffers::default(),
             }),
         })
     }

@@ -1,14 +1,14 @@
 //! An open commit: routing rows to the writer tasks, then completing the
 //! instant with the files they wrote (or withdrawing it).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering as AtomicOrdering;
 
-use arrow::array::{Array, AsArray, RecordBatch, StringArray, UInt32Array};
+use arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use arrow::datatypes::DataType;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tributary_format::codec::{TableDatumEncoder, TableDatums};
 use tributary_format::metadata::{CommitMetadata, WriteStat};
 use tributary_timeline::location::partition_file;
 use tributary_timeline::protocol::marker::{remove_markers, rollback_files};
@@ -73,7 +73,10 @@ pub struct Commit {
     /// Each writer task's number and handle, in the order of `senders`.
     handles: Vec<(usize, JoinHandle<Result<Vec<FileWrite>>>)>,
     heartbeat: Option<Heartbeat>,
+    /// The Avro encoder of the table columns, once a write took one.
+    encoder: Option<TableDatumEncoder>,
     route: Vec<u32>,
+    part_of_row: Vec<u32>,
     rows: u64,
     cancelled: Arc<std::sync::atomic::AtomicBool>,
     /// A writer task failed during a write: the commit can only be aborted.
@@ -110,7 +113,7 @@ impl Commit {
         let generation = shared.writer.generation();
         for task in 0..tasks {
             let (tx, rx) = mpsc::channel(shared.settings.channel_depth.max(1));
-            let ctx = TaskContext::new(shared.clone(), instant.clone(), task as u64, budget, cancelled.clone())?;
+            let ctx = TaskContext::new(shared.clone(), instant.clone(), task as u64, budget, cancelled.clone());
             handles.push((task, tokio::spawn(ctx.run(rx))));
             senders.push(tx);
         }
@@ -120,7 +123,9 @@ impl Commit {
             senders,
             handles,
             heartbeat: Some(heartbeat),
+            encoder: None,
             route: Vec::new(),
+            part_of_row: Vec::new(),
             rows: 0,
             cancelled,
             failed: false,
@@ -168,16 +173,19 @@ impl Commit {
         s.index.route(rows.keys(), &mut self.route);
         // Partition of each row, interned.
         let mut partitions: Vec<Arc<str>> = Vec::new();
-        let mut part_of_row: Vec<u32> = vec![0; n];
+        self.part_of_row.clear();
         match schema.partition_index() {
-            None => partitions.push(Arc::from("")),
+            None => {
+                partitions.push(Arc::from(""));
+                self.part_of_row.resize(n, 0);
+            }
             Some(p) => {
                 let values = as_strings(&s, &rows, p, "partition field")?;
                 let field = schema.field_name(p);
-                let mut seen: HashMap<&str, u32> = HashMap::new();
-                for (r, slot) in part_of_row.iter_mut().enumerate() {
+                let mut seen: foldhash::HashMap<&str, u32> = foldhash::HashMap::default();
+                for r in 0..n {
                     let v = if values.is_null(r) { "__HIVE_DEFAULT_PARTITION__" } else { values.value(r) };
-                    *slot = *seen.entry(v).or_insert_with(|| {
+                    let slot = *seen.entry(v).or_insert_with(|| {
                         partitions.push(if s.config.hive_style_partitioning {
                             Arc::from(format!("{field}={v}"))
                         } else {
@@ -185,24 +193,31 @@ impl Commit {
                         });
                         (partitions.len() - 1) as u32
                     });
+                    self.part_of_row.push(slot);
                 }
             }
         }
-        let mut groups: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
-        for (r, (&p, &b)) in part_of_row.iter().zip(&self.route).enumerate() {
-            groups.entry((p, b)).or_default().push(r as u32);
+        // Rows of each (partition, bucket), in that order.
+        let buckets = s.index.num_buckets() as usize;
+        let mut groups: Vec<Vec<u32>> = vec![Vec::new(); partitions.len() * buckets];
+        for (r, (&p, &b)) in self.part_of_row.iter().zip(&self.route).enumerate() {
+            groups[p as usize * buckets + b as usize].push(r as u32);
         }
+        let datums = Arc::new(self.encode(&rows)?);
         let rows = Arc::new(rows);
-        let mut groups: Vec<((u32, u32), Vec<u32>)> = groups.into_iter().collect();
-        groups.sort_unstable_by_key(|(k, _)| *k);
-        for ((p, bucket), idx) in groups {
+        for (g, indices) in groups.into_iter().enumerate() {
+            if indices.is_empty() {
+                continue;
+            }
+            let bucket = (g % buckets) as u32;
             let task = (bucket as usize) % self.senders.len();
             let piece = Piece {
                 rows: rows.clone(),
+                datums: datums.clone(),
                 keys: keys.clone(),
-                partition: partitions[p as usize].clone(),
+                partition: partitions[g / buckets].clone(),
                 bucket,
-                indices: UInt32Array::from(idx),
+                indices,
             };
             if self.senders[task].send(piece).await.is_err() {
                 // The task stopped: its error surfaces at commit.
@@ -211,6 +226,23 @@ impl Commit {
         }
         self.rows += n as u64;
         Ok(())
+    }
+
+    /// The Avro datums of `rows`' table columns, by the commit's encoder.
+    /// An encoder that failed may hold part of the batch, so it is dropped.
+    fn encode(&mut self, rows: &Rows) -> Result<TableDatums> {
+        let mut encoder = match self.encoder.take() {
+            Some(e) => e,
+            None => self.shared.take_encoder()?,
+        };
+        let datums = encoder.encode(&rows.batch).map_err(|cause| Error::Encode {
+            table: self.shared.loc.to_string(),
+            instant: self.instant.to_string(),
+            input: format!("{} rows of a write", rows.len()),
+            cause: Box::new(cause),
+        })?;
+        self.encoder = Some(encoder);
+        Ok(datums)
     }
 
     async fn task_failure(&mut self, task: usize) -> Result<()> {
@@ -401,6 +433,15 @@ impl Commit {
 
     async fn cleanup_markers(&self) -> Result<()> {
         Ok(remove_markers(&self.shared.loc, &self.instant).await?)
+    }
+}
+
+impl Drop for Commit {
+    /// Hands the encoder back to the client for its next commits.
+    fn drop(&mut self) {
+        if let Some(e) = self.encoder.take() {
+            self.shared.keep_encoder(e);
+        }
     }
 }
 

@@ -41,16 +41,16 @@ pub enum Error {
         /// Why.
         reason: String,
     },
-    /// Buffered rows of a commit could not be encoded as a log block; the
-    /// cause's kind says what to do. Nothing of the commit becomes visible.
-    #[error("{table}: instant {instant}: encoding log file group {file}: {cause}")]
+    /// Rows of a write could not be encoded as Avro log records; the
+    /// cause's kind says what to do. None of the write's rows were taken.
+    #[error("{table}: instant {instant}: encoding {input}: {cause}")]
     Encode {
         /// The table.
         table: String,
         /// The commit's instant.
         instant: String,
-        /// The file group (`partition/file id`) being written.
-        file: String,
+        /// The rows' input (`batch`, a file name, `stdin`) and their count.
+        input: String,
         /// The encoder's error.
         cause: Box<tributary_format::Error>,
     },
@@ -135,7 +135,7 @@ mod tests {
         let encode = Error::Encode {
             table: "/t".into(),
             instant: "20250101000000000".into(),
-            file: "city=rome/00000001-0000-0000-0000-000000000000-0".into(),
+            input: "batch (3 rows)".into(),
             cause: Box::new(tributary_format::Error::InvalidInput { what: "records".into(), reason: "x".into() }),
         };
         assert_eq!(encode.kind(), ErrorKind::InvalidInput);

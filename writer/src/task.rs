@@ -1,17 +1,16 @@
-//! A commit's writer task: the actor that owns some buckets, buffers their
-//! rows up to its share of the memory budget and flushes them as new log
-//! files, each announced by a marker first.
+//! A commit's writer task: the actor that owns some buckets, assembles
+//! their log files record by record, up to its share of the memory budget,
+//! and flushes them as new log files, each announced by a marker first.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::atomic::Ordering as AtomicOrdering;
 
-use arrow::array::{Array, ArrayRef, RecordBatch, StringArray, UInt32Array};
+use arrow::array::StringArray;
 use futures::StreamExt;
 use tokio::sync::mpsc;
-use tributary_format::codec::{DataBlockEncoder, DeleteRecord, OrderingValue, encode_delete_block};
-use tributary_format::log_block::{BlockType, HeaderKey, begin_block, finish_block};
+use tributary_format::codec::{DeleteRecord, MetaFields, OrderingValue, TableDatums, encode_delete_block};
+use tributary_format::log_block::{AvroContent, BlockType, HeaderKey, OpenBlock, begin_block, finish_block};
 use tributary_timeline::fs_view::PARTITION_METADATA;
 use tributary_timeline::partition::ensure_partition;
 use tributary_timeline::protocol::marker;
@@ -25,10 +24,12 @@ use crate::input::Rows;
 /// A piece of a write routed to one bucket.
 pub(crate) struct Piece {
     pub(crate) rows: Arc<Rows>,
+    /// The Avro datums of the rows' table columns.
+    pub(crate) datums: Arc<TableDatums>,
     pub(crate) keys: Arc<StringArray>,
     pub(crate) partition: Arc<str>,
     pub(crate) bucket: u32,
-    pub(crate) indices: UInt32Array,
+    pub(crate) indices: Vec<u32>,
 }
 
 impl std::fmt::Debug for Piece {
@@ -37,27 +38,123 @@ impl std::fmt::Debug for Piece {
     }
 }
 
-/// Rows buffered for one bucket of one partition.
-#[derive(Default)]
-struct BucketBuf {
-    batches: Vec<RecordBatch>,
-    keys: Vec<ArrayRef>,
+/// The log file of one bucket of one partition, assembled as rows arrive:
+/// AVRO_DATA blocks of about [`BLOCK_BYTES`] each, written record by record
+/// into buffers that never grow (and are used again once the file is
+/// stored), and DELETE blocks. Deletes wait for the end of the file, unless
+/// a row of a key they delete comes after them: then they go first, as a
+/// block of their own, so that the file keeps the input's order of every
+/// key's versions (under commit-time ordering, or on a tie of event times,
+/// the later write wins).
+struct GroupFile {
+    file_id: String,
+    meta: MetaFields,
+    /// The blocks sealed so far.
+    sealed: Vec<bytes::Bytes>,
+    /// The block being written, if any.
+    open: Option<OpenData>,
+    records: u64,
+    /// Deletes not yet in a block, and their keys.
     deletes: Vec<DeleteRecord>,
-    bytes: usize,
+    deleted_keys: foldhash::HashSet<String>,
+    /// Deletes in sealed blocks.
+    deletes_sealed: u64,
 }
+
+/// An AVRO_DATA block being written.
+struct OpenData {
+    out: Vec<u8>,
+    block: OpenBlock,
+    content: AvroContent,
+}
+
+impl GroupFile {
+    /// Bytes held.
+    fn bytes(&self) -> usize {
+        self.sealed.iter().map(bytes::Bytes::len).sum::<usize>()
+            + self.open.as_ref().map_or(0, |o| o.out.len())
+            + DELETE_BYTES * self.deletes.len()
+    }
+
+    /// Seals the open block, if any.
+    fn seal_block(&mut self) {
+        if let Some(OpenData { mut out, block, content }) = self.open.take() {
+            self.records += content.records() as u64;
+            content.finish(&mut out);
+            finish_block(&mut out, block, &[]);
+            self.sealed.push(bytes::Bytes::from(out));
+        }
+    }
+
+    /// Seals the open block, then the waiting deletes as a DELETE block.
+    fn seal_deletes(&mut self, header: &[(HeaderKey, String)]) {
+        self.seal_block();
+        if !self.deletes.is_empty() {
+            let mut out = Vec::new();
+            encode_delete_block(&self.deletes, header, &mut out);
+            self.sealed.push(bytes::Bytes::from(out));
+            self.deletes_sealed += self.deletes.len() as u64;
+            self.deletes.clear();
+            self.deleted_keys.clear();
+        }
+    }
+}
+
+/// The size a data block is sealed at: large enough that its header (the
+/// schema) costs little, small enough that a block buffer is reused soon.
+const BLOCK_BYTES: usize = 1 << 20;
+
+/// Room a block keeps for its footer and reverse pointer.
+const BLOCK_TAIL: usize = 16;
+
+/// Buffers of [`BLOCK_BYTES`] for data blocks, kept once their files were
+/// stored: memory in use already costs less than fresh pages.
+#[derive(Debug, Default)]
+pub(crate) struct BlockBuffers {
+    kept: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+impl BlockBuffers {
+    /// An empty block buffer: a kept one, else a new one.
+    fn take(&self) -> Vec<u8> {
+        let kept = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
+        kept.unwrap_or_else(|| Vec::with_capacity(BLOCK_BYTES))
+    }
+
+    /// Keeps the buffer of a stored block's `bytes` when nothing else holds
+    /// them, it is a block buffer, and the kept ones stay within `limit`
+    /// bytes.
+    fn keep(&self, bytes: bytes::Bytes, limit: usize) {
+        let Ok(mut b) = bytes.try_into_mut() else { return };
+        // Emptied first, so that taking the vector back copies nothing.
+        b.clear();
+        let buffer = Vec::from(b);
+        if buffer.capacity() < BLOCK_BYTES {
+            return;
+        }
+        let mut kept = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if (kept.len() + 1) * BLOCK_BYTES <= limit {
+            kept.push(buffer);
+        }
+    }
+}
+
+/// What a delete costs in the memory budget (its key, partition and
+/// ordering value, roughly).
+const DELETE_BYTES: usize = 64;
 
 pub(crate) struct TaskContext {
     shared: Arc<Shared>,
     instant: InstantTime,
     task: u64,
     budget: usize,
-    encoder: DataBlockEncoder,
-    seqno: AtomicU64,
-    buffers: HashMap<(Arc<str>, u32), BucketBuf>,
+    /// The header of every block the task writes.
+    header: Vec<(HeaderKey, String)>,
+    seqno: u64,
+    groups: HashMap<(Arc<str>, u32), GroupFile>,
     buffered: usize,
     versions: HashMap<(Arc<str>, u32), u32>,
     written: Vec<FileWrite>,
-    out: Vec<u8>,
     cancelled: Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -68,22 +165,27 @@ impl TaskContext {
         task: u64,
         budget: usize,
         cancelled: Arc<std::sync::atomic::AtomicBool>,
-    ) -> Result<Self> {
-        let encoder = shared.take_encoder()?;
-        Ok(Self {
+    ) -> Self {
+        let mut header = vec![
+            (HeaderKey::Schema, shared.schema.log_json().to_string()),
+            (HeaderKey::InstantTime, instant.to_string()),
+        ];
+        if shared.schema.is_partial() {
+            header.push((HeaderKey::IsPartial, "true".to_string()));
+        }
+        Self {
             shared,
             instant,
             task,
             budget,
-            encoder,
-            seqno: AtomicU64::new(1),
-            buffers: HashMap::new(),
+            header,
+            seqno: 1,
+            groups: HashMap::new(),
             buffered: 0,
             versions: HashMap::new(),
             written: Vec::new(),
-            out: Vec::new(),
             cancelled,
-        })
+        }
     }
 
     pub(crate) async fn run(mut self, mut rx: mpsc::Receiver<Piece>) -> Result<Vec<FileWrite>> {
@@ -91,7 +193,7 @@ impl TaskContext {
             if self.cancelled.load(AtomicOrdering::SeqCst) {
                 return Ok(self.written);
             }
-            self.add(piece)?;
+            self.add(piece).await?;
             if self.buffered >= self.budget {
                 self.flush_all().await?;
             }
@@ -99,75 +201,121 @@ impl TaskContext {
         if !self.cancelled.load(AtomicOrdering::SeqCst) {
             self.flush_all().await?;
         }
-        // Every block was flushed whole: the encoder holds no rows.
-        self.shared.keep_encoder(self.encoder);
         Ok(self.written)
     }
 
-    fn add(&mut self, p: Piece) -> Result<()> {
-        let schema = &self.shared.schema;
+    /// Appends a piece's rows to its file group's log file: each kept row
+    /// as a record (its meta fields, then its datum), each deleted row as a
+    /// delete.
+    async fn add(&mut self, p: Piece) -> Result<()> {
+        let group = (p.partition.clone(), p.bucket);
+        if !self.groups.contains_key(&group) {
+            let file_id = self.file_id(&p.partition, p.bucket).await?;
+            let meta = MetaFields::new(self.instant.as_str(), self.task, &p.partition, &file_id);
+            let g = GroupFile {
+                file_id,
+                meta,
+                sealed: Vec::new(),
+                open: None,
+                records: 0,
+                deletes: Vec::new(),
+                deleted_keys: Default::default(),
+                deletes_sealed: 0,
+            };
+            self.groups.insert(group.clone(), g);
+        }
+        let Some(g) = self.groups.get_mut(&group) else { return Ok(()) };
+        let before = g.bytes();
         let deleted = p.rows.deleted.as_ref();
-        let (keep, drop): (Vec<u32>, Vec<u32>) =
-            p.indices.values().iter().partition(|&&r| deleted.is_none_or(|d| !d.value(r as usize)));
-        let buf = self.buffers.entry((p.partition.clone(), p.bucket)).or_default();
-        if !drop.is_empty() {
-            let ord = schema.ordering_index().map(|i| p.rows.batch.column(i));
-            for r in drop {
-                let r = r as usize;
-                buf.deletes.push(DeleteRecord {
-                    key: p.keys.value(r).to_string(),
+        let ord = self.shared.schema.ordering_index().map(|i| p.rows.batch.column(i));
+        for &r in &p.indices {
+            let r = r as usize;
+            let key = p.keys.value(r);
+            if deleted.is_some_and(|d| d.value(r)) {
+                g.deletes.push(DeleteRecord {
+                    key: key.to_string(),
                     partition: p.partition.to_string(),
                     ordering: ord.map_or(OrderingValue::Null, |c| OrderingValue::of(c, r)),
                 });
-                buf.bytes += 64;
-                self.buffered += 64;
+                g.deleted_keys.insert(key.to_string());
+                continue;
             }
+            if !g.deleted_keys.is_empty() && g.deleted_keys.contains(key) {
+                g.seal_deletes(&self.header);
+            }
+            let datum = p.datums.get(r);
+            let need = 4 + g.meta.max_len(self.seqno, key.len()) + datum.len() + BLOCK_TAIL;
+            if g.open.as_ref().is_some_and(|o| o.content.records() > 0 && o.out.len() + need > o.out.capacity()) {
+                g.seal_block();
+            }
+            let o = match &mut g.open {
+                Some(o) => o,
+                None => {
+                    let mut out = self.shared.buffers.take();
+                    let block = begin_block(&mut out, BlockType::AvroData, &self.header);
+                    let content = AvroContent::begin(&mut out);
+                    g.open.insert(OpenData { out, block, content })
+                }
+            };
+            let at = o.content.start_record(&mut o.out);
+            g.meta.put(&mut o.out, self.seqno, key.as_bytes());
+            o.out.extend_from_slice(datum);
+            o.content.end_record(&mut o.out, at);
+            self.seqno += 1;
         }
-        if !keep.is_empty() {
-            let idx = UInt32Array::from(keep);
-            // The rows were validated and the indices are theirs: a failure is a bug.
-            let arrow_err = |e| internal(&self.shared, &self.instant, "buffering rows", e);
-            let batch = arrow::compute::take_record_batch(&p.rows.batch, &idx).map_err(arrow_err)?;
-            let keys = arrow::compute::take(p.keys.as_ref(), &idx, None).map_err(arrow_err)?;
-            let size = batch.get_array_memory_size() + keys.get_array_memory_size();
-            buf.bytes += size;
-            self.buffered += size;
-            buf.batches.push(batch);
-            buf.keys.push(keys);
+        self.buffered += g.bytes() - before;
+        Ok(())
+    }
+
+    /// Flushes every file group held: seals each log file and stores them
+    /// [`FLUSH_CONCURRENCY`] at a time (a local disk syncs them together,
+    /// an object store takes the puts in parallel), in bucket order.
+    async fn flush_all(&mut self) -> Result<()> {
+        let mut groups: Vec<((Arc<str>, u32), GroupFile)> = self.groups.drain().collect();
+        groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let sealed: Vec<Encoded> = groups.into_iter().filter_map(|((p, b), g)| self.seal(&p, b, g)).collect();
+        let (loc, instant, task) = (&self.shared.loc, &self.instant, self.task);
+        let stored: Vec<Result<(u32, FileWrite, Vec<bytes::Bytes>)>> = futures::stream::iter(sealed)
+            .map(|e| e.store(loc, instant, task))
+            .buffered(FLUSH_CONCURRENCY)
+            .collect()
+            .await;
+        self.buffered = 0;
+        for stored in stored {
+            let (bucket, w, blocks) = stored?;
+            for b in blocks {
+                self.shared.buffers.keep(b, self.shared.settings.buffer_bytes);
+            }
+            self.versions.insert((Arc::from(w.partition.as_str()), bucket), w.version);
+            self.written.push(w);
         }
         Ok(())
     }
 
-    /// Flushes every bucket held: encodes up to [`FLUSH_CONCURRENCY`]
-    /// buckets' logs at a time, then stores them concurrently (a local
-    /// disk syncs them together, an object store takes the puts in
-    /// parallel), in bucket order.
-    async fn flush_all(&mut self) -> Result<()> {
-        let mut keys: Vec<(Arc<str>, u32)> = self.buffers.keys().cloned().collect();
-        keys.sort();
-        for chunk in keys.chunks(FLUSH_CONCURRENCY) {
-            let mut encoded = Vec::with_capacity(chunk.len());
-            for k in chunk {
-                if let Some(buf) = self.buffers.remove(k)
-                    && let Some(e) = self.encode(&k.0, k.1, buf).await?
-                {
-                    encoded.push(e);
-                }
-            }
-            let (loc, instant, task) = (&self.shared.loc, &self.instant, self.task);
-            let stored: Vec<Result<(u32, FileWrite)>> = futures::stream::iter(encoded)
-                .map(|e| e.store(loc, instant, task))
-                .buffered(FLUSH_CONCURRENCY)
-                .collect()
-                .await;
-            for stored in stored {
-                let (bucket, w) = stored?;
-                self.versions.insert((Arc::from(w.partition.as_str()), bucket), w.version);
-                self.written.push(w);
-            }
+    /// One file group's log file sealed: its last data block finished, the
+    /// deletes still waiting appended as a DELETE block; `None` when it holds
+    /// nothing.
+    fn seal(&self, partition: &Arc<str>, bucket: u32, mut g: GroupFile) -> Option<Encoded> {
+        g.seal_deletes(&self.header);
+        let GroupFile { file_id, sealed, records, deletes_sealed: deletes, .. } = g;
+        if sealed.is_empty() {
+            return None;
         }
-        self.buffered = 0;
-        Ok(())
+        let version = self.versions.get(&(partition.clone(), bucket)).copied().unwrap_or(0) + 1;
+        Some(Encoded {
+            write: FileWrite {
+                partition: partition.to_string(),
+                file_id,
+                name: String::new(),
+                version,
+                records,
+                deletes,
+                blocks: sealed.len() as u64,
+                bytes: sealed.iter().map(|b| b.len() as u64).sum(),
+            },
+            bucket,
+            blocks: sealed,
+        })
     }
 
     async fn file_id(&mut self, partition: &Arc<str>, bucket: u32) -> Result<String> {
@@ -229,86 +377,9 @@ impl TaskContext {
         }
         Ok(ids)
     }
-
-    /// One bucket's buffered rows and deletes as the bytes of a new log
-    /// file; `None` when there is nothing.
-    async fn encode(&mut self, partition: &Arc<str>, bucket: u32, buf: BucketBuf) -> Result<Option<Encoded>> {
-        if buf.batches.is_empty() && buf.deletes.is_empty() {
-            return Ok(None);
-        }
-        let file_id = self.file_id(partition, bucket).await?;
-        let schema = self.shared.schema.clone();
-        let mut header = vec![
-            (HeaderKey::Schema, schema.log_json().to_string()),
-            (HeaderKey::InstantTime, self.instant.to_string()),
-        ];
-        if schema.is_partial() {
-            header.push((HeaderKey::IsPartial, "true".to_string()));
-        }
-        self.out.clear();
-        let mut blocks = 0;
-        let mut records = 0u64;
-        if !buf.batches.is_empty() {
-            let mut with_meta = Vec::with_capacity(buf.batches.len());
-            for (batch, keys) in buf.batches.iter().zip(&buf.keys) {
-                records += batch.num_rows() as u64;
-                with_meta.push(self.meta_batch(batch, keys, partition, &file_id)?);
-            }
-            let open = begin_block(&mut self.out, BlockType::AvroData, &header);
-            self.encoder.encode_content(&with_meta, &mut self.out).map_err(|cause| Error::Encode {
-                table: self.shared.loc.to_string(),
-                instant: self.instant.to_string(),
-                file: if partition.is_empty() { file_id.clone() } else { format!("{partition}/{file_id}") },
-                cause: Box::new(cause),
-            })?;
-            finish_block(&mut self.out, open, &[]);
-            blocks += 1;
-        }
-        if !buf.deletes.is_empty() {
-            encode_delete_block(&buf.deletes, &header, &mut self.out);
-            blocks += 1;
-        }
-        // The buffer goes with the file; the next encode starts a new one
-        // of the same size.
-        let capacity = self.out.capacity();
-        let bytes = bytes::Bytes::from(std::mem::replace(&mut self.out, Vec::with_capacity(capacity)));
-        let version = self.versions.get(&(partition.clone(), bucket)).copied().unwrap_or(0) + 1;
-        Ok(Some(Encoded {
-            write: FileWrite {
-                partition: partition.to_string(),
-                file_id,
-                name: String::new(),
-                version,
-                records,
-                deletes: buf.deletes.len() as u64,
-                blocks,
-                bytes: bytes.len() as u64,
-            },
-            bucket,
-            bytes,
-        }))
-    }
-
-    fn meta_batch(&self, batch: &RecordBatch, keys: &ArrayRef, partition: &str, file_id: &str) -> Result<RecordBatch> {
-        let n = batch.num_rows();
-        let t = self.instant.as_str();
-        let first = self.seqno.fetch_add(n as u64, AtomicOrdering::Relaxed);
-        let constant = |v: &str| -> ArrayRef { Arc::new(StringArray::from_iter_values(std::iter::repeat_n(v, n))) };
-        // `<t>_<task>_<n>`, written straight into one value buffer.
-        let mut seq = arrow::array::StringBuilder::with_capacity(n, n * (t.len() + 12));
-        for i in 0..n as u64 {
-            let _ = write!(seq, "{t}_{}_{}", self.task, first + i);
-            seq.append_value("");
-        }
-        let seq: ArrayRef = Arc::new(seq.finish());
-        let mut columns = vec![constant(t), seq, keys.clone(), constant(partition), constant(file_id)];
-        columns.extend(batch.columns().iter().cloned());
-        RecordBatch::try_new(self.shared.schema.arrow_with_meta().clone(), columns)
-            .map_err(|e| internal(&self.shared, &self.instant, "adding the meta columns", e))
-    }
 }
 
-/// How many log files a task encodes ahead and stores at once.
+/// How many log files a task stores at once.
 const FLUSH_CONCURRENCY: usize = 8;
 
 /// A log file encoded, to be stored: its description (the version to try
@@ -316,15 +387,22 @@ const FLUSH_CONCURRENCY: usize = 8;
 struct Encoded {
     write: FileWrite,
     bucket: u32,
-    bytes: bytes::Bytes,
+    /// The file's blocks, in order.
+    blocks: Vec<bytes::Bytes>,
 }
 
 impl Encoded {
     /// Stores the file under the first free version from the one it holds,
-    /// each announced by its marker first; yields its bucket and what was
-    /// written.
-    async fn store(self, loc: &TableLocation, instant: &InstantTime, task: u64) -> Result<(u32, FileWrite)> {
-        let Encoded { mut write, bucket, bytes } = self;
+    /// each announced by its marker first; yields its bucket, what was
+    /// written and the blocks, for their buffers to be used again.
+    async fn store(
+        self,
+        loc: &TableLocation,
+        instant: &InstantTime,
+        task: u64,
+    ) -> Result<(u32, FileWrite, Vec<bytes::Bytes>)> {
+        let Encoded { mut write, bucket, blocks } = self;
+        let payload: object_store::PutPayload = blocks.iter().cloned().collect();
         let partition = write.partition.as_str();
         loop {
             let name = LogFileName {
@@ -339,24 +417,15 @@ impl Encoded {
             marker::create_marker(loc, instant, partition, &name, marker::APPEND).await?;
             // A create that finds its own bytes there (a retry after a lost
             // answer) is done; other bytes mean the name is taken.
-            match loc.create(&loc.join(&rel), bytes.clone()).await {
+            match loc.create(&loc.join(&rel), payload.clone()).await {
                 Ok(_) => {
                     write.name = name;
-                    return Ok((bucket, write));
+                    drop(payload);
+                    return Ok((bucket, write, blocks));
                 }
                 Err(tributary_timeline::Error::AlreadyExists { .. }) => write.version += 1,
                 Err(e) => return Err(e.into()),
             }
         }
-    }
-}
-
-/// An Arrow kernel refused rows the writer built or validated itself: a bug.
-fn internal(shared: &Shared, instant: &InstantTime, what: &str, e: arrow::error::ArrowError) -> Error {
-    Error::Internal {
-        table: shared.loc.to_string(),
-        instant: instant.to_string(),
-        what: what.into(),
-        reason: e.to_string(),
     }
 }
