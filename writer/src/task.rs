@@ -39,8 +39,8 @@ impl std::fmt::Debug for Piece {
 }
 
 /// The log file of one bucket of one partition, assembled as rows arrive:
-/// AVRO_DATA blocks of about [`BLOCK_BYTES`] each, written record by record
-/// into buffers that never grow (and are used again once the file is
+/// AVRO_DATA blocks of up to about [`BLOCK_BYTES`] each, written record by
+/// record into buffers sized to what comes (and used again once the file is
 /// stored), and DELETE blocks. Deletes wait for the end of the file, unless
 /// a row of a key they delete comes after them: then they go first, as a
 /// block of their own, so that the file keeps the input's order of every
@@ -107,34 +107,49 @@ const BLOCK_BYTES: usize = 1 << 20;
 /// Room a block keeps for its footer and reverse pointer.
 const BLOCK_TAIL: usize = 16;
 
-/// Buffers of [`BLOCK_BYTES`] for data blocks, kept once their files were
-/// stored: memory in use already costs less than fresh pages.
+/// The smallest buffer a data block starts in.
+const MIN_BLOCK_BUFFER: usize = 16 << 10;
+
+/// Buffers of data blocks, kept once their files were stored: memory in
+/// use already costs less than fresh pages.
 #[derive(Debug, Default)]
 pub(crate) struct BlockBuffers {
-    kept: std::sync::Mutex<Vec<Vec<u8>>>,
+    /// The buffers kept, and their capacities' sum.
+    kept: std::sync::Mutex<(Vec<Vec<u8>>, usize)>,
 }
 
 impl BlockBuffers {
-    /// An empty block buffer: a kept one, else a new one.
-    fn take(&self) -> Vec<u8> {
-        let kept = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
-        kept.unwrap_or_else(|| Vec::with_capacity(BLOCK_BYTES))
+    /// An empty block buffer of at least `want` bytes: a kept one, else a
+    /// new one.
+    fn take(&self, want: usize) -> Vec<u8> {
+        let mut kept = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (buffers, held) = &mut *kept;
+        match buffers.iter().rposition(|b| b.capacity() >= want) {
+            Some(i) => {
+                let b = buffers.swap_remove(i);
+                *held -= b.capacity();
+                b
+            }
+            None => Vec::with_capacity(want),
+        }
     }
 
     /// Keeps the buffer of a stored block's `bytes` when nothing else holds
-    /// them, it is a block buffer, and the kept ones stay within `limit`
-    /// bytes.
+    /// them, it is not too small to start a block in, and the kept ones
+    /// stay within `limit` bytes.
     fn keep(&self, bytes: bytes::Bytes, limit: usize) {
         let Ok(mut b) = bytes.try_into_mut() else { return };
         // Emptied first, so that taking the vector back copies nothing.
         b.clear();
         let buffer = Vec::from(b);
-        if buffer.capacity() < BLOCK_BYTES {
+        if buffer.capacity() < MIN_BLOCK_BUFFER {
             return;
         }
         let mut kept = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if (kept.len() + 1) * BLOCK_BYTES <= limit {
-            kept.push(buffer);
+        let (buffers, held) = &mut *kept;
+        if *held + buffer.capacity() <= limit {
+            *held += buffer.capacity();
+            buffers.push(buffer);
         }
     }
 }
@@ -228,7 +243,7 @@ impl TaskContext {
         let before = g.bytes();
         let deleted = p.rows.deleted.as_ref();
         let ord = self.shared.schema.ordering_index().map(|i| p.rows.batch.column(i));
-        for &r in &p.indices {
+        for (i, &r) in p.indices.iter().enumerate() {
             let r = r as usize;
             let key = p.keys.value(r);
             if deleted.is_some_and(|d| d.value(r)) {
@@ -245,18 +260,29 @@ impl TaskContext {
             }
             let datum = p.datums.get(r);
             let need = 4 + g.meta.max_len(self.seqno, key.len()) + datum.len() + BLOCK_TAIL;
-            if g.open.as_ref().is_some_and(|o| o.content.records() > 0 && o.out.len() + need > o.out.capacity()) {
+            if g.open.as_ref().is_some_and(|o| o.content.records() > 0 && o.out.len() + need > BLOCK_BYTES) {
                 g.seal_block();
             }
             let o = match &mut g.open {
                 Some(o) => o,
                 None => {
-                    let mut out = self.shared.buffers.take();
+                    // Sized for the rest of the piece: a small commit's
+                    // block takes little memory, a large one's grows less.
+                    let rest = p.indices.len() - i;
+                    let want = rest.saturating_mul(need).clamp(MIN_BLOCK_BUFFER, BLOCK_BYTES);
+                    let mut out = self.shared.buffers.take(want);
                     let block = begin_block(&mut out, BlockType::AvroData, &self.header);
                     let content = AvroContent::begin(&mut out);
                     g.open.insert(OpenData { out, block, content })
                 }
             };
+            if o.out.len() + need > o.out.capacity() {
+                // Doubling, up to the block size: a block never moves more
+                // than once per doubling and never outgrows its seal.
+                let len = o.out.len() + need;
+                let target = (o.out.capacity() * 2).max(len).min(BLOCK_BYTES.max(len));
+                o.out.reserve_exact(target - o.out.len());
+            }
             let at = o.content.start_record(&mut o.out);
             g.meta.put(&mut o.out, self.seqno, key.as_bytes());
             o.out.extend_from_slice(datum);
