@@ -289,7 +289,9 @@ impl TaskContext {
             o.content.end_record(&mut o.out, at);
             self.seqno += 1;
         }
-        self.buffered += g.bytes() - before;
+        // Sealing deletes replaces their estimate by their encoded size,
+        // which may be smaller.
+        self.buffered = (self.buffered + g.bytes()).saturating_sub(before);
         Ok(())
     }
 
