@@ -29,12 +29,7 @@ pub struct DataBlockEncoder {
 impl DataBlockEncoder {
     /// An encoder for the table's log schema.
     pub fn new(schema: &TableSchema) -> Result<Self> {
-        let mut md = std::collections::HashMap::new();
-        md.insert("avro.schema".to_string(), schema.log_json().to_string());
-        let arrow = arrow::datatypes::Schema::new_with_metadata(schema.arrow_with_meta().fields().clone(), md);
-        let encoder = arrow_avro::writer::WriterBuilder::new(arrow)
-            .build_encoder::<AvroBinaryFormat>()
-            .map_err(|e| Error::InvalidInput { what: "log schema".into(), reason: e.to_string() })?;
+        let encoder = row_encoder(schema.arrow_with_meta(), schema.log_json().to_string(), "log schema")?;
         Ok(Self { encoder })
     }
 
@@ -52,6 +47,16 @@ impl DataBlockEncoder {
         encode_avro_content(datums(&rows), out);
         Ok(out.len() - start)
     }
+}
+
+/// arrow-avro's row encoder of batches with `arrow`'s fields, writing the
+/// Avro record `avro_json` (`what` names it in errors).
+fn row_encoder(arrow: &SchemaRef, avro_json: String, what: &str) -> Result<arrow_avro::writer::Encoder> {
+    let md = std::collections::HashMap::from([("avro.schema".to_string(), avro_json)]);
+    let schema = arrow::datatypes::Schema::new_with_metadata(arrow.fields().clone(), md);
+    arrow_avro::writer::WriterBuilder::new(schema)
+        .build_encoder::<AvroBinaryFormat>()
+        .map_err(|e| Error::InvalidInput { what: what.into(), reason: e.to_string() })
 }
 
 /// Each row's Avro binary in `rows`, in order.
@@ -73,13 +78,7 @@ pub struct TableDatumEncoder {
 impl TableDatumEncoder {
     /// An encoder of batches of `schema.arrow()`.
     pub fn new(schema: &TableSchema) -> Result<Self> {
-        let mut md = std::collections::HashMap::new();
-        md.insert("avro.schema".to_string(), schema.table_json());
-        let arrow = arrow::datatypes::Schema::new_with_metadata(schema.arrow().fields().clone(), md);
-        let encoder = arrow_avro::writer::WriterBuilder::new(arrow)
-            .build_encoder::<AvroBinaryFormat>()
-            .map_err(|e| Error::InvalidInput { what: "table schema".into(), reason: e.to_string() })?;
-        Ok(Self { encoder })
+        Ok(Self { encoder: row_encoder(schema.arrow(), schema.table_json(), "table schema")? })
     }
 
     /// The datums of every row of `batch` (schema: the table's `arrow`).
@@ -114,11 +113,6 @@ impl TableDatums {
     /// True when there are no rows.
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
-    }
-
-    /// Bytes held.
-    pub fn bytes(&self) -> usize {
-        self.rows.bytes().len() + 8 * self.rows.offsets().len()
     }
 }
 
