@@ -1,13 +1,16 @@
-//! Commits on an S3 server: commits per second for one table with 1, 4 and
-//! 16 concurrent writers in both TrueTime modes, how long each hold of the
-//! table lock (the lease document in the bucket) lasts, p50 and p99, and
-//! the store requests per commit, by kind. Each writer has its own table
-//! handle, lease lock and write client, as separate processes would.
+//! Commits on an S3 server or on local disk: commits per second for one
+//! table with 1, 4 and 16 concurrent writers in both TrueTime modes, how
+//! long each hold of the table lock lasts, p50 and p99, and the store
+//! requests per commit, by kind. Each writer has its own table handle, lock
+//! and write client, as separate processes would. On S3 the lock is the
+//! lease document in the bucket; on local disk it is an OS file lock.
 //!
-//! Needs an S3 server: `.ci/s3.sh start DIR && source DIR/env` (which sets
+//! On an S3 server: `.ci/s3.sh start DIR && source DIR/env` (which sets
 //! `TRIBUTARY_TEST_S3` and the `AWS_*` variables), then
-//! `cargo bench --bench objectstore`. `TRIBUTARY_BENCH_SECS` sets how long
-//! each case runs (default 8).
+//! `cargo bench --bench objectstore`. On local disk:
+//! `TRIBUTARY_BENCH_LOCAL=DIR cargo bench --bench objectstore`, with DIR an
+//! existing folder. `TRIBUTARY_BENCH_SECS` sets how long each case runs
+//! (default 8).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -18,7 +21,7 @@ use async_trait::async_trait;
 use tributary::{CreateOptions, Table, TableSettings, TimeSettings};
 use tributary_timeline::counting::{CountingStore, Requests};
 use tributary_timeline::{
-    Fence, LeaseLock, LeaseSettings, LockGuard, LockProvider, SystemClock, TableLocation, TimeMode,
+    Fence, FileLock, LeaseLock, LeaseSettings, LockGuard, LockProvider, SystemClock, TableLocation, TimeMode,
 };
 use tributary_writer::WriteSettings;
 
@@ -103,10 +106,21 @@ struct Figures {
     commits: usize,
 }
 
-async fn run(base: &str, mode: TimeMode, writers: usize, run_for: Duration) -> Figures {
+/// Where the bench's tables live.
+enum Place {
+    /// An S3 bucket URI; the lock is a lease document in it.
+    S3(String),
+    /// A local folder; the lock is an OS file lock on the table folder.
+    Local(String),
+}
+
+async fn run(place: &Place, mode: TimeMode, writers: usize, run_for: Duration) -> Figures {
     let name = match mode {
         TimeMode::WaitForSkew => "wait",
         TimeMode::HybridLogical => "hybrid",
+    };
+    let base = match place {
+        Place::S3(b) | Place::Local(b) => b.trim_end_matches('/'),
     };
     let uri = format!("{base}/bench-objectstore/{name}-{writers}-{}", std::process::id());
     let healthy = TableLocation::parse(&uri).expect("table URI");
@@ -120,14 +134,17 @@ async fn run(base: &str, mode: TimeMode, writers: usize, run_for: Duration) -> F
     let holds = Arc::new(Mutex::new(Vec::new()));
     let mut clients = Vec::new();
     for w in 0..writers {
-        let lease = LeaseLock::for_table(
-            store.clone(),
-            &loc.root,
-            format!("bench-{w}"),
-            Arc::new(SystemClock),
-            LeaseSettings::default(),
-        );
-        let lock = Arc::new(Timed { inner: Arc::new(lease), holds: holds.clone() });
+        let inner: Arc<dyn LockProvider> = match place {
+            Place::S3(_) => Arc::new(LeaseLock::for_table(
+                store.clone(),
+                &loc.root,
+                format!("bench-{w}"),
+                Arc::new(SystemClock),
+                LeaseSettings::default(),
+            )),
+            Place::Local(_) => Arc::new(FileLock::for_table(&uri)),
+        };
+        let lock = Arc::new(Timed { inner, holds: holds.clone() });
         let t = Table::builder(loc.clone()).with_settings(settings.clone()).with_lock(lock).open().await.expect("open");
         let client = t
             .write_client(WriteSettings { tasks: 1, writer_id: format!("w{w}"), ..Default::default() })
@@ -183,9 +200,16 @@ async fn run(base: &str, mode: TimeMode, writers: usize, run_for: Duration) -> F
 }
 
 fn main() {
-    let Ok(base) = std::env::var("TRIBUTARY_TEST_S3") else {
-        eprintln!("no S3 server: run `.ci/s3.sh start DIR && source DIR/env` first");
-        std::process::exit(2);
+    let place = match (std::env::var("TRIBUTARY_BENCH_LOCAL"), std::env::var("TRIBUTARY_TEST_S3")) {
+        (Ok(dir), _) => Place::Local(dir),
+        (_, Ok(base)) => Place::S3(base),
+        _ => {
+            eprintln!(
+                "no place for the tables: set TRIBUTARY_BENCH_LOCAL=DIR, or run `.ci/s3.sh start DIR && source \
+                 DIR/env` first"
+            );
+            std::process::exit(2);
+        }
     };
     let secs = std::env::var("TRIBUTARY_BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(8);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
@@ -195,7 +219,7 @@ fn main() {
     );
     for (mode, name) in [(TimeMode::HybridLogical, "hybrid-logical"), (TimeMode::WaitForSkew, "wait-for-skew")] {
         for writers in [1, 4, 16] {
-            let f = rt.block_on(run(base.trim_end_matches('/'), mode, writers, Duration::from_secs(secs)));
+            let f = rt.block_on(run(&place, mode, writers, Duration::from_secs(secs)));
             println!(
                 "{name:<15} {writers:>7} {:>8} {:>9.1} {:>7.0}ms {:>7.0}ms {:>7.1}ms {:>7.1}ms  {}",
                 f.commits,
