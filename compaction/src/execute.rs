@@ -550,7 +550,10 @@ impl Compactor {
             plain.extend(key.columns().map(|k| META_FIELDS.len() + k));
         }
         if let Some(sample) = sample {
-            plain.extend((0..sample.num_columns()).filter(|&c| dictionary_overflows(sample.column(c), row_group_rows)));
+            let judged: Vec<usize> = (0..sample.num_columns())
+                .filter(|c| !plain.contains(c) && dictionary_overflows(sample.column(*c), row_group_rows))
+                .collect();
+            plain.extend(judged);
         }
         let props = plain
             .iter()
@@ -668,9 +671,22 @@ fn dictionary_overflows(column: &ArrayRef, row_group_rows: usize) -> bool {
     let field = arrow::row::SortField::new(column.data_type().clone());
     let Ok(converter) = arrow::row::RowConverter::new(vec![field]) else { return false };
     let Ok(rows) = converter.convert_columns(&[column.slice(0, n)]) else { return false };
-    let distinct: std::collections::HashSet<&[u8]> = rows.iter().map(|r| r.data()).collect();
     let bytes: usize = rows.iter().map(|r| r.data().len()).sum();
-    distinct.len() * 10 >= n * 9 && row_group_rows.saturating_mul(bytes / n) > DICTIONARY_LIMIT
+    if row_group_rows.saturating_mul(bytes / n) <= DICTIONARY_LIMIT {
+        return false;
+    }
+    // Nearly all distinct: at most one value in ten repeats.
+    let mut distinct: foldhash::HashSet<&[u8]> = foldhash::HashSetExt::with_capacity(n);
+    let mut repeats = 0;
+    for r in rows.iter() {
+        if !distinct.insert(r.data()) {
+            repeats += 1;
+            if repeats * 10 > n {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// Rows with `_hoodie_file_name` set to the new base file.

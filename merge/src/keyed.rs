@@ -45,6 +45,10 @@ use crate::version::Version;
 /// Rows per decoded batch of winners.
 const WINNER_BATCH_ROWS: usize = 16 * 1024;
 
+/// At most this many bytes of a slice's small log files are kept from the
+/// index pass for the decode pass; the files past it are read again.
+const KEPT_LOG_BYTES: usize = 64 << 20;
+
 /// What the merge reads a slice with.
 struct SliceScan<'a> {
     loc: &'a TableLocation,
@@ -54,6 +58,12 @@ struct SliceScan<'a> {
     scanner: KeyScanner,
     /// The base file's columns read by the index pass.
     base_keys: SchemaRef,
+    /// The log files the index pass read whole, kept for the decode pass
+    /// (by log number), so that it reads each file once; `None` for a file
+    /// read again from the store.
+    kept: Vec<Option<bytes::Bytes>>,
+    /// How many more bytes of log files may be kept.
+    keep_room: usize,
 }
 
 /// What [`merge_key_first`] did with a slice.
@@ -94,7 +104,11 @@ pub async fn merge_key_first(
             .project(&[Some(RECORD_KEY), ordering].into_iter().flatten().collect::<Vec<_>>())
             .map_err(|e| Error::arrow(format!("key columns of table {}", config.name), e))?,
     );
-    let mut scan = SliceScan { loc, schema, timeline, decoder, scanner, base_keys };
+    // A merge without limits holds every winner anyway; one with limits
+    // keeps nothing extra, so that the key index and the winners get the
+    // share.
+    let keep_room = if limits == Limits::NONE { KEPT_LOG_BYTES } else { 0 };
+    let mut scan = SliceScan { loc, schema, timeline, decoder, scanner, base_keys, kept: Vec::new(), keep_room };
     let Some(sizes) = scan.index(files, &mut merger, limits.index).await? else { return Ok(KeyFirst::Declined) };
     // Decoded rows take about one and a half times their Avro bytes.
     let winners = merger.winners();
@@ -210,7 +224,7 @@ impl SliceScan<'_> {
     /// base file is source 0 (rows counted through the file), each data
     /// block a source from 1 on (rows counted through the block). `None`
     /// when a block is not readable or the index outgrows `limit` bytes.
-    async fn index(&self, files: &SliceFiles<'_>, merger: &mut RowMerger, limit: usize) -> Result<Option<Sizes>> {
+    async fn index(&mut self, files: &SliceFiles<'_>, merger: &mut RowMerger, limit: usize) -> Result<Option<Sizes>> {
         let mut sizes = Sizes::default();
         if let Some(base) = files.base {
             let mut reader = BaseReader::open_columns(self.loc, &self.base_keys, base).await?;
@@ -265,6 +279,9 @@ impl SliceScan<'_> {
                     return Ok(None);
                 }
             }
+            let keep = blocks.whole_file().filter(|b| b.len() <= self.keep_room).cloned();
+            self.keep_room -= keep.as_ref().map_or(0, bytes::Bytes::len);
+            self.kept.push(keep);
         }
         Ok(Some(sizes))
     }
@@ -303,11 +320,12 @@ impl SliceScan<'_> {
             }
         }
         let mut source = 1;
-        for log in files.logs {
+        for (i, log) in files.logs.iter().enumerate() {
             if next == winners.len() {
                 break;
             }
-            let mut blocks = LogBlocks::open(self.loc, log).await?;
+            let kept = self.kept.get_mut(i).and_then(Option::take);
+            let mut blocks = LogBlocks::reopen(self.loc, log, kept).await?;
             while let Some(entry) = blocks.next_live_entry(self.timeline).await? {
                 if entry.block_type() != BlockType::AvroData {
                     continue;

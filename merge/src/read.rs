@@ -235,7 +235,9 @@ pub struct LogBlocks<'a> {
     pub(crate) name: String,
     size: u64,
     offset: u64,
-    /// The whole file's blocks, when it was small enough to read at once.
+    /// The whole file, when it was small enough to read at once.
+    bytes: Option<bytes::Bytes>,
+    /// The whole file's blocks, when it was read at once.
     whole: Option<std::vec::IntoIter<LogBlock>>,
 }
 
@@ -265,17 +267,39 @@ impl LogEntry {
 }
 
 impl<'a> LogBlocks<'a> {
+    /// Opens the log file `log` of the table at `loc`: a small file is read
+    /// whole, a large one a block at a time.
     pub async fn open(loc: &'a TableLocation, log: &'a object_store::path::Path) -> Result<Self> {
-        let name = log.to_string();
         let got = loc.store.get(log).await.map_err(|e| tributary_timeline::Error::store("get", log, e))?;
-        let size = got.meta.size;
-        let whole = if size <= WHOLE_LOG_BYTES {
+        if got.meta.size <= WHOLE_LOG_BYTES {
             let bytes = got.bytes().await.map_err(|e| tributary_timeline::Error::store("get", log, e))?;
-            Some(LogBlock::decode_all(&bytes, &name)?.into_iter())
-        } else {
-            None
-        };
-        Ok(Self { loc, log, name, size, offset: 0, whole })
+            return Self::of_bytes(loc, log, bytes);
+        }
+        Ok(Self { loc, log, name: log.to_string(), size: got.meta.size, offset: 0, bytes: None, whole: None })
+    }
+
+    /// Opens `log` again: from `kept`, its whole bytes as an earlier open
+    /// read them ([`LogBlocks::whole_file`]), else from the store.
+    pub async fn reopen(
+        loc: &'a TableLocation,
+        log: &'a object_store::path::Path,
+        kept: Option<bytes::Bytes>,
+    ) -> Result<Self> {
+        match kept {
+            Some(bytes) => Self::of_bytes(loc, log, bytes),
+            None => Self::open(loc, log).await,
+        }
+    }
+
+    fn of_bytes(loc: &'a TableLocation, log: &'a object_store::path::Path, bytes: bytes::Bytes) -> Result<Self> {
+        let name = log.to_string();
+        let whole = Some(LogBlock::decode_all(&bytes, &name)?.into_iter());
+        Ok(Self { loc, log, name, size: bytes.len() as u64, offset: 0, bytes: Some(bytes), whole })
+    }
+
+    /// The whole file, when it was small enough to be read at once.
+    pub fn whole_file(&self) -> Option<&bytes::Bytes> {
+        self.bytes.as_ref()
     }
 
     async fn range(&self, r: std::ops::Range<u64>) -> Result<bytes::Bytes> {
