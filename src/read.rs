@@ -129,9 +129,10 @@ impl Table {
                 let base = slice.base.as_ref().map(|b| b.file.path.clone());
                 let logs: Vec<_> =
                     if base_only { Vec::new() } else { slice.logs.iter().map(|l| l.file.path.clone()).collect() };
+                let log_sizes: Vec<u64> = slice.logs.iter().take(logs.len()).map(|l| l.file.size).collect();
                 // An incremental read merges the window's base rows only.
                 let base_rows = commits.as_deref().map_or(BaseRows::All, BaseRows::WrittenBy);
-                let files = SliceFiles { base: base.as_ref(), logs: &logs, base_rows };
+                let files = SliceFiles { base: base.as_ref(), logs: &logs, log_sizes: &log_sizes, base_rows };
                 let ctx = SliceMerge { loc: &loc, schema: &schema, config: &config, timeline: &timeline };
                 let mut merged = merge_slice(&ctx, &files, RowOrder::Write, None).await?;
                 let mut batches = Vec::new();

@@ -27,8 +27,9 @@
 //! - `read [--dump F]`: a snapshot read with `Table::read` (unordered, as
 //!   the other readers return rows); `--dump` writes the rows to an Arrow
 //!   IPC file afterwards, for run.py's content check.
-//! - `compact`: one `Compactor::run_once` (default settings: every file
-//!   group with logs, 256 MiB budget, 2 groups at a time).
+//! - `compact [--budget-mb N]`: one `Compactor::run_once` (default
+//!   settings: every file group with logs, 256 MiB budget, 2 groups at a
+//!   time; `--budget-mb` sets the budget).
 
 use std::fs::File;
 use std::io::BufRead;
@@ -113,7 +114,11 @@ enum Case {
         dump: Option<PathBuf>,
     },
     /// One compaction of every file group with logs.
-    Compact,
+    Compact {
+        /// The compactor's memory budget in MiB (default: the compactor's).
+        #[arg(long)]
+        budget_mb: Option<usize>,
+    },
 }
 
 /// User plus system CPU seconds of this process (all threads) so far.
@@ -285,10 +290,14 @@ fn read(dir: &Path, dump: Option<&Path>, ticks: u64) -> Value {
     json!({"rows": batch.num_rows(), "wall": wall, "cpu": cpu})
 }
 
-fn compact(dir: &Path, ticks: u64) -> Value {
+fn compact(dir: &Path, budget_mb: Option<usize>, ticks: u64) -> Value {
     let rt = runtime();
     let table = rt.block_on(open(dir));
-    let compactor = rt.block_on(table.compactor(CompactorSettings::default())).expect("compactor");
+    let mut settings = CompactorSettings::default();
+    if let Some(mb) = budget_mb {
+        settings.memory_budget = mb << 20;
+    }
+    let compactor = rt.block_on(table.compactor(settings)).expect("compactor");
     let clock = Stopwatch::start(ticks);
     let done = rt.block_on(compactor.run_once()).expect("compaction");
     let (wall, cpu) = clock.stop();
@@ -322,7 +331,7 @@ fn main() {
             commits(&dir, &case, ticks)
         }
         Case::Read { dump } => read(&dir, dump.as_deref(), ticks),
-        Case::Compact => compact(&dir, ticks),
+        Case::Compact { budget_mb } => compact(&dir, *budget_mb, ticks),
     };
     println!("{figures}");
 }

@@ -453,7 +453,10 @@ impl Compactor {
                 }
             })
             .buffered(HEADS_AT_ONCE);
-        let bytes_read: u64 = sizes.try_fold(0, |sum, size| async move { Ok(sum + size) }).await?;
+        let mut sizes: Vec<u64> = sizes.try_collect().await?;
+        let bytes_read: u64 = sizes.iter().sum();
+        // The logs' sizes, after the base file's.
+        let log_sizes = sizes.split_off(usize::from(base.is_some()));
         let name = BaseFileName {
             file_id: op.file_id.clone(),
             write_token: WriteToken::new(index, 0, 0),
@@ -470,7 +473,7 @@ impl Compactor {
             input_bytes: bytes_read,
             spill: self.spill_area(instant, &op.file_id)?,
         };
-        let files = SliceFiles { base: base.as_ref(), logs: &logs, base_rows: BaseRows::All };
+        let files = SliceFiles { base: base.as_ref(), logs: &logs, log_sizes: &log_sizes, base_rows: BaseRows::All };
         let mut merged = merge_slice(&ctx, &files, RowOrder::Key, Some(&budget)).await?;
         // The first rows show which columns a dictionary would suit.
         let first = merged.next_batch().await?;

@@ -237,8 +237,8 @@ impl SliceScan<'_> {
         }
         let mut source = 1;
         let mut batch = KeyBatch::default();
-        for log in files.logs {
-            let mut blocks = LogBlocks::open(self.loc, log).await?;
+        for (i, log) in files.logs.iter().enumerate() {
+            let mut blocks = LogBlocks::open(self.loc, log, files.log_size(i)).await?;
             while let Some(entry) = blocks.next_live_entry(self.timeline).await? {
                 let path = &blocks.name;
                 match entry.block_type() {
@@ -325,7 +325,7 @@ impl SliceScan<'_> {
                 break;
             }
             let kept = self.kept.get_mut(i).and_then(Option::take);
-            let mut blocks = LogBlocks::reopen(self.loc, log, kept).await?;
+            let mut blocks = LogBlocks::reopen(self.loc, log, files.log_size(i), kept).await?;
             while let Some(entry) = blocks.next_live_entry(self.timeline).await? {
                 if entry.block_type() != BlockType::AvroData {
                     continue;
@@ -502,7 +502,7 @@ mod tests {
             let loc = TableLocation::new(store.clone(), Path::from("t"));
             let timeline = Timeline::load(&loc, config).await?;
             let (base, logs) = slice_files(&store, schema, versions, with_base, per_log).await;
-            let files = SliceFiles { base: base.as_ref(), logs: &logs, base_rows: BaseRows::All };
+            let files = SliceFiles { base: base.as_ref(), logs: &logs, log_sizes: &[], base_rows: BaseRows::All };
             let area = SpillArea { store: Arc::new(InMemory::new()), dir: Path::from("spill") };
             let mut spiller = Spiller::new(area, 3, 0);
             let limits = Limits { keep: if spill { 0 } else { usize::MAX }, ..Limits::NONE };
@@ -580,7 +580,7 @@ mod tests {
                 .encode_into(&mut file);
             let logs = vec![Path::from("t/.f1_0.log.1_0-1-0")];
             store.put(&logs[0], PutPayload::from(file)).await.unwrap();
-            let files = SliceFiles { base: None, logs: &logs, base_rows: BaseRows::All };
+            let files = SliceFiles { base: None, logs: &logs, log_sizes: &[], base_rows: BaseRows::All };
             let ctx = SliceMerge { loc: &loc, schema: &schema, config: &config, timeline: &timeline };
             let merged = merge_key_first(&ctx, &files, Limits::NONE, None);
             matches!(merged.await.unwrap(), KeyFirst::Declined)
@@ -610,7 +610,7 @@ mod tests {
                 .encode_into(&mut file);
             let logs = vec![Path::from("t/.f1_0.log.1_0-1-0")];
             store.put(&logs[0], PutPayload::from(file)).await.unwrap();
-            let files = SliceFiles { base: None, logs: &logs, base_rows: BaseRows::All };
+            let files = SliceFiles { base: None, logs: &logs, log_sizes: &[], base_rows: BaseRows::All };
             let ctx = SliceMerge { loc: &loc, schema: &schema, config: &config, timeline: &timeline };
             let merged = merge_key_first(&ctx, &files, Limits::NONE, None);
             merged.await.err().unwrap().to_string()

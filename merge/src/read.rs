@@ -26,6 +26,10 @@ pub struct SliceFiles<'a> {
     pub base: Option<&'a Path>,
     /// The log files, in log order.
     pub logs: &'a [Path],
+    /// The sizes of `logs` in bytes, in the same order, where the caller
+    /// knows them (a listing, say); else empty. A small log of known size
+    /// is read in one request.
+    pub log_sizes: &'a [u64],
     /// Which of the base file's rows take part in the merge.
     pub base_rows: BaseRows<'a>,
 }
@@ -41,6 +45,13 @@ pub enum BaseRows<'a> {
     /// beat a log version. Incremental reads take the base rows of the
     /// window's commits only (`docs/design.md`, "Merge semantics").
     WrittenBy(&'a HashSet<String>),
+}
+
+impl SliceFiles<'_> {
+    /// The size of log `i`, if known.
+    pub fn log_size(&self, i: usize) -> Option<u64> {
+        self.log_sizes.get(i).copied()
+    }
 }
 
 impl BaseRows<'_> {
@@ -114,14 +125,16 @@ enum Block {
 const MEMO_BLOCK_BYTES: usize = 64 << 10;
 
 impl<'a> LogReader<'a> {
-    /// Opens the log file `log` of the table at `loc`.
+    /// Opens the log file `log` of the table at `loc`, of `size` bytes if
+    /// known.
     pub async fn open(
         loc: &'a TableLocation,
         schema: &'a TableSchema,
         log: &'a object_store::path::Path,
+        size: Option<u64>,
         timeline: &'a Timeline,
     ) -> Result<Self> {
-        Ok(Self { blocks: LogBlocks::open(loc, log).await?, schema, timeline, current: None })
+        Ok(Self { blocks: LogBlocks::open(loc, log, size).await?, schema, timeline, current: None })
     }
 
     /// The next version, or `None` at the end of the file.
@@ -268,8 +281,14 @@ impl LogEntry {
 
 impl<'a> LogBlocks<'a> {
     /// Opens the log file `log` of the table at `loc`: a small file is read
-    /// whole, a large one a block at a time.
-    pub async fn open(loc: &'a TableLocation, log: &'a object_store::path::Path) -> Result<Self> {
+    /// whole, a large one a block at a time. A small file of known `size`
+    /// takes one request; otherwise its size is asked first.
+    pub async fn open(loc: &'a TableLocation, log: &'a object_store::path::Path, size: Option<u64>) -> Result<Self> {
+        if let Some(size) = size.filter(|s| *s <= WHOLE_LOG_BYTES) {
+            let got = loc.store.get_ranges(log, &[0..size]).await;
+            let bytes = got.map_err(|e| tributary_timeline::Error::store("get", log, e))?.pop().unwrap_or_default();
+            return Self::of_bytes(loc, log, bytes);
+        }
         let got = loc.store.get(log).await.map_err(|e| tributary_timeline::Error::store("get", log, e))?;
         if got.meta.size <= WHOLE_LOG_BYTES {
             let bytes = got.bytes().await.map_err(|e| tributary_timeline::Error::store("get", log, e))?;
@@ -279,15 +298,16 @@ impl<'a> LogBlocks<'a> {
     }
 
     /// Opens `log` again: from `kept`, its whole bytes as an earlier open
-    /// read them ([`LogBlocks::whole_file`]), else from the store.
+    /// read them ([`LogBlocks::whole_file`]), else as [`LogBlocks::open`].
     pub async fn reopen(
         loc: &'a TableLocation,
         log: &'a object_store::path::Path,
+        size: Option<u64>,
         kept: Option<bytes::Bytes>,
     ) -> Result<Self> {
         match kept {
             Some(bytes) => Self::of_bytes(loc, log, bytes),
-            None => Self::open(loc, log).await,
+            None => Self::open(loc, log, size).await,
         }
     }
 
@@ -703,7 +723,7 @@ mod tests {
                 assert!(reader.next().await.unwrap().is_none());
                 let whole = store.get(&base).await.unwrap().bytes().await.unwrap();
                 assert_eq!(read_parquet(whole, schema.arrow_with_meta(), "base").unwrap(), vec![want.clone()]);
-                let mut reader = LogReader::open(&loc, &schema, &log, &timeline).await.unwrap();
+                let mut reader = LogReader::open(&loc, &schema, &log, None, &timeline).await.unwrap();
                 match reader.next().await.unwrap() {
                     Some(Version::Rows(got)) => assert_eq!(got, want, "log at ts {ts}"),
                     other => panic!("log at ts {ts}: {other:?}"),

@@ -333,8 +333,8 @@ async fn read_into(
             }
         }
     }
-    for log in files.logs {
-        let mut reader = LogReader::open(ctx.loc, ctx.schema, log, ctx.timeline).await?;
+    for (i, log) in files.logs.iter().enumerate() {
+        let mut reader = LogReader::open(ctx.loc, ctx.schema, log, files.log_size(i), ctx.timeline).await?;
         while let Some(v) = reader.next().await? {
             sink.push(v).await?;
         }
