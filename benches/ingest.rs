@@ -55,9 +55,7 @@ use tributary_writer::WriteSettings;
 #[path = "support/process.rs"]
 mod process;
 
-/// The allocator the `tributary` binary uses, so figures match it.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The system allocator, as the `tributary` binary uses, so figures match it.
 
 type BenchResult<T> = Result<T, Box<dyn Error>>;
 

@@ -49,9 +49,7 @@ use tributary_writer::{WriteClient, WriteSettings};
 #[path = "../support/process.rs"]
 mod process;
 
-/// The allocator the `tributary` binary uses, so figures match it.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The system allocator, as the `tributary` binary uses, so figures match it.
 
 /// Attempts of one commit before the case gives up.
 const MAX_ATTEMPTS: usize = 50;

@@ -285,7 +285,9 @@ impl<'a> LogBlocks<'a> {
     /// takes one request; otherwise its size is asked first.
     pub async fn open(loc: &'a TableLocation, log: &'a object_store::path::Path, size: Option<u64>) -> Result<Self> {
         if let Some(size) = size.filter(|s| *s <= WHOLE_LOG_BYTES) {
-            let got = loc.store.get_ranges(log, &[0..size]).await;
+            // `get_ranges`, as one range: a single request on local disk,
+            // where `get` or `get_range` take two (open, then read).
+            let got = loc.store.get_ranges(log, std::slice::from_ref(&(0..size))).await;
             let bytes = got.map_err(|e| tributary_timeline::Error::store("get", log, e))?.pop().unwrap_or_default();
             return Self::of_bytes(loc, log, bytes);
         }

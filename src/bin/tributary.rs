@@ -16,11 +16,6 @@ use tributary_format::ErrorKind;
 use tributary_timeline::{BucketHash, InstantTime, MergeMode, TimeMode};
 use tributary_writer::WriteSettings;
 
-/// mimalloc: faster than the system allocator on the decode and merge paths,
-/// and it hands freed memory back sooner, so long-running services stay smaller.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// What the exit codes mean; shown by `--help`. Each code is
 /// [`ErrorKind::exit_code`] of the error's kind.
 const EXIT_CODES: &str = "\
