@@ -99,20 +99,22 @@ impl HudiFileLock {
     }
 
     /// One attempt: creates the file, or deletes it when it has expired (the
-    /// next attempt may then create it). `Ok(true)` when held.
-    async fn try_take(&self, content: &str) -> Result<bool> {
+    /// next attempt may then create it). `Ok(None)` when held, otherwise why
+    /// not: a transient store error, or `None` inside when another holder's
+    /// file stands.
+    async fn try_take(&self, content: &str) -> Result<Option<Option<String>>> {
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
         match self.loc.store.put_opts(&self.path, content.to_string().into(), opts).await {
-            Ok(_) => return Ok(true),
+            Ok(_) => return Ok(None),
             Err(object_store::Error::AlreadyExists { .. }) => {}
-            Err(e) if Error::is_transient(&e) => return Ok(false),
+            Err(e) if Error::is_transient(&e) => return Ok(Some(Some(format!("creating it failed: {e}")))),
             Err(e) => return Err(Error::store("create", &self.path, e)),
         }
-        let Some(expire) = self.expire else { return Ok(false) };
+        let Some(expire) = self.expire else { return Ok(Some(None)) };
         let meta = match self.loc.store.head(&self.path).await {
             Ok(m) => m,
-            Err(object_store::Error::NotFound { .. }) => return Ok(false),
-            Err(e) if Error::is_transient(&e) => return Ok(false),
+            Err(object_store::Error::NotFound { .. }) => return Ok(Some(None)),
+            Err(e) if Error::is_transient(&e) => return Ok(Some(Some(format!("reading its age failed: {e}")))),
             Err(e) => return Err(Error::store("head", &self.path, e)),
         };
         let age = self.clock.now_millis() - meta.last_modified.timestamp_millis();
@@ -120,7 +122,28 @@ impl HudiFileLock {
             tracing::warn!(lock = %self.path, age_ms = age, "deleting an expired Hudi lock file");
             delete_if_exists(&self.loc, &self.path).await?;
         }
-        Ok(false)
+        Ok(Some(None))
+    }
+
+    /// Who holds the lock, for a timeout's message: the holder's thread
+    /// name from the file (Hudi's Java writers leave it empty) and how long
+    /// ago the file was written.
+    async fn holder(&self) -> String {
+        let file = match self.loc.store.get(&self.path).await {
+            Ok(r) => r,
+            Err(object_store::Error::NotFound { .. }) => return "the file is gone now".into(),
+            Err(e) => return format!("reading the file failed: {e}"),
+        };
+        let age_ms = self.clock.now_millis() - file.meta.last_modified.timestamp_millis();
+        let text = file.bytes().await.unwrap_or_default();
+        let name = serde_json::from_slice::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v["lockThreadName"].as_str().map(str::to_string));
+        match name {
+            Some(name) => format!("held by `{name}`, its file written {age_ms} ms ago"),
+            None if text.is_empty() => format!("held by a Hudi writer (an empty file), written {age_ms} ms ago"),
+            None => format!("held by an unknown writer, its file written {age_ms} ms ago"),
+        }
     }
 }
 
@@ -138,11 +161,18 @@ impl LockProvider for HudiFileLock {
         let mut backoff = Duration::from_millis(5);
         loop {
             let content = self.content();
-            if self.try_take(&content).await? {
+            let Some(failure) = self.try_take(&content).await? else {
                 return Ok(Box::new(HudiFileGuard { lock: self.clone(), content, _local: local }));
-            }
+            };
             if started.elapsed() >= self.acquire_timeout {
-                return Err(Error::LockTimeout { lock: self.describe(), waited: started.elapsed() });
+                let why = match failure {
+                    Some(failure) => failure,
+                    None => self.holder().await,
+                };
+                return Err(Error::LockTimeout {
+                    lock: format!("{} ({why})", self.describe()),
+                    waited: started.elapsed(),
+                });
             }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_millis(100));
@@ -211,7 +241,11 @@ mod tests {
         assert_eq!(info["lockThreadName"], "tributary test");
         // Another process (its own lock value) times out while it is held.
         let b = lock(&store, Arc::new(SystemClock), None);
-        assert!(matches!(b.acquire().await.err(), Some(Error::LockTimeout { .. })));
+        let err = b.acquire().await.err().expect("held by a");
+        assert!(
+            matches!(err, Error::LockTimeout { .. }) && err.to_string().contains("held by `tributary test`"),
+            "{err}"
+        );
         held.release().await.unwrap();
         assert!(store.head(&Path::from("t/.hoodie/lock")).await.is_err());
         b.acquire().await.unwrap().release().await.unwrap();
@@ -221,11 +255,12 @@ mod tests {
     #[tokio::test]
     async fn an_expired_file_is_deleted_and_taken() {
         let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-        // A file left by a dead holder.
-        store.put(&Path::from("t/.hoodie/lock"), "{}".into()).await.unwrap();
+        // A file left by a dead holder: Hudi's Java writers leave it empty.
+        store.put(&Path::from("t/.hoodie/lock"), "".into()).await.unwrap();
         let clock = Arc::new(ManualClock::new(SystemClock.now_millis()));
         let never = lock(&store, clock.clone(), None);
-        assert!(matches!(never.acquire().await.err(), Some(Error::LockTimeout { .. })));
+        let err = never.acquire().await.err().expect("held by the dead holder");
+        assert!(err.to_string().contains("held by a Hudi writer (an empty file)"), "{err}");
         let minute = lock(&store, clock.clone(), Some(Duration::from_secs(60)));
         assert!(matches!(minute.acquire().await.err(), Some(Error::LockTimeout { .. })));
         clock.advance(61_000);
