@@ -74,6 +74,18 @@ impl Error {
             Error::Internal { .. } => ErrorKind::Internal,
         }
     }
+
+    /// True when a newer writer took this writer's id over
+    /// ([`tributary_timeline::Error::Fenced`]): the write client is replaced,
+    /// and every later commit of it fails the same way, so a caller stops it
+    /// rather than retry.
+    pub fn is_fenced(&self) -> bool {
+        matches!(
+            self,
+            Error::Timeline(tributary_timeline::Error::Fenced { .. })
+                | Error::Writer(tributary_writer::Error::Timeline(tributary_timeline::Error::Fenced { .. }))
+        )
+    }
 }
 
 #[cfg(test)]

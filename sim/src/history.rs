@@ -491,6 +491,9 @@ impl History {
                 Ok(()) => {
                     self.ledger().acked.insert(id);
                 }
+                // A zombie learns here that a newer incarnation replaced
+                // it, and stops, as the error tells it to.
+                Err(e) if e.is_fenced() => return,
                 Err(e) => {
                     self.expect(&who, e);
                     tokio::time::sleep(self.pause(0..500)).await;

@@ -171,6 +171,7 @@ async fn a_newer_writer_with_the_same_id_fences_the_older_one() {
     let msg = err.to_string();
     assert!(msg.contains("writer ID `x` was taken over by a newer writer (generation 2)"), "{msg}");
     assert!(msg.contains(&fenced) && msg.contains(root.uri()), "{msg}");
+    assert!(tributary::Error::from(err).is_fenced(), "{msg}");
     assert_eq!(t.read(&ReadOptions::default()).await.unwrap(), before, "nothing of A's commit is visible");
     let timeline = t.timeline().await.unwrap();
     assert!(timeline.get(&fenced.parse().unwrap()).is_none(), "A's instant is withdrawn: {:?}", timeline.instants());

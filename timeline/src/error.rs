@@ -104,11 +104,15 @@ pub enum Error {
     /// A writer whose writer id a newer writer took over tried to complete
     /// a commit: the takeover raised the id's generation above this
     /// writer's, so the commit is refused before it becomes visible (its
-    /// caller withdraws it). Read the checkpoint again and resume from it.
+    /// caller withdraws it). The client is replaced: every later commit of
+    /// it fails the same way. Stop it; or, when the newer writer is known to
+    /// be gone, register it again (which takes the id back) and resume from
+    /// the checkpoint that returns.
     #[error(
         "{table}: instant {instant}: writer ID `{writer_id}` was taken over by a newer writer (generation \
          {generation}); this writer holds generation {held}, so its commit is withdrawn and nothing of it becomes \
-         visible; read the checkpoint again and resume from it"
+         visible; this writer is replaced: stop it, or register it again to take the ID back and resume from the \
+         checkpoint that returns"
     )]
     Fenced {
         /// The table.
