@@ -37,6 +37,9 @@ use tributary_timeline::location::partition_file;
 /// HEAD requests a group's compaction has in flight at once.
 const HEADS_AT_ONCE: usize = 16;
 
+/// File sizes by path, from listing the partitions a compaction takes.
+type Listed = foldhash::HashMap<object_store::path::Path, u64>;
+
 /// Settings of a [`Compactor`]. Where spill files go is not a setting but
 /// a component, given with [`CompactorBuilder::with_spill`].
 #[derive(Debug, Clone)]
@@ -347,9 +350,10 @@ impl Compactor {
         // holds no closure over borrowed ones: such a future is not `Send`
         // for every lifetime, and a caller could not spawn it.
         let operations: Vec<(usize, CompactionOperation)> = plan.operations.iter().cloned().enumerate().collect();
+        let listed = Arc::new(self.list_partitions(&plan.operations).await?);
         let jobs = operations.into_iter().map(|(i, op)| {
-            let (this, timeline, instant) = (self.clone(), timeline.clone(), instant.clone());
-            tokio::spawn(async move { this.compact_group(i as u64, &op, &timeline, &instant).await })
+            let (this, timeline, instant, listed) = (self.clone(), timeline.clone(), instant.clone(), listed.clone());
+            tokio::spawn(async move { this.compact_group(i as u64, &op, &timeline, &instant, &listed).await })
         });
         let results: Vec<_> =
             futures::stream::iter(jobs).buffer_unordered(self.settings.parallelism.max(1)).collect().await;
@@ -430,24 +434,50 @@ impl Compactor {
         Ok(done)
     }
 
+    /// The sizes of the files in the partitions `operations` compact, from
+    /// one listing per partition rather than a request per file.
+    async fn list_partitions(&self, operations: &[CompactionOperation]) -> Result<Listed> {
+        let partitions: std::collections::BTreeSet<&str> =
+            operations.iter().map(|op| op.partition_path.as_str()).collect();
+        let mut sizes = Listed::default();
+        for partition in partitions {
+            let dir = self.loc.join(partition);
+            let listing = self
+                .loc
+                .store
+                .list_with_delimiter(Some(&dir))
+                .await
+                .map_err(|e| tributary_timeline::Error::store("list", &dir, e))?;
+            sizes.extend(listing.objects.into_iter().map(|m| (m.location, m.size)));
+        }
+        Ok(sizes)
+    }
+
     async fn compact_group(
         &self,
         index: u64,
         op: &CompactionOperation,
         timeline: &Timeline,
         instant: &InstantTime,
+        listed: &Listed,
     ) -> Result<(GroupDone, WriteStat)> {
         let dir = self.loc.join(&op.partition_path);
         let base = op.data_file_path.as_ref().map(|b| dir.clone().join(b.as_str()));
         let logs: Vec<object_store::path::Path> =
             op.delta_file_paths.iter().map(|l| dir.clone().join(l.as_str())).collect();
-        // The slice's input size sets its share of the budget; its files are
-        // asked for at once (a group may have hundreds of logs).
+        // The slice's input size sets its share of the budget. The sizes
+        // come from the partitions' listing; a file it did not show is asked
+        // for (and a missing one named), several at once (a group may have
+        // hundreds of logs).
         let files: Vec<object_store::path::Path> = base.iter().chain(&logs).cloned().collect();
         let sizes = futures::stream::iter(files)
             .map(|p| {
                 let store = self.loc.store.clone();
+                let known = listed.get(&p).copied();
                 async move {
+                    if let Some(size) = known {
+                        return Ok(size);
+                    }
                     let meta = store.head(&p).await.map_err(|e| tributary_timeline::Error::store("head", &p, e))?;
                     Ok::<_, Error>(meta.size)
                 }
