@@ -99,30 +99,29 @@ impl HudiFileLock {
     }
 
     /// One attempt: creates the file, or deletes it when it has expired (the
-    /// next attempt may then create it). `Ok(None)` when held, otherwise why
-    /// not: a transient store error, or `None` inside when another holder's
-    /// file stands.
-    async fn try_take(&self, content: &str) -> Result<Option<Option<String>>> {
+    /// next attempt, right away, may then create it).
+    async fn try_take(&self, content: &str) -> Result<Attempt> {
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
         match self.loc.store.put_opts(&self.path, content.to_string().into(), opts).await {
-            Ok(_) => return Ok(None),
+            Ok(_) => return Ok(Attempt::Held),
             Err(object_store::Error::AlreadyExists { .. }) => {}
-            Err(e) if Error::is_transient(&e) => return Ok(Some(Some(format!("creating it failed: {e}")))),
+            Err(e) if Error::is_transient(&e) => return Ok(Attempt::Failed(format!("creating it failed: {e}"))),
             Err(e) => return Err(Error::store("create", &self.path, e)),
         }
-        let Some(expire) = self.expire else { return Ok(Some(None)) };
+        let Some(expire) = self.expire else { return Ok(Attempt::Busy) };
         let meta = match self.loc.store.head(&self.path).await {
             Ok(m) => m,
-            Err(object_store::Error::NotFound { .. }) => return Ok(Some(None)),
-            Err(e) if Error::is_transient(&e) => return Ok(Some(Some(format!("reading its age failed: {e}")))),
+            Err(object_store::Error::NotFound { .. }) => return Ok(Attempt::Busy),
+            Err(e) if Error::is_transient(&e) => return Ok(Attempt::Failed(format!("reading its age failed: {e}"))),
             Err(e) => return Err(Error::store("head", &self.path, e)),
         };
         let age = self.clock.now_millis() - meta.last_modified.timestamp_millis();
-        if age > expire.as_millis() as i64 {
-            tracing::warn!(lock = %self.path, age_ms = age, "deleting an expired Hudi lock file");
-            delete_if_exists(&self.loc, &self.path).await?;
+        if age <= expire.as_millis() as i64 {
+            return Ok(Attempt::Busy);
         }
-        Ok(Some(None))
+        tracing::warn!(lock = %self.path, age_ms = age, "deleting an expired Hudi lock file");
+        delete_if_exists(&self.loc, &self.path).await?;
+        Ok(Attempt::Expired)
     }
 
     /// Who holds the lock, for a timeout's message: the holder's thread
@@ -147,6 +146,19 @@ impl HudiFileLock {
     }
 }
 
+/// What one attempt at the lock came to.
+enum Attempt {
+    /// The file is ours: the lock is held.
+    Held,
+    /// Another holder's file stands.
+    Busy,
+    /// An expired file was deleted: try again at once, before the other
+    /// contenders' next polls.
+    Expired,
+    /// The store failed in a way worth retrying; why.
+    Failed(String),
+}
+
 struct HudiFileGuard {
     lock: HudiFileLock,
     content: String,
@@ -159,14 +171,25 @@ impl LockProvider for HudiFileLock {
         let local = self.local.clone().lock_owned().await;
         let started = tokio::time::Instant::now();
         let mut backoff = Duration::from_millis(5);
+        let mut retried = false;
         loop {
             let content = self.content();
-            let Some(failure) = self.try_take(&content).await? else {
-                return Ok(Box::new(HudiFileGuard { lock: self.clone(), content, _local: local }));
+            let why = match self.try_take(&content).await? {
+                Attempt::Held => return Ok(Box::new(HudiFileGuard { lock: self.clone(), content, _local: local })),
+                // Right after deleting an expired file, one more attempt
+                // without waiting; a clock so far ahead that every file
+                // looks expired still waits between attempts.
+                Attempt::Expired if !retried => {
+                    retried = true;
+                    continue;
+                }
+                Attempt::Expired | Attempt::Busy => None,
+                Attempt::Failed(why) => Some(why),
             };
+            retried = false;
             if started.elapsed() >= self.acquire_timeout {
-                let why = match failure {
-                    Some(failure) => failure,
+                let why = match why {
+                    Some(why) => why,
                     None => self.holder().await,
                 };
                 return Err(Error::LockTimeout {
