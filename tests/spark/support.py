@@ -205,17 +205,33 @@ def spark_write(spark, path, events, options, mode="append") -> None:
     df.write.format("hudi").options(**options).mode(mode).save(str(path))
 
 
+def start_writers(table, tmp, batches, tag, *args, id_prefix="w"):
+    """Starts one `tributary write` process per batch, all at once, writer
+    ids `<id_prefix><i>`, `args` after the input's. Each logs to a file, not
+    a pipe: a full pipe nobody reads would stall a writer in the middle of a
+    commit, holding the lock. Returns (process, log) pairs for
+    `wait_writers`."""
+    writers = []
+    for i, events in enumerate(batches):
+        f = write_jsonl(tmp / f"{tag}-{i}.jsonl", events)
+        cmd = [tributary_bin(), "write", table, "--input", f, "--writer-id", f"{id_prefix}{i}", *args]
+        log = tmp / f"{tag}-{i}.log"
+        with open(log, "w") as out:
+            writers.append((subprocess.Popen([str(c) for c in cmd], stderr=out), log))
+    return writers
+
+
+def wait_writers(writers) -> None:
+    """Waits for the writers `start_writers` started; when one failed, fails
+    with every writer's log."""
+    codes = [p.wait() for p, _ in writers]
+    assert not any(codes), "\n".join(f"writer {i} (exit {c}):\n{log.read_text()}" for i, (c, (_, log)) in enumerate(zip(codes, writers)))
+
+
 def write_concurrently(table, tmp, batches, tag):
     """Each batch written by its own `tributary write` process, all at once,
     with several commits each; returns when all have committed."""
-    procs = []
-    for i, events in enumerate(batches):
-        f = write_jsonl(tmp / f"{tag}-{i}.jsonl", events)
-        args = ["write", table, "--input", f, "--writer-id", f"w{i}", "--commit-every", "60", "--tasks", "2"]
-        procs.append(subprocess.Popen([str(tributary_bin()), *map(str, args)], stderr=subprocess.PIPE, text=True))
-    for p in procs:
-        _, err = p.communicate()
-        assert p.returncode == 0, err
+    wait_writers(start_writers(table, tmp, batches, tag, "--commit-every", "60", "--tasks", "2"))
 
 
 def completed_deltacommits(table):

@@ -9,7 +9,6 @@ Tributary wrote (then Spark wrote into it) and a table Spark wrote alone."""
 
 import json
 import random
-import subprocess
 
 from support import (
     Model,
@@ -21,9 +20,10 @@ from support import (
     random_events,
     spark_rows,
     spark_write,
+    start_writers,
     timeline,
     tributary,
-    tributary_bin,
+    wait_writers,
     write_jsonl,
 )
 
@@ -106,18 +106,7 @@ def check_time_travel(spark, table, instant, model_rows, what):
 
 
 def write_concurrently(table, tmp, batches, tag, commit_every=60):
-    procs = []
-    for i, events in enumerate(batches):
-        f = write_jsonl(tmp / f"{tag}-{i}.jsonl", events)
-        args = ["write", table, "--input", f, "--writer-id", f"{tag}{i}", "--commit-every", commit_every]
-        procs.append(subprocess.Popen([str(tributary_bin()), *map(str, args)], stderr=subprocess.PIPE, text=True))
-    return procs
-
-
-def wait(procs):
-    for p in procs:
-        _, err = p.communicate()
-        assert p.returncode == 0, err
+    return start_writers(table, tmp, batches, tag, "--commit-every", commit_every, id_prefix=tag)
 
 
 def deltacommits(table):
@@ -133,7 +122,7 @@ def test_spark_archives_a_table_tributary_wrote(spark, tmp_path):
     # Phase a: two concurrent writers, then two single commits that record
     # a checkpoint each.
     batches = [random_events(rng, 150, 240, base_ts) for _ in range(2)]
-    wait(write_concurrently(table, tmp_path, batches, "a"))
+    wait_writers(write_concurrently(table, tmp_path, batches, "a"))
     for b in batches:
         model.commit(b)
     for n in (1, 2):
@@ -151,12 +140,12 @@ def test_spark_archives_a_table_tributary_wrote(spark, tmp_path):
     batches = [random_events(rng, 150, 180, base_ts) for _ in range(2)]
     procs = write_concurrently(table, tmp_path, batches, "b")
     tributary("compact", table)
-    wait(procs)
+    wait_writers(procs)
     for b in batches:
         model.commit(b)
     tributary("compact", table)
     batches = [random_events(rng, 150, 120, base_ts)]
-    wait(write_concurrently(table, tmp_path, batches, "c"))
+    wait_writers(write_concurrently(table, tmp_path, batches, "c"))
     model.commit(batches[0])
     ours_before = our_rows(table)
     assert data_rows(ours_before) == model.rows()

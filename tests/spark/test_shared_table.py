@@ -6,7 +6,6 @@ official Rust reader all read the event-time model of every committed event,
 and after a compaction too."""
 
 import random
-import subprocess
 
 from support import (
     Model,
@@ -17,10 +16,10 @@ from support import (
     random_events,
     spark_rows,
     spark_write,
+    start_writers,
     timeline,
     tributary,
-    tributary_bin,
-    write_jsonl,
+    wait_writers,
 )
 
 #: What a Spark writer sets to share a table with Tributary writers (see
@@ -64,22 +63,13 @@ def test_spark_and_tributary_write_one_table_at_once(spark, tmp_path):
     # Two Tributary writer processes, thirty commits each, and Spark's
     # commits while they write.
     ours = [random_events(rng, 150, 900, base_ts) for _ in range(2)]
-    # Their logs go to files, not pipes: a full pipe nobody reads would
-    # stall a writer in the middle of a commit, holding the lock.
-    procs, logs = [], []
-    for i, events in enumerate(ours):
-        f = write_jsonl(tmp_path / f"w{i}.jsonl", events)
-        args = ["write", table, "--input", f, "--writer-id", f"w{i}", "--commit-every", "30", *TRIBUTARY_LOCK]
-        logs.append(tmp_path / f"w{i}.log")
-        with open(logs[-1], "w") as log:
-            procs.append(subprocess.Popen([str(tributary_bin()), *map(str, args)], stderr=log))
+    writers = start_writers(table, tmp_path, ours, "ours", "--commit-every", "30", *TRIBUTARY_LOCK)
     overlapped = 0
     for events in spark_batches[1:]:
-        overlapped += any(p.poll() is None for p in procs)
+        overlapped += any(p.poll() is None for p, _ in writers)
         spark_write(spark, table, events, opts)
     assert overlapped, "the Tributary writers finished before a Spark commit began"
-    codes = [p.wait() for p in procs]
-    assert codes == [0, 0], "\n".join(f"writer w{i}:\n{log.read_text()}" for i, log in enumerate(logs))
+    wait_writers(writers)
     for events in spark_batches + ours:
         model.commit(events)
 
