@@ -2,6 +2,7 @@
 Hudi options, rows as each engine reads them, and the event-time model that
 both must equal."""
 
+import fcntl
 import json
 import os
 import random
@@ -258,28 +259,38 @@ class History:
 
 def kill_a_writer_midway(h):
     """Starts a one-commit write and kills it once its instant is inflight
-    with log files written; returns that instant. A write that completes
-    before the kill is committed input (the model takes it), and the next
-    attempt tries again."""
+    with log files written; returns that instant. From when the instant
+    appears the test holds the table lock (the OS lock a local table's
+    writers take, `.hoodie/.aux/tributary.lock`), so the write cannot
+    complete before the kill. A write that completed before the lock was
+    taken is committed input (the model takes it), and the next attempt
+    tries again."""
+    lock_path = Path(h.table) / ".hoodie" / ".aux" / "tributary.lock"
     for attempt in range(5):
         events = random_events(h.rng, 150, 20_000, h.base_ts)
         f = write_jsonl(h.tmp / f"killed-{attempt}.jsonl", events)
         before = {i["requested"] for i in timeline(h.table)}
         args = ["write", h.table, "--input", f, "--writer-id", "doomed", "--tasks", "2"]
         p = subprocess.Popen([str(tributary_bin()), *map(str, args)], stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + 60
-            while p.poll() is None and time.monotonic() < deadline:
-                new = [i["requested"] for i in timeline(h.table) if i["requested"] not in before]
-                if new and has_logs(h.table, new[0]):
-                    break
-                time.sleep(0.01)
-        finally:
-            p.kill()
-            p.wait()
+        with open(lock_path, "a") as lock:
+            try:
+                deadline = time.monotonic() + 60
+                held = False
+                while p.poll() is None and time.monotonic() < deadline:
+                    new = [i["requested"] for i in timeline(h.table) if i["requested"] not in before]
+                    if new and not held:
+                        fcntl.flock(lock, fcntl.LOCK_EX)
+                        held = True
+                    if new and has_logs(h.table, new[0]):
+                        break
+                    time.sleep(0.01)
+            finally:
+                p.kill()
+                p.wait()
         new = [i for i in timeline(h.table) if i["requested"] not in before and i["action"] == "deltacommit"]
         assert len(new) == 1, f"expected one instant of the killed write, found {new}"
         if new[0]["state"] != "COMPLETED":
+            assert has_logs(h.table, new[0]["requested"]), f"the killed write {new[0]} wrote no log file"
             return new[0]["requested"]
         h.model.commit(events)
     raise AssertionError("five writes completed before they could be killed")
