@@ -27,10 +27,8 @@ from support import (
 SHARED = {
     "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
     "hoodie.write.lock.filesystem.expire": "1",
-    "hoodie.write.lock.wait_time_ms_between_retry": "50",
-    "hoodie.write.lock.max_wait_time_ms_between_retry": "200",
-    "hoodie.write.lock.num_retries": "600",
-    "hoodie.write.lock.client.num_retries": "60",
+    "hoodie.write.lock.client.wait_time_ms_between_retry": "100",
+    "hoodie.write.lock.client.num_retries": "1200",
     "hoodie.metadata.enable": "false",
     "hoodie.archive.automatic": "false",
     "hoodie.time.generator.type": "WAIT_TO_ADJUST_SKEW",

@@ -21,10 +21,15 @@
 //! - writing a file (a put, a completed upload, a copy's destination)
 //!   removes any sidecar of that name first: the sidecar holds the CRCs of
 //!   the old bytes, and Hadoop would reject the new ones (for example once
-//!   `hoodie.properties` is rewritten, or a create lands where a file was
-//!   deleted without its sidecar). A create refused because the file exists
-//!   may thus drop that file's sidecar, which only means Hadoop reads it
-//!   unverified.
+//!   `hoodie.properties` is rewritten);
+//! - a create-if-absent (`PutMode::Create`, `CopyMode::Create`) touches the
+//!   sidecar only once the create succeeded, removing one left stale by a
+//!   file deleted without it. A create refused because the file exists
+//!   leaves that file's sidecar alone: the file may be one a Hadoop writer
+//!   is creating at that moment, and Hadoop creates the file before its
+//!   sidecar and fails the whole create when the sidecar disappears in
+//!   between, leaving the file behind (for Hudi's lock file, a lock nobody
+//!   holds until it expires).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -35,8 +40,8 @@ use futures::stream::BoxStream;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions,
-    PutOptions, PutPayload, PutResult, UploadPart,
+    CopyMode, CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMode,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, UploadPart,
 };
 
 /// The local file system, with every written file and its folders fsynced
@@ -328,8 +333,15 @@ impl ObjectStore for DurableLocalStore {
         payload: PutPayload,
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
-        self.remove_sidecar(location).await?;
+        // See the module notes on creates and sidecars.
+        let create = matches!(opts.mode, PutMode::Create);
+        if !create {
+            self.remove_sidecar(location).await?;
+        }
         let r = self.inner.put_opts(location, payload, opts).await?;
+        if create {
+            self.remove_sidecar(location).await?;
+        }
         self.sync(location).await?;
         Ok(r)
     }
@@ -409,8 +421,14 @@ impl ObjectStore for DurableLocalStore {
         Ok(listing)
     }
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
-        self.remove_sidecar(to).await?;
+        let create = matches!(options.mode, CopyMode::Create);
+        if !create {
+            self.remove_sidecar(to).await?;
+        }
         self.inner.copy_opts(from, to, options).await?;
+        if create {
+            self.remove_sidecar(to).await?;
+        }
         self.sync(to).await
     }
 }
@@ -532,12 +550,26 @@ mod tests {
         store.copy(&path(&completed), &path(&props)).await.unwrap();
         assert!(!checksum_sidecar(&props).unwrap().exists());
         assert_eq!(std::fs::read(&props).unwrap(), b"bytes");
-        // A refused create keeps the existing bytes (its sidecar may go:
-        // Hadoop reads a file without one unverified).
-        let refused =
-            store.put_opts(&path(&props), PutPayload::from_static(b"x"), object_store::PutMode::Create.into()).await;
+        // A refused create keeps the existing bytes and their sidecar (it may
+        // be a Hadoop writer's, being written right now), by put or by copy.
+        write_sidecar(&props);
+        let refused = store.put_opts(&path(&props), PutPayload::from_static(b"x"), PutMode::Create.into()).await;
+        assert!(matches!(refused, Err(object_store::Error::AlreadyExists { .. })));
+        let copy = CopyOptions { mode: CopyMode::Create, ..Default::default() };
+        let refused = store.copy_opts(&path(&completed), &path(&props), copy.clone()).await;
         assert!(matches!(refused, Err(object_store::Error::AlreadyExists { .. })));
         assert_eq!(std::fs::read(&props).unwrap(), b"bytes");
+        assert_eq!(std::fs::read(checksum_sidecar(&props).unwrap()).unwrap(), b"old crc");
+        // A create that succeeds removes a sidecar left stale by a file
+        // deleted without it (by put or by copy).
+        let lock = dir.path().join("t/.hoodie/lock");
+        write_sidecar(&lock);
+        store.put_opts(&path(&lock), PutPayload::from_static(b"mine"), PutMode::Create.into()).await.unwrap();
+        assert!(!checksum_sidecar(&lock).unwrap().exists());
+        std::fs::remove_file(&lock).unwrap();
+        write_sidecar(&lock);
+        store.copy_opts(&path(&completed), &path(&lock), copy).await.unwrap();
+        assert!(!checksum_sidecar(&lock).unwrap().exists());
     }
 
     #[test]
