@@ -73,6 +73,27 @@ impl DurableLocalStore {
             .map_err(|e| object_store::Error::Generic { store: "DurableLocalStore", source: Box::new(e) })
     }
 
+    /// Runs `write`, which writes `location`, with the file's checksum
+    /// sidecar handled as the module notes say (removed before an overwrite;
+    /// for a create-if-absent, `create`, only once it succeeded), then syncs
+    /// the file and its folders.
+    async fn write_file<T>(
+        &self,
+        location: &Path,
+        create: bool,
+        write: impl std::future::Future<Output = object_store::Result<T>>,
+    ) -> object_store::Result<T> {
+        if !create {
+            self.remove_sidecar(location).await?;
+        }
+        let r = write.await?;
+        if create {
+            self.remove_sidecar(location).await?;
+        }
+        self.sync(location).await?;
+        Ok(r)
+    }
+
     async fn sync(&self, location: &Path) -> object_store::Result<()> {
         let file = self.inner.path_to_filesystem(location)?;
         let known = self.durable_dirs.clone();
@@ -315,10 +336,7 @@ impl MultipartUpload for DurableUpload {
         self.inner.put_part(data)
     }
     async fn complete(&mut self) -> object_store::Result<PutResult> {
-        self.store.remove_sidecar(&self.location).await?;
-        let r = self.inner.complete().await?;
-        self.store.sync(&self.location).await?;
-        Ok(r)
+        self.store.write_file(&self.location, false, self.inner.complete()).await
     }
     async fn abort(&mut self) -> object_store::Result<()> {
         self.inner.abort().await
@@ -333,17 +351,8 @@ impl ObjectStore for DurableLocalStore {
         payload: PutPayload,
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
-        // See the module notes on creates and sidecars.
         let create = matches!(opts.mode, PutMode::Create);
-        if !create {
-            self.remove_sidecar(location).await?;
-        }
-        let r = self.inner.put_opts(location, payload, opts).await?;
-        if create {
-            self.remove_sidecar(location).await?;
-        }
-        self.sync(location).await?;
-        Ok(r)
+        self.write_file(location, create, self.inner.put_opts(location, payload, opts)).await
     }
     async fn put_multipart_opts(
         &self,
@@ -422,14 +431,7 @@ impl ObjectStore for DurableLocalStore {
     }
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
         let create = matches!(options.mode, CopyMode::Create);
-        if !create {
-            self.remove_sidecar(to).await?;
-        }
-        self.inner.copy_opts(from, to, options).await?;
-        if create {
-            self.remove_sidecar(to).await?;
-        }
-        self.sync(to).await
+        self.write_file(to, create, self.inner.copy_opts(from, to, options)).await
     }
 }
 
