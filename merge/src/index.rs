@@ -40,6 +40,12 @@ fn stored(hash: u64) -> u64 {
     hash | 1
 }
 
+impl<T: Default> Default for KeyIndex<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<T: Default> KeyIndex<T> {
     /// Smallest table: 16 slots.
     const MIN_BITS: u32 = 4;
@@ -62,6 +68,12 @@ impl<T: Default> KeyIndex<T> {
     /// Whether it holds no entry.
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Empties it, keeping its slots.
+    pub(crate) fn clear(&mut self) {
+        self.slots.iter_mut().for_each(|s| *s = (0, T::default()));
+        self.len = 0;
     }
 
     /// Bytes of its slots.
@@ -143,6 +155,64 @@ impl<T: Default> KeyIndex<T> {
     /// The entries, mutably, in the order of [`KeyIndex::iter`].
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
         self.slots.iter_mut().filter(|s| s.0 != 0).map(|s| &mut s.1)
+    }
+}
+
+/// A record key in the index: up to [`KeyRef::INLINE`] bytes held in place
+/// (the last byte is the length), a longer key as its place in the key
+/// arena (the last byte is [`KeyRef::STORED`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct KeyRef([u8; 16]);
+
+impl KeyRef {
+    const INLINE: usize = 15;
+    const STORED: u8 = 0xff;
+
+    /// `key` held in place, when it is short enough.
+    #[inline]
+    pub(crate) fn inline(key: &[u8]) -> Option<Self> {
+        (key.len() <= Self::INLINE).then(|| {
+            let mut b = [0u8; 16];
+            b[..key.len()].copy_from_slice(key);
+            b[15] = key.len() as u8;
+            Self(b)
+        })
+    }
+
+    /// The key of `len` bytes at `start` in the arena.
+    pub(crate) fn stored(start: usize, len: usize) -> Self {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&(start as u64).to_le_bytes());
+        b[8..15].copy_from_slice(&(len as u64).to_le_bytes()[..7]);
+        b[15] = Self::STORED;
+        Self(b)
+    }
+
+    pub(crate) fn is_stored(&self) -> bool {
+        self.0[15] == Self::STORED
+    }
+
+    /// The key's bytes.
+    #[inline]
+    pub(crate) fn bytes<'a>(&'a self, arena: &'a [u8]) -> &'a [u8] {
+        if self.is_stored() {
+            let start = u64::from_le_bytes(self.0[..8].try_into().expect("8 bytes")) as usize;
+            let mut len = [0u8; 8];
+            len[..7].copy_from_slice(&self.0[8..15]);
+            &arena[start..start + u64::from_le_bytes(len) as usize]
+        } else {
+            &self.0[..usize::from(self.0[15])]
+        }
+    }
+
+    /// The key's first 16 bytes, zero-padded, as a number: keys whose
+    /// prefixes differ order as their prefixes do.
+    pub(crate) fn prefix(&self, arena: &[u8]) -> u128 {
+        let key = self.bytes(arena);
+        let mut b = [0u8; 16];
+        let n = key.len().min(16);
+        b[..n].copy_from_slice(&key[..n]);
+        u128::from_be_bytes(b)
     }
 }
 

@@ -4,6 +4,7 @@
 //! | file | owns |
 //! |---|---|
 //! | [`version`] | a version: rows, partial rows or deletes, in write order |
+//! | [`combine`] | which of a write's versions of a key a writer needs to store |
 //! | [`ordering`] | ordering values and how they compare; the zero-sentinel delete |
 //! | [`rules`] | which rule merges a slice; whether this build knows the table's merger |
 //! | `rows` | the row rule and the merge index that applies it |
@@ -17,6 +18,7 @@
 //! | [`slice`] | the one entry point: merge a file slice, for readers and the compactor |
 
 mod columns;
+pub mod combine;
 pub mod error;
 mod index;
 mod keyed;
@@ -32,6 +34,7 @@ pub(crate) mod test_util;
 mod tombstone;
 pub mod version;
 
+pub use combine::Combiner;
 pub use error::{Error, Result};
 pub use limits::Share;
 pub use read::{BaseRows, SliceFiles, SliceMerge, written_by};

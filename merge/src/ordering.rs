@@ -11,6 +11,7 @@
 use std::cmp::Ordering;
 
 use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::buffer::ScalarBuffer;
 use arrow::datatypes::{DataType, TimeUnit};
 use tributary_format::codec::{OrderingValue, rescale_decimal};
 
@@ -130,31 +131,32 @@ pub(crate) fn ordering_at(c: &ArrayRef, r: usize) -> Ord2 {
     }
 }
 
-/// A batch's ordering column, read without a type check per row.
-pub(crate) enum OrderColumn<'a> {
-    Int32(&'a [i32]),
-    Int64(&'a [i64]),
-    Float32(&'a [f32]),
-    Float64(&'a [f64]),
-    Other(&'a ArrayRef),
+/// A batch's ordering column, read without a type check per row; it holds
+/// the column's values (not a borrow), so it can be kept with the batch.
+pub(crate) enum OrderColumn {
+    Int32(ScalarBuffer<i32>),
+    Int64(ScalarBuffer<i64>),
+    Float32(ScalarBuffer<f32>),
+    Float64(ScalarBuffer<f64>),
+    Other(ArrayRef),
 }
 
-impl<'a> OrderColumn<'a> {
-    pub(crate) fn of(c: &'a ArrayRef) -> Self {
+impl OrderColumn {
+    pub(crate) fn of(c: &ArrayRef) -> Self {
         use arrow::datatypes as t;
         match c.data_type() {
-            DataType::Int32 => Self::Int32(c.as_primitive::<t::Int32Type>().values()),
-            DataType::Date32 => Self::Int32(c.as_primitive::<t::Date32Type>().values()),
-            DataType::Int64 => Self::Int64(c.as_primitive::<t::Int64Type>().values()),
+            DataType::Int32 => Self::Int32(c.as_primitive::<t::Int32Type>().values().clone()),
+            DataType::Date32 => Self::Int32(c.as_primitive::<t::Date32Type>().values().clone()),
+            DataType::Int64 => Self::Int64(c.as_primitive::<t::Int64Type>().values().clone()),
             DataType::Timestamp(TimeUnit::Millisecond, _) => {
-                Self::Int64(c.as_primitive::<t::TimestampMillisecondType>().values())
+                Self::Int64(c.as_primitive::<t::TimestampMillisecondType>().values().clone())
             }
             DataType::Timestamp(TimeUnit::Microsecond, _) => {
-                Self::Int64(c.as_primitive::<t::TimestampMicrosecondType>().values())
+                Self::Int64(c.as_primitive::<t::TimestampMicrosecondType>().values().clone())
             }
-            DataType::Float32 => Self::Float32(c.as_primitive::<t::Float32Type>().values()),
-            DataType::Float64 => Self::Float64(c.as_primitive::<t::Float64Type>().values()),
-            _ => Self::Other(c),
+            DataType::Float32 => Self::Float32(c.as_primitive::<t::Float32Type>().values().clone()),
+            DataType::Float64 => Self::Float64(c.as_primitive::<t::Float64Type>().values().clone()),
+            _ => Self::Other(c.clone()),
         }
     }
 

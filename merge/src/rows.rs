@@ -15,7 +15,7 @@ use tributary_format::schema::{META_FIELDS, RECORD_KEY, TableSchema};
 use tributary_timeline::MergeMode;
 
 use crate::error::{Error, Result};
-use crate::index::{KeyIndex, Probe};
+use crate::index::{KeyIndex, KeyRef, Probe};
 use crate::ordering::{Ord2, OrderColumn, is_unconditional};
 use crate::tombstone::Tombstone;
 use crate::version::Version;
@@ -55,64 +55,6 @@ impl KeyBatch {
         self.keys.extend_from_slice(key);
         self.versions.push((self.keys.len(), order, row_at(source, row)));
         self.versions.len() >= Self::LEN
-    }
-}
-
-/// A record key in the index: up to [`KeyRef::INLINE`] bytes held in place
-/// (the last byte is the length), a longer key as its place in the key
-/// arena (the last byte is [`KeyRef::STORED`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct KeyRef([u8; 16]);
-
-impl KeyRef {
-    const INLINE: usize = 15;
-    const STORED: u8 = 0xff;
-
-    /// `key` held in place, when it is short enough.
-    #[inline]
-    fn inline(key: &[u8]) -> Option<Self> {
-        (key.len() <= Self::INLINE).then(|| {
-            let mut b = [0u8; 16];
-            b[..key.len()].copy_from_slice(key);
-            b[15] = key.len() as u8;
-            Self(b)
-        })
-    }
-
-    /// The key of `len` bytes at `start` in the arena.
-    fn stored(start: usize, len: usize) -> Self {
-        let mut b = [0u8; 16];
-        b[..8].copy_from_slice(&(start as u64).to_le_bytes());
-        b[8..15].copy_from_slice(&(len as u64).to_le_bytes()[..7]);
-        b[15] = Self::STORED;
-        Self(b)
-    }
-
-    fn is_stored(&self) -> bool {
-        self.0[15] == Self::STORED
-    }
-
-    /// The key's bytes.
-    #[inline]
-    fn bytes<'a>(&'a self, arena: &'a [u8]) -> &'a [u8] {
-        if self.is_stored() {
-            let start = u64::from_le_bytes(self.0[..8].try_into().expect("8 bytes")) as usize;
-            let mut len = [0u8; 8];
-            len[..7].copy_from_slice(&self.0[8..15]);
-            &arena[start..start + u64::from_le_bytes(len) as usize]
-        } else {
-            &self.0[..usize::from(self.0[15])]
-        }
-    }
-
-    /// The key's first 16 bytes, zero-padded, as a number: keys whose
-    /// prefixes differ order as their prefixes do.
-    fn prefix(&self, arena: &[u8]) -> u128 {
-        let key = self.bytes(arena);
-        let mut b = [0u8; 16];
-        let n = key.len().min(16);
-        b[..n].copy_from_slice(&key[..n]);
-        u128::from_be_bytes(b)
     }
 }
 

@@ -546,10 +546,11 @@ async fn write(
     let limit = commit_every.unwrap_or(usize::MAX).max(1);
     let schema = client.schema().clone();
     let mut commit: Option<tributary_writer::Commit> = None;
-    let (mut instants, mut records, mut files, mut bytes) = (0u64, 0u64, 0u64, 0u64);
+    let (mut instants, mut records, mut stored, mut files, mut bytes) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut count = |s: tributary_writer::CommitSummary, bar: &indicatif::ProgressBar| {
         instants += 1;
-        records += s.records();
+        records += s.rows;
+        stored += s.records();
         files += s.files.len() as u64;
         bytes += s.bytes();
         bar.set_message(format!("committed {}", s.instant));
@@ -633,8 +634,15 @@ async fn write(
         (None, true) => format!("; as writer `{writer_id}` (generation {})", client.generation()),
         (None, false) => String::new(),
     };
+    // Of a key's versions in one commit, only the one the merge keeps is
+    // stored (see `WriteSettings::combine`).
+    let combined = match records - stored.min(records) {
+        0 => String::new(),
+        n => format!(" ({stored} stored: {n} were older versions of a key in the same commit)"),
+    };
     println!(
-        "wrote {records} records in {instants} instants: {files} files, {bytes} bytes, {secs:.2} s ({:.0} records/s){committed}",
+        "wrote {records} records{combined} in {instants} instants: {files} files, {bytes} bytes, {secs:.2} s ({:.0} \
+         records/s){committed}",
         records as f64 / secs.max(1e-9)
     );
     Ok(())

@@ -276,3 +276,54 @@ async fn a_commit_is_requested_and_inflight_before_the_lock_hold_that_issued_it_
         "the hold that created {requested} ended without {inflight}: {holds:?}"
     );
 }
+
+/// A commit given several versions of a key stores only the one the merge
+/// keeps (the largest event time, the later write on a tie), across the
+/// batches of the commit; rows deleted in between keep their order. The
+/// reads agree with a commit that stores every version.
+#[tokio::test]
+async fn a_commit_stores_one_version_per_key_unless_told_to_keep_them_all() {
+    let Some(place) = Place::new() else { return };
+    let mut reads = Vec::new();
+    for combine in [true, false] {
+        // One bucket: every key in one file group.
+        let mut o = options(MergeMode::EventTime);
+        o.buckets = 1;
+        let name = if combine { "combined" } else { "every" };
+        let t = place.table(name).builder().with_settings(hybrid()).create(o).await.unwrap();
+        let client = t.write_client(WriteSettings { combine, ..Default::default() }).await.unwrap();
+        let mut c = client.start_commit().await.unwrap();
+        // a: 3 versions, the newest first; b: a tie, the later wins; c:
+        // written, deleted, written again (older than the delete: it loses);
+        // d: written, then deleted.
+        c.write_batch(&batch(
+            &["a", "b", "c", "d"],
+            &[30, 5, 10, 1],
+            &[Some(1.0), Some(2.0), Some(3.0), Some(4.0)],
+            None,
+        ))
+        .await
+        .unwrap();
+        c.write_batch(&batch(
+            &["a", "b", "c", "d"],
+            &[20, 5, 12, 2],
+            &[Some(5.0), Some(6.0), None, None],
+            Some(&[false, false, true, true]),
+        ))
+        .await
+        .unwrap();
+        c.write_batch(&batch(&["a", "c"], &[25, 11], &[Some(7.0), Some(8.0)], None)).await.unwrap();
+        let summary = c.commit().await.unwrap();
+        assert_eq!(summary.rows, 10);
+        let records: u64 = summary.files.iter().map(|f| f.records).sum();
+        let deletes: u64 = summary.files.iter().map(|f| f.deletes).sum();
+        // Combined: a, b, c and d before the deletes, c after them; every
+        // version: 8.
+        assert_eq!((records, deletes), if combine { (5, 2) } else { (8, 2) }, "combine {combine}");
+        let mut got = fares(&t).await;
+        got.sort_by(|x, y| x.0.cmp(&y.0));
+        reads.push(got);
+    }
+    assert_eq!(reads[0], vec![("a".into(), Some(1.0)), ("b".into(), Some(6.0))]);
+    assert_eq!(reads[0], reads[1]);
+}

@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+use tributary_merge::Combiner;
 
 use tributary_format::codec::TableDatumEncoder;
 use tributary_format::schema::TableSchema;
@@ -63,6 +64,13 @@ pub struct WriteSettings {
     /// `hoodie.bucket.index.num.buckets`); it must equal the Hudi writers'.
     /// `None` takes the table's; a count the table records must match.
     pub buckets: Option<u32>,
+    /// Whether a commit stores, of the versions of a key it is given, only
+    /// the one the merge keeps (as Hudi's `hoodie.combine.before.upsert`):
+    /// readers see the same rows either way, and fewer versions are
+    /// written, read and compacted. Partial writes and tables with sequence
+    /// groups or a custom merger store every version regardless (see
+    /// [`tributary_merge::combine`]). Default true.
+    pub combine: bool,
 }
 
 impl Default for WriteSettings {
@@ -75,6 +83,7 @@ impl Default for WriteSettings {
             writer_id: "default".into(),
             columns: None,
             buckets: None,
+            combine: true,
         }
     }
 }
@@ -105,12 +114,24 @@ pub(crate) struct Shared {
     pub(crate) encoders: std::sync::Mutex<Vec<TableDatumEncoder>>,
     /// Buffers of log blocks whose files were stored, for the next blocks.
     pub(crate) buffers: BlockBuffers,
+    /// Whether commits combine each key's versions (see
+    /// [`WriteSettings::combine`]): then writer tasks encode the rows they
+    /// keep; else a write encodes its rows as they come.
+    pub(crate) combines: bool,
 }
 
 /// Encoders a client keeps for its next commits.
 const KEPT_ENCODERS: usize = 4;
 
 impl Shared {
+    /// What combines the versions of one file group of a commit.
+    pub(crate) fn combiner(&self) -> Combiner {
+        match self.combines {
+            true => Combiner::new(&self.schema, &self.config, self.schema.is_partial()),
+            false => Combiner::keep_every_version(),
+        }
+    }
+
     /// An encoder of the table columns: a kept one, else a new one.
     pub(crate) fn take_encoder(&self) -> Result<TableDatumEncoder> {
         let kept = self.encoders.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
@@ -192,6 +213,7 @@ impl WriteClient {
         });
         let timeline = TimelineWriter::new(&loc, &config);
         let writer = WriterState::new(&loc, &config, &settings.writer_id)?;
+        let combines = settings.combine && Combiner::new(&schema, &config, schema.is_partial()).combines();
         Ok(Self {
             shared: Arc::new(Shared {
                 file_ids: std::sync::Mutex::new(HashMap::new()),
@@ -205,6 +227,7 @@ impl WriteClient {
                 writer,
                 encoders: std::sync::Mutex::new(Vec::new()),
                 buffers: BlockBuffers::default(),
+                combines,
             }),
         })
     }

@@ -50,6 +50,9 @@ pub struct CommitSummary {
     pub completed: InstantTime,
     /// Files written.
     pub files: Vec<FileWrite>,
+    /// Rows the commit was given (its records and deletes before each key's
+    /// versions were combined: [`crate::WriteSettings::combine`]).
+    pub rows: u64,
 }
 
 impl CommitSummary {
@@ -73,7 +76,8 @@ pub struct Commit {
     /// Each writer task's number and handle, in the order of `senders`.
     handles: Vec<(usize, JoinHandle<Result<Vec<FileWrite>>>)>,
     heartbeat: Option<Heartbeat>,
-    /// The Avro encoder of the table columns, once a write took one.
+    /// The Avro encoder of the table columns, once a write took one (writes
+    /// encode their rows when versions do not combine).
     encoder: Option<TableDatumEncoder>,
     route: Vec<u32>,
     part_of_row: Vec<u32>,
@@ -203,7 +207,18 @@ impl Commit {
         for (r, (&p, &b)) in self.part_of_row.iter().zip(&self.route).enumerate() {
             groups[p as usize * buckets + b as usize].push(r as u32);
         }
-        let datums = Arc::new(self.encode(&rows)?);
+        // What a row holds, about: its share of the batch's columns and of
+        // its keys (the bytes they use: a batch read from a file may share
+        // one larger buffer between its columns).
+        let used = |a: &dyn Array| a.to_data().get_slice_memory_size().unwrap_or_else(|_| a.get_array_memory_size());
+        let batch_bytes: usize = rows.batch.columns().iter().map(|c| used(c.as_ref())).sum();
+        let row_bytes = (batch_bytes + used(keys.as_ref())).div_ceil(n);
+        // Rows that may combine are encoded by the writer tasks, once they
+        // know which rows are kept; others are encoded here, all at once.
+        let datums = match s.combines {
+            true => None,
+            false => Some(Arc::new(self.encode(&rows)?)),
+        };
         let rows = Arc::new(rows);
         for (g, indices) in groups.into_iter().enumerate() {
             if indices.is_empty() {
@@ -214,6 +229,7 @@ impl Commit {
             let piece = Piece {
                 rows: rows.clone(),
                 datums: datums.clone(),
+                row_bytes,
                 keys: keys.clone(),
                 partition: partitions[g / buckets].clone(),
                 bucket,
@@ -354,7 +370,7 @@ impl Commit {
         if let Some(h) = self.heartbeat.take() {
             h.stop().await?;
         }
-        Ok(CommitSummary { instant: self.instant.clone(), completed, files })
+        Ok(CommitSummary { instant: self.instant.clone(), completed, files, rows: self.rows })
     }
 
     /// Abandons the commit: stops the tasks and deletes every file they wrote

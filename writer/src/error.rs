@@ -41,15 +41,17 @@ pub enum Error {
         /// Why.
         reason: String,
     },
-    /// Rows of a write could not be encoded as Avro log records; the
-    /// cause's kind says what to do. None of the write's rows were taken.
+    /// Rows of a commit could not be encoded as Avro log records, when
+    /// written or (where versions combine, the writer tasks encode the rows
+    /// kept) at commit; the cause's kind says what to do. Abort the commit.
     #[error("{table}: instant {instant}: encoding {input}: {cause}")]
     Encode {
         /// The table.
         table: String,
         /// The commit's instant.
         instant: String,
-        /// The rows' input (`batch`, a file name, `stdin`) and their count.
+        /// The rows: their count, and their file group when a writer task
+        /// encoded them.
         input: String,
         /// The encoder's error.
         cause: Box<tributary_format::Error>,

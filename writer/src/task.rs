@@ -6,11 +6,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering as AtomicOrdering;
 
+use arrow::array::RecordBatch;
 use arrow::array::StringArray;
 use futures::StreamExt;
 use tokio::sync::mpsc;
-use tributary_format::codec::{DeleteRecord, MetaFields, OrderingValue, TableDatums, encode_delete_block};
+use tributary_format::codec::{
+    DeleteRecord, MetaFields, OrderingValue, TableDatumEncoder, TableDatums, encode_delete_block,
+};
 use tributary_format::log_block::{AvroContent, BlockType, HeaderKey, OpenBlock, begin_block, finish_block};
+use tributary_merge::Combiner;
 use tributary_timeline::fs_view::PARTITION_METADATA;
 use tributary_timeline::partition::ensure_partition;
 use tributary_timeline::protocol::marker;
@@ -24,8 +28,11 @@ use crate::input::Rows;
 /// A piece of a write routed to one bucket.
 pub(crate) struct Piece {
     pub(crate) rows: Arc<Rows>,
-    /// The Avro datums of the rows' table columns.
-    pub(crate) datums: Arc<TableDatums>,
+    /// The Avro datums of the rows' table columns, when the write encoded
+    /// them (it does when versions do not combine).
+    pub(crate) datums: Option<Arc<TableDatums>>,
+    /// The memory a row of `rows` holds, about.
+    pub(crate) row_bytes: usize,
     pub(crate) keys: Arc<StringArray>,
     pub(crate) partition: Arc<str>,
     pub(crate) bucket: u32,
@@ -38,21 +45,36 @@ impl std::fmt::Debug for Piece {
     }
 }
 
-/// The log file of one bucket of one partition, assembled as rows arrive:
-/// AVRO_DATA blocks of up to about [`BLOCK_BYTES`] each, written record by
-/// record into buffers sized to what comes (and used again once the file is
-/// stored), and DELETE blocks. Deletes wait for the end of the file, unless
-/// a row of a key they delete comes after them: then they go first, as a
-/// block of their own, so that the file keeps the input's order of every
-/// key's versions (under commit-time ordering, or on a tie of event times,
-/// the later write wins).
+/// The log file of one bucket of one partition, assembled as rows arrive.
+///
+/// Where versions combine ([`Combiner`]), rows are held (by reference to
+/// their pieces) and combined as they come, so that of a key's versions only
+/// the one the merge keeps is stored; when the file is flushed, the rows
+/// kept are gathered, encoded as Avro (only they are) and written. Where
+/// they do not, each piece's rows (which the write encoded) are written as
+/// they come, while they are still in the CPU's caches.
+///
+/// Records go into AVRO_DATA blocks of up to about [`BLOCK_BYTES`] each, in
+/// buffers used again once the file is stored. Deletes wait for the end of
+/// the file, unless a row of a key they delete comes after them: then the
+/// rows held and the deletes go first, as blocks of their own, so that the
+/// file keeps the input's order of every key's versions (under commit-time
+/// ordering, or on a tie of event times, the later write wins).
 struct GroupFile {
+    partition: Arc<str>,
     file_id: String,
     meta: MetaFields,
     /// The blocks sealed so far.
     sealed: Vec<bytes::Bytes>,
-    /// The block being written, if any.
+    /// The data block being written, if any.
     open: Option<OpenData>,
+    /// The rows held: their versions combined, and the pieces they are in
+    /// (by the combiner's source number).
+    held: Combiner,
+    sources: Vec<Source>,
+    /// The memory of the rows held (those that lost too: their pieces stay
+    /// held).
+    held_bytes: usize,
     records: u64,
     /// Deletes not yet in a block, and their keys.
     deletes: Vec<DeleteRecord>,
@@ -68,36 +90,158 @@ struct OpenData {
     content: AvroContent,
 }
 
+/// A piece whose rows a group file holds.
+struct Source {
+    rows: Arc<Rows>,
+    keys: Arc<StringArray>,
+    datums: Option<Arc<TableDatums>>,
+}
+
+/// What a group file's blocks are encoded with: the task's block header,
+/// sequence numbers and Avro encoder, and the client's buffers.
+struct Encoding<'a> {
+    shared: &'a Shared,
+    instant: &'a InstantTime,
+    header: &'a [(HeaderKey, String)],
+    seqno: &'a mut u64,
+    encoder: &'a mut Option<TableDatumEncoder>,
+}
+
+impl Encoding<'_> {
+    /// The Avro datums of `rows`' table columns (`what` names them). An
+    /// encoder that failed may hold part of the rows, so it is dropped.
+    fn datums(&mut self, rows: &RecordBatch, what: impl FnOnce() -> String) -> Result<TableDatums> {
+        let mut encoder = match self.encoder.take() {
+            Some(e) => e,
+            None => self.shared.take_encoder()?,
+        };
+        let datums = encoder.encode(rows).map_err(|cause| Error::Encode {
+            table: self.shared.loc.to_string(),
+            instant: self.instant.to_string(),
+            input: what(),
+            cause: Box::new(cause),
+        })?;
+        *self.encoder = Some(encoder);
+        Ok(datums)
+    }
+}
+
 impl GroupFile {
     /// Bytes held.
     fn bytes(&self) -> usize {
         self.sealed.iter().map(bytes::Bytes::len).sum::<usize>()
             + self.open.as_ref().map_or(0, |o| o.out.len())
+            + self.held_bytes
             + DELETE_BYTES * self.deletes.len()
     }
 
-    /// Seals the open block, if any.
-    fn seal_block(&mut self) {
-        if let Some(OpenData { mut out, block, content }) = self.open.take() {
-            self.records += content.records() as u64;
-            content.finish(&mut out);
-            finish_block(&mut out, block, &[]);
-            self.sealed.push(bytes::Bytes::from(out));
-        }
+    /// Starts holding rows of piece `p`; its source number.
+    fn hold(&mut self, p: &Piece) -> u32 {
+        self.sources.push(Source { rows: p.rows.clone(), keys: p.keys.clone(), datums: p.datums.clone() });
+        self.held.add_source(&p.keys, &p.rows.batch)
     }
 
-    /// Seals the open block, then the waiting deletes as a DELETE block.
-    fn seal_deletes(&mut self, header: &[(HeaderKey, String)]) {
-        self.seal_block();
+    /// Writes the rows held that the combiner kept, in its order, into data
+    /// blocks, and stops holding them.
+    fn write_held(&mut self, enc: &mut Encoding<'_>) -> Result<()> {
+        let GroupFile { partition, file_id, held, sources, .. } = self;
+        let picks = held.kept();
+        let key = |&(s, r): &(u32, u32)| sources[s as usize].keys.value(r as usize).as_bytes();
+        if sources.iter().all(|s| s.datums.is_some()) {
+            // Encoded as they came (every row is kept).
+            let datum =
+                |&(s, r): &(u32, u32)| sources[s as usize].datums.as_ref().map_or(&[][..], |d| d.get(r as usize));
+            let records = picks.iter().map(|p| (key(p), datum(p)));
+            write_records(records, &self.meta, enc, &mut self.open, &mut self.sealed, &mut self.records);
+        } else if !picks.is_empty() {
+            // Only the rows kept are gathered and encoded.
+            let batches: Vec<&RecordBatch> = sources.iter().map(|s| &s.rows.batch).collect();
+            let at: Vec<(usize, usize)> = picks.iter().map(|&(s, r)| (s as usize, r as usize)).collect();
+            let what = || format!("{} rows of file group {file_id} in partition `{partition}`", picks.len());
+            let rows = arrow::compute::interleave_record_batch(&batches, &at).map_err(|e| Error::Internal {
+                table: enc.shared.loc.to_string(),
+                instant: enc.instant.to_string(),
+                what: format!("gathering {}", what()),
+                reason: e.to_string(),
+            })?;
+            let datums = enc.datums(&rows, what)?;
+            let records = picks.iter().map(key).zip((0..picks.len()).map(|i| datums.get(i)));
+            write_records(records, &self.meta, enc, &mut self.open, &mut self.sealed, &mut self.records);
+        }
+        self.held.clear();
+        self.sources.clear();
+        self.held_bytes = 0;
+        Ok(())
+    }
+
+    /// Writes the rows held and seals the data block, then the waiting
+    /// deletes as a DELETE block.
+    fn seal(&mut self, enc: &mut Encoding<'_>) -> Result<()> {
+        self.write_held(enc)?;
+        if let Some(open) = self.open.take() {
+            self.sealed.push(seal_block(open, &mut self.records));
+        }
         if !self.deletes.is_empty() {
             let mut out = Vec::new();
-            encode_delete_block(&self.deletes, header, &mut out);
+            encode_delete_block(&self.deletes, enc.header, &mut out);
             self.sealed.push(bytes::Bytes::from(out));
             self.deletes_sealed += self.deletes.len() as u64;
             self.deletes.clear();
             self.deleted_keys.clear();
         }
+        Ok(())
     }
+}
+
+/// Writes records (key, datum), each after its meta fields, into the open
+/// data block, sealing it into `sealed` whenever it is full.
+fn write_records<'r>(
+    input: impl Iterator<Item = (&'r [u8], &'r [u8])> + Clone,
+    meta: &MetaFields,
+    enc: &mut Encoding<'_>,
+    open: &mut Option<OpenData>,
+    sealed: &mut Vec<bytes::Bytes>,
+    records: &mut u64,
+) {
+    let need = |seqno: u64, (key, datum): (&[u8], &[u8])| 4 + meta.max_len(seqno, key.len()) + datum.len();
+    // What the records take, to size a new block's buffer: a small
+    // commit's block takes little memory, a large one's grows less.
+    let mut rest: usize = input.clone().map(|r| need(*enc.seqno, r)).sum();
+    for (key, datum) in input {
+        let need = need(*enc.seqno, (key, datum));
+        if let Some(o) = open.take_if(|o| o.content.records() > 0 && o.out.len() + need + BLOCK_TAIL > BLOCK_BYTES) {
+            sealed.push(seal_block(o, records));
+        }
+        let o = open.get_or_insert_with(|| {
+            let want = (rest + BLOCK_TAIL).clamp(MIN_BLOCK_BUFFER, BLOCK_BYTES);
+            let mut out = enc.shared.buffers.take(want);
+            let block = begin_block(&mut out, BlockType::AvroData, enc.header);
+            let content = AvroContent::begin(&mut out);
+            OpenData { out, block, content }
+        });
+        if o.out.len() + need + BLOCK_TAIL > o.out.capacity() {
+            // Doubling, up to the block size: a block never moves more than
+            // once per doubling and never outgrows its seal.
+            let len = o.out.len() + need + BLOCK_TAIL;
+            let target = (o.out.capacity() * 2).max(len).min(BLOCK_BYTES.max(len));
+            o.out.reserve_exact(target - o.out.len());
+        }
+        let at = o.content.start_record(&mut o.out);
+        meta.put(&mut o.out, *enc.seqno, key);
+        o.out.extend_from_slice(datum);
+        o.content.end_record(&mut o.out, at);
+        *enc.seqno += 1;
+        rest = rest.saturating_sub(need);
+    }
+}
+
+/// The data block `o`, finished, its records counted into `records`.
+fn seal_block(o: OpenData, records: &mut u64) -> bytes::Bytes {
+    let OpenData { mut out, block, content } = o;
+    *records += content.records() as u64;
+    content.finish(&mut out);
+    finish_block(&mut out, block, &[]);
+    bytes::Bytes::from(out)
 }
 
 /// The size a data block is sealed at: large enough that its header (the
@@ -171,6 +315,8 @@ pub(crate) struct TaskContext {
     versions: HashMap<(Arc<str>, u32), u32>,
     written: Vec<FileWrite>,
     cancelled: Arc<std::sync::atomic::AtomicBool>,
+    /// The Avro encoder of the table columns, once the task encoded rows.
+    encoder: Option<TableDatumEncoder>,
 }
 
 impl TaskContext {
@@ -200,13 +346,14 @@ impl TaskContext {
             versions: HashMap::new(),
             written: Vec::new(),
             cancelled,
+            encoder: None,
         }
     }
 
     pub(crate) async fn run(mut self, mut rx: mpsc::Receiver<Piece>) -> Result<Vec<FileWrite>> {
         while let Some(piece) = rx.recv().await {
             if self.cancelled.load(AtomicOrdering::SeqCst) {
-                return Ok(self.written);
+                return Ok(self.finish());
             }
             self.add(piece).await?;
             if self.buffered >= self.budget {
@@ -216,22 +363,36 @@ impl TaskContext {
         if !self.cancelled.load(AtomicOrdering::SeqCst) {
             self.flush_all().await?;
         }
-        Ok(self.written)
+        Ok(self.finish())
     }
 
-    /// Appends a piece's rows to its file group's log file: each kept row
-    /// as a record (its meta fields, then its datum), each deleted row as a
+    /// What the task wrote; its encoder goes back to the client for later
+    /// commits.
+    fn finish(mut self) -> Vec<FileWrite> {
+        if let Some(e) = self.encoder.take() {
+            self.shared.keep_encoder(e);
+        }
+        std::mem::take(&mut self.written)
+    }
+
+    /// Takes a piece's rows into its file group's log file: each kept row
+    /// to be combined with the key's other versions, each deleted row as a
     /// delete.
     async fn add(&mut self, p: Piece) -> Result<()> {
         let group = (p.partition.clone(), p.bucket);
         if !self.groups.contains_key(&group) {
             let file_id = self.file_id(&p.partition, p.bucket).await?;
             let meta = MetaFields::new(self.instant.as_str(), self.task, &p.partition, &file_id);
+            let held = self.shared.combiner();
             let g = GroupFile {
+                partition: p.partition.clone(),
                 file_id,
                 meta,
                 sealed: Vec::new(),
                 open: None,
+                held,
+                sources: Vec::new(),
+                held_bytes: 0,
                 records: 0,
                 deletes: Vec::new(),
                 deleted_keys: Default::default(),
@@ -243,54 +404,49 @@ impl TaskContext {
         let before = g.bytes();
         let deleted = p.rows.deleted.as_ref();
         let ord = self.shared.schema.ordering_index().map(|i| p.rows.batch.column(i));
+        let mut source = g.hold(&p);
+        // Rows go to the combiner in runs, between deletes and the rows
+        // that must follow them.
+        let mut run = 0;
         for (i, &r) in p.indices.iter().enumerate() {
-            let r = r as usize;
-            let key = p.keys.value(r);
-            if deleted.is_some_and(|d| d.value(r)) {
+            let key = p.keys.value(r as usize);
+            if deleted.is_some_and(|d| d.value(r as usize)) {
+                g.held.push(source, &p.indices[run..i]);
+                run = i + 1;
                 g.deletes.push(DeleteRecord {
                     key: key.to_string(),
                     partition: p.partition.to_string(),
-                    ordering: ord.map_or(OrderingValue::Null, |c| OrderingValue::of(c, r)),
+                    ordering: ord.map_or(OrderingValue::Null, |c| OrderingValue::of(c, r as usize)),
                 });
                 g.deleted_keys.insert(key.to_string());
                 continue;
             }
             if !g.deleted_keys.is_empty() && g.deleted_keys.contains(key) {
-                g.seal_deletes(&self.header);
+                g.held.push(source, &p.indices[run..i]);
+                run = i;
+                g.seal(&mut Encoding {
+                    shared: &self.shared,
+                    instant: &self.instant,
+                    header: &self.header,
+                    seqno: &mut self.seqno,
+                    encoder: &mut self.encoder,
+                })?;
+                source = g.hold(&p);
             }
-            let datum = p.datums.get(r);
-            let need = 4 + g.meta.max_len(self.seqno, key.len()) + datum.len() + BLOCK_TAIL;
-            if g.open.as_ref().is_some_and(|o| o.content.records() > 0 && o.out.len() + need > BLOCK_BYTES) {
-                g.seal_block();
-            }
-            let o = match &mut g.open {
-                Some(o) => o,
-                None => {
-                    // Sized for the rest of the piece: a small commit's
-                    // block takes little memory, a large one's grows less.
-                    let rest = p.indices.len() - i;
-                    let want = rest.saturating_mul(need).clamp(MIN_BLOCK_BUFFER, BLOCK_BYTES);
-                    let mut out = self.shared.buffers.take(want);
-                    let block = begin_block(&mut out, BlockType::AvroData, &self.header);
-                    let content = AvroContent::begin(&mut out);
-                    g.open.insert(OpenData { out, block, content })
-                }
-            };
-            if o.out.len() + need > o.out.capacity() {
-                // Doubling, up to the block size: a block never moves more
-                // than once per doubling and never outgrows its seal.
-                let len = o.out.len() + need;
-                let target = (o.out.capacity() * 2).max(len).min(BLOCK_BYTES.max(len));
-                o.out.reserve_exact(target - o.out.len());
-            }
-            let at = o.content.start_record(&mut o.out);
-            g.meta.put(&mut o.out, self.seqno, key.as_bytes());
-            o.out.extend_from_slice(datum);
-            o.content.end_record(&mut o.out, at);
-            self.seqno += 1;
         }
-        // Sealing deletes replaces their estimate by their encoded size,
-        // which may be smaller.
+        g.held.push(source, &p.indices[run..]);
+        g.held_bytes += p.indices.len() * p.row_bytes;
+        if !g.held.combines() {
+            // Nothing to wait for: written while the datums are warm.
+            g.write_held(&mut Encoding {
+                shared: &self.shared,
+                instant: &self.instant,
+                header: &self.header,
+                seqno: &mut self.seqno,
+                encoder: &mut self.encoder,
+            })?;
+        }
+        // Sealing replaces estimates by encoded sizes, which may be smaller.
         self.buffered = (self.buffered + g.bytes()).saturating_sub(before);
         Ok(())
     }
@@ -301,7 +457,10 @@ impl TaskContext {
     async fn flush_all(&mut self) -> Result<()> {
         let mut groups: Vec<((Arc<str>, u32), GroupFile)> = self.groups.drain().collect();
         groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let sealed: Vec<Encoded> = groups.into_iter().filter_map(|((p, b), g)| self.seal(&p, b, g)).collect();
+        let mut sealed: Vec<Encoded> = Vec::with_capacity(groups.len());
+        for ((p, b), g) in groups {
+            sealed.extend(self.seal(&p, b, g)?);
+        }
         let (loc, instant, task) = (&self.shared.loc, &self.instant, self.task);
         let stored: Vec<Result<(u32, FileWrite, Vec<bytes::Bytes>)>> = futures::stream::iter(sealed)
             .map(|e| e.store(loc, instant, task))
@@ -323,14 +482,20 @@ impl TaskContext {
     /// One file group's log file sealed: its last data block finished, the
     /// deletes still waiting appended as a DELETE block; `None` when it holds
     /// nothing.
-    fn seal(&self, partition: &Arc<str>, bucket: u32, mut g: GroupFile) -> Option<Encoded> {
-        g.seal_deletes(&self.header);
+    fn seal(&mut self, partition: &Arc<str>, bucket: u32, mut g: GroupFile) -> Result<Option<Encoded>> {
+        g.seal(&mut Encoding {
+            shared: &self.shared,
+            instant: &self.instant,
+            header: &self.header,
+            seqno: &mut self.seqno,
+            encoder: &mut self.encoder,
+        })?;
         let GroupFile { file_id, sealed, records, deletes_sealed: deletes, .. } = g;
         if sealed.is_empty() {
-            return None;
+            return Ok(None);
         }
         let version = self.versions.get(&(partition.clone(), bucket)).copied().unwrap_or(0) + 1;
-        Some(Encoded {
+        Ok(Some(Encoded {
             write: FileWrite {
                 partition: partition.to_string(),
                 file_id,
@@ -343,7 +508,7 @@ impl TaskContext {
             },
             bucket,
             blocks: sealed,
-        })
+        }))
     }
 
     async fn file_id(&mut self, partition: &Arc<str>, bucket: u32) -> Result<String> {
