@@ -210,19 +210,21 @@ impl Combiner {
         }
         use std::hash::BuildHasher;
         let src = &self.sources[source as usize];
-        // A chunk's hashes first, and the index slots they start at read, so
-        // that the lookups' cache misses overlap.
+        // A chunk's hashes and ordering values first, and the index slots
+        // the hashes start at read, so that the reads' cache misses overlap.
         const CHUNK: usize = 32;
         let mut hashes = [0u64; CHUNK];
+        let mut orders: [Option<Ord2>; CHUNK] = Default::default();
         for chunk in rows.chunks(CHUNK) {
-            for (h, &r) in hashes.iter_mut().zip(chunk) {
+            for ((h, o), &r) in hashes.iter_mut().zip(orders.iter_mut()).zip(chunk) {
                 *h = self.hasher.hash_one(src.keys.value(r as usize).as_bytes());
+                *o = src.ordering.as_ref().map(|(c, nulls)| c.at(nulls.as_ref(), r as usize));
             }
             let touched = hashes[..chunk.len()].iter().fold(0, |t, h| t ^ self.kept.index.touch(*h));
             std::hint::black_box(touched);
-            for (&hash, &r) in hashes.iter().zip(chunk) {
-                let order = src.ordering.as_ref().map(|(c, nulls)| c.at(nulls.as_ref(), r as usize));
-                self.kept.offer(self.rule, src.keys.value(r as usize).as_bytes(), hash, order, (source, r));
+            for ((&hash, order), &r) in hashes.iter().zip(orders.iter_mut()).zip(chunk) {
+                let key = src.keys.value(r as usize).as_bytes();
+                self.kept.offer(self.rule, key, hash, order.take(), (source, r));
             }
         }
     }

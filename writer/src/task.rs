@@ -48,9 +48,10 @@ impl std::fmt::Debug for Piece {
 /// The log file of one bucket of one partition, assembled as rows arrive.
 ///
 /// Where versions combine ([`Combiner`]), rows are held (by reference to
-/// their pieces) and combined as they come, so that of a key's versions only
-/// the one the merge keeps is stored; when the file is flushed, the rows
-/// kept are gathered, encoded as Avro (only they are) and written. Where
+/// their pieces) and combined as they come, while their keys are still in
+/// the CPU's caches, so that of a key's versions only the one the merge
+/// keeps is stored; when the file is flushed, the rows kept are gathered,
+/// encoded as Avro (only they are) and written. Where
 /// they do not, each piece's rows (which the write encoded) are written as
 /// they come, while they are still in the CPU's caches.
 ///
@@ -68,8 +69,8 @@ struct GroupFile {
     sealed: Vec<bytes::Bytes>,
     /// The data block being written, if any.
     open: Option<OpenData>,
-    /// The rows held: their versions combined, and the pieces they are in
-    /// (by the combiner's source number).
+    /// The rows held, combined as they came, and the pieces they are in (by
+    /// the combiner's source number).
     held: Combiner,
     sources: Vec<Source>,
     /// The memory of the rows held (those that lost too: their pieces stay
@@ -97,17 +98,18 @@ struct Source {
     datums: Option<Arc<TableDatums>>,
 }
 
-/// What a group file's blocks are encoded with: the task's block header,
-/// sequence numbers and Avro encoder, and the client's buffers.
-struct Encoding<'a> {
-    shared: &'a Shared,
-    instant: &'a InstantTime,
-    header: &'a [(HeaderKey, String)],
-    seqno: &'a mut u64,
-    encoder: &'a mut Option<TableDatumEncoder>,
+/// What a task's records are written with: the block header, the sequence
+/// numbers and the Avro encoder, and the client's buffers.
+struct Encoding {
+    shared: Arc<Shared>,
+    instant: InstantTime,
+    header: Vec<(HeaderKey, String)>,
+    seqno: u64,
+    /// The Avro encoder of the table columns, once the task encoded rows.
+    encoder: Option<TableDatumEncoder>,
 }
 
-impl Encoding<'_> {
+impl Encoding {
     /// The Avro datums of `rows`' table columns (`what` names them). An
     /// encoder that failed may hold part of the rows, so it is dropped.
     fn datums(&mut self, rows: &RecordBatch, what: impl FnOnce() -> String) -> Result<TableDatums> {
@@ -121,7 +123,7 @@ impl Encoding<'_> {
             input: what(),
             cause: Box::new(cause),
         })?;
-        *self.encoder = Some(encoder);
+        self.encoder = Some(encoder);
         Ok(datums)
     }
 }
@@ -141,32 +143,34 @@ impl GroupFile {
         self.held.add_source(&p.keys, &p.rows.batch)
     }
 
-    /// Writes the rows held that the combiner kept, in its order, into data
-    /// blocks, and stops holding them.
-    fn write_held(&mut self, enc: &mut Encoding<'_>) -> Result<()> {
+    /// Writes the rows held, of each key's versions the one the combiner
+    /// keeps, in write order, into data blocks, and stops holding them.
+    fn write_held(&mut self, enc: &mut Encoding) -> Result<()> {
         let GroupFile { partition, file_id, held, sources, .. } = self;
-        let picks = held.kept();
-        let key = |&(s, r): &(u32, u32)| sources[s as usize].keys.value(r as usize).as_bytes();
+        let at: Vec<(usize, usize)> = held.kept().iter().map(|&(s, r)| (s as usize, r as usize)).collect();
         if sources.iter().all(|s| s.datums.is_some()) {
             // Encoded as they came (every row is kept).
-            let datum =
-                |&(s, r): &(u32, u32)| sources[s as usize].datums.as_ref().map_or(&[][..], |d| d.get(r as usize));
-            let records = picks.iter().map(|p| (key(p), datum(p)));
+            let records = at.iter().map(|&(s, r)| {
+                let s = &sources[s];
+                (s.keys.value(r).as_bytes(), s.datums.as_deref().map_or(&[][..], |d| d.get(r)))
+            });
             write_records(records, &self.meta, enc, &mut self.open, &mut self.sealed, &mut self.records);
-        } else if !picks.is_empty() {
-            // Only the rows kept are gathered and encoded.
-            let batches: Vec<&RecordBatch> = sources.iter().map(|s| &s.rows.batch).collect();
-            let at: Vec<(usize, usize)> = picks.iter().map(|&(s, r)| (s as usize, r as usize)).collect();
-            let what = || format!("{} rows of file group {file_id} in partition `{partition}`", picks.len());
-            let rows = arrow::compute::interleave_record_batch(&batches, &at).map_err(|e| Error::Internal {
-                table: enc.shared.loc.to_string(),
-                instant: enc.instant.to_string(),
-                what: format!("gathering {}", what()),
-                reason: e.to_string(),
-            })?;
-            let datums = enc.datums(&rows, what)?;
-            let records = picks.iter().map(key).zip((0..picks.len()).map(|i| datums.get(i)));
-            write_records(records, &self.meta, enc, &mut self.open, &mut self.sealed, &mut self.records);
+        } else {
+            if !at.is_empty() {
+                // Only the rows kept are gathered and encoded.
+                let batches: Vec<&RecordBatch> = sources.iter().map(|s| &s.rows.batch).collect();
+                let what = || format!("{} rows of file group {file_id} in partition `{partition}`", at.len());
+                let rows = arrow::compute::interleave_record_batch(&batches, &at).map_err(|e| Error::Internal {
+                    table: enc.shared.loc.to_string(),
+                    instant: enc.instant.to_string(),
+                    what: format!("gathering {}", what()),
+                    reason: e.to_string(),
+                })?;
+                let datums = enc.datums(&rows, what)?;
+                let keys = at.iter().map(|&(s, r)| sources[s].keys.value(r).as_bytes());
+                let records = keys.zip((0..rows.num_rows()).map(|i| datums.get(i)));
+                write_records(records, &self.meta, enc, &mut self.open, &mut self.sealed, &mut self.records);
+            }
         }
         self.held.clear();
         self.sources.clear();
@@ -176,14 +180,14 @@ impl GroupFile {
 
     /// Writes the rows held and seals the data block, then the waiting
     /// deletes as a DELETE block.
-    fn seal(&mut self, enc: &mut Encoding<'_>) -> Result<()> {
+    fn seal(&mut self, enc: &mut Encoding) -> Result<()> {
         self.write_held(enc)?;
         if let Some(open) = self.open.take() {
             self.sealed.push(seal_block(open, &mut self.records));
         }
         if !self.deletes.is_empty() {
             let mut out = Vec::new();
-            encode_delete_block(&self.deletes, enc.header, &mut out);
+            encode_delete_block(&self.deletes, &enc.header, &mut out);
             self.sealed.push(bytes::Bytes::from(out));
             self.deletes_sealed += self.deletes.len() as u64;
             self.deletes.clear();
@@ -198,7 +202,7 @@ impl GroupFile {
 fn write_records<'r>(
     input: impl Iterator<Item = (&'r [u8], &'r [u8])> + Clone,
     meta: &MetaFields,
-    enc: &mut Encoding<'_>,
+    enc: &mut Encoding,
     open: &mut Option<OpenData>,
     sealed: &mut Vec<bytes::Bytes>,
     records: &mut u64,
@@ -206,16 +210,16 @@ fn write_records<'r>(
     let need = |seqno: u64, (key, datum): (&[u8], &[u8])| 4 + meta.max_len(seqno, key.len()) + datum.len();
     // What the records take, to size a new block's buffer: a small
     // commit's block takes little memory, a large one's grows less.
-    let mut rest: usize = input.clone().map(|r| need(*enc.seqno, r)).sum();
+    let mut rest: usize = input.clone().map(|r| need(enc.seqno, r)).sum();
     for (key, datum) in input {
-        let need = need(*enc.seqno, (key, datum));
+        let need = need(enc.seqno, (key, datum));
         if let Some(o) = open.take_if(|o| o.content.records() > 0 && o.out.len() + need + BLOCK_TAIL > BLOCK_BYTES) {
             sealed.push(seal_block(o, records));
         }
         let o = open.get_or_insert_with(|| {
             let want = (rest + BLOCK_TAIL).clamp(MIN_BLOCK_BUFFER, BLOCK_BYTES);
             let mut out = enc.shared.buffers.take(want);
-            let block = begin_block(&mut out, BlockType::AvroData, enc.header);
+            let block = begin_block(&mut out, BlockType::AvroData, &enc.header);
             let content = AvroContent::begin(&mut out);
             OpenData { out, block, content }
         });
@@ -227,10 +231,10 @@ fn write_records<'r>(
             o.out.reserve_exact(target - o.out.len());
         }
         let at = o.content.start_record(&mut o.out);
-        meta.put(&mut o.out, *enc.seqno, key);
+        meta.put(&mut o.out, enc.seqno, key);
         o.out.extend_from_slice(datum);
         o.content.end_record(&mut o.out, at);
-        *enc.seqno += 1;
+        enc.seqno += 1;
         rest = rest.saturating_sub(need);
     }
 }
@@ -307,16 +311,12 @@ pub(crate) struct TaskContext {
     instant: InstantTime,
     task: u64,
     budget: usize,
-    /// The header of every block the task writes.
-    header: Vec<(HeaderKey, String)>,
-    seqno: u64,
+    enc: Encoding,
     groups: HashMap<(Arc<str>, u32), GroupFile>,
     buffered: usize,
     versions: HashMap<(Arc<str>, u32), u32>,
     written: Vec<FileWrite>,
     cancelled: Arc<std::sync::atomic::AtomicBool>,
-    /// The Avro encoder of the table columns, once the task encoded rows.
-    encoder: Option<TableDatumEncoder>,
 }
 
 impl TaskContext {
@@ -334,19 +334,18 @@ impl TaskContext {
         if shared.schema.is_partial() {
             header.push((HeaderKey::IsPartial, "true".to_string()));
         }
+        let enc = Encoding { shared: shared.clone(), instant: instant.clone(), header, seqno: 1, encoder: None };
         Self {
             shared,
             instant,
             task,
             budget,
-            header,
-            seqno: 1,
+            enc,
             groups: HashMap::new(),
             buffered: 0,
             versions: HashMap::new(),
             written: Vec::new(),
             cancelled,
-            encoder: None,
         }
     }
 
@@ -369,7 +368,7 @@ impl TaskContext {
     /// What the task wrote; its encoder goes back to the client for later
     /// commits.
     fn finish(mut self) -> Vec<FileWrite> {
-        if let Some(e) = self.encoder.take() {
+        if let Some(e) = self.enc.encoder.take() {
             self.shared.keep_encoder(e);
         }
         std::mem::take(&mut self.written)
@@ -383,14 +382,13 @@ impl TaskContext {
         if !self.groups.contains_key(&group) {
             let file_id = self.file_id(&p.partition, p.bucket).await?;
             let meta = MetaFields::new(self.instant.as_str(), self.task, &p.partition, &file_id);
-            let held = self.shared.combiner();
             let g = GroupFile {
                 partition: p.partition.clone(),
                 file_id,
                 meta,
                 sealed: Vec::new(),
                 open: None,
-                held,
+                held: self.shared.combiner(),
                 sources: Vec::new(),
                 held_bytes: 0,
                 records: 0,
@@ -408,7 +406,8 @@ impl TaskContext {
         // Rows go to the combiner in runs, between deletes and the rows
         // that must follow them.
         let mut run = 0;
-        for (i, &r) in p.indices.iter().enumerate() {
+        let watch = deleted.is_some() || !g.deleted_keys.is_empty();
+        for (i, &r) in p.indices.iter().enumerate().filter(|_| watch) {
             let key = p.keys.value(r as usize);
             if deleted.is_some_and(|d| d.value(r as usize)) {
                 g.held.push(source, &p.indices[run..i]);
@@ -419,32 +418,20 @@ impl TaskContext {
                     ordering: ord.map_or(OrderingValue::Null, |c| OrderingValue::of(c, r as usize)),
                 });
                 g.deleted_keys.insert(key.to_string());
-                continue;
-            }
-            if !g.deleted_keys.is_empty() && g.deleted_keys.contains(key) {
+            } else if !g.deleted_keys.is_empty() && g.deleted_keys.contains(key) {
+                // A row of a key deleted before it: what is held, and the
+                // deletes, go first.
                 g.held.push(source, &p.indices[run..i]);
                 run = i;
-                g.seal(&mut Encoding {
-                    shared: &self.shared,
-                    instant: &self.instant,
-                    header: &self.header,
-                    seqno: &mut self.seqno,
-                    encoder: &mut self.encoder,
-                })?;
+                g.seal(&mut self.enc)?;
                 source = g.hold(&p);
             }
         }
         g.held.push(source, &p.indices[run..]);
         g.held_bytes += p.indices.len() * p.row_bytes;
-        if !g.held.combines() {
+        if !self.shared.combines {
             // Nothing to wait for: written while the datums are warm.
-            g.write_held(&mut Encoding {
-                shared: &self.shared,
-                instant: &self.instant,
-                header: &self.header,
-                seqno: &mut self.seqno,
-                encoder: &mut self.encoder,
-            })?;
+            g.write_held(&mut self.enc)?;
         }
         // Sealing replaces estimates by encoded sizes, which may be smaller.
         self.buffered = (self.buffered + g.bytes()).saturating_sub(before);
@@ -483,13 +470,7 @@ impl TaskContext {
     /// deletes still waiting appended as a DELETE block; `None` when it holds
     /// nothing.
     fn seal(&mut self, partition: &Arc<str>, bucket: u32, mut g: GroupFile) -> Result<Option<Encoded>> {
-        g.seal(&mut Encoding {
-            shared: &self.shared,
-            instant: &self.instant,
-            header: &self.header,
-            seqno: &mut self.seqno,
-            encoder: &mut self.encoder,
-        })?;
+        g.seal(&mut self.enc)?;
         let GroupFile { file_id, sealed, records, deletes_sealed: deletes, .. } = g;
         if sealed.is_empty() {
             return Ok(None);
