@@ -233,6 +233,10 @@ enum Command {
         /// Tributary made records its own (this must then match it).
         #[arg(long)]
         buckets: Option<u32>,
+        /// Store every version of a key a commit is given; by default only
+        /// the one the merge keeps is stored (reads see the same rows).
+        #[arg(long)]
+        keep_every_version: bool,
         /// How instants are generated; by default the mode the table
         /// records (`init --time-mode`), or wait-for-skew for a table
         /// another engine made.
@@ -915,12 +919,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             expect_checkpoint,
             columns,
             buckets,
+            keep_every_version,
             time_mode,
             max_clock_skew_ms,
         } => {
             let checkpointing = checkpointing(&writer_id, checkpoint, expect_checkpoint, commit_every)?;
             let writer_id = writer_id.unwrap_or_else(|| DEFAULT_CLI_WRITER.into());
-            let settings = WriteSettings { tasks, writer_id, columns, buckets, ..Default::default() };
+            let combine = !keep_every_version;
+            let settings = WriteSettings { tasks, writer_id, columns, buckets, combine, ..Default::default() };
             let time = time_settings(time_mode, max_clock_skew_ms);
             write(store, table, input, settings, commit_every, time, checkpointing).await?;
         }

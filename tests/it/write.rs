@@ -152,46 +152,83 @@ fn oracle_partitioned_and_unpartitioned() {
     }
 }
 
+/// A commit's versions of a key are combined into the one the merge keeps,
+/// unless `--keep-every-version`: `write` says how many records it stored,
+/// and both tables read the same, by Tributary and by the official reader.
+#[test]
+fn write_stores_one_version_per_key_unless_told_to_keep_every_version() {
+    let Some(place) = Place::new() else { return };
+    let mut rng = StdRng::seed_from_u64(23);
+    // Without deletes, so that every key's versions combine to one.
+    let batch: Vec<Event> =
+        events(&mut rng, 2_000, 150, None).into_iter().map(|e| Event { deleted: false, ..e }).collect();
+    let keys = batch.iter().map(|e| e.uuid.as_str()).collect::<std::collections::BTreeSet<_>>().len();
+    let f = write_file(place.scratch(), "dups.jsonl", &batch);
+    let want = expected(&model(std::slice::from_ref(&batch)));
+    for keep in [false, true] {
+        let table = place.init_trips(if keep { "every" } else { "combined" }, &["--buckets", "2"]);
+        let mut args = vec!["write", table.uri(), "--input", f.to_str().unwrap()];
+        if keep {
+            args.push("--keep-every-version");
+        }
+        let out = tributary_ok(&args);
+        let stored = format!("wrote 2000 records ({keys} stored: {} were older versions", 2_000 - keys);
+        assert_eq!(out.contains(&stored), !keep, "{out}");
+        assert!(out.contains("wrote 2000 records"), "{out}");
+        assert_eq!(ours(&table), want, "keep every version: {keep}");
+        if have_official_reader() {
+            assert_eq!(official(&table), want, "official reader, keep every version: {keep}");
+        }
+    }
+}
+
 /// A commit larger than a data block (about 1 MiB) writes each bucket's
 /// rows as several blocks of one log file, and every reader takes them all,
 /// in order. A key deleted and then written again in the same commit (1 in
 /// 10 events here is a delete, event times often tie) keeps that order in
-/// the file, so the later write wins as the model says.
+/// the file, so the later write wins as the model says: with every version
+/// stored, and with each key's versions combined between its deletes.
 #[test]
 fn a_large_commit_spans_several_blocks_and_keeps_each_keys_order() {
     let Some(place) = Place::new() else { return };
-    let table = place.init_trips("big", &["--buckets", "1"]);
     let mut rng = StdRng::seed_from_u64(11);
     let batch = events(&mut rng, 30_000, 3_000, None);
     let f = write_file(place.scratch(), "big.jsonl", &batch);
-    tributary_ok(&["write", table.uri(), "--input", f.to_str().unwrap(), "--tasks", "1"]);
-    let logs = table.file_paths(|n| n.contains(".log."));
-    assert_eq!(logs.len(), 1, "one bucket, one flush: one log file ({logs:?})");
-    let blocks = tributary_format::LogBlock::decode_all(&table.read(&logs[0]), &logs[0]).unwrap();
-    let data = blocks.iter().filter(|b| b.block_type == tributary_format::BlockType::AvroData).count();
-    assert!(data >= 3, "{data} data blocks");
-    assert_eq!(blocks.last().map(|b| b.block_type), Some(tributary_format::BlockType::Delete));
     let want = expected(&model(std::slice::from_ref(&batch)));
-    let differ = |got: Vec<Value>| -> Vec<(Value, Option<Value>)> {
-        let got: BTreeMap<String, Value> = got.into_iter().map(|r| (r["uuid"].to_string(), r)).collect();
-        let mut d: Vec<(Value, Option<Value>)> = want
-            .iter()
-            .filter(|w| got.get(&w["uuid"].to_string()) != Some(w))
-            .map(|w| (w.clone(), got.get(&w["uuid"].to_string()).cloned()))
-            .collect();
-        d.truncate(3);
-        d
-    };
-    let ours = ours(&table);
-    assert_eq!(ours.len(), want.len(), "tributary read vs model: {:?}", differ(ours.clone()));
-    assert!(differ(ours.clone()).is_empty(), "tributary read vs model: {:?}", differ(ours));
-    if have_official_reader() {
-        let official = official(&table);
-        assert!(
-            differ(official.clone()).is_empty() && official.len() == want.len(),
-            "official reader vs model: {:?}",
-            differ(official)
-        );
+    for keep in [true, false] {
+        let table = place.init_trips(if keep { "every" } else { "combined" }, &["--buckets", "1"]);
+        let mut args = vec!["write", table.uri(), "--input", f.to_str().unwrap(), "--tasks", "1"];
+        if keep {
+            args.push("--keep-every-version");
+        }
+        tributary_ok(&args);
+        let logs = table.file_paths(|n| n.contains(".log."));
+        assert_eq!(logs.len(), 1, "one bucket, one flush: one log file ({logs:?})");
+        let blocks = tributary_format::LogBlock::decode_all(&table.read(&logs[0]), &logs[0]).unwrap();
+        let data = blocks.iter().filter(|b| b.block_type == tributary_format::BlockType::AvroData).count();
+        assert!(data >= 3, "{data} data blocks");
+        assert_eq!(blocks.last().map(|b| b.block_type), Some(tributary_format::BlockType::Delete));
+        let differ = |got: Vec<Value>| -> Vec<(Value, Option<Value>)> {
+            let got: BTreeMap<String, Value> = got.into_iter().map(|r| (r["uuid"].to_string(), r)).collect();
+            let mut d: Vec<(Value, Option<Value>)> = want
+                .iter()
+                .filter(|w| got.get(&w["uuid"].to_string()) != Some(w))
+                .map(|w| (w.clone(), got.get(&w["uuid"].to_string()).cloned()))
+                .collect();
+            d.truncate(3);
+            d
+        };
+        let ours = ours(&table);
+        assert_eq!(ours.len(), want.len(), "keep {keep}: tributary read vs model: {:?}", differ(ours.clone()));
+        assert!(differ(ours.clone()).is_empty(), "keep {keep}: tributary read vs model: {:?}", differ(ours));
+        if have_official_reader() {
+            let official = official(&table);
+            assert!(
+                differ(official.clone()).is_empty() && official.len() == want.len(),
+                "keep {keep}: official reader vs model: {:?}",
+                differ(official)
+            );
+        }
     }
 }
 
