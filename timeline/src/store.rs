@@ -87,20 +87,20 @@ impl DurableLocalStore {
             self.remove_sidecar(location).await?;
         }
         let r = write.await?;
-        if create {
-            self.remove_sidecar(location).await?;
-        }
-        self.sync(location).await?;
-        Ok(r)
-    }
-
-    async fn sync(&self, location: &Path) -> object_store::Result<()> {
+        // The sidecar of a create goes in the same trip to a blocking
+        // thread as the sync.
         let file = self.inner.path_to_filesystem(location)?;
         let known = self.durable_dirs.clone();
-        tokio::task::spawn_blocking(move || sync_file_and_parents(&file, &known))
-            .await
-            .map_err(|e| object_store::Error::Generic { store: "DurableLocalStore", source: Box::new(e) })?
-            .map_err(|e| object_store::Error::Generic { store: "DurableLocalStore", source: Box::new(e) })
+        tokio::task::spawn_blocking(move || {
+            if create {
+                remove_checksum_sidecar(&file)?;
+            }
+            sync_file_and_parents(&file, &known)
+        })
+        .await
+        .map_err(|e| object_store::Error::Generic { store: "DurableLocalStore", source: Box::new(e) })?
+        .map_err(|e| object_store::Error::Generic { store: "DurableLocalStore", source: Box::new(e) })?;
+        Ok(r)
     }
 }
 
