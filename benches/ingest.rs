@@ -342,7 +342,7 @@ fn case_ingest(dir: &Path, tasks: usize, ticks: u64) -> BenchResult<()> {
             }
             let summary = commit.commit().await?;
             slowest = slowest.max(commit_started.elapsed());
-            records += summary.records();
+            records += summary.rows;
             bytes += summary.bytes();
             files += summary.files.len();
         }

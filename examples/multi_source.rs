@@ -78,7 +78,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let summary =
                     commit.commit_with_checkpoint(Some(format!("{name}-offset-{}", (c + 1) * PER_COMMIT))).await?;
                 latencies.push(t.elapsed());
-                written.fetch_add(summary.records(), Ordering::Relaxed);
+                written.fetch_add(summary.rows, Ordering::Relaxed);
             }
             Ok::<_, tributary_writer::Error>(latencies)
         }));
