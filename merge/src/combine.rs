@@ -54,6 +54,21 @@ enum Rule {
 }
 
 impl Rule {
+    /// The rule of writes of `schema`'s columns (`partial`: some of the
+    /// table's) into a table of `config`.
+    fn of(schema: &TableSchema, config: &TableConfig, partial: bool) -> Self {
+        if partial || !config.sequence_groups.is_empty() {
+            return Rule::Keep;
+        }
+        match (config.merge_mode, schema.ordering_index()) {
+            (MergeMode::EventTime, Some(ordering)) => Rule::EventTime { ordering },
+            // Event-time ordering without an ordering field merges by write
+            // order, as the row rule does.
+            (MergeMode::EventTime | MergeMode::CommitTime, ordering) => Rule::Latest { ordering },
+            (MergeMode::Custom, _) => Rule::Keep,
+        }
+    }
+
     /// The column of the ordering field, when it is read.
     fn ordering(self) -> Option<usize> {
         match self {
@@ -101,22 +116,14 @@ impl Kept {
     #[inline]
     fn offer(&mut self, rule: Rule, key: &[u8], hash: u64, order: Option<Ord2>, at: (u32, u32)) {
         let next = self.picks.len() as u32;
-        let arena = &self.arena;
-        let inline = KeyRef::inline(key);
-        let found = match inline {
-            Some(k) => self.index.probe(hash, |s| s.key == k),
-            None => self.index.probe(hash, |s| s.key.is_stored() && s.key.bytes(arena) == key),
-        };
+        let (found, inline) = self.index.probe_key(key, hash, &self.arena, |s| &s.key);
         // A version without an ordering value is kept as it is, and ends the
         // run of versions its key's later versions combine with.
         let last = if order == Some(Ord2::Null) { FINAL } else { 0 };
         let order = order.unwrap_or_default();
         match found {
             Probe::Vacant(i) => {
-                let key = inline.unwrap_or_else(|| {
-                    self.arena.extend_from_slice(key);
-                    KeyRef::stored(self.arena.len() - key.len(), key.len())
-                });
+                let key = KeyRef::or_store(inline, key, &mut self.arena);
                 self.picks.push(at);
                 self.index.insert(i, hash, Slot { key, order, pick: next | last });
             }
@@ -142,6 +149,8 @@ pub struct Combiner {
     hasher: foldhash::fast::FixedState,
     sources: Vec<Source>,
     kept: Kept,
+    /// [`Combiner::kept`] reordered the kept versions since the last clear.
+    sorted: bool,
 }
 
 impl std::fmt::Debug for Combiner {
@@ -155,18 +164,13 @@ impl Combiner {
     /// `partial` when the write carries some columns only. One that may not
     /// combine (see the module notes) keeps every version.
     pub fn new(schema: &TableSchema, config: &TableConfig, partial: bool) -> Self {
-        let rule = if partial || !config.sequence_groups.is_empty() {
-            Rule::Keep
-        } else {
-            match (config.merge_mode, schema.ordering_index()) {
-                (MergeMode::EventTime, Some(ordering)) => Rule::EventTime { ordering },
-                // Event-time ordering without an ordering field merges by
-                // write order, as the row rule does.
-                (MergeMode::EventTime | MergeMode::CommitTime, ordering) => Rule::Latest { ordering },
-                (MergeMode::Custom, _) => Rule::Keep,
-            }
-        };
-        Self::with_rule(rule)
+        Self::with_rule(Rule::of(schema, config, partial))
+    }
+
+    /// Whether a [`Combiner::new`] of the same arguments combines versions
+    /// at all.
+    pub fn combines_writes(schema: &TableSchema, config: &TableConfig, partial: bool) -> bool {
+        Rule::of(schema, config, partial) != Rule::Keep
     }
 
     /// A combiner that keeps every version, whatever the rules.
@@ -180,6 +184,7 @@ impl Combiner {
             hasher: foldhash::fast::FixedState::with_seed(0x636f_6d62_696e_6572),
             sources: Vec::new(),
             kept: Kept::default(),
+            sorted: false,
         }
     }
 
@@ -204,6 +209,7 @@ impl Combiner {
     /// write order: each is kept as its key's first version, kept in place
     /// of the key's version held (which lost to it), or dropped (it lost).
     pub fn push(&mut self, source: u32, rows: &[u32]) {
+        debug_assert!(!self.sorted, "a combiner takes no versions between `kept` and `clear`");
         if self.rule == Rule::Keep {
             self.kept.picks.extend(rows.iter().map(|&r| (source, r)));
             return;
@@ -230,24 +236,19 @@ impl Combiner {
     }
 
     /// The versions kept, as `(source, row)`, in write order (sources in
-    /// the order they were added). Versions pushed after this call do not
-    /// combine with those before it.
+    /// the order they were added). [`Combiner::clear`] it before it takes
+    /// more versions: its index finds versions by their place in this list.
     pub fn kept(&mut self) -> &[(u32, u32)] {
         // A key's kept versions each won a run of its versions that ends
         // before the next one's starts, so write order keeps their order.
         self.kept.picks.sort_unstable();
-        self.kept.index.clear();
-        self.kept.arena.clear();
+        self.sorted = true;
         &self.kept.picks
-    }
-
-    /// Whether nothing is held.
-    pub fn is_empty(&self) -> bool {
-        self.kept.picks.is_empty()
     }
 
     /// Forgets every source and version, keeping the memory.
     pub fn clear(&mut self) {
+        self.sorted = false;
         self.kept.index.clear();
         self.kept.arena.clear();
         self.kept.picks.clear();

@@ -158,6 +158,28 @@ impl<T: Default> KeyIndex<T> {
     }
 }
 
+impl<T: Default> KeyIndex<T> {
+    /// Finds the entry of `key` (hash `hash`) in an index whose entries hold
+    /// their key as a [`KeyRef`] (`key_of`) into `arena`, or the empty slot
+    /// where it belongs; with the key's in-place form, when it has one, for
+    /// [`KeyRef::or_store`].
+    #[inline]
+    pub(crate) fn probe_key(
+        &self,
+        key: &[u8],
+        hash: u64,
+        arena: &[u8],
+        key_of: impl Fn(&T) -> &KeyRef,
+    ) -> (Probe, Option<KeyRef>) {
+        let inline = KeyRef::inline(key);
+        let probe = match inline {
+            Some(k) => self.probe(hash, |s| *key_of(s) == k),
+            None => self.probe(hash, |s| key_of(s).is_stored() && key_of(s).bytes(arena) == key),
+        };
+        (probe, inline)
+    }
+}
+
 /// A record key in the index: up to [`KeyRef::INLINE`] bytes held in place
 /// (the last byte is the length), a longer key as its place in the key
 /// arena (the last byte is [`KeyRef::STORED`]).
@@ -186,6 +208,16 @@ impl KeyRef {
         b[8..15].copy_from_slice(&(len as u64).to_le_bytes()[..7]);
         b[15] = Self::STORED;
         Self(b)
+    }
+
+    /// `key` as a new entry holds it: `inline` (its in-place form, from
+    /// [`KeyIndex::probe_key`]), else appended to `arena`.
+    #[inline]
+    pub(crate) fn or_store(inline: Option<Self>, key: &[u8], arena: &mut Vec<u8>) -> Self {
+        inline.unwrap_or_else(|| {
+            arena.extend_from_slice(key);
+            Self::stored(arena.len() - key.len(), key.len())
+        })
     }
 
     pub(crate) fn is_stored(&self) -> bool {

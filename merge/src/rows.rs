@@ -197,12 +197,7 @@ impl RowMerger {
     /// [`RowMerger::apply`] of a key whose hash is known.
     #[inline]
     fn apply_hashed(&mut self, key: &[u8], hash: u64, order: Ord2, at: RowAt, always: bool) {
-        let arena = &self.arena;
-        let inline = KeyRef::inline(key);
-        let found = match inline {
-            Some(k) => self.table.probe(hash, |s| s.key == k),
-            None => self.table.probe(hash, |s| s.key.is_stored() && s.key.bytes(arena) == key),
-        };
+        let (found, inline) = self.table.probe_key(key, hash, &self.arena, |s| &s.key);
         match found {
             Probe::Found(i) => {
                 let event_time = self.event_time;
@@ -213,10 +208,7 @@ impl RowMerger {
                 }
             }
             Probe::Vacant(i) => {
-                let key = inline.unwrap_or_else(|| {
-                    self.arena.extend_from_slice(key);
-                    KeyRef::stored(self.arena.len() - key.len(), key.len())
-                });
+                let key = KeyRef::or_store(inline, key, &mut self.arena);
                 self.table.insert(i, hash, Slot { key, order, at });
             }
         }

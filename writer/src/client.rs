@@ -213,7 +213,7 @@ impl WriteClient {
         });
         let timeline = TimelineWriter::new(&loc, &config);
         let writer = WriterState::new(&loc, &config, &settings.writer_id)?;
-        let combines = settings.combine && Combiner::new(&schema, &config, schema.is_partial()).combines();
+        let combines = settings.combine && Combiner::combines_writes(&schema, &config, schema.is_partial());
         Ok(Self {
             shared: Arc::new(Shared {
                 file_ids: std::sync::Mutex::new(HashMap::new()),

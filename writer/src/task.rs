@@ -51,9 +51,8 @@ impl std::fmt::Debug for Piece {
 /// their pieces) and combined as they come, while their keys are still in
 /// the CPU's caches, so that of a key's versions only the one the merge
 /// keeps is stored; when the file is flushed, the rows kept are gathered,
-/// encoded as Avro (only they are) and written. Where
-/// they do not, each piece's rows (which the write encoded) are written as
-/// they come, while they are still in the CPU's caches.
+/// encoded as Avro (only they are) and written. Where they do not, each
+/// piece's rows (which the write encoded) are written as they come.
 ///
 /// Records go into AVRO_DATA blocks of up to about [`BLOCK_BYTES`] each, in
 /// buffers used again once the file is stored. Deletes wait for the end of
@@ -155,22 +154,20 @@ impl GroupFile {
                 (s.keys.value(r).as_bytes(), s.datums.as_deref().map_or(&[][..], |d| d.get(r)))
             });
             write_records(records, &self.meta, enc, &mut self.open, &mut self.sealed, &mut self.records);
-        } else {
-            if !at.is_empty() {
-                // Only the rows kept are gathered and encoded.
-                let batches: Vec<&RecordBatch> = sources.iter().map(|s| &s.rows.batch).collect();
-                let what = || format!("{} rows of file group {file_id} in partition `{partition}`", at.len());
-                let rows = arrow::compute::interleave_record_batch(&batches, &at).map_err(|e| Error::Internal {
-                    table: enc.shared.loc.to_string(),
-                    instant: enc.instant.to_string(),
-                    what: format!("gathering {}", what()),
-                    reason: e.to_string(),
-                })?;
-                let datums = enc.datums(&rows, what)?;
-                let keys = at.iter().map(|&(s, r)| sources[s].keys.value(r).as_bytes());
-                let records = keys.zip((0..rows.num_rows()).map(|i| datums.get(i)));
-                write_records(records, &self.meta, enc, &mut self.open, &mut self.sealed, &mut self.records);
-            }
+        } else if !at.is_empty() {
+            // Only the rows kept are gathered and encoded.
+            let batches: Vec<&RecordBatch> = sources.iter().map(|s| &s.rows.batch).collect();
+            let what = || format!("{} rows of file group {file_id} in partition `{partition}`", at.len());
+            let rows = arrow::compute::interleave_record_batch(&batches, &at).map_err(|e| Error::Internal {
+                table: enc.shared.loc.to_string(),
+                instant: enc.instant.to_string(),
+                what: format!("gathering {}", what()),
+                reason: e.to_string(),
+            })?;
+            let datums = enc.datums(&rows, what)?;
+            let keys = at.iter().map(|&(s, r)| sources[s].keys.value(r).as_bytes());
+            let records = keys.zip((0..rows.num_rows()).map(|i| datums.get(i)));
+            write_records(records, &self.meta, enc, &mut self.open, &mut self.sealed, &mut self.records);
         }
         self.held.clear();
         self.sources.clear();
