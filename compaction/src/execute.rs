@@ -37,6 +37,10 @@ use tributary_timeline::location::partition_file;
 /// HEAD requests a group's compaction has in flight at once.
 const HEADS_AT_ONCE: usize = 16;
 
+/// Parts of a base file uploaded at once (each up to
+/// [`Share::upload_buffer`] bytes).
+const UPLOADS_AT_ONCE: usize = 2;
+
 /// File sizes by path, from listing the partitions a compaction takes.
 type Listed = foldhash::HashMap<object_store::path::Path, u64>;
 
@@ -507,7 +511,7 @@ impl Compactor {
         let mut merged = merge_slice(&ctx, &files, RowOrder::Key, Some(&budget)).await?;
         // The first rows show which columns a dictionary would suit.
         let first = merged.next_batch().await?;
-        let mut writer = self.base_writer(&out_path, first.as_ref())?;
+        let mut writer = self.base_writer(&out_path, first.as_ref(), budget.share)?;
         let mut rows = 0u64;
         let mut next = first;
         while let Some(sorted) = next {
@@ -568,10 +572,13 @@ impl Compactor {
     /// sequence number) get no
     /// dictionary, which would only be built to be given up; nor do columns
     /// whose values in `sample` (rows about to be written) look as distinct.
+    /// Row groups and the upload buffer are bounded by the group's `share`
+    /// of the memory budget.
     fn base_writer(
         &self,
         path: &object_store::path::Path,
         sample: Option<&RecordBatch>,
+        share: Share,
     ) -> Result<AsyncArrowWriter<BufWriter>> {
         let row_group_rows = self.settings.row_group_rows.max(1024);
         let fields = self.schema.arrow_with_meta().fields();
@@ -595,10 +602,12 @@ impl Compactor {
                 b.set_column_dictionary_enabled(parquet::schema::types::ColumnPath::from(f.name().as_str()), false)
             })
             .set_max_row_group_row_count(Some(row_group_rows))
+            .set_max_row_group_bytes(Some(share.row_group_bytes()))
             .set_compression(parquet::basic::Compression::SNAPPY)
             .build();
         AsyncArrowWriter::try_new(
-            BufWriter::new(self.loc.store.clone(), path.clone()),
+            BufWriter::with_capacity(self.loc.store.clone(), path.clone(), share.upload_buffer())
+                .with_max_concurrency(UPLOADS_AT_ONCE),
             self.schema.arrow_with_meta().clone(),
             Some(props),
         )

@@ -16,7 +16,11 @@
 //!   passes 3/8 of the share ([`Share::fold_at`]), and hands its state on to
 //!   spill partitions when the winners alone still take over a quarter
 //!   ([`Share::spill_after_fold`]); the rest of the share is for what a fold
-//!   gathers, the block being decoded and the Parquet writer.
+//!   gathers, the block being decoded and the Parquet writer;
+//! - the Parquet writer closes a row group once its encoded pages take an
+//!   eighth of the share ([`Share::row_group_bytes`]), and uploads through
+//!   a buffer of about as much ([`Share::upload_buffer`]), so a large file
+//!   never sits in memory whole.
 //!
 //! Readers merge without a share: they hold every row they return anyway.
 
@@ -84,6 +88,19 @@ impl Share {
     pub fn spill_after_fold(self) -> usize {
         self.0 / 4
     }
+
+    /// The encoded size at which the Parquet writer closes a row group: an
+    /// eighth of the share, at least 1 MiB.
+    pub fn row_group_bytes(self) -> usize {
+        (self.0 / 8).max(1 << 20)
+    }
+
+    /// The upload buffer of a file being written: an eighth of the share,
+    /// between 5 MiB (the smallest part an S3 multipart upload takes) and
+    /// 10 MiB.
+    pub fn upload_buffer(self) -> usize {
+        (self.0 / 8).clamp(5 << 20, 10 << 20)
+    }
 }
 
 #[cfg(test)]
@@ -98,6 +115,10 @@ mod tests {
         assert_eq!(share.partitions((128 << 20) / 3), 1);
         assert_eq!(share.partitions(128 << 20), 3);
         assert_eq!(share.partitions(u64::MAX), MAX_SPILL_PARTITIONS);
+        assert_eq!(share.row_group_bytes(), 16 << 20);
+        assert_eq!(share.upload_buffer(), 10 << 20);
+        let small = Share::of_budget(16 << 20, 2);
+        assert_eq!((small.row_group_bytes(), small.upload_buffer()), (1 << 20, 5 << 20));
         assert_eq!(share.spill_buffer(4), 8 << 20);
         assert_eq!(share.key_first(false), Limits::NONE);
         assert_eq!(share.key_first(true), Limits { index: 64 << 20, keep: 96 << 20 });

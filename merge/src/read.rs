@@ -326,7 +326,8 @@ impl<'a> LogBlocks<'a> {
 
     async fn range(&self, r: std::ops::Range<u64>) -> Result<bytes::Bytes> {
         let log = self.log;
-        Ok(self.loc.store.get_range(log, r).await.map_err(|e| tributary_timeline::Error::store("get", log, e))?)
+        let got = self.loc.store.get_ranges(log, std::slice::from_ref(&r)).await;
+        Ok(got.map_err(|e| tributary_timeline::Error::store("get", log, e))?.pop().unwrap_or_default())
     }
 
     /// The next block written by an instant that completed (every block of

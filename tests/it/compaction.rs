@@ -10,7 +10,9 @@ use tributary_compaction::execute::CompactorSettings;
 use tributary_timeline::{Action, State};
 use tributary_writer::WriteSettings;
 
-use crate::support::{FARES_SCHEMA, FailPuts, Place, batch_with_deletes, fares_rows, hybrid, oslo_batch};
+use crate::support::{
+    FARES_SCHEMA, FailPuts, Place, batch_with_deletes, fares_rows, hybrid, official_rows_of, oslo_batch,
+};
 use tributary_timeline::ManualClock;
 
 /// A fares table `t` in `place`, two buckets per city.
@@ -222,6 +224,47 @@ async fn groups_larger_than_the_budget_merge_through_spill_files() {
         }
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "{path}: sorted and unique");
     }
+}
+
+/// A base file in several row groups (the compactor closes one at
+/// `row_group_rows` rows, or at its budget share's
+/// [`row_group_bytes`](tributary_merge::Share::row_group_bytes)) reads the
+/// same through Tributary and the official reader as the logs did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn base_files_of_several_row_groups_read_alike_by_both_readers() {
+    let Some(place) = Place::new() else { return };
+    let t = table(&place).await;
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
+    let keys: Vec<String> = (0..5000).map(|k| format!("k{k:05}")).collect();
+    for round in 0..2i64 {
+        let data: Vec<(&str, i64, f64)> =
+            keys.iter().skip(round as usize * 1000).map(|k| (k.as_str(), round, round as f64)).collect();
+        let mut c = client.start_commit().await.unwrap();
+        c.write_batch(&oslo_batch(&data)).await.unwrap();
+        c.commit().await.unwrap();
+    }
+    let before = rows(&t, Query::Snapshot).await;
+    assert_eq!(before.len(), keys.len());
+    let settings = CompactorSettings { row_group_rows: 1024, ..Default::default() };
+    t.compactor(settings).await.unwrap().run_once().await.unwrap();
+    let table = place.table("t");
+    let mut groups = Vec::new();
+    for path in table.file_paths(|n| n.ends_with(".parquet")) {
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(table.read(&path)).unwrap();
+        groups.push(reader.metadata().num_row_groups());
+    }
+    assert_eq!(groups.len(), 2, "one base file per bucket");
+    assert!(groups.iter().all(|&n| n > 1), "row groups per base file: {groups:?}");
+    assert_eq!(rows(&t, Query::ReadOptimized).await, before);
+    let official: Vec<(String, i64)> = {
+        let mut r: Vec<(String, i64)> = official_rows_of(&t, true)
+            .iter()
+            .map(|r| (r["uuid"].as_str().unwrap().to_string(), r["ts"].as_i64().unwrap()))
+            .collect();
+        r.sort();
+        r
+    };
+    assert_eq!(official, before.iter().map(|(k, ts, _)| (k.clone(), *ts)).collect::<Vec<_>>());
 }
 
 /// Two tables outside a local folder spill to the same local folder by
