@@ -38,8 +38,9 @@ use tributary_timeline::location::partition_file;
 const HEADS_AT_ONCE: usize = 16;
 
 /// Parts of a base file uploaded at once (each up to
-/// [`Share::upload_buffer`] bytes).
-const UPLOADS_AT_ONCE: usize = 2;
+/// [`Share::upload_buffer`] bytes): one, so that a writer holds the part
+/// being uploaded and the one being filled, no more.
+const UPLOADS_AT_ONCE: usize = 1;
 
 /// File sizes by path, from listing the partitions a compaction takes.
 type Listed = foldhash::HashMap<object_store::path::Path, u64>;

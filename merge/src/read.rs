@@ -499,11 +499,11 @@ impl Records {
             }
             let want = ((n - self.carry.len()) as u64).max(WINDOW_BYTES).min(self.unread.end - self.unread.start);
             let range = self.unread.start..self.unread.start + want;
-            self.window = self
-                .store
-                .get_range(&self.path, range.clone())
-                .await
-                .map_err(|e| tributary_timeline::Error::store("get", &self.path, e))?;
+            // `get_ranges`, as one range: one request on local disk, where
+            // `get_range` takes two.
+            let got = self.store.get_ranges(&self.path, std::slice::from_ref(&range)).await;
+            self.window =
+                got.map_err(|e| tributary_timeline::Error::store("get", &self.path, e))?.pop().unwrap_or_default();
             self.unread.start = range.end;
             self.at = (n - self.carry.len()).min(self.window.len());
             self.carry.extend_from_slice(&self.window[..self.at]);
