@@ -279,16 +279,25 @@ impl LogEntry {
     }
 }
 
+/// Bytes `range` of `path`, by `get_ranges` with one range: a single
+/// request on local disk, where `get` or `get_range` take two (open, then
+/// read).
+async fn read_range(
+    store: &dyn object_store::ObjectStore,
+    path: &object_store::path::Path,
+    range: std::ops::Range<u64>,
+) -> Result<bytes::Bytes> {
+    let got = store.get_ranges(path, std::slice::from_ref(&range)).await;
+    Ok(got.map_err(|e| tributary_timeline::Error::store("get", path, e))?.pop().unwrap_or_default())
+}
+
 impl<'a> LogBlocks<'a> {
     /// Opens the log file `log` of the table at `loc`: a small file is read
     /// whole, a large one a block at a time. A small file of known `size`
     /// takes one request; otherwise its size is asked first.
     pub async fn open(loc: &'a TableLocation, log: &'a object_store::path::Path, size: Option<u64>) -> Result<Self> {
         if let Some(size) = size.filter(|s| *s <= WHOLE_LOG_BYTES) {
-            // `get_ranges`, as one range: a single request on local disk,
-            // where `get` or `get_range` take two (open, then read).
-            let got = loc.store.get_ranges(log, std::slice::from_ref(&(0..size))).await;
-            let bytes = got.map_err(|e| tributary_timeline::Error::store("get", log, e))?.pop().unwrap_or_default();
+            let bytes = read_range(loc.store.as_ref(), log, 0..size).await?;
             return Self::of_bytes(loc, log, bytes);
         }
         let got = loc.store.get(log).await.map_err(|e| tributary_timeline::Error::store("get", log, e))?;
@@ -325,9 +334,7 @@ impl<'a> LogBlocks<'a> {
     }
 
     async fn range(&self, r: std::ops::Range<u64>) -> Result<bytes::Bytes> {
-        let log = self.log;
-        let got = self.loc.store.get_ranges(log, std::slice::from_ref(&r)).await;
-        Ok(got.map_err(|e| tributary_timeline::Error::store("get", log, e))?.pop().unwrap_or_default())
+        read_range(self.loc.store.as_ref(), self.log, r).await
     }
 
     /// The next block written by an instant that completed (every block of
@@ -499,11 +506,7 @@ impl Records {
             }
             let want = ((n - self.carry.len()) as u64).max(WINDOW_BYTES).min(self.unread.end - self.unread.start);
             let range = self.unread.start..self.unread.start + want;
-            // `get_ranges`, as one range: one request on local disk, where
-            // `get_range` takes two.
-            let got = self.store.get_ranges(&self.path, std::slice::from_ref(&range)).await;
-            self.window =
-                got.map_err(|e| tributary_timeline::Error::store("get", &self.path, e))?.pop().unwrap_or_default();
+            self.window = read_range(self.store.as_ref(), &self.path, range.clone()).await?;
             self.unread.start = range.end;
             self.at = (n - self.carry.len()).min(self.window.len());
             self.carry.extend_from_slice(&self.window[..self.at]);
