@@ -929,6 +929,11 @@ fn parent() {
     println!("load average at end: {} (this machine has 2 cores; other work skews the figures)", load());
 }
 
+/// The allocator, configured in .cargo/config.toml (README, "Allocator").
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     match std::env::var(CASE_ENV) {
         Ok(case) => {

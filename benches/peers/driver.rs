@@ -310,6 +310,11 @@ fn compact(dir: &Path, budget_mb: Option<usize>, ticks: u64) -> Value {
     })
 }
 
+/// The allocator, configured in .cargo/config.toml (README, "Allocator").
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     // `cargo bench` runs every bench target with `--bench`; this one is
     // driven by run.py, so say so instead of failing.
