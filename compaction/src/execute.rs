@@ -12,11 +12,9 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, RecordBatch, StringArray};
+use arrow::array::{Array, ArrayRef, RecordBatch, StringArray};
 use futures::{StreamExt, TryStreamExt};
-use object_store::buffered::BufWriter;
 use object_store::{ObjectStore, ObjectStoreExt};
-use parquet::arrow::AsyncArrowWriter;
 use parquet::file::properties::WriterProperties;
 use tributary_format::codec::{DeleteRecord, encode_delete_block};
 use tributary_format::log_block::HeaderKey;
@@ -29,6 +27,7 @@ use tributary_timeline::{
     TableConfig, TableLocation, TimeGenerator, Timeline, TimelineWriter, WriteToken,
 };
 
+use crate::base_file::BaseFileWriter;
 use crate::error::{Error, Result};
 use crate::plan::{PlanSettings, plan};
 use tributary_merge::{BaseRows, Budget, RowOrder, Share, SliceFiles, SliceMerge, SpillArea, merge_slice};
@@ -115,17 +114,6 @@ pub struct Compactor {
     spill_dir: object_store::path::Path,
     timeline: TimelineWriter,
     settings: CompactorSettings,
-}
-
-/// A failed write of a new base file: the store's failure (retryable) or
-/// the Parquet encoder's (a bug).
-fn write_failed(path: &object_store::path::Path, e: parquet::errors::ParquetError) -> Error {
-    match e {
-        parquet::errors::ParquetError::External(inner) => {
-            Error::Unavailable { path: path.to_string(), reason: inner.to_string() }
-        }
-        e => Error::Internal { what: format!("encoding {path}"), reason: e.to_string() },
-    }
 }
 
 /// Builds a [`Compactor`]: the table and its schema, the components it
@@ -513,15 +501,16 @@ impl Compactor {
         // The first rows show which columns a dictionary would suit.
         let first = merged.next_batch().await?;
         let mut writer = self.base_writer(&out_path, first.as_ref(), budget.share)?;
+        let mut file_names = FileNameColumn::new(&name);
         let mut rows = 0u64;
         let mut next = first;
         while let Some(sorted) = next {
-            let sorted = with_file_name(sorted, &name)?;
+            let sorted = file_names.set(sorted)?;
             rows += sorted.num_rows() as u64;
-            writer.write(&sorted).await.map_err(|e| write_failed(&out_path, e))?;
+            writer.write(&sorted).await?;
             next = merged.next_batch().await?;
         }
-        let stat = self.finish_group(op, writer, &out_path, rel, rows).await?;
+        let stat = self.finish_group(op, writer, rel, rows).await?;
         let tombstones = merged.tombstones(&ctx, &op.partition_path)?;
         let tombstone_bytes = self.write_tombstones(index, op, instant, &tombstones).await?;
         let done = GroupDone {
@@ -580,7 +569,7 @@ impl Compactor {
         path: &object_store::path::Path,
         sample: Option<&RecordBatch>,
         share: Share,
-    ) -> Result<AsyncArrowWriter<BufWriter>> {
+    ) -> Result<BaseFileWriter> {
         let row_group_rows = self.settings.row_group_rows.max(1024);
         let fields = self.schema.arrow_with_meta().fields();
         let mut plain = vec![RECORD_KEY, COMMIT_SEQNO];
@@ -606,32 +595,25 @@ impl Compactor {
             .set_max_row_group_bytes(Some(share.row_group_bytes()))
             .set_compression(parquet::basic::Compression::SNAPPY)
             .build();
-        AsyncArrowWriter::try_new(
-            BufWriter::with_capacity(self.loc.store.clone(), path.clone(), share.upload_buffer())
-                .with_max_concurrency(UPLOADS_AT_ONCE),
+        BaseFileWriter::new(
+            self.loc.store.clone(),
+            path.clone(),
             self.schema.arrow_with_meta().clone(),
-            Some(props),
+            props,
+            share.upload_buffer(),
+            UPLOADS_AT_ONCE,
         )
-        .map_err(|e| Error::Internal { what: format!("opening the Parquet writer of {path}"), reason: e.to_string() })
     }
 
     /// Closes a group's new base file and describes it.
     async fn finish_group(
         &self,
         op: &CompactionOperation,
-        writer: AsyncArrowWriter<BufWriter>,
-        out_path: &object_store::path::Path,
+        writer: BaseFileWriter,
         rel: String,
         rows: u64,
     ) -> Result<WriteStat> {
-        writer.close().await.map_err(|e| write_failed(out_path, e))?;
-        let size = self
-            .loc
-            .store
-            .head(out_path)
-            .await
-            .map_err(|e| tributary_timeline::Error::store("head", out_path, e))?
-            .size;
+        let size = writer.close().await?;
         let stat = WriteStat {
             file_id: op.file_id.clone(),
             path: rel,
@@ -732,12 +714,29 @@ fn dictionary_overflows(column: &ArrayRef, row_group_rows: usize) -> bool {
     true
 }
 
-/// Rows with `_hoodie_file_name` set to the new base file.
-fn with_file_name(batch: RecordBatch, file_name: &str) -> Result<RecordBatch> {
-    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
-    columns[FILE_NAME] = Arc::new(StringArray::from_iter_values(std::iter::repeat_n(file_name, batch.num_rows())));
-    RecordBatch::try_new(batch.schema(), columns)
-        .map_err(|e| Error::Internal { what: format!("setting {file_name} in its rows"), reason: e.to_string() })
+/// The `_hoodie_file_name` column of a new base file's rows: one name in
+/// every row, built once for the most rows a batch had and sliced for each.
+struct FileNameColumn<'a> {
+    name: &'a str,
+    column: StringArray,
+}
+
+impl<'a> FileNameColumn<'a> {
+    fn new(name: &'a str) -> Self {
+        Self { name, column: StringArray::new_null(0) }
+    }
+
+    /// `batch` with its rows' `_hoodie_file_name` set to the name.
+    fn set(&mut self, batch: RecordBatch) -> Result<RecordBatch> {
+        let rows = batch.num_rows();
+        if self.column.len() < rows {
+            self.column = StringArray::from_iter_values(std::iter::repeat_n(self.name, rows));
+        }
+        let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+        columns[FILE_NAME] = Arc::new(self.column.slice(0, rows));
+        RecordBatch::try_new(batch.schema(), columns)
+            .map_err(|e| Error::Internal { what: format!("setting {} in its rows", self.name), reason: e.to_string() })
+    }
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! its executor, [`execute`]), cleaning ([`clean`]) and the rollback of
 //! failed writes ([`rollback`]). Merging is [`tributary_merge`]'s.
 
+mod base_file;
 pub mod clean;
 pub mod error;
 pub mod execute;
