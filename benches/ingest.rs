@@ -55,8 +55,6 @@ use tributary_writer::WriteSettings;
 #[path = "support/process.rs"]
 mod process;
 
-// The system allocator, as the `tributary` binary uses, so figures match it.
-
 type BenchResult<T> = Result<T, Box<dyn Error>>;
 
 const CASE_ENV: &str = "TRIBUTARY_BENCH_CASE";

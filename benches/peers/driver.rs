@@ -49,8 +49,6 @@ use tributary_writer::{WriteClient, WriteSettings};
 #[path = "../support/process.rs"]
 mod process;
 
-// The system allocator, as the `tributary` binary uses, so figures match it.
-
 /// Attempts of one commit before the case gives up.
 const MAX_ATTEMPTS: usize = 50;
 
