@@ -18,8 +18,9 @@
 //!
 //! The outcome is the [`RowMerger`] of the whole slice with the winning rows
 //! in place, merged exactly as if every version had been pushed to it; or,
-//! when the winning rows would not fit the memory budget, those rows pushed
-//! to spill partitions as they are decoded. Anything this does not cover
+//! when the winning rows would not fit the memory budget, those rows written
+//! to spill files as they are decoded, as sorted runs: the winners are one
+//! row per key already, so they need sorting, not merging again. Anything this does not cover
 //! (partial blocks, blocks of another schema, fields the columnar decoder
 //! does not cover, sequence-group merges), and a slice whose key index alone
 //! outgrows half the budget, is [`KeyFirst::Declined`] before a row is
@@ -38,7 +39,8 @@ use crate::limits::Limits;
 use crate::ordering::Ord2;
 use crate::read::{BaseReader, LogBlocks, LogEntry, Records, SliceFiles, SliceMerge, unsupported_block};
 use crate::rows::{KeyBatch, RowMerger, row_of};
-use crate::spill::Spiller;
+use crate::rules::sort_by_key;
+use crate::spill::{Run, Spiller};
 use crate::tombstone::Tombstone;
 use crate::version::Version;
 
@@ -73,15 +75,21 @@ pub enum KeyFirst {
     Declined,
     /// Merged: the merger holds the winning rows.
     Merged(RowMerger),
-    /// Merged: the winning rows (one per surviving key) were pushed to the
-    /// spiller, which was given, as they were too many to hold; the deleted
-    /// keys' tombstones are here.
-    Spilled(Vec<Tombstone>),
+    /// Merged: the winning rows (one per surviving key) were too many to
+    /// hold and were written with the spiller, which was given, as `runs`
+    /// sorted by key (no key is in two runs); the deleted keys' tombstones
+    /// are here.
+    Spilled {
+        /// The winning rows, as runs sorted by key.
+        runs: Vec<Run>,
+        /// The deleted keys' tombstones.
+        tombstones: Vec<Tombstone>,
+    },
 }
 
 /// Merges the slice `files` key first within `limits` (see the module
-/// notes). The winning rows are kept when they fit, else pushed to
-/// `spiller`, or the merge is declined without one.
+/// notes). The winning rows are kept when they fit, else written as sorted
+/// runs with `spiller`, or the merge is declined without one.
 pub async fn merge_key_first(
     ctx: &SliceMerge<'_>,
     files: &SliceFiles<'_>,
@@ -127,15 +135,19 @@ pub async fn merge_key_first(
     // Only the winners' places (and the tombstones) are needed from here on.
     let tombstones = merger.tombstones();
     drop(merger);
-    tracing::debug!(winners = winners.len(), decoded, keep = limits.keep, "winning rows go to spill files");
-    scan.decode_winners(files, &winners, Out::Spill(spiller)).await?;
-    Ok(KeyFirst::Spilled(tombstones))
+    tracing::debug!(winners = winners.len(), decoded, keep = limits.keep, "winning rows go to sorted runs");
+    let runs = SortedRuns { spiller, buffered: Vec::new(), bytes: 0, limit: limits.run_bytes(), runs: Vec::new() };
+    let Out::Runs(mut runs) = scan.decode_winners(files, &winners, Out::Runs(runs)).await? else {
+        unreachable!("spilled rows stay spilled")
+    };
+    runs.flush().await?;
+    Ok(KeyFirst::Spilled { runs: runs.runs, tombstones })
 }
 
 /// Where decoded winning rows go.
 enum Out<'s> {
     Keep(Vec<RecordBatch>),
-    Spill(&'s mut Spiller),
+    Runs(SortedRuns<'s>),
 }
 
 impl Out<'_> {
@@ -145,8 +157,40 @@ impl Out<'_> {
                 batches.push(batch);
                 Ok(())
             }
-            Out::Spill(spiller) => spiller.push(Version::Rows(batch)).await,
+            Out::Runs(runs) => runs.push(batch).await,
         }
+    }
+}
+
+/// Winning rows on their way to spill files: buffered up to `limit` bytes,
+/// then sorted by key and written as one run.
+struct SortedRuns<'s> {
+    spiller: &'s mut Spiller,
+    buffered: Vec<RecordBatch>,
+    bytes: usize,
+    limit: usize,
+    runs: Vec<Run>,
+}
+
+impl SortedRuns<'_> {
+    async fn push(&mut self, batch: RecordBatch) -> Result<()> {
+        self.bytes += batch.get_array_memory_size();
+        self.buffered.push(batch);
+        if self.bytes >= self.limit { self.flush().await } else { Ok(()) }
+    }
+
+    /// Writes what is buffered as the next run.
+    async fn flush(&mut self) -> Result<()> {
+        let Some(first) = self.buffered.first() else { return Ok(()) };
+        let all = arrow::compute::concat_batches(&first.schema(), &self.buffered)
+            .map_err(|e| Error::arrow(format!("a sorted run in {}", self.spiller.area().dir), e))?;
+        self.buffered.clear();
+        self.bytes = 0;
+        let sorted = sort_by_key(&all)?;
+        drop(all);
+        let run = self.spiller.write_run(self.runs.len(), &sorted).await?;
+        self.runs.push(run);
+        Ok(())
     }
 }
 
@@ -434,8 +478,8 @@ mod tests {
 
     use super::*;
     use crate::read::BaseRows;
-    use crate::rules::{merge, merge_as};
-    use crate::spill::SpillArea;
+    use crate::rules::merge;
+    use crate::spill::{RunMerger, SpillArea};
     use crate::test_util::{Case, Write, case, sorted, write};
 
     /// `versions` as files of a slice: the first as a Parquet base file when
@@ -514,20 +558,20 @@ mod tests {
                     assert!(!spill, "kept in memory only when that fits");
                     Ok(Some(merger.finish(true)?.map(|b| b.columns().to_vec())))
                 }
-                KeyFirst::Spilled(_) => {
+                KeyFirst::Spilled { runs, .. } => {
                     assert!(spill, "spilled only when the winners do not fit");
-                    // Each partition holds one row per key: merge them and sort.
-                    spiller.finish().await?;
+                    // The runs merged by key are the rows, in key order.
+                    let mut merged = RunMerger::new(spiller.area().clone(), runs);
                     let mut parts = Vec::new();
-                    for p in 0..spiller.partitions() {
-                        let versions = spiller.versions(p).await?;
-                        parts.extend(merge_as(schema, config, &versions, false, false)?);
+                    while let Some(b) = merged.next_batch().await? {
+                        parts.push(b);
                     }
                     if parts.is_empty() {
                         return Ok(Some(None));
                     }
                     let all = arrow::compute::concat_batches(&parts[0].schema(), &parts).unwrap();
-                    Ok(Some(Some(sorted(all))))
+                    assert_eq!(sorted(all.clone()), all.columns().to_vec(), "runs merge into key order");
+                    Ok(Some(Some(all.columns().to_vec())))
                 }
             }
         })

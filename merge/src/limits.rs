@@ -11,7 +11,8 @@
 //! - the key-first merge may hold a key index of half the share
 //!   ([`Limits::index`]), and index plus winning rows (estimated at one and a
 //!   half times their Avro bytes) of three quarters ([`Limits::keep`]); past
-//!   that the winners are spilled;
+//!   that the winners are written as sorted runs of half that each
+//!   ([`Limits::run_bytes`]: a run is sorted by a copy of itself);
 //! - the general merge folds (drops the rows that lost) once what it holds
 //!   passes 3/8 of the share ([`Share::fold_at`]), and hands its state on to
 //!   spill partitions when the winners alone still take over a quarter
@@ -39,6 +40,12 @@ pub struct Limits {
 impl Limits {
     /// No limits: for readers, which hold every row anyway.
     pub const NONE: Limits = Limits { index: usize::MAX, keep: usize::MAX };
+
+    /// The winning rows buffered for one sorted run when they are spilled:
+    /// sorting them takes a copy, so a run is half of what may be kept.
+    pub fn run_bytes(self) -> usize {
+        (self.keep / 2).max(1)
+    }
 }
 
 /// One slice merge's share of a memory budget, in bytes.

@@ -8,7 +8,7 @@
 //! 2. A slice whose logs hold whole rows of the table's own schema is merged
 //!    key first ([`crate::keyed`]): only the winning log records are decoded,
 //!    and the winners are kept or, past the [`Limits`](crate::limits::Limits)
-//!    of the share, spilled.
+//!    of the share, written as sorted runs that are merged by key.
 //! 3. Anything else is read once, in write order, into a sink chosen by the
 //!    memory policy ([`crate::limits`]): all versions in memory when the
 //!    slice fits its share; else a fold (merge as read, drop the losers)
@@ -223,10 +223,16 @@ pub async fn merge_slice(
             };
             return Ok(Merged::of(source, true, false).with_tombstones(ctx, tombstones));
         }
-        KeyFirst::Spilled(kept) => match spiller {
+        KeyFirst::Spilled { runs, tombstones: kept } => match spiller {
             Some(spiller) => {
-                tombstones = kept;
-                Sink::Spill(spiller)
+                tracing::debug!(
+                    runs = runs.len(),
+                    spilled_bytes = spiller.spilled_bytes,
+                    "winning rows merged from sorted runs"
+                );
+                let area = spiller.area().clone();
+                let merged = Merged::of(Source::Runs { runs: RunMerger::new(area.clone(), runs), area }, true, true);
+                return Ok(merged.with_tombstones(ctx, if by_key { kept } else { Vec::new() }));
             }
             None => {
                 return Err(Error::Internal {
