@@ -20,8 +20,8 @@
 //! in place, merged exactly as if every version had been pushed to it; or,
 //! when the winning rows would not fit the memory budget, those rows written
 //! to spill files as they are decoded, as sorted runs: the winners are one
-//! row per key already, so they need sorting, not merging again. Anything this does not cover
-//! (partial blocks, blocks of another schema, fields the columnar decoder
+//! row per key already, so they need sorting, not merging again. Anything
+//! this does not cover (partial blocks, blocks of another schema, fields the columnar decoder
 //! does not cover, sequence-group merges), and a slice whose key index alone
 //! outgrows half the budget, is [`KeyFirst::Declined`] before a row is
 //! decoded, and the caller merges the slice the general way.
@@ -181,13 +181,12 @@ impl SortedRuns<'_> {
 
     /// Writes what is buffered as the next run.
     async fn flush(&mut self) -> Result<()> {
-        let Some(first) = self.buffered.first() else { return Ok(()) };
-        let all = arrow::compute::concat_batches(&first.schema(), &self.buffered)
-            .map_err(|e| Error::arrow(format!("a sorted run in {}", self.spiller.area().dir), e))?;
+        if self.buffered.is_empty() {
+            return Ok(());
+        }
+        let sorted = sort_by_key(&self.buffered)?;
         self.buffered.clear();
         self.bytes = 0;
-        let sorted = sort_by_key(&all)?;
-        drop(all);
         let run = self.spiller.write_run(self.runs.len(), &sorted).await?;
         self.runs.push(run);
         Ok(())

@@ -55,7 +55,7 @@ pub(crate) fn merge_parts(
     if partial || !config.sequence_groups.is_empty() {
         let (merged, tombstones) = crate::columns::merge_columns(schema, config, versions, by_key)?;
         let merged = match merged {
-            Some(b) if by_key => Some(sort_by_key(&b)?),
+            Some(b) if by_key => Some(sort_by_key(std::slice::from_ref(&b))?),
             other => other,
         };
         Ok((merged, tombstones))
@@ -69,11 +69,38 @@ pub(crate) fn merge_parts(
     }
 }
 
-/// Rows sorted by record key.
-pub fn sort_by_key(batch: &RecordBatch) -> Result<RecordBatch> {
+/// The rows of `batches` (one schema, at least one batch) in one batch,
+/// sorted by record key. Only the key columns are put together to sort;
+/// each row is copied once, into its place.
+pub fn sort_by_key(batches: &[RecordBatch]) -> Result<RecordBatch> {
     let fail = |e: arrow::error::ArrowError| Error::arrow("sort by record key", e);
-    let idx = arrow::compute::sort_to_indices(batch.column(RECORD_KEY), None, None).map_err(fail)?;
-    arrow::compute::take_record_batch(batch, &idx).map_err(fail)
+    if let [batch] = batches {
+        let idx = arrow::compute::sort_to_indices(batch.column(RECORD_KEY), None, None).map_err(fail)?;
+        return arrow::compute::take_record_batch(batch, &idx).map_err(fail);
+    }
+    let keys: Vec<&dyn arrow::array::Array> = batches.iter().map(|b| b.column(RECORD_KEY).as_ref()).collect();
+    let keys = arrow::compute::concat(&keys).map_err(fail)?;
+    let order = arrow::compute::sort_to_indices(&keys, None, None).map_err(fail)?;
+    // Where each batch's rows start among the keys.
+    let starts: Vec<usize> = batches
+        .iter()
+        .scan(0, |at, b| {
+            let start = *at;
+            *at += b.num_rows();
+            Some(start)
+        })
+        .collect();
+    let places: Vec<(usize, usize)> = order
+        .values()
+        .iter()
+        .map(|&i| {
+            let i = i as usize;
+            let b = starts.partition_point(|&s| s <= i) - 1;
+            (b, i - starts[b])
+        })
+        .collect();
+    let refs: Vec<&RecordBatch> = batches.iter().collect();
+    arrow::compute::interleave_record_batch(&refs, &places).map_err(fail)
 }
 
 /// Whether this build can merge the table's records.
@@ -88,4 +115,52 @@ pub fn check_merger(config: &TableConfig) -> Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::test_util::{case, write};
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Rows in several batches sort as they would in one.
+        #[test]
+        fn batches_sort_by_key_as_one_batch(writes in proptest::collection::vec(write(), 1..6)) {
+            let whole: Vec<_> = writes.into_iter().map(|w| crate::test_util::Write { kind: 0, ..w }).collect();
+            let c = case(&whole, false);
+            let batches: Vec<RecordBatch> = c
+                .versions
+                .iter()
+                .filter_map(|v| match v {
+                    Version::Rows(b) => Some(b.clone()),
+                    _ => None,
+                })
+                .collect();
+            prop_assume!(!batches.is_empty());
+            let one = arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+            let sorted = sort_by_key(&batches).unwrap();
+            let expected = sort_by_key(std::slice::from_ref(&one)).unwrap();
+            prop_assert_eq!(sorted.num_rows(), one.num_rows());
+            // Keys may repeat across batches, so compare the keys' order and
+            // the multiset of whole rows.
+            prop_assert_eq!(sorted.column(RECORD_KEY), expected.column(RECORD_KEY));
+            let rows = |b: &RecordBatch| {
+                let mut r: Vec<String> = (0..b.num_rows())
+                    .map(|i| {
+                        b.columns()
+                            .iter()
+                            .map(|c| arrow::util::display::array_value_to_string(c, i).unwrap())
+                            .collect::<Vec<_>>()
+                            .join("|")
+                    })
+                    .collect();
+                r.sort();
+                r
+            };
+            prop_assert_eq!(rows(&sorted), rows(&one));
+        }
+    }
 }

@@ -307,9 +307,7 @@ async fn base_rows(ctx: &SliceMerge<'_>, files: &SliceFiles<'_>, order: RowOrder
     // A base file holds one row per key, in key order when Tributary wrote
     // it; other writers' base files are sorted here when key order is asked.
     if order == RowOrder::Key && !batches.is_empty() {
-        let all = arrow::compute::concat_batches(ctx.schema.arrow_with_meta(), &batches)
-            .map_err(|e| Error::arrow(format!("reading the base file of a slice of {}", ctx.loc), e))?;
-        batches = vec![sort_by_key(&all)?];
+        batches = vec![sort_by_key(&batches)?];
     }
     Ok(Merged::batches(batches, false, false))
 }

@@ -112,5 +112,5 @@ pub(crate) fn case(writes: &[Write], grouped: bool) -> Case {
 }
 
 pub(crate) fn sorted(b: RecordBatch) -> Vec<ArrayRef> {
-    crate::rules::sort_by_key(&b).unwrap().columns().to_vec()
+    crate::rules::sort_by_key(std::slice::from_ref(&b)).unwrap().columns().to_vec()
 }
