@@ -13,6 +13,7 @@ pub use tributary_format::schema::SequenceGroup;
 use tributary_format::schema::TableSchema;
 
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::truetime::TimeMode;
 
 /// Strategy id Hudi uses for event-time ordering.
@@ -504,11 +505,11 @@ impl TableConfig {
                 }
             },
         };
-        let timeline_path = p.take(keys::TIMELINE_PATH).unwrap_or_else(|| "timeline".into());
+        let timeline_path = p.take(keys::TIMELINE_PATH).unwrap_or_else(|| layout::DEFAULT_TIMELINE_FOLDER.into());
         if timeline_path.is_empty() || timeline_path.contains("..") {
             return Err(p.bad(keys::TIMELINE_PATH, format!("`{timeline_path}` is not a folder name")));
         }
-        let history_path = p.take(keys::HISTORY_PATH).unwrap_or_else(|| "history".into());
+        let history_path = p.take(keys::HISTORY_PATH).unwrap_or_else(|| layout::DEFAULT_HISTORY_FOLDER.into());
         if history_path.is_empty() || history_path.contains("..") {
             return Err(p.bad(keys::HISTORY_PATH, format!("`{history_path}` is not a folder name")));
         }
@@ -677,8 +678,8 @@ impl TableConfig {
             table_type: TableType::MergeOnRead,
             version: 8,
             timeline_layout: 2,
-            timeline_path: "timeline".into(),
-            history_path: "history".into(),
+            timeline_path: layout::DEFAULT_TIMELINE_FOLDER.into(),
+            history_path: layout::DEFAULT_HISTORY_FOLDER.into(),
             record_key_fields: new.record_key_fields.clone(),
             ordering_field: Some(new.ordering_field.clone()),
             partition_fields: new.partition_field.iter().cloned().collect(),

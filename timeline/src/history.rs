@@ -53,7 +53,7 @@ use serde::Deserialize;
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::instant::{Action, Instant, InstantTime, State};
-use crate::location::{TableLocation, join_relative};
+use crate::location::TableLocation;
 use crate::parquet_file::StoreFile;
 
 /// The file naming the latest snapshot version.
@@ -70,7 +70,7 @@ const PARALLEL_READS: usize = 8;
 /// `.hoodie/archived/`, Tributary does not read).
 pub fn history_dir(loc: &TableLocation, config: &TableConfig) -> Option<Path> {
     (config.timeline_layout >= 2)
-        .then(|| join_relative(&crate::timeline::timeline_dir(loc, config), &config.history_path))
+        .then(|| crate::layout::history_dir(&crate::timeline::timeline_dir(loc, config), &config.history_path))
 }
 
 /// One data file of the history's latest snapshot.

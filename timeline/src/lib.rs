@@ -32,6 +32,7 @@ pub mod fs_view;
 pub mod history;
 pub mod hudi_lock;
 pub mod instant;
+pub mod layout;
 pub mod lease;
 pub mod location;
 pub mod lock;

@@ -248,16 +248,6 @@ impl TableLocation {
         self.local.as_deref()
     }
 
-    /// `<root>/.hoodie`.
-    pub fn meta_dir(&self) -> Path {
-        self.root.clone().join(".hoodie")
-    }
-
-    /// `<root>/.hoodie/hoodie.properties`.
-    pub fn properties_path(&self) -> Path {
-        self.meta_dir().clone().join("hoodie.properties")
-    }
-
     /// The path of `relative` (slash-separated) under the table root.
     pub fn join(&self, relative: &str) -> Path {
         join_relative(&self.root, relative)

@@ -27,7 +27,7 @@ use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::history::{self, History};
 use crate::instant::{Action, Instant, InstantTime, State, TimelineFile};
-use crate::location::{TableLocation, join_relative};
+use crate::location::TableLocation;
 use crate::store::FOLDER_PLACEHOLDER;
 
 /// The instants of a table, sorted by requested time.
@@ -352,7 +352,7 @@ fn assemble(t: &InstantTime, files: &[TimelineFile]) -> std::result::Result<Inst
 
 /// The folder holding the timeline: `.hoodie/timeline` (layout 2) or `.hoodie` (layout 1).
 pub fn timeline_dir(loc: &TableLocation, config: &TableConfig) -> Path {
-    if config.timeline_layout >= 2 { join_relative(&loc.meta_dir(), &config.timeline_path) } else { loc.meta_dir() }
+    crate::layout::timeline_dir(&loc.root, config.timeline_layout, &config.timeline_path)
 }
 
 /// Creates timeline files. Each file is created once (create-if-absent);

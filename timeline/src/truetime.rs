@@ -265,9 +265,9 @@ mod tests {
     async fn hybrid_is_refused_under_a_lock_that_keeps_no_time() {
         let store: Arc<dyn object_store::ObjectStore> = Arc::new(object_store::memory::InMemory::new());
         let clock = Arc::new(ManualClock::new(1_700_000_000_000));
-        let lock = Arc::new(crate::HudiFileLock::for_table(
+        let lock = Arc::new(crate::HudiFileLock::at(
             store.clone(),
-            &object_store::path::Path::from("t"),
+            crate::layout::hudi_lock_file(&object_store::path::Path::from("t")),
             "test",
             clock.clone(),
             None,

@@ -97,12 +97,12 @@ pub fn check_writer_id(id: &str) -> Result<()> {
 
 /// The state file of writer `id`: `.hoodie/.tributary/writers/<id>.json`.
 pub fn state_path(loc: &TableLocation, id: &str) -> Path {
-    loc.meta_dir().join(".tributary").join("writers").join(format!("{id}.json"))
+    crate::layout::writer_state_file(&loc.root, id)
 }
 
 /// `.hoodie/.tributary/writers.json`: since when checkpoints are in state files.
 pub fn since_path(loc: &TableLocation) -> Path {
-    loc.meta_dir().join(".tributary").join("writers.json")
+    crate::layout::writers_since_file(&loc.root)
 }
 
 /// A checkpoint and the commit that made it visible.
