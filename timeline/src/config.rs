@@ -14,7 +14,6 @@ use tributary_format::schema::TableSchema;
 
 use crate::error::{Error, Result};
 use crate::layout;
-use crate::truetime::TimeMode;
 
 /// Strategy id Hudi uses for event-time ordering.
 pub const EVENT_TIME_STRATEGY_ID: &str = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5";
@@ -184,6 +183,36 @@ impl TombstoneRetention {
             Self::Forever => "forever".into(),
             Self::Lateness(d) => humantime::format_duration(*d).to_string().replace(' ', ""),
             Self::Amount(n) => n.to_string(),
+        }
+    }
+}
+
+/// How the generator keeps times ordered across processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TimeMode {
+    /// Sleep out the clock skew while holding the lock (Hudi's algorithm).
+    #[default]
+    WaitForSkew,
+    /// `max(clock, last + 1 ms)` from the time stored in the lock; no sleep.
+    HybridLogical,
+}
+
+impl TimeMode {
+    /// `wait-for-skew` or `hybrid-logical`: the name [`TimeMode::parse`]
+    /// reads, in settings, on the command line and in `hoodie.properties`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeMode::WaitForSkew => "wait-for-skew",
+            TimeMode::HybridLogical => "hybrid-logical",
+        }
+    }
+
+    /// Parses `wait-for-skew` or `hybrid-logical`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "wait-for-skew" => Some(TimeMode::WaitForSkew),
+            "hybrid-logical" => Some(TimeMode::HybridLogical),
+            _ => None,
         }
     }
 }

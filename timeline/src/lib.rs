@@ -58,7 +58,7 @@ pub use location::{RETRY, RetryPolicy, TableLocation};
 pub use lock::{Fence, FenceCheck, FileLock, InProcessLock, LockGuard, LockProvider};
 pub use store::DurableLocalStore;
 pub use timeline::{Timeline, TimelineWriter};
-pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, TimeGenerator, TimeMode};
+pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, FirstHoldHook, TimeGenerator, TimeMode};
 
 #[cfg(test)]
 mod send_sync {

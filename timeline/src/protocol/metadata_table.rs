@@ -50,6 +50,7 @@ use crate::error::{Error, Result};
 use crate::layout;
 use crate::location::TableLocation;
 use crate::properties;
+use crate::truetime::FirstHoldHook;
 
 /// The metadata table's folder under `.hoodie`.
 pub const METADATA_FOLDER: &str = layout::METADATA_FOLDER;
@@ -180,6 +181,15 @@ impl MetadataTableGuard {
             );
         }
         Ok(())
+    }
+}
+
+/// The guard runs as a time generator's first-hold hook
+/// ([`TimeGenerator::with_first_hold_hook`](crate::TimeGenerator::with_first_hold_hook)).
+#[async_trait::async_trait]
+impl FirstHoldHook for MetadataTableGuard {
+    async fn before_hold(&self, clock: &dyn Clock) -> Result<()> {
+        self.ensure(clock).await
     }
 }
 
