@@ -34,9 +34,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::location::TableLocation;
+use crate::location::{TableLocation, delete_if_exists};
 use crate::lock::{LockGuard, LockProvider};
-use crate::protocol::delete_if_exists;
 
 /// A lock shared with Hudi's `FileSystemBasedLockProvider`: the file
 /// `<table>/.hoodie/lock`, present while held. See the module notes.

@@ -66,6 +66,14 @@ pub fn partition_file(partition: &str, name: &str) -> String {
     if partition.is_empty() { name.to_string() } else { format!("{partition}/{name}") }
 }
 
+/// Deletes an object; one already gone counts as deleted.
+pub async fn delete_if_exists(loc: &TableLocation, path: &Path) -> Result<()> {
+    match loc.store.delete(path).await {
+        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+        Err(e) => Err(Error::store("delete", path, e)),
+    }
+}
+
 /// A table's store and root path.
 ///
 /// Build one from a URI with [`TableLocation::parse`], from a local folder

@@ -31,7 +31,7 @@ use crate::config::{ChecksumState, checksum_state, keys, parse_properties, rende
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::location::TableLocation;
-use crate::protocol::delete_if_exists;
+use crate::location::delete_if_exists;
 
 /// The backup Hudi writes while it changes `hoodie.properties`.
 pub const BACKUP_FILE: &str = layout::PROPERTIES_BACKUP_FILE;

@@ -105,7 +105,7 @@ impl Heartbeat {
     /// Stops the beats and deletes the heartbeat file.
     pub async fn stop(self) -> Result<()> {
         self.task.abort();
-        super::delete_if_exists(&self.loc, &self.path).await
+        crate::location::delete_if_exists(&self.loc, &self.path).await
     }
 }
 

@@ -81,7 +81,7 @@ pub async fn rollback_files(loc: &TableLocation, instant: &InstantTime) -> Resul
 
 async fn delete_all(loc: &TableLocation, paths: &[Path]) -> Result<()> {
     for p in paths {
-        super::delete_if_exists(loc, p).await?;
+        crate::location::delete_if_exists(loc, p).await?;
     }
     Ok(())
 }
