@@ -26,7 +26,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::clock::Clock;
-pub use crate::config::TimeMode;
+pub use crate::config::time_mode::TimeMode;
 use crate::error::{Error, Result};
 use crate::instant::InstantTime;
 use crate::lock::{Fence, LockGuard, LockProvider};
