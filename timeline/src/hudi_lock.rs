@@ -58,7 +58,8 @@ impl fmt::Debug for HudiFileLock {
 
 impl HudiFileLock {
     /// A lock on the lock file at `path` in `store`: for a table, its
-    /// `<root>/.hoodie/lock` ([`crate::layout::hudi_lock_file`]).
+    /// `<root>/.hoodie/lock` (the timeline layer names it:
+    /// `layout::hudi_lock_file`).
     /// `expire` is Hudi's `hoodie.write.lock.filesystem.expire` (`None`:
     /// never, Hudi's default); `owner` names this process in the file.
     pub fn at(
@@ -247,14 +248,7 @@ mod tests {
     use object_store::memory::InMemory;
 
     fn lock(store: &Arc<dyn ObjectStore>, clock: Arc<dyn Clock>, expire: Option<Duration>) -> HudiFileLock {
-        HudiFileLock::at(
-            store.clone(),
-            crate::layout::hudi_lock_file(&Path::from("t")),
-            "test",
-            clock,
-            expire,
-            Duration::from_millis(300),
-        )
+        HudiFileLock::at(store.clone(), Path::from("t/.hoodie/lock"), "test", clock, expire, Duration::from_millis(300))
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -186,7 +186,8 @@ enum Written {
 impl LeaseLock {
     /// A lease lock on the document at `path` in `store`: for a table's
     /// instants, `.hoodie/.locks/table_lock.json` (the document Hudi's
-    /// storage-based lock uses, [`crate::layout::lease_lock_file`]).
+    /// storage-based lock uses; the timeline layer names it:
+    /// `layout::lease_lock_file`).
     /// `owner` names this holder in the document and must be unique among
     /// the processes sharing the table (by default host and process id); a
     /// per-instance counter is appended.
@@ -575,7 +576,7 @@ mod tests {
     use object_store::memory::InMemory;
 
     fn lock(store: &Arc<dyn ObjectStore>, owner: &str, clock: Arc<dyn Clock>, settings: LeaseSettings) -> LeaseLock {
-        LeaseLock::at(store.clone(), crate::layout::lease_lock_file(&Path::from("t")), owner, clock, settings)
+        LeaseLock::at(store.clone(), Path::from("t/.hoodie/.locks/table_lock.json"), owner, clock, settings)
     }
 
     async fn doc(store: &Arc<dyn ObjectStore>) -> LeaseDoc {

@@ -153,7 +153,7 @@ pub struct FileLock {
 impl FileLock {
     /// A lock on the given lock file: for a table's instants,
     /// `<table>/.hoodie/.aux/tributary.lock`
-    /// ([`crate::layout::local_instant_lock_file`]).
+    /// (the timeline layer names it: `layout::local_instant_lock_file`).
     pub fn at(path: PathBuf) -> Self {
         Self { path, local: Arc::new(Mutex::new(())) }
     }
@@ -273,8 +273,8 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         // Two instances on one file behave like two processes: separate
         // descriptors, so the OS lock must exclude them from each other.
-        let a = FileLock::at(crate::layout::local_instant_lock_file(dir.path()));
-        let b = FileLock::at(crate::layout::local_instant_lock_file(dir.path()));
+        let a = FileLock::at(dir.path().join(".hoodie/.aux/tributary.lock"));
+        let b = FileLock::at(dir.path().join(".hoodie/.aux/tributary.lock"));
         let both: Arc<dyn LockProvider> = Arc::new(Alternate(Arc::new(a), Arc::new(b), AtomicUsize::new(0)));
         exclusive(both).await;
     }
