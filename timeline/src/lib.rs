@@ -5,6 +5,7 @@
 //!
 //! The only IO is [`object_store`] (plus the local OS file lock of
 //! [`lock::FileLock`]); the clock is injected through [`Clock`].
+//! Every path under a table's `.hoodie/` folder is named in [`layout`].
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> tributary_timeline::Result<()> {
