@@ -135,14 +135,16 @@ async fn run(place: &Place, mode: TimeMode, writers: usize, run_for: Duration) -
     let mut clients = Vec::new();
     for w in 0..writers {
         let inner: Arc<dyn LockProvider> = match place {
-            Place::S3(_) => Arc::new(LeaseLock::for_table(
+            Place::S3(_) => Arc::new(LeaseLock::at(
                 store.clone(),
-                &loc.root,
+                tributary_timeline::layout::lease_lock_file(&loc.root),
                 format!("bench-{w}"),
                 Arc::new(SystemClock),
                 LeaseSettings::default(),
             )),
-            Place::Local(_) => Arc::new(FileLock::for_table(&uri)),
+            Place::Local(_) => {
+                Arc::new(FileLock::at(tributary_timeline::layout::local_instant_lock_file(std::path::Path::new(&uri))))
+            }
         };
         let lock = Arc::new(Timed { inner, holds: holds.clone() });
         let t = Table::builder(loc.clone()).with_settings(settings.clone()).with_lock(lock).open().await.expect("open");

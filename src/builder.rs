@@ -11,6 +11,7 @@ use object_store::ObjectStore;
 use object_store::path::Path;
 use tributary_format::{RecordKey, TableSchema};
 use tributary_timeline::config::{NewTableConfig, SequenceGroup, TableConfig, split_fields};
+use tributary_timeline::layout;
 use tributary_timeline::protocol::metadata_table::MetadataTableGuard;
 use tributary_timeline::store::create_folder;
 use tributary_timeline::{
@@ -267,7 +268,7 @@ impl TableBuilder {
         };
         let file = stored.path.filename().unwrap_or("hoodie.properties");
         let shown = match loc.local_folder() {
-            Some(dir) => dir.join(".hoodie").join(file).display().to_string(),
+            Some(dir) => layout::local_meta_dir(dir).join(file).display().to_string(),
             None => format!("{loc}/.hoodie/{file}"),
         };
         // The reader parsed the file already; what it could not parse (a
@@ -345,7 +346,7 @@ impl TableBuilder {
         let created = chrono::DateTime::from_timestamp_millis(components.clock.now_millis())
             .map_or_else(String::new, |t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
         let text = config.to_properties_text(&format!("Created by tributary at {created}"))?;
-        match loc.create(&loc.properties_path(), text.into_bytes()).await {
+        match loc.create(&layout::properties_file(&loc.root), text.into_bytes()).await {
             Err(tributary_timeline::Error::AlreadyExists { .. }) => {
                 return Err(Error::TableExists { path: loc.to_string() });
             }
@@ -357,7 +358,11 @@ impl TableBuilder {
         // Hudi's Java timeline lists `.hoodie/timeline/` and fails when a
         // local file system has no such folder (object stores have none).
         if loc.local_folder().is_some() {
-            create_folder(loc.store.as_ref(), &loc.meta_dir().join("timeline")).await?;
+            create_folder(
+                loc.store.as_ref(),
+                &layout::timeline_dir(&loc.root, config.timeline_layout, &config.timeline_path),
+            )
+            .await?;
         }
         Ok(Table { loc, config, components })
     }
@@ -408,9 +413,9 @@ impl TableBuilder {
         // hybrid-logical instants in the time generator.)
         let default_lock = |kind: LockKind, compaction: bool| -> Result<Arc<dyn LockProvider>> {
             Ok(match kind {
-                LockKind::HudiFile => Arc::new(HudiFileLock::for_table(
+                LockKind::HudiFile => Arc::new(HudiFileLock::at(
                     loc.store.clone(),
-                    &loc.root,
+                    layout::hudi_lock_file(&loc.root),
                     owner.clone(),
                     clock.clone(),
                     (!settings.hudi_lock_expire.is_zero()).then_some(settings.hudi_lock_expire),
@@ -426,22 +431,22 @@ impl TableBuilder {
                         ));
                     };
                     if compaction {
-                        Arc::new(FileLock::at(dir.join(".hoodie").join(".aux").join("tributary-compaction.lock")))
+                        Arc::new(FileLock::at(layout::local_compaction_lock_file(dir)))
                     } else {
-                        Arc::new(FileLock::for_table(dir))
+                        Arc::new(FileLock::at(layout::local_instant_lock_file(dir)))
                     }
                 }
                 LockKind::InProcess => Arc::new(InProcessLock::new()),
                 _ if compaction => Arc::new(LeaseLock::at(
                     loc.store.clone(),
-                    loc.meta_dir().join(".locks").join("tributary_compaction.json"),
+                    layout::compaction_lease_file(&loc.root),
                     owner.clone(),
                     clock.clone(),
                     lease(settings.compaction_lease)?,
                 )),
-                _ => Arc::new(LeaseLock::for_table(
+                _ => Arc::new(LeaseLock::at(
                     loc.store.clone(),
-                    &loc.root,
+                    layout::lease_lock_file(&loc.root),
                     owner.clone(),
                     clock.clone(),
                     lease(settings.lock_lease)?,
@@ -463,7 +468,7 @@ impl TableBuilder {
         let spill = match (spill, &settings.spill_dir, &local_dir) {
             (Some((store, dir)), _, _) => Spill::Given(store, dir),
             (None, Some(dir), _) => Spill::Local(dir.join(spill_subfolder(&loc))),
-            (None, None, Some(table)) => Spill::Local(table.join(".hoodie").join(".temp")),
+            (None, None, Some(table)) => Spill::Local(layout::local_temp_dir(table)),
             (None, None, None) => {
                 Spill::Local(std::env::temp_dir().join("tributary-spill").join(spill_subfolder(&loc)))
             }

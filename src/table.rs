@@ -132,7 +132,7 @@ impl Table {
     pub fn time_generator(&self) -> TimeGenerator {
         let Components { settings, clock, lock, .. } = &self.components;
         TimeGenerator::new(self.time_mode(), settings.time.max_clock_skew, clock.clone(), lock.clone())
-            .with_metadata_table_guard(self.components.metadata_table.clone())
+            .with_first_hold_hook(Arc::new(self.components.metadata_table.clone()))
     }
 
     /// A write client for this table, taking instants from

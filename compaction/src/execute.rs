@@ -212,7 +212,8 @@ impl CompactorBuilder {
         let exec_lock = self.exec_lock.clone().ok_or_else(|| missing("execution lock (with_exec_lock)"))?;
         let Self { loc, config, clock, spill, settings, .. } = self;
         let clock = clock.unwrap_or_else(|| time.clock().clone());
-        let (spill_store, spill_dir) = spill.unwrap_or_else(|| (loc.store.clone(), loc.meta_dir().join(".temp")));
+        let (spill_store, spill_dir) =
+            spill.unwrap_or_else(|| (loc.store.clone(), tributary_timeline::layout::temp_dir(&loc.root)));
         let timeline = TimelineWriter::new(&loc, &config);
         Ok(Compactor {
             loc,
@@ -767,7 +768,7 @@ mod tests {
             .build()
             .unwrap();
         // Without a spill store given, spill files go to the table's `.hoodie/.temp/`.
-        assert_eq!(compactor.spill_root().1, loc.meta_dir().join(".temp"));
+        assert_eq!(compactor.spill_root().1, tributary_timeline::layout::temp_dir(&loc.root));
     }
 
     #[test]

@@ -1,12 +1,12 @@
 //! Tables a Java writer archived: the oldest completed instants moved into
 //! the LSM history (`.hoodie/timeline/history/`, laid out as Spark writes
-//! it by `tributary_timeline::history::fixture::archive`; the Spark test
+//! it by `tributary_testkit::history::archive`; the Spark test
 //! `tests/spark/test_archived_timeline.py` checks real ones). Every read and
 //! the compactor see the table as before the archival.
 
 use tributary::{CreateOptions, Query, ReadOptions, Table};
 use tributary_compaction::execute::CompactorSettings;
-use tributary_timeline::history::fixture::archive;
+use tributary_testkit::history::archive;
 use tributary_timeline::{Instant, InstantTime};
 use tributary_writer::WriteSettings;
 

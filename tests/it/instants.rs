@@ -77,7 +77,8 @@ fn instant_child_process() {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let gens = rt.block_on(async move {
         let clock: Arc<dyn Clock> = Arc::new(OffsetClock::new(Arc::new(SystemClock), offset));
-        let lock: Arc<dyn LockProvider> = Arc::new(FileLock::for_table(table));
+        let lock: Arc<dyn LockProvider> =
+            Arc::new(FileLock::at(tributary_timeline::layout::local_instant_lock_file(std::path::Path::new(table))));
         let generator = Arc::new(TimeGenerator::new(mode, skew, clock, lock));
         while real_nanos() < start_at {
             tokio::time::sleep(Duration::from_millis(1)).await;
@@ -191,9 +192,9 @@ proptest! {
         let result = rt.block_on(async move {
             let base = Arc::new(ManualClock::new(1_766_264_468_078));
             let lock: Arc<dyn LockProvider> = if lease {
-                Arc::new(LeaseLock::for_table(
+                Arc::new(LeaseLock::at(
                     Arc::new(object_store::memory::InMemory::new()),
-                    &object_store::path::Path::from("t"),
+                    tributary_timeline::layout::lease_lock_file(&object_store::path::Path::from("t")),
                     "shared",
                     base.clone(),
                     LeaseSettings::default(),

@@ -22,7 +22,7 @@ use crate::location::TableLocation;
 use crate::timeline::Timeline;
 
 /// Name of the marker file that makes a folder a partition.
-pub const PARTITION_METADATA: &str = ".hoodie_partition_metadata";
+pub use crate::layout::PARTITION_METADATA;
 
 /// One data file found in a partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -307,7 +307,7 @@ pub async fn planned_groups(loc: &TableLocation, config: &TableConfig, timeline:
 
 /// Lists every file in every partition (folder holding `.hoodie_partition_metadata`).
 pub async fn list_data_files(loc: &TableLocation) -> Result<Vec<DataFile>> {
-    let meta = loc.meta_dir();
+    let meta = crate::layout::meta_dir(&loc.root);
     let all: Vec<object_store::ObjectMeta> = loc
         .store
         .list(Some(&loc.root))

@@ -53,7 +53,7 @@ use serde::Deserialize;
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::instant::{Action, Instant, InstantTime, State};
-use crate::location::{TableLocation, join_relative};
+use crate::location::TableLocation;
 use crate::parquet_file::StoreFile;
 
 /// The file naming the latest snapshot version.
@@ -69,8 +69,10 @@ const PARALLEL_READS: usize = 8;
 /// under the timeline folder), `None` for layout 1 (whose archive,
 /// `.hoodie/archived/`, Tributary does not read).
 pub fn history_dir(loc: &TableLocation, config: &TableConfig) -> Option<Path> {
-    (config.timeline_layout >= 2)
-        .then(|| join_relative(&crate::timeline::timeline_dir(loc, config), &config.history_path))
+    (config.timeline_layout >= 2).then(|| {
+        let timeline = crate::layout::timeline_dir(&loc.root, config.timeline_layout, &config.timeline_path);
+        crate::layout::history_dir(&timeline, &config.history_path)
+    })
 }
 
 /// One data file of the history's latest snapshot.
@@ -132,6 +134,12 @@ struct ManifestEntry {
 /// has no history.
 pub async fn snapshot_files(loc: &TableLocation, dir: &Path) -> Result<Vec<HistoryFile>> {
     Ok(snapshot(loc, dir, None).await?.map(|(_, files)| files).unwrap_or_default())
+}
+
+/// The latest snapshot's version and valid files; `None` when the table
+/// has no history.
+pub async fn latest_snapshot(loc: &TableLocation, dir: &Path) -> Result<Option<(u64, Vec<HistoryFile>)>> {
+    snapshot(loc, dir, None).await
 }
 
 /// The latest snapshot's version and valid files; `None` when there is no
@@ -443,147 +451,12 @@ fn column<T: ByteArrayType>(batch: &RecordBatch, column: &str, f: &HistoryFile) 
     cast.as_bytes_opt::<T>().cloned().ok_or_else(|| corrupt(format!("column `{column}` is not {}", T::DATA_TYPE)))
 }
 
-/// Writes history folders as Java lays them out, for tests: Tributary itself
-/// never archives. The layout is the one documented above, checked against
-/// folders Spark wrote.
-#[doc(hidden)]
-pub mod fixture {
-    use std::sync::Arc;
-
-    use arrow::array::{BinaryArray, Int32Array, RecordBatch, StringArray};
-    use arrow::datatypes::{DataType, Field, Schema};
-    use object_store::path::Path;
-    use parquet::arrow::ArrowWriter;
-    use parquet::basic::{Compression, GzipLevel};
-    use parquet::file::properties::WriterProperties;
-
-    use super::{MANIFEST_PREFIX, VERSION_FILE};
-    use crate::config::TableConfig;
-    use crate::error::{Error, Result};
-    use crate::instant::{Instant, State};
-    use crate::location::TableLocation;
-    use crate::protocol::delete_if_exists;
-    use crate::timeline::TimelineWriter;
-
-    /// One archived instant: `(instant time, completion time, completed action, metadata)`.
-    pub type Row<'a> = (&'a str, Option<&'a str>, &'a str, Option<&'a [u8]>);
-
-    /// Writes one level-0 file per entry of `files` (rows in requested-time
-    /// order), then `manifest_<version>` listing them and `_version_`.
-    /// Returns the files' names.
-    pub async fn write_snapshot(
-        loc: &TableLocation,
-        dir: &Path,
-        version: u64,
-        files: &[Vec<Row<'_>>],
-    ) -> Result<Vec<String>> {
-        let mut listed = Vec::new();
-        for rows in files {
-            if !rows.is_empty() {
-                listed.push(write_file(loc, dir, rows).await?);
-            }
-        }
-        write_manifest(loc, dir, version, &listed).await?;
-        Ok(listed.into_iter().map(|(name, _)| name).collect())
-    }
-
-    /// Archives the completed `instants` as a Java writer does: adds one
-    /// level-0 file holding them (with their completed files' content) to a
-    /// new snapshot of the table's history, then deletes their files from
-    /// the active timeline, pending states first.
-    pub async fn archive(loc: &TableLocation, config: &TableConfig, instants: &[Instant]) -> Result<()> {
-        let dir = super::history_dir(loc, config)
-            .ok_or_else(|| Error::InvalidInput { what: "archive".into(), reason: "a layout-1 table".into() })?;
-        let writer = TimelineWriter::new(loc, config);
-        let mut contents = Vec::new();
-        for i in instants {
-            contents.push(writer.read(i, State::Completed).await?);
-        }
-        let times: Vec<(String, String)> = instants
-            .iter()
-            .map(|i| (i.requested.to_string(), i.completed.as_ref().map(ToString::to_string).unwrap_or_default()))
-            .collect();
-        let rows: Vec<Row<'_>> = instants
-            .iter()
-            .zip(&times)
-            .zip(&contents)
-            .map(|((i, (t, c)), m)| (t.as_str(), Some(c.as_str()), i.action.completed_name(), Some(&m[..])))
-            .collect();
-        let (version, previous) = super::snapshot(loc, &dir, None).await?.unwrap_or_default();
-        let mut listed: Vec<(String, u64)> =
-            previous.iter().map(|f| (f.path.filename().unwrap_or_default().to_string(), f.len)).collect();
-        listed.push(write_file(loc, &dir, &rows).await?);
-        write_manifest(loc, &dir, version + 1, &listed).await?;
-        for i in instants {
-            for state in [State::Requested, State::Inflight, State::Completed] {
-                delete_if_exists(loc, &writer.path_of(i, state)?).await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Writes `rows` (not empty, in requested-time order) as the level-0
-    /// file `<first>_<last>_0.parquet`; returns its name and length.
-    async fn write_file(loc: &TableLocation, dir: &Path, rows: &[Row<'_>]) -> Result<(String, u64)> {
-        let name = format!("{}_{}_0.parquet", rows[0].0, rows[rows.len() - 1].0);
-        let bytes = parquet_bytes(rows)?;
-        let len = bytes.len() as u64;
-        loc.put(&dir.clone().join(name.as_str()), bytes).await?;
-        Ok((name, len))
-    }
-
-    /// Writes `manifest_<version>` listing `files` (names and lengths),
-    /// then `_version_` naming it: the snapshot becomes the latest.
-    pub async fn write_manifest(loc: &TableLocation, dir: &Path, version: u64, files: &[(String, u64)]) -> Result<()> {
-        let entries: Vec<_> =
-            files.iter().map(|(name, len)| serde_json::json!({"fileName": name, "fileLen": len})).collect();
-        let manifest = serde_json::to_vec_pretty(&serde_json::json!({ "files": entries }))
-            .map_err(|e| Error::InvalidInput { what: "history manifest".into(), reason: e.to_string() })?;
-        loc.put(&dir.clone().join(format!("{MANIFEST_PREFIX}{version}")), manifest).await?;
-        loc.put(&dir.clone().join(VERSION_FILE), version.to_string().into_bytes()).await
-    }
-
-    /// The rows as a Parquet file of Hudi's `HoodieLSMTimelineInstant`
-    /// columns, gzip-compressed as Java writes them.
-    pub fn parquet_bytes(rows: &[Row<'_>]) -> Result<Vec<u8>> {
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("instantTime", DataType::Utf8, true),
-            Field::new("completionTime", DataType::Utf8, true),
-            Field::new("action", DataType::Utf8, true),
-            Field::new("metadata", DataType::Binary, true),
-            Field::new("plan", DataType::Binary, true),
-            Field::new("version", DataType::Int32, false),
-        ]));
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            vec![
-                Arc::new(StringArray::from_iter(rows.iter().map(|r| Some(r.0)))),
-                Arc::new(StringArray::from_iter(rows.iter().map(|r| r.1))),
-                Arc::new(StringArray::from_iter(rows.iter().map(|r| Some(r.2)))),
-                Arc::new(BinaryArray::from_iter(rows.iter().map(|r| r.3))),
-                Arc::new(BinaryArray::from_iter(rows.iter().map(|_| None::<&[u8]>))),
-                Arc::new(Int32Array::from_iter_values(rows.iter().map(|_| 1))),
-            ],
-        )
-        .map_err(|e| Error::InvalidInput { what: "history rows".into(), reason: e.to_string() })?;
-        let props = WriterProperties::builder().set_compression(Compression::GZIP(GzipLevel::default())).build();
-        let mut out = Vec::new();
-        let mut writer = ArrowWriter::try_new(&mut out, schema, Some(props))
-            .map_err(|e| Error::InvalidInput { what: "history file".into(), reason: e.to_string() })?;
-        writer.write(&batch).map_err(|e| Error::InvalidInput { what: "history file".into(), reason: e.to_string() })?;
-        writer.close().map_err(|e| Error::InvalidInput { what: "history file".into(), reason: e.to_string() })?;
-        Ok(out)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
-    use object_store::ObjectStoreExt;
     use object_store::memory::InMemory;
 
-    use super::fixture::write_snapshot;
     use super::*;
     use crate::config::NewTableConfig;
 
@@ -637,174 +510,6 @@ mod tests {
         assert_eq!(probed.find_instant(&t("20250101000000000")).await.unwrap(), None);
         let r = counting.requests();
         assert_eq!((r.lists, r.total()), (1, 1), "{r:?}");
-    }
-
-    #[tokio::test]
-    async fn reads_the_latest_snapshot_only() {
-        let (loc, _, dir) = table();
-        let meta: &[u8] = b"Obj\x01 commit metadata";
-        // Snapshot 1: two files; snapshot 2 (an LSM compaction) replaces
-        // them by one; the old files stay behind, unlisted.
-        write_snapshot(
-            &loc,
-            &dir,
-            1,
-            &[
-                vec![("20250101000000001", Some("20250101000000003"), "deltacommit", Some(meta))],
-                vec![("20250101000000002", Some("20250101000000009"), "deltacommit", None)],
-            ],
-        )
-        .await
-        .unwrap();
-        write_snapshot(
-            &loc,
-            &dir,
-            2,
-            &[vec![
-                ("20250101000000001", Some("20250101000000003"), "deltacommit", Some(meta)),
-                ("20250101000000002", Some("20250101000000009"), "deltacommit", None),
-                ("20250101000000004", None, "clean", None),
-                ("20250101000000005", Some("20250101000000006"), "commit", None),
-                ("20250101000000007", Some("20250101000000008"), "frobnicate", None),
-            ]],
-        )
-        .await
-        .unwrap();
-        let files = snapshot_files(&loc, &dir).await.unwrap();
-        assert_eq!(files.len(), 1);
-        assert_eq!(files[0].path.filename(), Some("20250101000000001_20250101000000007_0.parquet"));
-
-        let loaded = History::load(&loc, &dir).await.unwrap();
-        assert_eq!(loaded.files(), files);
-        let instants: Vec<Instant> = loaded.instants().cloned().collect();
-        let warnings = loaded.warnings();
-        let got: Vec<(&str, Action, Option<&str>)> = instants
-            .iter()
-            .map(|i| (i.requested.as_str(), i.action, i.completed.as_ref().map(InstantTime::as_str)))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                ("20250101000000001", Action::DeltaCommit, Some("20250101000000003")),
-                ("20250101000000002", Action::DeltaCommit, Some("20250101000000009")),
-                // No completion time: completed at its requested time, as Java reads it.
-                ("20250101000000004", Action::Clean, Some("20250101000000004")),
-                // The archive names a compaction by its completed action.
-                ("20250101000000005", Action::Commit, Some("20250101000000006")),
-            ]
-        );
-        assert!(instants.iter().all(Instant::is_completed));
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert!(warnings[0].contains("unknown action `frobnicate`"), "{warnings:?}");
-
-        // Loaded (rows known) or only opened (the covering files read on
-        // demand), lookups and contents agree.
-        let opened = History::open(&loc, &dir).await.unwrap();
-        for history in [&loaded, &opened] {
-            let found = history.find_instant(&t("20250101000000002")).await.unwrap().unwrap();
-            assert_eq!(found.completed, Some(t("20250101000000009")));
-            assert_eq!(history.find_instant(&t("20250101000000003")).await.unwrap(), None);
-            let blob = history.read_metadata(&t("20250101000000001")).await.unwrap().unwrap();
-            assert_eq!(&blob[..], meta);
-            assert_eq!(history.read_metadata(&t("20250101000000002")).await.unwrap().unwrap().len(), 0);
-            assert_eq!(history.read_metadata(&t("20250101000000003")).await.unwrap(), None);
-        }
-
-        // Without `_version_`, the highest manifest listed is the latest.
-        loc.store.delete(&dir.clone().join(VERSION_FILE)).await.unwrap();
-        assert_eq!(snapshot_files(&loc, &dir).await.unwrap(), files);
-        assert_eq!(History::probe(&loc, &dir).await.unwrap().files(), files);
-    }
-
-    /// Many instants' contents at once: each file holding some is read
-    /// once, only their rows are returned, instants not held are left out.
-    #[tokio::test]
-    async fn reads_many_contents_a_file_at_a_time() {
-        let (loc, _, dir) = table();
-        let m = |n: u8| vec![n; 64 + usize::from(n)];
-        let (m1, m3, m4, m6) = (m(1), m(3), m(4), m(6));
-        write_snapshot(
-            &loc,
-            &dir,
-            1,
-            &[
-                vec![
-                    ("20250101000000001", Some("20250101000000002"), "deltacommit", Some(&m1[..])),
-                    ("20250101000000002", Some("20250101000000003"), "deltacommit", None),
-                    ("20250101000000003", Some("20250101000000004"), "deltacommit", Some(&m3[..])),
-                ],
-                vec![
-                    ("20250101000000004", Some("20250101000000005"), "deltacommit", Some(&m4[..])),
-                    ("20250101000000006", Some("20250101000000007"), "deltacommit", Some(&m6[..])),
-                ],
-            ],
-        )
-        .await
-        .unwrap();
-        let wanted = [t("20250101000000006"), t("20250101000000001"), t("20250101000000003"), t("20250101000000005")];
-        for loaded in [true, false] {
-            let history =
-                if loaded { History::load(&loc, &dir).await } else { History::open(&loc, &dir).await }.unwrap();
-            let got = history.read_metadata_many(&wanted).await.unwrap();
-            let got: Vec<(&str, &[u8])> = got.iter().map(|(k, v)| (k.as_str(), &v[..])).collect();
-            assert_eq!(
-                got,
-                vec![("20250101000000001", &m1[..]), ("20250101000000003", &m3[..]), ("20250101000000006", &m6[..])],
-                "loaded: {loaded}"
-            );
-        }
-    }
-
-    /// One instant's content out of a large history file (many rows, large
-    /// metadata, many pages) fetches its row's pages, not the column.
-    #[tokio::test]
-    async fn one_content_fetches_its_pages_only() {
-        use arrow::array::{BinaryArray, Int32Array, StringArray};
-        use arrow::datatypes::{DataType, Field, Schema};
-
-        let (plain, _, dir) = table();
-        let counting = Arc::new(crate::counting::CountingStore::new(plain.store.clone()));
-        let loc = TableLocation::new(counting.clone(), plain.root.clone());
-        let times: Vec<String> = (0..200).map(|n| format!("2025010100000{n:04}")).collect();
-        let blob = vec![7u8; 20_000];
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("instantTime", DataType::Utf8, true),
-            Field::new("completionTime", DataType::Utf8, true),
-            Field::new("action", DataType::Utf8, true),
-            Field::new("metadata", DataType::Binary, true),
-            Field::new("version", DataType::Int32, false),
-        ]));
-        let column = |f: &dyn Fn(&str) -> Option<&str>| Arc::new(StringArray::from_iter(times.iter().map(|t| f(t))));
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            vec![
-                column(&|t| Some(t)),
-                column(&|t| Some(t)),
-                column(&|_| Some("deltacommit")),
-                Arc::new(BinaryArray::from_iter(times.iter().map(|_| Some(&blob[..])))),
-                Arc::new(Int32Array::from_iter_values(times.iter().map(|_| 1))),
-            ],
-        )
-        .unwrap();
-        // Uncompressed, pages of a few rows, a page index (the default).
-        let props = parquet::file::properties::WriterProperties::builder()
-            .set_data_page_size_limit(50_000)
-            .set_dictionary_enabled(false)
-            .build();
-        let mut file = Vec::new();
-        let mut writer = parquet::arrow::ArrowWriter::try_new(&mut file, schema, Some(props)).unwrap();
-        writer.write(&batch).unwrap();
-        writer.close().unwrap();
-        let (name, len) = (format!("{}_{}_0.parquet", times[0], times[199]), file.len() as u64);
-        loc.put(&dir.clone().join(name.as_str()), file).await.unwrap();
-        super::fixture::write_manifest(&loc, &dir, 1, &[(name, len)]).await.unwrap();
-
-        let history = History::load(&loc, &dir).await.unwrap();
-        let before = counting.bytes_read();
-        let got = history.read_metadata(&t(&times[150])).await.unwrap().unwrap();
-        assert_eq!(&got[..], &blob[..]);
-        let fetched = counting.bytes_read() - before;
-        assert!(fetched < len / 20, "{fetched} of {len} bytes fetched");
     }
 
     #[tokio::test]

@@ -34,12 +34,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::location::TableLocation;
+use crate::location::{TableLocation, delete_if_exists};
 use crate::lock::{LockGuard, LockProvider};
-use crate::protocol::delete_if_exists;
-
-/// The name of the lock file in Hudi's lock folder.
-pub const HUDI_LOCK_FILE: &str = "lock";
 
 /// A lock shared with Hudi's `FileSystemBasedLockProvider`: the file
 /// `<table>/.hoodie/lock`, present while held. See the module notes.
@@ -61,21 +57,22 @@ impl fmt::Debug for HudiFileLock {
 }
 
 impl HudiFileLock {
-    /// The lock of the table at `root` in `store`: `<root>/.hoodie/lock`.
+    /// A lock on the lock file at `path` in `store`: for a table, its
+    /// `<root>/.hoodie/lock` (the timeline layer names it:
+    /// `layout::hudi_lock_file`).
     /// `expire` is Hudi's `hoodie.write.lock.filesystem.expire` (`None`:
     /// never, Hudi's default); `owner` names this process in the file.
-    pub fn for_table(
+    pub fn at(
         store: Arc<dyn ObjectStore>,
-        root: &Path,
+        path: Path,
         owner: impl Into<String>,
         clock: Arc<dyn Clock>,
         expire: Option<Duration>,
         acquire_timeout: Duration,
     ) -> Self {
-        let loc = TableLocation::new(store, root.clone());
         Self {
-            path: loc.meta_dir().join(HUDI_LOCK_FILE),
-            loc,
+            loc: TableLocation::new(store, path.clone()),
+            path,
             owner: owner.into(),
             clock,
             expire,
@@ -251,7 +248,7 @@ mod tests {
     use object_store::memory::InMemory;
 
     fn lock(store: &Arc<dyn ObjectStore>, clock: Arc<dyn Clock>, expire: Option<Duration>) -> HudiFileLock {
-        HudiFileLock::for_table(store.clone(), &Path::from("t"), "test", clock, expire, Duration::from_millis(300))
+        HudiFileLock::at(store.clone(), Path::from("t/.hoodie/lock"), "test", clock, expire, Duration::from_millis(300))
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

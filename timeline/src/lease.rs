@@ -184,23 +184,13 @@ enum Written {
 }
 
 impl LeaseLock {
-    /// The lease lock of the table rooted at `table_root` in `store`, on
-    /// `.hoodie/.locks/table_lock.json` (the document Hudi's storage-based
-    /// lock uses). `owner` names this holder in the document and must be
-    /// unique among the processes sharing the table (by default host and
-    /// process id); a per-instance counter is appended.
-    pub fn for_table(
-        store: Arc<dyn ObjectStore>,
-        table_root: &Path,
-        owner: impl Into<String>,
-        clock: Arc<dyn Clock>,
-        settings: LeaseSettings,
-    ) -> Self {
-        let path = table_root.clone().join(".hoodie").join(".locks").join("table_lock.json");
-        Self::at(store, path, owner, clock, settings)
-    }
-
-    /// A lease lock on the document at `path`.
+    /// A lease lock on the document at `path` in `store`: for a table's
+    /// instants, `.hoodie/.locks/table_lock.json` (the document Hudi's
+    /// storage-based lock uses; the timeline layer names it:
+    /// `layout::lease_lock_file`).
+    /// `owner` names this holder in the document and must be unique among
+    /// the processes sharing the table (by default host and process id); a
+    /// per-instance counter is appended.
     pub fn at(
         store: Arc<dyn ObjectStore>,
         path: Path,
@@ -586,7 +576,7 @@ mod tests {
     use object_store::memory::InMemory;
 
     fn lock(store: &Arc<dyn ObjectStore>, owner: &str, clock: Arc<dyn Clock>, settings: LeaseSettings) -> LeaseLock {
-        LeaseLock::for_table(store.clone(), &Path::from("t"), owner, clock, settings)
+        LeaseLock::at(store.clone(), Path::from("t/.hoodie/.locks/table_lock.json"), owner, clock, settings)
     }
 
     async fn doc(store: &Arc<dyn ObjectStore>) -> LeaseDoc {

@@ -5,6 +5,7 @@
 //!
 //! The only IO is [`object_store`] (plus the local OS file lock of
 //! [`lock::FileLock`]); the clock is injected through [`Clock`].
+//! Every path under a table's `.hoodie/` folder is named in [`layout`].
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> tributary_timeline::Result<()> {
@@ -32,6 +33,7 @@ pub mod fs_view;
 pub mod history;
 pub mod hudi_lock;
 pub mod instant;
+pub mod layout;
 pub mod lease;
 pub mod location;
 pub mod lock;
@@ -57,7 +59,7 @@ pub use location::{RETRY, RetryPolicy, TableLocation};
 pub use lock::{Fence, FenceCheck, FileLock, InProcessLock, LockGuard, LockProvider};
 pub use store::DurableLocalStore;
 pub use timeline::{Timeline, TimelineWriter};
-pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, TimeGenerator, TimeMode};
+pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, FirstHoldHook, TimeGenerator, TimeMode};
 
 #[cfg(test)]
 mod send_sync {

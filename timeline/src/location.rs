@@ -66,6 +66,14 @@ pub fn partition_file(partition: &str, name: &str) -> String {
     if partition.is_empty() { name.to_string() } else { format!("{partition}/{name}") }
 }
 
+/// Deletes an object; one already gone counts as deleted.
+pub async fn delete_if_exists(loc: &TableLocation, path: &Path) -> Result<()> {
+    match loc.store.delete(path).await {
+        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+        Err(e) => Err(Error::store("delete", path, e)),
+    }
+}
+
 /// A table's store and root path.
 ///
 /// Build one from a URI with [`TableLocation::parse`], from a local folder
@@ -246,16 +254,6 @@ impl TableLocation {
     /// what an OS file lock needs. `None` for any other store.
     pub fn local_folder(&self) -> Option<&std::path::Path> {
         self.local.as_deref()
-    }
-
-    /// `<root>/.hoodie`.
-    pub fn meta_dir(&self) -> Path {
-        self.root.clone().join(".hoodie")
-    }
-
-    /// `<root>/.hoodie/hoodie.properties`.
-    pub fn properties_path(&self) -> Path {
-        self.meta_dir().clone().join("hoodie.properties")
     }
 
     /// The path of `relative` (slash-separated) under the table root.

@@ -138,7 +138,8 @@ impl LockGuard for InProcessGuard {
     }
 }
 
-/// An OS file lock (`flock`) on `<table>/.hoodie/.aux/tributary.lock`.
+/// An OS file lock (`flock`) on a lock file, for a table's instants
+/// `<table>/.hoodie/.aux/tributary.lock`.
 ///
 /// The file's content is the last issued time. The OS drops the lock when the
 /// holding process exits, however it exits. Tasks of one process queue on an
@@ -150,12 +151,9 @@ pub struct FileLock {
 }
 
 impl FileLock {
-    /// The lock of the table at local path `table_root`.
-    pub fn for_table(table_root: impl Into<PathBuf>) -> Self {
-        Self::at(table_root.into().join(".hoodie").join(".aux").join("tributary.lock"))
-    }
-
-    /// A lock on the given lock file.
+    /// A lock on the given lock file: for a table's instants,
+    /// `<table>/.hoodie/.aux/tributary.lock`
+    /// (the timeline layer names it: `layout::local_instant_lock_file`).
     pub fn at(path: PathBuf) -> Self {
         Self { path, local: Arc::new(Mutex::new(())) }
     }
@@ -275,8 +273,8 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         // Two instances on one file behave like two processes: separate
         // descriptors, so the OS lock must exclude them from each other.
-        let a = FileLock::for_table(dir.path());
-        let b = FileLock::for_table(dir.path());
+        let a = FileLock::at(dir.path().join(".hoodie/.aux/tributary.lock"));
+        let b = FileLock::at(dir.path().join(".hoodie/.aux/tributary.lock"));
         let both: Arc<dyn LockProvider> = Arc::new(Alternate(Arc::new(a), Arc::new(b), AtomicUsize::new(0)));
         exclusive(both).await;
     }

@@ -3,8 +3,8 @@
 use object_store::ObjectStoreExt;
 
 use crate::error::{Error, Result};
-use crate::fs_view::PARTITION_METADATA;
 use crate::instant::InstantTime;
+use crate::layout::PARTITION_METADATA;
 use crate::location::TableLocation;
 
 /// Makes sure `partition` (relative, `""` for the table root) holds a

@@ -29,15 +29,16 @@ use object_store::path::Path;
 
 use crate::config::{ChecksumState, checksum_state, keys, parse_properties, render_properties, table_checksum};
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::location::TableLocation;
-use crate::protocol::delete_if_exists;
+use crate::location::delete_if_exists;
 
 /// The backup Hudi writes while it changes `hoodie.properties`.
-pub const BACKUP_FILE: &str = "hoodie.properties.backup";
+pub const BACKUP_FILE: &str = layout::PROPERTIES_BACKUP_FILE;
 
 /// `<root>/.hoodie/hoodie.properties.backup`.
 pub fn backup_path(loc: &TableLocation) -> Path {
-    loc.meta_dir().join(BACKUP_FILE)
+    layout::properties_backup_file(&loc.root)
 }
 
 /// The table's properties as read from storage: the text, its keys and
@@ -77,7 +78,7 @@ async fn load(loc: &TableLocation, path: &Path) -> Result<Option<(StoredProperti
 /// `hoodie.properties` that is damaged with no intact backup beside it is
 /// returned as it is, for the parser to report.
 pub async fn read(loc: &TableLocation) -> Result<Option<StoredProperties>> {
-    let main = load(loc, &loc.properties_path()).await?;
+    let main = load(loc, &layout::properties_file(&loc.root)).await?;
     if let Some((p, true)) = main {
         return Ok(Some(p));
     }
@@ -98,7 +99,7 @@ pub async fn read(loc: &TableLocation) -> Result<Option<StoredProperties>> {
 /// kept (Hudi would delete it); a damaged one without an intact backup is
 /// an error ([`Error::Corrupt`]). Call it holding the table lock.
 pub async fn recover(loc: &TableLocation) -> Result<()> {
-    let main_path = loc.properties_path();
+    let main_path = layout::properties_file(&loc.root);
     let backup = backup_path(loc);
     let main = load(loc, &main_path).await?;
     if !matches!(main, Some((_, true))) {
@@ -150,7 +151,7 @@ pub async fn modify(
     comment: &str,
     change: impl FnOnce(&mut BTreeMap<String, String>) -> bool,
 ) -> Result<bool> {
-    let main_path = loc.properties_path();
+    let main_path = layout::properties_file(&loc.root);
     let backup = backup_path(loc);
     let current = match load(loc, &main_path).await? {
         Some((p, true)) => p,
@@ -220,7 +221,7 @@ mod tests {
     async fn a_change_keeps_every_other_key_and_leaves_no_backup() {
         let (loc, text) = table();
         let text = format!("{text}some.unknown.key=kept as it is\n");
-        loc.create(&loc.properties_path(), text.into_bytes()).await.unwrap();
+        loc.create(&layout::properties_file(&loc.root), text.into_bytes()).await.unwrap();
         let changed = modify(&loc, "Updated at test", |p| {
             p.insert("hoodie.table.metadata.partitions".into(), String::new());
             true
@@ -229,7 +230,7 @@ mod tests {
         .unwrap();
         assert!(changed);
         let after = read(&loc).await.unwrap().unwrap();
-        assert_eq!(after.path, loc.properties_path());
+        assert_eq!(after.path, layout::properties_file(&loc.root));
         assert_eq!(after.properties.get("some.unknown.key").map(String::as_str), Some("kept as it is"));
         assert_eq!(after.properties.get("hoodie.table.metadata.partitions").map(String::as_str), Some(""));
         assert!(after.text.lines().next().is_some_and(|l| l.contains("Updated at test")), "{}", after.text);
@@ -249,15 +250,15 @@ mod tests {
         assert_eq!((got.path, got.text.as_str()), (backup_path(&loc), text.as_str()));
         // A damaged file (its checksum names another table) loses to the backup.
         let damaged = text.replace("hoodie.table.name=t", "hoodie.table.name=other");
-        loc.create(&loc.properties_path(), damaged.clone().into_bytes()).await.unwrap();
+        loc.create(&layout::properties_file(&loc.root), damaged.clone().into_bytes()).await.unwrap();
         assert_eq!(read(&loc).await.unwrap().unwrap().path, backup_path(&loc));
         // Recovery puts the backup back and removes it.
         recover(&loc).await.unwrap();
-        assert_eq!(text_of(&loc, &loc.properties_path()).await.as_deref(), Some(text.as_str()));
+        assert_eq!(text_of(&loc, &layout::properties_file(&loc.root)).await.as_deref(), Some(text.as_str()));
         assert!(text_of(&loc, &backup_path(&loc)).await.is_none());
         // Without a backup, a damaged file is reported, not replaced.
-        delete_if_exists(&loc, &loc.properties_path()).await.unwrap();
-        loc.create(&loc.properties_path(), damaged.into_bytes()).await.unwrap();
+        delete_if_exists(&loc, &layout::properties_file(&loc.root)).await.unwrap();
+        loc.create(&layout::properties_file(&loc.root), damaged.into_bytes()).await.unwrap();
         assert_eq!(recover(&loc).await.unwrap_err().kind(), crate::ErrorKind::Corrupt);
         assert!(read(&loc).await.unwrap().is_some(), "the damaged file is returned for the parser to report");
         let empty = TableLocation::new(Arc::new(InMemory::new()), Path::from("none"));
@@ -270,14 +271,14 @@ mod tests {
     async fn the_backup_is_the_file_as_read() {
         let (loc, text) = table();
         let text = format!("#Written by a Hudi writer\n{text}some.key=a\\:b\n");
-        loc.create(&loc.properties_path(), text.clone().into_bytes()).await.unwrap();
+        loc.create(&layout::properties_file(&loc.root), text.clone().into_bytes()).await.unwrap();
         // The process stops after two writes and deletes: deleting the old
         // backup (there is none) and creating the new one.
         let stopped = crate::protocol::metadata_table::tests::stopping_after(&loc, 2);
         let change = |p: &mut BTreeMap<String, String>| p.insert("k".into(), "v".into()).is_none();
         assert!(modify(&stopped, "c", change).await.is_err());
         assert_eq!(text_of(&loc, &backup_path(&loc)).await.as_deref(), Some(text.as_str()));
-        assert_eq!(text_of(&loc, &loc.properties_path()).await.as_deref(), Some(text.as_str()));
+        assert_eq!(text_of(&loc, &layout::properties_file(&loc.root)).await.as_deref(), Some(text.as_str()));
         // The next change starts from it.
         assert!(modify(&loc, "c", change).await.unwrap());
         let after = read(&loc).await.unwrap().unwrap();
@@ -297,8 +298,8 @@ mod tests {
         let new = with_checksum(new);
         for stop_after in 0..=5 {
             let (loc, _) = table();
-            loc.create(&loc.properties_path(), text.clone().into_bytes()).await.unwrap();
-            let main = loc.properties_path();
+            loc.create(&layout::properties_file(&loc.root), text.clone().into_bytes()).await.unwrap();
+            let main = layout::properties_file(&loc.root);
             let backup = backup_path(&loc);
             // The steps of `modify` after recovery, cut short.
             for step in 0..stop_after {

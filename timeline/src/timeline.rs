@@ -27,7 +27,7 @@ use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::history::{self, History};
 use crate::instant::{Action, Instant, InstantTime, State, TimelineFile};
-use crate::location::{TableLocation, join_relative};
+use crate::location::TableLocation;
 use crate::store::FOLDER_PLACEHOLDER;
 
 /// The instants of a table, sorted by requested time.
@@ -352,7 +352,7 @@ fn assemble(t: &InstantTime, files: &[TimelineFile]) -> std::result::Result<Inst
 
 /// The folder holding the timeline: `.hoodie/timeline` (layout 2) or `.hoodie` (layout 1).
 pub fn timeline_dir(loc: &TableLocation, config: &TableConfig) -> Path {
-    if config.timeline_layout >= 2 { join_relative(&loc.meta_dir(), &config.timeline_path) } else { loc.meta_dir() }
+    crate::layout::timeline_dir(&loc.root, config.timeline_layout, &config.timeline_path)
 }
 
 /// Creates timeline files. Each file is created once (create-if-absent);
@@ -706,85 +706,5 @@ mod write_tests {
         let meta = loc.get(&loc.join("city=paris/.hoodie_partition_metadata")).await.unwrap();
         let text = String::from_utf8(meta.to_vec()).unwrap();
         assert!(text.contains(&format!("commitTime={t}")) && text.contains("partitionDepth=1"), "{text}");
-    }
-
-    /// Archiving as Java does (history first, then the active files): the
-    /// loaded timeline, a completed file's content and a completion check
-    /// all find the instant in the history.
-    #[tokio::test]
-    async fn loads_and_reads_archived_instants() {
-        let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("tables/t"));
-        let cfg = config();
-        let writer = TimelineWriter::new(&loc, &cfg);
-        let mut done = Vec::new();
-        for n in 1..=3u32 {
-            let t = InstantTime::parse(&format!("2025010100000{n}000")).unwrap();
-            let mut i = Instant::requested(t, Action::DeltaCommit);
-            writer.create(&i, State::Requested, Vec::new()).await.unwrap();
-            i.completed = Some(InstantTime::parse(&format!("2025010100000{n}500")).unwrap());
-            i.state = State::Completed;
-            writer.create(&i, State::Completed, format!("meta {n}").into_bytes()).await.unwrap();
-            done.push(i);
-        }
-        let before = Timeline::load(&loc, &cfg).await.unwrap();
-        crate::history::fixture::archive(&loc, &cfg, &done[..2]).await.unwrap();
-        let tl = Timeline::load(&loc, &cfg).await.unwrap();
-        assert_eq!(tl.instants(), before.instants(), "the same instants, two of them archived");
-        assert!(tl.is_archived(&done[0].requested) && tl.is_archived(&done[1].requested));
-        assert!(!tl.is_archived(&done[2].requested));
-        // Read from the history, also with an instant listed before it was archived.
-        assert_eq!(&writer.read(&before.instants()[0], State::Completed).await.unwrap()[..], b"meta 1");
-        assert!(writer.is_completed(&done[1]).await.unwrap());
-        assert!(writer.is_completed(&done[2]).await.unwrap());
-        let other_completion = Instant { completed: done[2].completed.clone(), ..done[1].clone() };
-        assert!(!writer.is_completed(&other_completion).await.unwrap());
-        let never = Instant::requested(InstantTime::parse("20250101000004000").unwrap(), Action::DeltaCommit);
-        let never = Instant { completed: Some(InstantTime::parse("20250101000004500").unwrap()), ..never };
-        assert!(!writer.is_completed(&never).await.unwrap());
-        assert!(writer.read(&never, State::Completed).await.unwrap_err().is_not_found());
-    }
-
-    /// With the loaded timeline at hand, archived contents come from the
-    /// history snapshot it read: no listing, no request to the active
-    /// timeline, no `_version_` or manifest again (here they are gone), and
-    /// the one history file is read once for both.
-    #[tokio::test]
-    async fn reads_archived_contents_through_the_loaded_snapshot() {
-        let plain = TableLocation::new(Arc::new(InMemory::new()), Path::from("tables/t"));
-        let counting = Arc::new(crate::counting::CountingStore::new(plain.store.clone()));
-        let loc = TableLocation::new(counting.clone(), plain.root.clone());
-        let cfg = config();
-        let writer = TimelineWriter::new(&loc, &cfg);
-        let mut done = Vec::new();
-        for n in 1..=3u32 {
-            let t = InstantTime::parse(&format!("2025010100000{n}000")).unwrap();
-            let i = Instant {
-                state: State::Completed,
-                completed: Some(InstantTime::parse(&format!("2025010100000{n}500")).unwrap()),
-                ..Instant::requested(t, Action::DeltaCommit)
-            };
-            writer.create(&i, State::Completed, format!("meta {n}").into_bytes()).await.unwrap();
-            done.push(i);
-        }
-        crate::history::fixture::archive(&loc, &cfg, &done[..2]).await.unwrap();
-        let tl = Timeline::load(&loc, &cfg).await.unwrap();
-        let dir = crate::history::history_dir(&loc, &cfg).unwrap();
-        for name in [crate::history::VERSION_FILE, "manifest_1"] {
-            crate::protocol::delete_if_exists(&loc, &dir.clone().join(name)).await.unwrap();
-        }
-        counting.take();
-        let wanted: Vec<&Instant> = done.iter().rev().collect();
-        let got = writer.read_completed(&tl, &wanted).await.unwrap();
-        assert_eq!(got, [&b"meta 3"[..], b"meta 2", b"meta 1"]);
-        let r = counting.take();
-        assert_eq!((r.lists, r.heads), (0, 0), "{r:?}");
-        // The history file is read once for both archived instants: no more
-        // requests than for one of them.
-        let one = writer.read_completed(&tl, &[&done[0]]).await.unwrap();
-        assert_eq!(one, [&b"meta 1"[..]]);
-        let for_one = counting.take().gets;
-        writer.read_completed(&tl, &[&done[0], &done[1]]).await.unwrap();
-        let for_both = counting.take().gets;
-        assert!(for_both <= for_one, "{for_both} requests for both, {for_one} for one");
     }
 }

@@ -23,43 +23,28 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use async_trait::async_trait;
+
 use crate::clock::Clock;
+pub use crate::config::time_mode::TimeMode;
 use crate::error::{Error, Result};
 use crate::instant::InstantTime;
 use crate::lock::{Fence, LockGuard, LockProvider};
-use crate::protocol::metadata_table::MetadataTableGuard;
 
 /// Hudi's default `hoodie.time.generator.max_expected_clock_skew_ms`.
 pub const DEFAULT_MAX_CLOCK_SKEW: Duration = Duration::from_millis(200);
 
-/// How the generator keeps times ordered across processes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TimeMode {
-    /// Sleep out the clock skew while holding the lock (Hudi's algorithm).
-    #[default]
-    WaitForSkew,
-    /// `max(clock, last + 1 ms)` from the time stored in the lock; no sleep.
-    HybridLogical,
-}
-
-impl TimeMode {
-    /// `wait-for-skew` or `hybrid-logical`: the name [`TimeMode::parse`]
-    /// reads, in settings, on the command line and in `hoodie.properties`.
-    pub fn name(self) -> &'static str {
-        match self {
-            TimeMode::WaitForSkew => "wait-for-skew",
-            TimeMode::HybridLogical => "hybrid-logical",
-        }
-    }
-
-    /// Parses `wait-for-skew` or `hybrid-logical`.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "wait-for-skew" => Some(TimeMode::WaitForSkew),
-            "hybrid-logical" => Some(TimeMode::HybridLogical),
-            _ => None,
-        }
-    }
+/// Work a [`TimeGenerator`] runs at the start of each of its lock holds,
+/// before the hold's own work, given with
+/// [`TimeGenerator::with_first_hold_hook`]. A hook does its work until it
+/// succeeded once and remembers that (generators sharing a hook share
+/// it), so later holds cost nothing: the metadata-table guard
+/// (`protocol/metadata_table.rs`) is the one Tributary gives. A hold whose
+/// hook fails does nothing else and returns its error.
+#[async_trait]
+pub trait FirstHoldHook: std::fmt::Debug + Send + Sync {
+    /// Runs the hook; called holding the lock. `clock` is the generator's.
+    async fn before_hold(&self, clock: &dyn Clock) -> Result<()>;
 }
 
 /// Issues instant and completion times under a table lock.
@@ -70,32 +55,33 @@ pub struct TimeGenerator {
     clock: Arc<dyn Clock>,
     lock: Arc<dyn LockProvider>,
     behind_reports: Arc<AtomicU64>,
-    /// Turns the table's metadata table off in the first hold (see
-    /// [`TimeGenerator::with_metadata_table_guard`]).
-    metadata_table: Option<MetadataTableGuard>,
+    /// Runs at the start of each hold until it succeeded once (see
+    /// [`TimeGenerator::with_first_hold_hook`]).
+    first_hold: Option<Arc<dyn FirstHoldHook>>,
 }
 
 impl TimeGenerator {
     /// A generator reading `clock` and serialising on `lock`.
     pub fn new(mode: TimeMode, max_skew: Duration, clock: Arc<dyn Clock>, lock: Arc<dyn LockProvider>) -> Self {
-        Self { mode, max_skew, clock, lock, behind_reports: Arc::new(AtomicU64::new(0)), metadata_table: None }
+        Self { mode, max_skew, clock, lock, behind_reports: Arc::new(AtomicU64::new(0)), first_hold: None }
     }
 
-    /// This generator with `guard` run at the start of each of its lock
+    /// This generator with `hook` run at the start of each of its lock
     /// holds, before the hold's own work, until it succeeded once (the
-    /// guard remembers, and generators sharing it share that): a table's
-    /// metadata table is turned off before anything of Tributary's is
-    /// requested, written or completed (`protocol/metadata_table.rs`).
-    /// A hold whose guard fails does nothing else and returns its error.
-    pub fn with_metadata_table_guard(mut self, guard: MetadataTableGuard) -> Self {
-        self.metadata_table = Some(guard);
+    /// hook remembers, and generators sharing it share that). A table's
+    /// metadata-table guard is given so, so the metadata table is turned
+    /// off before anything of Tributary's is requested, written or
+    /// completed (`protocol/metadata_table.rs`). A hold whose hook fails
+    /// does nothing else and returns its error.
+    pub fn with_first_hold_hook(mut self, hook: Arc<dyn FirstHoldHook>) -> Self {
+        self.first_hold = Some(hook);
         self
     }
 
-    /// Runs the metadata-table guard, if any; call it holding the lock.
+    /// Runs the first-hold hook, if any; call it holding the lock.
     async fn before_hold(&self) -> Result<()> {
-        match &self.metadata_table {
-            Some(g) => g.ensure(self.clock.as_ref()).await,
+        match &self.first_hold {
+            Some(h) => h.before_hold(self.clock.as_ref()).await,
             None => Ok(()),
         }
     }
@@ -265,9 +251,9 @@ mod tests {
     async fn hybrid_is_refused_under_a_lock_that_keeps_no_time() {
         let store: Arc<dyn object_store::ObjectStore> = Arc::new(object_store::memory::InMemory::new());
         let clock = Arc::new(ManualClock::new(1_700_000_000_000));
-        let lock = Arc::new(crate::HudiFileLock::for_table(
+        let lock = Arc::new(crate::HudiFileLock::at(
             store.clone(),
-            &object_store::path::Path::from("t"),
+            crate::layout::hudi_lock_file(&object_store::path::Path::from("t")),
             "test",
             clock.clone(),
             None,

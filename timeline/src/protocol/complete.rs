@@ -162,7 +162,7 @@ mod tests {
     async fn an_owned_instant_whose_inflight_file_was_withdrawn_does_not_complete() {
         let f = fixture();
         let instant = started(&f, Action::DeltaCommit).await;
-        crate::protocol::delete_if_exists(&f.loc, &f.writer.path_of(&instant, State::Inflight).unwrap()).await.unwrap();
+        crate::location::delete_if_exists(&f.loc, &f.writer.path_of(&instant, State::Inflight).unwrap()).await.unwrap();
         let err =
             complete_instant(&f.loc, &f.writer, &f.time, &instant, Vec::new(), Completion::Owned).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Conflict);

@@ -27,7 +27,7 @@ pub const DEFAULT_HEARTBEAT_EXPIRY: Duration = Duration::from_secs(2 * 60);
 
 /// `.hoodie/.heartbeat/<t>`.
 pub fn heartbeat_path(loc: &TableLocation, t: &InstantTime) -> Path {
-    loc.meta_dir().join(".heartbeat").join(t.as_str())
+    crate::layout::heartbeat_file(&loc.root, t)
 }
 
 async fn beat(loc: &TableLocation, path: &Path, clock: &dyn Clock) -> Result<()> {
@@ -105,7 +105,7 @@ impl Heartbeat {
     /// Stops the beats and deletes the heartbeat file.
     pub async fn stop(self) -> Result<()> {
         self.task.abort();
-        super::delete_if_exists(&self.loc, &self.path).await
+        crate::location::delete_if_exists(&self.loc, &self.path).await
     }
 }
 

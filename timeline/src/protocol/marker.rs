@@ -19,7 +19,7 @@ pub const CREATE: &str = "CREATE";
 
 /// `.hoodie/.temp/<t>`: the folder of instant `t`'s markers.
 pub fn marker_dir(loc: &TableLocation, instant: &InstantTime) -> Path {
-    loc.meta_dir().join(".temp").join(instant.as_str())
+    crate::layout::marker_dir(&loc.root, instant)
 }
 
 /// The marker of data file `name` in `partition` (`""` when unpartitioned)
@@ -81,7 +81,7 @@ pub async fn rollback_files(loc: &TableLocation, instant: &InstantTime) -> Resul
 
 async fn delete_all(loc: &TableLocation, paths: &[Path]) -> Result<()> {
     for p in paths {
-        super::delete_if_exists(loc, p).await?;
+        crate::location::delete_if_exists(loc, p).await?;
     }
     Ok(())
 }

@@ -47,15 +47,17 @@ use object_store::path::Path;
 use crate::clock::Clock;
 use crate::config::keys;
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::location::TableLocation;
 use crate::properties;
+use crate::truetime::FirstHoldHook;
 
 /// The metadata table's folder under `.hoodie`.
-pub const METADATA_FOLDER: &str = "metadata";
+pub const METADATA_FOLDER: &str = layout::METADATA_FOLDER;
 
 /// `<root>/.hoodie/metadata`.
 pub fn metadata_path(loc: &TableLocation) -> Path {
-    loc.meta_dir().join(METADATA_FOLDER)
+    layout::metadata_table_dir(&loc.root)
 }
 
 /// What [`disable`] did.
@@ -83,9 +85,9 @@ pub async fn disable(loc: &TableLocation, comment: &str) -> Result<Disabled> {
     // One listing of `.hoodie` says whether an update of hoodie.properties
     // was interrupted (its backup is there) and whether a metadata table
     // folder exists; a table with neither costs it and one GET.
-    let meta = loc.meta_dir();
+    let meta = layout::meta_dir(&loc.root);
     let listing = loc.store.list_with_delimiter(Some(&meta)).await.map_err(|e| Error::store("list", &meta, e))?;
-    if listing.objects.iter().any(|m| m.location.filename() == Some(properties::BACKUP_FILE)) {
+    if listing.objects.iter().any(|m| m.location.filename() == Some(layout::PROPERTIES_BACKUP_FILE)) {
         // An update of hoodie.properties (ours or a Hudi writer's) stopped
         // midway: finish it first, as Hudi does before every change
         // (`recoverIfNeeded`). `modify` below recovers by itself only when
@@ -182,6 +184,15 @@ impl MetadataTableGuard {
     }
 }
 
+/// The guard runs as a time generator's first-hold hook
+/// ([`TimeGenerator::with_first_hold_hook`](crate::TimeGenerator::with_first_hold_hook)).
+#[async_trait::async_trait]
+impl FirstHoldHook for MetadataTableGuard {
+    async fn before_hold(&self, clock: &dyn Clock) -> Result<()> {
+        self.ensure(clock).await
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use object_store::memory::InMemory;
@@ -200,7 +211,7 @@ pub(crate) mod tests {
             "{text}hoodie.table.metadata.partitions=column_stats,files,partition_stats\n\
              hoodie.table.metadata.partitions.inflight=record_index\n"
         );
-        loc.create(&loc.properties_path(), text.clone().into_bytes()).await.unwrap();
+        loc.create(&layout::properties_file(&loc.root), text.clone().into_bytes()).await.unwrap();
         for f in [
             ".hoodie/hoodie.properties",
             ".hoodie/timeline/00000000000000000_20250101000000000.deltacommit",
@@ -224,7 +235,7 @@ pub(crate) mod tests {
         assert_eq!(done.partitions, ["column_stats", "files", "partition_stats", "record_index"]);
         assert_eq!(done.files_deleted, 4);
         let after = properties::read(&loc).await.unwrap().unwrap();
-        assert_eq!(after.path, loc.properties_path());
+        assert_eq!(after.path, layout::properties_file(&loc.root));
         let config = TableConfig::parse(&after.text, "p").unwrap();
         assert_eq!(config.metadata_partitions(), (vec![], vec![]));
         // Both keys stay, empty, as Hudi leaves them; everything else is as it was.

@@ -33,16 +33,4 @@ pub use complete::{Completion, complete_instant, complete_instant_with};
 pub use heartbeat::{DEFAULT_HEARTBEAT_EXPIRY, Heartbeat};
 pub use writer_state::{Checkpoint, WriterState, WriterStatus, check_writer_id};
 
-use object_store::ObjectStoreExt;
-use object_store::path::Path;
-
-use crate::error::{Error, Result};
-use crate::location::TableLocation;
-
-/// Deletes an object; one already gone counts as deleted.
-pub async fn delete_if_exists(loc: &TableLocation, path: &Path) -> Result<()> {
-    match loc.store.delete(path).await {
-        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-        Err(e) => Err(Error::store("delete", path, e)),
-    }
-}
+pub use crate::location::delete_if_exists;

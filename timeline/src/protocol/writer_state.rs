@@ -97,12 +97,12 @@ pub fn check_writer_id(id: &str) -> Result<()> {
 
 /// The state file of writer `id`: `.hoodie/.tributary/writers/<id>.json`.
 pub fn state_path(loc: &TableLocation, id: &str) -> Path {
-    loc.meta_dir().join(".tributary").join("writers").join(format!("{id}.json"))
+    crate::layout::writer_state_file(&loc.root, id)
 }
 
 /// `.hoodie/.tributary/writers.json`: since when checkpoints are in state files.
 pub fn since_path(loc: &TableLocation) -> Path {
-    loc.meta_dir().join(".tributary").join("writers.json")
+    crate::layout::writers_since_file(&loc.root)
 }
 
 /// A checkpoint and the commit that made it visible.
@@ -663,67 +663,6 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(last(&g, "orders").await, None, "commits of a table with state files are never scanned");
-    }
-
-    /// A Java writer archives the commit a state file's pending entry
-    /// names (and older ones): the checkpoint stays, for lookups, takeovers
-    /// and the legacy scan of commit metadata alike.
-    #[tokio::test]
-    async fn checkpoints_of_archived_commits_stay() {
-        let f = fixture();
-        let w = WriterState::new(&f.loc, &f.config, "orders").unwrap();
-        w.take_over(&f.time).await.unwrap();
-        commit(&f, &w, 1, Some("10")).await.unwrap();
-        commit(&f, &w, 1, Some("20")).await.unwrap();
-        let listed = f.timeline.load().await.unwrap();
-        let done: Vec<Instant> = listed.completed().cloned().collect();
-        crate::history::fixture::archive(&f.loc, &f.config, &done).await.unwrap();
-        let after = f.timeline.load().await.unwrap();
-        assert!(done.iter().all(|i| after.is_archived(&i.requested)));
-        assert_eq!(last(&f, "orders").await.as_deref(), Some("20"));
-        let next = WriterState::new(&f.loc, &f.config, "orders").unwrap();
-        assert_eq!(next.take_over(&f.time).await.unwrap().checkpoint.map(|c| c.checkpoint).as_deref(), Some("20"));
-
-        // A table from before state files: its checkpoints are found in the
-        // archived commits' metadata.
-        let g = fixture();
-        for cp in ["7", "8"] {
-            let instant = start(&g).await;
-            let mut meta = CommitMetadata::default();
-            meta.extra_metadata.insert(format!("{CHECKPOINT_KEY_PREFIX}risk"), cp.into());
-            let content = meta.to_avro_container().unwrap();
-            crate::protocol::complete_instant(&g.loc, &g.timeline, &g.time, &instant, content, Completion::Owned)
-                .await
-                .unwrap();
-        }
-        let done: Vec<Instant> = g.timeline.load().await.unwrap().completed().cloned().collect();
-        crate::history::fixture::archive(&g.loc, &g.config, &done).await.unwrap();
-        assert_eq!(last(&g, "risk").await.as_deref(), Some("8"));
-    }
-
-    /// The scan of commit metadata reads the history snapshot the listing
-    /// loaded, each of its files once for all the archived commits it
-    /// holds: as many requests for eight archived commits as for two.
-    #[tokio::test]
-    async fn scanning_archived_commits_reads_each_history_file_once() {
-        let mut gets = Vec::new();
-        for commits in [2, 8] {
-            let f = fixture();
-            for _ in 0..commits {
-                let instant = start(&f).await;
-                let content = CommitMetadata::default().to_avro_container().unwrap();
-                crate::protocol::complete_instant(&f.loc, &f.timeline, &f.time, &instant, content, Completion::Owned)
-                    .await
-                    .unwrap();
-            }
-            let done: Vec<Instant> = f.timeline.load().await.unwrap().completed().cloned().collect();
-            crate::history::fixture::archive(&f.loc, &f.config, &done).await.unwrap();
-            let counting = Arc::new(crate::counting::CountingStore::new(f.loc.store.clone()));
-            let loc = TableLocation::new(counting.clone(), f.loc.root.clone());
-            assert_eq!(lookup(&loc, &f.config, "orders").await.unwrap().checkpoint, None);
-            gets.push(counting.requests().gets);
-        }
-        assert_eq!(gets[0], gets[1], "{gets:?}");
     }
 
     #[tokio::test]

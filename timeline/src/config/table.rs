@@ -1,35 +1,21 @@
-//! `hoodie.properties`: the typed table configuration.
-//!
-//! The Java properties text is parsed once, here, into [`TableConfig`]. Every
-//! key this library relies on is validated on load; a missing key, an
-//! unsupported version or a malformed value is an error naming the key.
-//! Keys we do not interpret are kept verbatim and written back unchanged.
+//! [`TableConfig`]: the typed contents of `hoodie.properties`, parsed once
+//! from its keys and values, validated, and rendered back.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-use tributary_format::memo::Memo;
 pub use tributary_format::schema::SequenceGroup;
 use tributary_format::schema::TableSchema;
 
+use crate::config::bucket::{BucketHash, BucketSpec};
+use crate::config::keys;
+use crate::config::merge_mode::{MergeMode, OVERWRITE_PAYLOAD, SEQUENCE_GROUPS_STRATEGY_ID};
+use crate::config::properties_text::{
+    ChecksumState, checksum_state, parse_properties, render_properties, table_checksum,
+};
+use crate::config::time_mode::TimeMode;
+use crate::config::tombstone::TombstoneRetention;
 use crate::error::{Error, Result};
-use crate::truetime::TimeMode;
-
-/// Strategy id Hudi uses for event-time ordering.
-pub const EVENT_TIME_STRATEGY_ID: &str = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5";
-/// Strategy id Hudi uses for commit-time ordering.
-pub const COMMIT_TIME_STRATEGY_ID: &str = "ce9acb64-bde0-424c-9b91-f6ebba25356d";
-/// Strategy id Hudi uses for custom mergers.
-pub const CUSTOM_STRATEGY_ID: &str = "1897ef5f-18bc-4557-939c-9d6a8afd1519";
-/// Strategy id Hudi uses for payload-class merging.
-pub const PAYLOAD_STRATEGY_ID: &str = "00000000-0000-0000-0000-000000000000";
-
-const DEFAULT_PAYLOAD: &str = "org.apache.hudi.common.model.DefaultHoodieRecordPayload";
-const OVERWRITE_PAYLOAD: &str = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload";
-
-/// Strategy id of Tributary's sequence-group merge (recorded with merge mode
-/// CUSTOM, so readers that do not know it refuse the table).
-pub const SEQUENCE_GROUPS_STRATEGY_ID: &str = "8c3f5e2a-4b1d-4e7a-9f60-2d1c7b3a9e45";
+use crate::layout;
 
 /// Table versions this build reads.
 pub const SUPPORTED_VERSIONS: &str = "6, 8";
@@ -50,179 +36,6 @@ impl TableType {
             TableType::MergeOnRead => "MERGE_ON_READ",
         }
     }
-}
-
-/// How two versions of one record key are merged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum MergeMode {
-    /// The larger ordering-field value wins; ties go to the later write.
-    #[default]
-    EventTime,
-    /// The later write wins.
-    CommitTime,
-    /// A custom merger named by the strategy id.
-    Custom,
-}
-
-impl MergeMode {
-    /// The `hoodie.record.merge.mode` value.
-    pub fn name(self) -> &'static str {
-        match self {
-            MergeMode::EventTime => "EVENT_TIME_ORDERING",
-            MergeMode::CommitTime => "COMMIT_TIME_ORDERING",
-            MergeMode::Custom => "CUSTOM",
-        }
-    }
-
-    /// Hudi's strategy id for the built-in modes.
-    pub fn strategy_id(self) -> &'static str {
-        match self {
-            MergeMode::EventTime => EVENT_TIME_STRATEGY_ID,
-            MergeMode::CommitTime => COMMIT_TIME_STRATEGY_ID,
-            MergeMode::Custom => CUSTOM_STRATEGY_ID,
-        }
-    }
-
-    fn payload_class(self) -> &'static str {
-        match self {
-            MergeMode::CommitTime => OVERWRITE_PAYLOAD,
-            _ => DEFAULT_PAYLOAD,
-        }
-    }
-}
-
-impl fmt::Display for MergeMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Which hash maps a record key to a bucket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BucketHash {
-    /// `murmur3_x86_32(utf8(key), seed 0) mod N`, over the whole
-    /// `_hoodie_record_key` (for a composite key, the `field:value,...` text).
-    #[default]
-    Murmur3,
-    /// Hudi's Java rule: `(values.hashCode() & i32::MAX) % N`, where
-    /// `values` is the Java `List<String>` of the key (one field) or of the
-    /// key fields' values (a composite key).
-    HudiJava,
-}
-
-impl BucketHash {
-    /// The config value.
-    pub fn name(self) -> &'static str {
-        match self {
-            BucketHash::Murmur3 => "murmur3",
-            BucketHash::HudiJava => "hudi-java",
-        }
-    }
-
-    /// Parses a config value.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "murmur3" => Some(BucketHash::Murmur3),
-            "hudi-java" => Some(BucketHash::HudiJava),
-            _ => None,
-        }
-    }
-}
-
-/// Bucket-index settings stored in the table so every writer agrees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BucketSpec {
-    /// Number of buckets (file groups) per partition.
-    pub num_buckets: u32,
-    /// Key-to-bucket hash.
-    pub hash: BucketHash,
-}
-
-/// How long a tombstone lives: what a compaction keeps of a deleted key so
-/// that an older version of it arriving later stays deleted
-/// (`docs/design.md`, "Tombstones").
-///
-/// A bound is measured in event time: a compaction drops a tombstone whose
-/// ordering value is more than the bound below the newest ordering value its
-/// file group holds. An event later than the bound may bring the row back.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub enum TombstoneRetention {
-    /// Tombstones are kept as long as their file group exists (the default).
-    #[default]
-    Forever,
-    /// A lateness bound for ordering fields of type date or timestamp
-    /// (`7d`, `12h`); rounded up to whole days for a date field.
-    Lateness(std::time::Duration),
-    /// A lateness bound in the ordering field's own units, for numeric
-    /// ordering fields (int, long, float, double, decimal).
-    Amount(f64),
-}
-
-impl TombstoneRetention {
-    /// Parses `forever`, a duration such as `7d` or `36h`, or a number.
-    pub fn parse(s: &str) -> std::result::Result<Self, String> {
-        let s = s.trim();
-        if s.eq_ignore_ascii_case("forever") {
-            return Ok(Self::Forever);
-        }
-        if let Ok(n) = s.parse::<f64>() {
-            return if n.is_finite() && n >= 0.0 {
-                Ok(Self::Amount(n))
-            } else {
-                Err(format!("`{s}`: a lateness bound must be a non-negative number"))
-            };
-        }
-        humantime::parse_duration(s)
-            .map(Self::Lateness)
-            .map_err(|e| format!("`{s}` is not `forever`, a duration (for example `7d` or `12h`) or a number: {e}"))
-    }
-
-    /// The config value, which [`TombstoneRetention::parse`] reads back.
-    pub fn render(&self) -> String {
-        match self {
-            Self::Forever => "forever".into(),
-            Self::Lateness(d) => humantime::format_duration(*d).to_string().replace(' ', ""),
-            Self::Amount(n) => n.to_string(),
-        }
-    }
-}
-
-/// Keys of `hoodie.properties` this library reads or writes.
-pub mod keys {
-    #![allow(missing_docs)]
-    pub const NAME: &str = "hoodie.table.name";
-    pub const DATABASE: &str = "hoodie.database.name";
-    pub const TYPE: &str = "hoodie.table.type";
-    pub const VERSION: &str = "hoodie.table.version";
-    pub const INITIAL_VERSION: &str = "hoodie.table.initial.version";
-    pub const TIMELINE_LAYOUT: &str = "hoodie.timeline.layout.version";
-    pub const TIMELINE_PATH: &str = "hoodie.timeline.path";
-    pub const HISTORY_PATH: &str = "hoodie.timeline.history.path";
-    pub const RECORD_KEY: &str = "hoodie.table.recordkey.fields";
-    pub const PRECOMBINE: &str = "hoodie.table.precombine.field";
-    pub const ORDERING: &str = "hoodie.table.ordering.fields";
-    pub const PARTITION: &str = "hoodie.table.partition.fields";
-    pub const KEYGEN_TYPE: &str = "hoodie.table.keygenerator.type";
-    pub const KEYGEN_CLASS: &str = "hoodie.table.keygenerator.class";
-    pub const BASE_FORMAT: &str = "hoodie.table.base.file.format";
-    pub const LOG_FORMAT: &str = "hoodie.table.log.file.format";
-    pub const MERGE_MODE: &str = "hoodie.record.merge.mode";
-    pub const MERGE_STRATEGY: &str = "hoodie.record.merge.strategy.id";
-    pub const PAYLOAD_CLASS: &str = "hoodie.compaction.payload.class";
-    pub const POPULATE_META: &str = "hoodie.populate.meta.fields";
-    pub const HIVE_STYLE: &str = "hoodie.datasource.write.hive_style_partitioning";
-    pub const URL_ENCODE: &str = "hoodie.datasource.write.partitionpath.urlencode";
-    pub const DROP_PARTITION_COLUMNS: &str = "hoodie.datasource.write.drop.partition.columns";
-    pub const TIMEZONE: &str = "hoodie.table.timeline.timezone";
-    pub const CREATE_SCHEMA: &str = "hoodie.table.create.schema";
-    pub const CHECKSUM: &str = "hoodie.table.checksum";
-    pub const METADATA_PARTITIONS: &str = "hoodie.table.metadata.partitions";
-    pub const METADATA_PARTITIONS_INFLIGHT: &str = "hoodie.table.metadata.partitions.inflight";
-    pub const NUM_BUCKETS: &str = "hoodie.bucket.index.num.buckets";
-    pub const BUCKET_HASH: &str = "tributary.bucket.hash";
-    pub const SEQUENCE_GROUPS: &str = "tributary.merge.sequence.groups";
-    pub const TOMBSTONE_RETENTION: &str = "tributary.tombstone.retention";
-    pub const TIME_MODE: &str = "tributary.time.mode";
 }
 
 /// The typed contents of `.hoodie/hoodie.properties`.
@@ -365,68 +178,6 @@ const KEY_GENERATOR_CLASSES: [&str; 6] = [
     "org.apache.hudi.keygen.NonpartitionedAvroKeyGenerator",
 ];
 
-/// CRC32 checksum Hudi stores under `hoodie.table.checksum`.
-pub fn table_checksum(database: Option<&str>, name: &str) -> u32 {
-    crc32fast::hash(format!("{}.{}", database.unwrap_or(""), name).as_bytes())
-}
-
-/// Reads Java properties text into its keys and values; `path` names the
-/// file in errors. The one reader of `hoodie.properties` text. Every open
-/// of a table reads the same file, so what a text parses to is kept once
-/// per process, keyed by the text (`tributary_format::memo`).
-pub fn parse_properties(text: &str, path: &str) -> Result<BTreeMap<String, String>> {
-    static PARSED: Memo<std::result::Result<BTreeMap<String, String>, (usize, String)>> = Memo::new();
-    PARSED
-        .get_or(text.as_bytes(), || match java_properties::read(text.as_bytes()) {
-            Ok(map) => Ok(map.into_iter().collect()),
-            Err(e) => Err((e.line_number().unwrap_or(0), e.to_string())),
-        })
-        .map_err(|(line, reason)| Error::InvalidConfig { path: path.to_string(), key: format!("line {line}"), reason })
-}
-
-/// Java properties text of `properties`, in key order, after the comment
-/// line `comment` (Java writes `Updated at <time>` there). The one writer of
-/// `hoodie.properties` text.
-pub fn render_properties(properties: &BTreeMap<String, String>, comment: &str) -> Result<String> {
-    let mut out = Vec::new();
-    {
-        let mut w = java_properties::PropertiesWriter::new(&mut out);
-        let werr = |e: java_properties::PropertiesError| Error::InvalidInput {
-            what: "hoodie.properties".into(),
-            reason: e.to_string(),
-        };
-        w.write_comment(comment).map_err(werr)?;
-        for (k, v) in properties {
-            w.write(k, v).map_err(werr)?;
-        }
-        w.finish().map_err(werr)?;
-    }
-    String::from_utf8(out).map_err(|e| Error::InvalidInput { what: "hoodie.properties".into(), reason: e.to_string() })
-}
-
-/// What `hoodie.table.checksum` says of a properties file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChecksumState {
-    /// The key is absent (Hudi's readers accept such a file).
-    Missing,
-    /// It matches the table and database names.
-    Valid,
-    /// It does not match, or is not a number: the file is damaged.
-    Invalid,
-}
-
-/// Checks `hoodie.table.checksum` of `properties` against its table and
-/// database names, as Hudi validates a properties file it reads.
-pub fn checksum_state(properties: &BTreeMap<String, String>) -> ChecksumState {
-    let Some(sum) = properties.get(keys::CHECKSUM) else { return ChecksumState::Missing };
-    let Some(name) = properties.get(keys::NAME) else { return ChecksumState::Invalid };
-    let database = properties.get(keys::DATABASE).map(String::as_str).filter(|d| !d.is_empty());
-    match sum.trim().parse::<u64>() {
-        Ok(v) if v == u64::from(table_checksum(database, name)) => ChecksumState::Valid,
-        _ => ChecksumState::Invalid,
-    }
-}
-
 struct Props<'a> {
     path: &'a str,
     map: BTreeMap<String, String>,
@@ -504,11 +255,11 @@ impl TableConfig {
                 }
             },
         };
-        let timeline_path = p.take(keys::TIMELINE_PATH).unwrap_or_else(|| "timeline".into());
+        let timeline_path = p.take(keys::TIMELINE_PATH).unwrap_or_else(|| layout::DEFAULT_TIMELINE_FOLDER.into());
         if timeline_path.is_empty() || timeline_path.contains("..") {
             return Err(p.bad(keys::TIMELINE_PATH, format!("`{timeline_path}` is not a folder name")));
         }
-        let history_path = p.take(keys::HISTORY_PATH).unwrap_or_else(|| "history".into());
+        let history_path = p.take(keys::HISTORY_PATH).unwrap_or_else(|| layout::DEFAULT_HISTORY_FOLDER.into());
         if history_path.is_empty() || history_path.contains("..") {
             return Err(p.bad(keys::HISTORY_PATH, format!("`{history_path}` is not a folder name")));
         }
@@ -677,8 +428,8 @@ impl TableConfig {
             table_type: TableType::MergeOnRead,
             version: 8,
             timeline_layout: 2,
-            timeline_path: "timeline".into(),
-            history_path: "history".into(),
+            timeline_path: layout::DEFAULT_TIMELINE_FOLDER.into(),
+            history_path: layout::DEFAULT_HISTORY_FOLDER.into(),
             record_key_fields: new.record_key_fields.clone(),
             ordering_field: Some(new.ordering_field.clone()),
             partition_fields: new.partition_field.iter().cloned().collect(),
@@ -850,25 +601,6 @@ impl TableConfig {
 mod tests {
     use super::*;
 
-    #[test]
-    fn tombstone_retention_parses_and_renders_back() {
-        for (text, want) in [
-            ("forever", TombstoneRetention::Forever),
-            ("7d", TombstoneRetention::Lateness(std::time::Duration::from_secs(7 * 86_400))),
-            ("36h", TombstoneRetention::Lateness(std::time::Duration::from_secs(36 * 3_600))),
-            ("86400000", TombstoneRetention::Amount(86_400_000.0)),
-            ("0.5", TombstoneRetention::Amount(0.5)),
-        ] {
-            let got = TombstoneRetention::parse(text).unwrap();
-            assert_eq!(got, want, "{text}");
-            assert_eq!(TombstoneRetention::parse(&got.render()).unwrap(), want, "{text}");
-        }
-        for bad in ["7 days later", "-1", "soon", ""] {
-            let err = TombstoneRetention::parse(bad).unwrap_err();
-            assert!(err.contains(&format!("`{bad}`")), "{err}");
-        }
-    }
-
     fn sample() -> NewTableConfig {
         NewTableConfig {
             name: "trips".into(),
@@ -912,11 +644,6 @@ mod tests {
         assert!(text.lines().any(|l| l == "hoodie.table.keygenerator.type=NON_PARTITION"), "{text}");
         assert_eq!(NewTableConfig::new("t", " a, b ,c", "ts", "{}").record_key_fields, ["a", "b", "c"]);
         assert_eq!(key_generator_type(true, 1), "SIMPLE");
-    }
-
-    #[test]
-    fn checksum_matches_hudi() {
-        assert_eq!(table_checksum(Some("default"), "v8_trips_8i3u1d"), 1_197_752_875);
     }
 
     fn with(text: &str, key: &str, value: Option<&str>) -> String {
