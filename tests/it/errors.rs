@@ -117,15 +117,19 @@ async fn a_commit_whose_writer_task_failed_cannot_complete() {
     let client = table.write_client(WriteSettings { tasks: 1, buffer_bytes: 1, ..Default::default() }).await.unwrap();
     let mut commit = client.start_commit().await.unwrap();
     let row = [serde_json::json!({"uuid": "a", "ts": 1, "city": "rome"})];
+    // Until a write reports the task's failure; the deadline guards against
+    // a hang only, far above what a slow machine needs.
+    let hang_guard = Duration::from_secs(10 * 60);
+    let deadline = std::time::Instant::now() + hang_guard;
     let mut failure = None;
-    for i in 0..500 {
-        if let Err(e) = commit.write_json(&row, "rows", i + 1).await {
-            failure = Some(e);
-            break;
-        }
+    let mut i = 0;
+    while failure.is_none() && std::time::Instant::now() < deadline {
+        i += 1;
+        failure = commit.write_json(&row, "rows", i).await.err();
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let failure = failure.expect("a later write reports the failed task");
+    let failure =
+        failure.unwrap_or_else(|| panic!("no write reported the failed task in {hang_guard:?} (a hang guard)"));
     assert_eq!(failure.kind(), ErrorKind::Unavailable, "{failure}");
     let again = commit.write_json(&row, "rows", 1).await.unwrap_err();
     assert_eq!(again.kind(), ErrorKind::InvalidInput, "{again}");

@@ -65,7 +65,7 @@ fn snapshots_of_corpus_tables_match_the_official_reader() {
 #[test]
 fn time_travel_and_incremental_match_the_official_reader() {
     let Some(zips) = mor_tables() else { return };
-    for zip in zips.iter().filter(|z| z.to_string_lossy().contains("v8_")) {
+    for zip in v8_only(&zips) {
         let tmp = tempfile::tempdir().unwrap();
         let base = unzip_table(zip, tmp.path());
         let names: Vec<String> = std::fs::read_dir(base.join(".hoodie/timeline"))
@@ -79,6 +79,7 @@ fn time_travel_and_incremental_match_the_official_reader() {
             .filter_map(|n| n.split('.').next()?.split_once('_').map(|(t, c)| (t.to_string(), c.to_string())))
             .collect();
         done.sort();
+        assert!(done.len() >= 2, "{} has two completed commits to travel between: {names:?}", zip.display());
         for (t, _) in &done {
             let got = ours(&base, &["--as-of", t]);
             let want = official(&base, &format!("o = o.with_as_of_timestamp('{t}')"));
@@ -126,28 +127,64 @@ fn documented_corpus_results() {
     assert_eq!((rows.len(), riders.len()), (5, 5), "{rows:?}");
 }
 
-/// `tributary compact` on a copy of each v8 MOR corpus table succeeds, and
-/// afterwards both readers still return the same rows.
+/// The v8 tables among `zips` (the corpus's MOR tables), failing when
+/// there is none: a loop over no fixture checks nothing.
+fn v8_only(zips: &[std::path::PathBuf]) -> Vec<&std::path::PathBuf> {
+    let v8: Vec<_> = zips.iter().filter(|z| z.to_string_lossy().contains("v8_")).collect();
+    assert!(!v8.is_empty(), "expected v8 MOR tables in the corpus, found {zips:?}");
+    v8
+}
+
+/// How many file groups `tributary compact` compacts in each v8 MOR corpus
+/// table. Each holds its rows in one file group whose log files (Hudi's
+/// updates and deletes) lie over its base file, so each compacts that one.
+const V8_COMPACTED_GROUPS: [(&str, usize); 3] = [("v8_trips_8i1u", 1), ("v8_trips_8i3d", 1), ("v8_trips_8i3u1d", 1)];
+
+/// The groups [`V8_COMPACTED_GROUPS`] expects of the table in `zip`; a
+/// table missing there fails, so a new fixture gets its expectation.
+fn expected_groups(zip: &Path) -> usize {
+    let stem = zip.file_stem().unwrap().to_string_lossy();
+    let found = V8_COMPACTED_GROUPS.iter().find(|(name, _)| *name == stem);
+    found.unwrap_or_else(|| panic!("{stem}: add its expected compaction to V8_COMPACTED_GROUPS")).1
+}
+
+/// The number of groups in `tributary compact`'s report, `compaction <t>
+/// completed <c>: <n> groups (...)`; fails on any other output (`nothing to
+/// compact` among them).
+fn compacted_groups(out: &str) -> usize {
+    let groups = out
+        .strip_prefix("compaction ")
+        .and_then(|rest| rest.split_once(": "))
+        .filter(|(head, _)| head.contains(" completed "))
+        .and_then(|(_, tail)| tail.split_once(" groups ("))
+        .and_then(|(n, _)| n.parse().ok());
+    groups.unwrap_or_else(|| panic!("expected a completed compaction, got: {out}"))
+}
+
+/// `tributary compact` on a copy of each v8 MOR corpus table compacts the
+/// groups its fixture holds, and afterwards both readers still return the
+/// same rows.
 #[test]
 fn compacting_corpus_tables_keeps_their_rows() {
     let Some(zips) = mor_tables() else { return };
-    for zip in zips.iter().filter(|z| z.to_string_lossy().contains("v8_")) {
+    let mut spilled = Vec::new();
+    for zip in v8_only(&zips) {
+        let groups = expected_groups(zip);
         let tmp = tempfile::tempdir().unwrap();
         let base = unzip_table(zip, tmp.path());
         let before = moved(ours(&base, &[]));
         let out = tributary_ok(&["compact", base.to_str().unwrap(), "--time-mode", "hybrid-logical"]);
-        assert!(out.contains("compaction") || out.contains("nothing to compact"), "{out}");
+        assert_eq!(compacted_groups(&out), groups, "{}: {out}", zip.display());
         assert_eq!(moved(ours(&base, &[])), before, "{} snapshot after compaction", zip.display());
         // Every column but `_hoodie_file_name`: where a compacted group's
         // old log is still on disk, hudi-rs 0.5.0 returns the log record's
         // file name (the file id) for the row, Tributary the new base file's.
         assert_eq!(moved(official(&base, "")), before, "{} official reader after compaction", zip.display());
-        if out.contains("groups") {
-            let ro = moved(ours(&base, &["--query", "read-optimized"]));
-            assert_eq!(ro, before, "{} base files hold it all", zip.display());
-        }
-        // Again on a fresh copy with a budget of a few KiB: every group is
-        // merged through spill files, Hudi's own log blocks included.
+        let ro = moved(ours(&base, &["--query", "read-optimized"]));
+        assert_eq!(ro, before, "{} base files hold it all", zip.display());
+        // Again on a fresh copy with a budget of a few KiB, which sends the
+        // groups whose winners outgrow it through spill files, Hudi's own
+        // log blocks included (a group of one winning record fits).
         let tmp = tempfile::tempdir().unwrap();
         let base = unzip_table(zip, tmp.path());
         let rt = tokio::runtime::Runtime::new().unwrap();
@@ -162,8 +199,11 @@ fn compacting_corpus_tables_keeps_their_rows() {
                 tributary_compaction::execute::CompactorSettings { memory_budget: 4 << 10, ..Default::default() };
             table.compactor(settings).await.unwrap().run_once().await.unwrap()
         });
-        assert!(!done.is_empty() || !out.contains("groups"), "{}", zip.display());
+        assert_eq!(done.len(), 1, "{}: one compaction: {done:?}", zip.display());
+        assert_eq!(done[0].groups, groups, "{}: groups at 4 KiB: {done:?}", zip.display());
+        spilled.extend(std::iter::repeat_n(zip, done[0].spilled_groups));
         assert_eq!(moved(ours(&base, &[])), before, "{} snapshot after a spilled compaction", zip.display());
         assert_eq!(moved(official(&base, "")), before, "{} official reader after a spilled compaction", zip.display());
     }
+    assert!(!spilled.is_empty(), "no v8 table's group was merged through spill files at 4 KiB");
 }

@@ -73,16 +73,26 @@ fn owner_pid(doc: &Value) -> Option<u32> {
     doc["owner"].as_str()?.rsplit('-').nth(1)?.parse().ok()
 }
 
+/// How long a test waits for a process before it calls it hung: a guard
+/// against a hang only, far above what the slowest machine needs (the
+/// waits it bounds take seconds); no test measures time.
+const HANG_GUARD: Duration = Duration::from_secs(10 * 60);
+
 /// Waits until the table lock's lease document satisfies `pred` and `also`
-/// holds; panics after `within`.
-async fn wait_for_lock(table: &TableUri, within: Duration, pred: impl Fn(&Value) -> bool, also: impl Fn() -> bool) {
+/// holds; panics after [`HANG_GUARD`].
+async fn wait_for_lock(table: &TableUri, pred: impl Fn(&Value) -> bool, also: impl Fn() -> bool) {
     let started = Instant::now();
     loop {
         let doc = lock_doc(table);
         if doc.as_ref().is_some_and(&pred) && also() {
             return;
         }
-        assert!(started.elapsed() < within, "the lock of {} never got there; last seen: {doc:?}", table.uri());
+        assert!(
+            started.elapsed() < HANG_GUARD,
+            "the lock of {} never got there in {HANG_GUARD:?} (a hang guard, far above any slow machine's need); \
+             last seen: {doc:?}",
+            table.uri()
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -207,9 +217,10 @@ fn quick_writer_args<'a>(uri: &'a str, input: &'a str) -> Vec<&'a str> {
 }
 
 /// A lock holder killed with SIGKILL leaves its lease behind; another
-/// process takes the lock once the lease runs out: within the lease plus
-/// one renewal interval of the kill (the 500 ms clock-drift allowance fits
-/// in the renewal interval).
+/// process takes the lock once the lease runs out, and its write completes
+/// where the killed one's never does. How long the takeover took (about
+/// the lease plus one renewal interval) is printed as a figure, not
+/// asserted: a timed bound belongs in a benchmark.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_lock_holders_lease_runs_out_and_others_go_on() {
     let Some(place) = s3() else { return };
@@ -218,7 +229,7 @@ async fn a_killed_lock_holders_lease_runs_out_and_others_go_on() {
     let a_dir = tempfile::tempdir().unwrap();
     let mut a = slow_writer(uri, a_dir.path(), &[("a".into(), 1, "oslo", 1.0)]);
     let a_pid = a.id();
-    wait_for_lock(&table, Duration::from_secs(30), held_by(a_pid), || true).await;
+    wait_for_lock(&table, held_by(a_pid), || true).await;
     signal(&a, "-KILL");
     let killed = Instant::now();
     a.wait().unwrap();
@@ -234,12 +245,11 @@ async fn a_killed_lock_holders_lease_runs_out_and_others_go_on() {
         .spawn()
         .unwrap();
     // b holds the lock only for moments: any owner but a means b took it.
-    wait_for_lock(&table, Duration::from_secs(60), |doc| owner_pid(doc) != Some(a_pid), || true).await;
+    wait_for_lock(&table, |doc| owner_pid(doc) != Some(a_pid), || true).await;
     let resumed = killed.elapsed();
     let out = b.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     println!("lock taken over {resumed:?} after SIGKILL (lease {LEASE:?}, renewal {RENEW:?})");
-    assert!(resumed <= LEASE + RENEW + Duration::from_secs(1), "others resumed {resumed:?} after the kill");
     assert_eq!(snapshot(place.scratch(), uri).keys().collect::<Vec<_>>(), ["b"], "a's write never completed");
 }
 
@@ -255,7 +265,7 @@ async fn a_frozen_holder_is_fenced_when_it_thaws() {
     // Freeze `a` while it holds the lock to complete its commit: its data
     // is written (a log file exists) and it holds the lock again.
     let has_log = || !table.file_names(is_log).is_empty();
-    wait_for_lock(&table, Duration::from_secs(30), held_by(a.id()), has_log).await;
+    wait_for_lock(&table, held_by(a.id()), has_log).await;
     signal(&a, "-STOP");
 
     let b_dir = tempfile::tempdir().unwrap();
@@ -370,8 +380,8 @@ async fn fares(t: &Table) -> Vec<(String, f64)> {
     rows
 }
 
-/// Configurations that cannot work fail within a bounded time, with an
-/// error naming the URI (or the endpoint it resolves to) and the cause.
+/// Configurations that cannot work fail (rather than retry forever), with
+/// an error naming the URI (or the endpoint it resolves to) and the cause.
 #[test]
 fn bad_configurations_fail_fast_naming_the_uri_and_the_cause() {
     let Some(place) = s3() else { return };
@@ -410,7 +420,7 @@ fn bad_configurations_fail_fast_naming_the_uri_and_the_cause() {
     ];
     for (what, args, names, env) in cases {
         let started = Instant::now();
-        let out = bin().args(&args).envs(env).current_dir(dir).output().unwrap();
+        let out = output_unless_hung(bin().args(&args).envs(env).current_dir(dir), what);
         let took = started.elapsed();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(matches!(out.status.code(), Some(2 | 4)), "{what}: exit {:?}: {stderr}", out.status.code());
@@ -418,6 +428,24 @@ fn bad_configurations_fail_fast_naming_the_uri_and_the_cause() {
             assert!(stderr.contains(n), "{what}: the error names `{n}`: {stderr}");
         }
         println!("{what}: {took:?}: {}", stderr.trim());
-        assert!(took < Duration::from_secs(60), "{what} took {took:?}");
     }
+}
+
+/// The output of `cmd`, which must exit: killed and failed after
+/// [`HANG_GUARD`], a bound on a hang, not on speed.
+fn output_unless_hung(cmd: &mut Command, what: &str) -> std::process::Output {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > HANG_GUARD {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{what}: still running after {HANG_GUARD:?} (a hang guard, far above any slow machine's need): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
 }

@@ -5,8 +5,6 @@ procedures, and what it reports matches what Tributary did. Then Spark's
 own compaction runs over Tributary's logs: the rows stay the same in both
 engines, and Tributary keeps writing and compacting after it."""
 
-import time
-
 import pytest
 
 from support import (
@@ -49,8 +47,11 @@ def every_instant(tmp_path_factory):
     tributary("compact", h.table)
     tributary("clean", h.table, "--retain-commits", "1")
     killed = kill_a_writer_midway(h)
-    time.sleep(1.5)  # the killed writer's last heartbeat ages past the expiry
-    tributary("clean", h.table, "--heartbeat-expiry", "1s")
+    # No writer runs now, so every pending write has failed: the least
+    # expiry the CLI takes (1 ms) says so with no wait for the killed
+    # writer's heartbeat to age. Its last beat came before the kill, and
+    # this later process reads it far more than 1 ms after.
+    tributary("clean", h.table, "--heartbeat-expiry", "1ms")
     h.phase("c", events_per_writer=60, writers=2)
     return h, killed
 
@@ -63,6 +64,8 @@ def test_java_loads_every_instant(spark, every_instant):
     ours = {i["requested"]: i for i in timeline(h.table) if i["state"] == "COMPLETED"}
     commits = procedure(spark, "call show_commits(table => 'every_instant', limit => 1000)")
     expected = {t: i["action"].replace("compaction", "commit") for t, i in ours.items() if i["action"] in ("deltacommit", "compaction")}
+    assert sum(a == "commit" for a in expected.values()) == 2, expected  # the fixture's two compactions
+    assert sum(a == "deltacommit" for a in expected.values()) >= 6, expected  # three phases of two writers
     assert {c["commit_time"]: c["action"] for c in commits} == expected
     for c in commits:
         assert c["state_transition_time"] == ours[c["commit_time"]]["completed"], c

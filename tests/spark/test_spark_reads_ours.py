@@ -5,8 +5,6 @@ after a rolled-back failed write), with every query type, and with Spark's
 metadata-table reads on and off. Each read equals the event-time model and
 Tributary's own read of the same query."""
 
-import time
-
 import pytest
 
 from support import (
@@ -81,8 +79,11 @@ def test_spark_reads_every_state_and_query(spark, tmp_path, partitioned):
 
     # A failed write (killed while it wrote), rolled back by recovery.
     killed = kill_a_writer_midway(h)
-    time.sleep(1.5)  # the killed writer's last heartbeat ages past the expiry
-    tributary("clean", h.table, "--heartbeat-expiry", "1s")
+    # No writer runs now, so every pending write has failed: the least
+    # expiry the CLI takes (1 ms) says so with no wait for the killed
+    # writer's heartbeat to age. Its last beat came before the kill, and
+    # this later process reads it far more than 1 ms after.
+    tributary("clean", h.table, "--heartbeat-expiry", "1ms")
     rollbacks = [i for i in timeline(h.table) if i["action"] == "rollback" and i["state"] == "COMPLETED"]
     assert rollbacks, "the killed write was not rolled back"
     assert killed not in {i["requested"] for i in timeline(h.table) if i["action"] == "deltacommit"}
