@@ -4,11 +4,15 @@
 //! log files and which complete the commit through the timeline's commit
 //! protocol.
 
+mod block_buffer;
 pub mod bucket;
 pub mod client;
 pub mod commit;
 pub mod error;
+mod file_write;
 pub mod input;
+mod settings;
+mod shared;
 mod task;
 
 pub use bucket::BucketIndex;
