@@ -20,8 +20,9 @@ use tributary_timeline::protocol::writer_state::CHECKPOINT_KEY_PREFIX;
 use crate::error::{Error, Result};
 pub use crate::file_write::FileWrite;
 use crate::input::{Rows, rows_from_batch, rows_from_json};
+use crate::piece::Piece;
 use crate::shared::Shared;
-use crate::task::{Piece, TaskContext};
+use crate::task::TaskContext;
 
 /// Extra-metadata key prefix under which each commit also records its
 /// checkpoint (`tributary.checkpoint.<writer id>`), for other tools; lookups
