@@ -53,7 +53,7 @@ pub(super) fn rows_from_numbered(schema: &TableSchema, values: &[(usize, &Value)
 /// columns, with no JSON tree per record; `first_line` is the 1-based line
 /// number of its first line, and blank lines are skipped. It accepts and
 /// refuses exactly what [`parse_json_lines`] with [`rows_from_json`] does:
-/// every column value goes through the same rules ([`RowsBuilder`]). Any
+/// every column value goes through the same rules (`RowsBuilder`). Any
 /// fault sends the text through that reference decoding instead, so errors
 /// are the same too, naming the first faulty line and field.
 pub fn rows_from_json_lines(schema: &TableSchema, text: &str, source: &str, first_line: usize) -> Result<Rows> {

@@ -8,7 +8,8 @@ use tributary_format::schema::TableSchema;
 use crate::error::{Error, Result};
 
 /// Validated rows in the table's column layout, with delete flags and
-/// their record keys. Made by [`rows_from_batch`] and [`rows_from_json`].
+/// their record keys. Made by [`rows_from_batch`](super::rows_from_batch)
+/// and [`rows_from_json`](super::rows_from_json).
 #[derive(Debug, Clone)]
 pub struct Rows {
     /// Table columns (the table's Arrow schema, without meta columns).
