@@ -446,7 +446,7 @@ impl CompactionPlan {
     /// Decodes a `compaction.requested` file written by any Avro writer (ours
     /// or Java's). Missing or null fields take their defaults (a missing
     /// `version` is the Avro default 1). Unlike a commit, an empty file is an
-    /// error ([`Error::Corrupt`]): a requested compaction always has a plan.
+    /// error ([`Error::Corrupt`](crate::Error::Corrupt)): a requested compaction always has a plan.
     pub fn from_avro_container(bytes: &[u8], path: &str) -> Result<Self> {
         Self::from_avro_container_shared(bytes, path).map(Arc::unwrap_or_clone)
     }

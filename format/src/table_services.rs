@@ -223,7 +223,7 @@ impl CleanerPlan {
     }
 
     /// Decodes a cleaner plan written by any Avro writer. An empty file is
-    /// [`Error::Corrupt`]: a requested clean always has a plan.
+    /// [`Error::Corrupt`](crate::Error::Corrupt): a requested clean always has a plan.
     pub fn from_avro_container(bytes: &[u8], path: &str) -> Result<Self> {
         let record = read_record(bytes, path, "HoodieCleanerPlan")?;
         let earliest_instant_to_retain = match opt_record(&record, "earliestInstantToRetain", path)? {
@@ -381,7 +381,7 @@ impl CleanMetadata {
     }
 
     /// Decodes a completed clean written by any Avro writer. An empty file is
-    /// [`Error::Corrupt`].
+    /// [`Error::Corrupt`](crate::Error::Corrupt).
     pub fn from_avro_container(bytes: &[u8], path: &str) -> Result<Self> {
         let record = read_record(bytes, path, "HoodieCleanMetadata")?;
         Ok(Self {
@@ -459,7 +459,7 @@ impl RollbackPlan {
     }
 
     /// Decodes a rollback plan written by any Avro writer. An empty file is
-    /// [`Error::Corrupt`]: a requested rollback always has a plan.
+    /// [`Error::Corrupt`](crate::Error::Corrupt): a requested rollback always has a plan.
     pub fn from_avro_container(bytes: &[u8], path: &str) -> Result<Self> {
         let record = read_record(bytes, path, "HoodieRollbackPlan")?;
         let instant_to_rollback = match opt_record(&record, "instantToRollback", path)? {
@@ -572,7 +572,7 @@ impl RollbackMetadata {
     }
 
     /// Decodes a completed rollback written by any Avro writer. An empty file
-    /// is [`Error::Corrupt`].
+    /// is [`Error::Corrupt`](crate::Error::Corrupt).
     pub fn from_avro_container(bytes: &[u8], path: &str) -> Result<Self> {
         let record = read_record(bytes, path, "HoodieRollbackMetadata")?;
         let mut partition_metadata = BTreeMap::new();

@@ -17,139 +17,25 @@
 //! registers the same id, this one's commits fail with a conflict and are
 //! withdrawn (`tributary_timeline::protocol::writer_state`).
 //!
-//! The open commit lives in [`crate::commit`], its writer tasks in `task`.
+//! The open commit lives in [`crate::commit`], its writer tasks in `task`,
+//! what they share with the client in `shared`, its settings in `settings`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 use tributary_merge::Combiner;
 
-use tributary_format::codec::TableDatumEncoder;
 use tributary_format::schema::TableSchema;
 use tributary_timeline::protocol::Heartbeat;
-use tributary_timeline::protocol::writer_state::{self, CHECKPOINT_KEY_PREFIX, WriterState, WriterStatus};
+use tributary_timeline::protocol::writer_state::{self, WriterState, WriterStatus};
 use tributary_timeline::{Action, Instant, State, TableConfig, TableLocation, TimeGenerator, TimelineWriter};
 
+use crate::block_buffer::BlockBuffers;
 use crate::bucket::BucketIndex;
+pub use crate::commit::CHECKPOINT_PREFIX;
 use crate::commit::Commit;
 use crate::error::{Error, Result};
-use crate::task::BlockBuffers;
-
-/// Extra-metadata key prefix under which each commit also records its
-/// checkpoint (`tributary.checkpoint.<writer id>`), for other tools; lookups
-/// read the writer's state file instead.
-pub const CHECKPOINT_PREFIX: &str = CHECKPOINT_KEY_PREFIX;
-
-/// Settings of a [`WriteClient`].
-#[derive(Debug, Clone)]
-pub struct WriteSettings {
-    /// Writer tasks per commit; task `i` owns buckets `b` with `b % tasks == i`.
-    pub tasks: usize,
-    /// Memory budget for buffered rows across all tasks.
-    pub buffer_bytes: usize,
-    /// Messages each task's channel holds before the producer waits.
-    pub channel_depth: usize,
-    /// How often the heartbeat file is refreshed (Hudi: 60 s).
-    pub heartbeat_interval: Duration,
-    /// Name of this writer, under which checkpoints are kept and which
-    /// [`WriteClient::register`] takes over: 1 to 128 characters from A-Z,
-    /// a-z, 0-9, `.`, `_` and `-`, not starting with `.` (it names the file
-    /// `.hoodie/.tributary/writers/<id>.json`). Default `default`.
-    pub writer_id: String,
-    /// The columns this writer writes (a partial writer); `None` for all.
-    /// Its log blocks carry the column subset with `IS_PARTIAL=true`.
-    pub columns: Option<Vec<String>>,
-    /// The bucket count, for a table whose `hoodie.properties` records
-    /// none (one a Hudi writer made: Hudi keeps the count in each writer's
-    /// `hoodie.bucket.index.num.buckets`); it must equal the Hudi writers'.
-    /// `None` takes the table's; a count the table records must match.
-    pub buckets: Option<u32>,
-    /// Whether a commit stores, of the versions of a key it is given, only
-    /// the one the merge keeps (as Hudi's `hoodie.combine.before.upsert`):
-    /// readers see the same rows either way, and fewer versions are
-    /// written, read and compacted. Partial writes and tables with sequence
-    /// groups or a custom merger store every version regardless (see
-    /// [`tributary_merge::combine`]). Default true.
-    pub combine: bool,
-}
-
-impl Default for WriteSettings {
-    fn default() -> Self {
-        Self {
-            tasks: 2,
-            buffer_bytes: 128 << 20,
-            channel_depth: 4,
-            heartbeat_interval: Duration::from_secs(60),
-            writer_id: "default".into(),
-            columns: None,
-            buckets: None,
-            combine: true,
-        }
-    }
-}
-
-/// The file id of each bucket of one partition.
-pub(crate) type BucketFileIds = HashMap<u32, String>;
-
-/// What a client, its commits and their writer tasks share.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    /// File id of each bucket, per partition, once the partition was listed.
-    /// A bucket's file id never changes, so one listing per partition and
-    /// client is enough.
-    pub(crate) file_ids: std::sync::Mutex<HashMap<Arc<str>, Arc<BucketFileIds>>>,
-    pub(crate) loc: TableLocation,
-    pub(crate) config: TableConfig,
-    pub(crate) schema: Arc<TableSchema>,
-    pub(crate) index: BucketIndex,
-    pub(crate) time: TimeGenerator,
-    pub(crate) timeline: TimelineWriter,
-    pub(crate) settings: WriteSettings,
-    /// The writer id's state: its registered generation, and the step
-    /// that fences and records each commit.
-    pub(crate) writer: WriterState,
-    /// Avro encoders of the table columns that finished commits handed
-    /// back: building one compiles the schema, which costs more than
-    /// encoding a small commit. At most a few are kept.
-    pub(crate) encoders: std::sync::Mutex<Vec<TableDatumEncoder>>,
-    /// Buffers of log blocks whose files were stored, for the next blocks.
-    pub(crate) buffers: BlockBuffers,
-    /// Whether commits combine each key's versions (see
-    /// [`WriteSettings::combine`]): then writer tasks encode the rows they
-    /// keep; else a write encodes its rows as they come.
-    pub(crate) combines: bool,
-}
-
-/// Encoders a client keeps for its next commits.
-const KEPT_ENCODERS: usize = 4;
-
-impl Shared {
-    /// What combines the versions of one file group of a commit.
-    pub(crate) fn combiner(&self) -> Combiner {
-        match self.combines {
-            true => Combiner::new(&self.schema, &self.config, self.schema.is_partial()),
-            false => Combiner::keep_every_version(),
-        }
-    }
-
-    /// An encoder of the table columns: a kept one, else a new one.
-    pub(crate) fn take_encoder(&self) -> Result<TableDatumEncoder> {
-        let kept = self.encoders.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
-        match kept {
-            Some(e) => Ok(e),
-            None => Ok(TableDatumEncoder::new(&self.schema)?),
-        }
-    }
-
-    /// Keeps `encoder`, which holds no rows (its last batch was flushed),
-    /// for a later commit.
-    pub(crate) fn keep_encoder(&self, encoder: TableDatumEncoder) {
-        let mut kept = self.encoders.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if kept.len() < KEPT_ENCODERS {
-            kept.push(encoder);
-        }
-    }
-}
+pub use crate::settings::WriteSettings;
+use crate::shared::Shared;
 
 /// Writes commits into one table.
 #[derive(Debug, Clone)]

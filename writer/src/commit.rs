@@ -15,31 +15,19 @@ use tributary_timeline::protocol::marker::{remove_markers, rollback_files};
 use tributary_timeline::protocol::{Completion, Heartbeat, complete_instant, complete_instant_with, delete_if_exists};
 use tributary_timeline::{Action, Instant, InstantTime, State};
 
-use crate::client::{CHECKPOINT_PREFIX, Shared};
-use crate::error::{Error, Result};
-use crate::input::{Rows, rows_from_batch, rows_from_json};
-use crate::task::{Piece, TaskContext};
+use tributary_timeline::protocol::writer_state::CHECKPOINT_KEY_PREFIX;
 
-/// One log file a commit wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileWrite {
-    /// Partition path.
-    pub partition: String,
-    /// File group id.
-    pub file_id: String,
-    /// Bare log file name.
-    pub name: String,
-    /// Log version.
-    pub version: u32,
-    /// Data records written.
-    pub records: u64,
-    /// Delete entries written.
-    pub deletes: u64,
-    /// Blocks written.
-    pub blocks: u64,
-    /// File size in bytes.
-    pub bytes: u64,
-}
+use crate::error::{Error, Result};
+pub use crate::file_write::FileWrite;
+use crate::input::{Rows, rows_from_batch, rows_from_json};
+use crate::piece::Piece;
+use crate::shared::Shared;
+use crate::task::TaskContext;
+
+/// Extra-metadata key prefix under which each commit also records its
+/// checkpoint (`tributary.checkpoint.<writer id>`), for other tools; lookups
+/// read the writer's state file instead.
+pub const CHECKPOINT_PREFIX: &str = CHECKPOINT_KEY_PREFIX;
 
 /// What a completed commit did.
 #[derive(Debug, Clone)]

@@ -1,0 +1,54 @@
+//! The settings of a write client: its writer tasks, memory budget and
+//! channel depth, heartbeat interval, writer id, columns, bucket count and
+//! whether commits combine each key's versions.
+
+use std::time::Duration;
+
+/// Settings of a [`WriteClient`](crate::WriteClient).
+#[derive(Debug, Clone)]
+pub struct WriteSettings {
+    /// Writer tasks per commit; task `i` owns buckets `b` with `b % tasks == i`.
+    pub tasks: usize,
+    /// Memory budget for buffered rows across all tasks.
+    pub buffer_bytes: usize,
+    /// Messages each task's channel holds before the producer waits.
+    pub channel_depth: usize,
+    /// How often the heartbeat file is refreshed (Hudi: 60 s).
+    pub heartbeat_interval: Duration,
+    /// Name of this writer, under which checkpoints are kept and which
+    /// [`WriteClient::register`](crate::WriteClient::register) takes over:
+    /// 1 to 128 characters from A-Z, a-z, 0-9, `.`, `_` and `-`, not
+    /// starting with `.` (it names the file
+    /// `.hoodie/.tributary/writers/<id>.json`). Default `default`.
+    pub writer_id: String,
+    /// The columns this writer writes (a partial writer); `None` for all.
+    /// Its log blocks carry the column subset with `IS_PARTIAL=true`.
+    pub columns: Option<Vec<String>>,
+    /// The bucket count, for a table whose `hoodie.properties` records
+    /// none (one a Hudi writer made: Hudi keeps the count in each writer's
+    /// `hoodie.bucket.index.num.buckets`); it must equal the Hudi writers'.
+    /// `None` takes the table's; a count the table records must match.
+    pub buckets: Option<u32>,
+    /// Whether a commit stores, of the versions of a key it is given, only
+    /// the one the merge keeps (as Hudi's `hoodie.combine.before.upsert`):
+    /// readers see the same rows either way, and fewer versions are
+    /// written, read and compacted. Partial writes and tables with sequence
+    /// groups or a custom merger store every version regardless (see
+    /// [`tributary_merge::combine`]). Default true.
+    pub combine: bool,
+}
+
+impl Default for WriteSettings {
+    fn default() -> Self {
+        Self {
+            tasks: 2,
+            buffer_bytes: 128 << 20,
+            channel_depth: 4,
+            heartbeat_interval: Duration::from_secs(60),
+            writer_id: "default".into(),
+            columns: None,
+            buckets: None,
+            combine: true,
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! What a write client, its commits and their writer tasks share: the
+//! table, its schema and configuration, the time generator, the writer
+//! id's state, the file id of each bucket once listed, and the encoders and
+//! block buffers kept for later commits.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tributary_format::codec::TableDatumEncoder;
+use tributary_format::schema::TableSchema;
+use tributary_merge::Combiner;
+use tributary_timeline::protocol::writer_state::WriterState;
+use tributary_timeline::{TableConfig, TableLocation, TimeGenerator, TimelineWriter};
+
+use crate::block_buffer::BlockBuffers;
+use crate::bucket::BucketIndex;
+use crate::error::Result;
+use crate::settings::WriteSettings;
+
+/// The file id of each bucket of one partition.
+pub(crate) type BucketFileIds = HashMap<u32, String>;
+
+/// What a client, its commits and their writer tasks share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// File id of each bucket, per partition, once the partition was listed.
+    /// A bucket's file id never changes, so one listing per partition and
+    /// client is enough.
+    pub(crate) file_ids: std::sync::Mutex<HashMap<Arc<str>, Arc<BucketFileIds>>>,
+    pub(crate) loc: TableLocation,
+    pub(crate) config: TableConfig,
+    pub(crate) schema: Arc<TableSchema>,
+    pub(crate) index: BucketIndex,
+    pub(crate) time: TimeGenerator,
+    pub(crate) timeline: TimelineWriter,
+    pub(crate) settings: WriteSettings,
+    /// The writer id's state: its registered generation, and the step
+    /// that fences and records each commit.
+    pub(crate) writer: WriterState,
+    /// Avro encoders of the table columns that finished commits handed
+    /// back: building one compiles the schema, which costs more than
+    /// encoding a small commit. At most a few are kept.
+    pub(crate) encoders: std::sync::Mutex<Vec<TableDatumEncoder>>,
+    /// Buffers of log blocks whose files were stored, for the next blocks.
+    pub(crate) buffers: BlockBuffers,
+    /// Whether commits combine each key's versions (see
+    /// [`WriteSettings::combine`]): then writer tasks encode the rows they
+    /// keep; else a write encodes its rows as they come.
+    pub(crate) combines: bool,
+}
+
+/// Encoders a client keeps for its next commits.
+const KEPT_ENCODERS: usize = 4;
+
+impl Shared {
+    /// What combines the versions of one file group of a commit.
+    pub(crate) fn combiner(&self) -> Combiner {
+        match self.combines {
+            true => Combiner::new(&self.schema, &self.config, self.schema.is_partial()),
+            false => Combiner::keep_every_version(),
+        }
+    }
+
+    /// An encoder of the table columns: a kept one, else a new one.
+    pub(crate) fn take_encoder(&self) -> Result<TableDatumEncoder> {
+        let kept = self.encoders.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
+        match kept {
+            Some(e) => Ok(e),
+            None => Ok(TableDatumEncoder::new(&self.schema)?),
+        }
+    }
+
+    /// Keeps `encoder`, which holds no rows (its last batch was flushed),
+    /// for a later commit.
+    pub(crate) fn keep_encoder(&self, encoder: TableDatumEncoder) {
+        let mut kept = self.encoders.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if kept.len() < KEPT_ENCODERS {
+            kept.push(encoder);
+        }
+    }
+}
