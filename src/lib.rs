@@ -38,13 +38,16 @@
 //! ```
 
 pub mod builder;
+mod components;
+mod create_options;
 pub mod error;
 mod incremental;
 pub mod read;
 pub mod settings;
 pub mod table;
 
-pub use builder::{CreateOptions, TableBuilder};
+pub use builder::TableBuilder;
+pub use create_options::CreateOptions;
 pub use error::{Error, Result};
 pub use read::{Query, ReadOptions};
 pub use settings::{LockKind, TableSettings, TimeSettings};
