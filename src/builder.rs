@@ -51,9 +51,8 @@ enum Target {
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> tributary::Result<()> {
 /// use std::sync::Arc;
-/// use object_store::{memory::InMemory, path::Path};
-/// use tributary::{CreateOptions, Table};
-/// use tributary::timeline::{ManualClock, TableLocation};
+/// use tributary::object_store::{memory::InMemory, path::Path};
+/// use tributary::{CreateOptions, ManualClock, Table, TableLocation};
 ///
 /// let location = TableLocation::new(Arc::new(InMemory::new()), Path::from("warehouse/trips"));
 /// let schema = r#"{"type":"record","name":"trip","fields":[

@@ -122,7 +122,7 @@ impl Table {
 
     /// What the table records about writer `writer_id`: its generation
     /// and the checkpoint of its last visible commit that carried one (see
-    /// [`tributary_writer::WriteClient::checkpoint`]). Reads the id's state
+    /// [`WriteClient::checkpoint`](crate::WriteClient::checkpoint)). Reads the id's state
     /// file, and checks one commit file's existence; takes no lock.
     pub async fn checkpoint(&self, writer_id: &str) -> Result<tributary_writer::WriterStatus> {
         Ok(tributary_timeline::protocol::writer_state::lookup(&self.loc, &self.config, writer_id).await?)
