@@ -40,10 +40,12 @@
 //! ```
 
 mod builder;
+mod checkpoint;
 mod components;
 mod create_options;
 mod error;
 mod incremental;
+mod json_lines;
 mod read;
 mod settings;
 mod table;
@@ -90,6 +92,9 @@ pub use tributary_timeline::{
 // Writing: write clients ([`Table::write_client`]), their commits, and the
 // checkpoints writer ids commit with their data.
 pub use tributary_writer::{Checkpoint, Commit, CommitSummary, Rows, WriteClient, WriteSettings, WriterStatus};
+
+// Ingest: JSON lines decoded while earlier blocks are written.
+pub use json_lines::{JsonLinesOptions, JsonLinesProgress, JsonLinesSummary, write_json_lines};
 
 // Compaction and cleaning ([`Table::compactor`], [`Table::clean`]).
 pub use tributary_compaction::clean::CleanSummary;

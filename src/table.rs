@@ -120,14 +120,6 @@ impl Table {
         Ok(tributary_writer::WriteClient::with_schema(loc, config, schema, time, settings)?)
     }
 
-    /// What the table records about writer `writer_id`: its generation
-    /// and the checkpoint of its last visible commit that carried one (see
-    /// [`WriteClient::checkpoint`](crate::WriteClient::checkpoint)). Reads the id's state
-    /// file, and checks one commit file's existence; takes no lock.
-    pub async fn checkpoint(&self, writer_id: &str) -> Result<tributary_writer::WriterStatus> {
-        Ok(tributary_timeline::protocol::writer_state::lookup(&self.loc, &self.config, writer_id).await?)
-    }
-
     /// A compactor for this table: the table's schema, time generator,
     /// clock, compaction lock and spill store. Its heartbeat expiry is the
     /// table's ([`TableSettings::heartbeat_expiry`]), replacing the one in
