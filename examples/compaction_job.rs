@@ -5,10 +5,7 @@
 
 use std::time::Duration;
 
-use tributary::{Table, TableSettings, TimeSettings};
-use tributary_compaction::execute::CompactorSettings;
-use tributary_compaction::plan::PlanSettings;
-use tributary_timeline::TimeMode;
+use tributary::{CompactorSettings, PlanSettings, Table, TableSettings, TimeMode, TimeSettings};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -9,13 +9,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tributary::{CreateOptions, ReadOptions, Table, TableSettings, TimeSettings};
-use tributary_timeline::TimeMode;
-use tributary_writer::WriteSettings;
+use tributary::arrow;
+use tributary::arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
+use tributary::arrow::datatypes::{DataType, Field, Schema};
+use tributary::{CreateOptions, ReadOptions, Table, TableSettings, TimeMode, TimeSettings, WriteSettings};
 
 const SCHEMA: &str = r#"{"type":"record","name":"trips_record","namespace":"hoodie.trips","fields":[
   {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
@@ -80,7 +79,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 latencies.push(t.elapsed());
                 written.fetch_add(summary.rows, Ordering::Relaxed);
             }
-            Ok::<_, tributary_writer::Error>(latencies)
+            Ok::<_, tributary::Error>(latencies)
         }));
     }
     let progress = {

@@ -6,8 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tributary::{CreateOptions, Table, TableSettings, TimeSettings};
-use tributary_timeline::{Clock, OffsetClock, SystemClock, TimeMode};
+use tributary::{Clock, CreateOptions, OffsetClock, SystemClock, Table, TableSettings, TimeMode, TimeSettings};
 
 const SCHEMA: &str = r#"{"type":"record","name":"trips_record","namespace":"hoodie.trips","fields":[
   {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
@@ -41,7 +40,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let generator = generator.clone();
                 tasks.push(tokio::spawn(async move {
                     let t = generator.new_instant().await?;
-                    Ok::<_, tributary_timeline::Error>((t, writer, task))
+                    Ok::<_, tributary::Error>((t, writer, task))
                 }));
             }
         }

@@ -10,10 +10,11 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
-use tributary::{CreateOptions, ReadOptions, Table, TableSettings, TimeSettings};
-use tributary_compaction::execute::CompactorSettings;
-use tributary_timeline::{SequenceGroup, TimeMode};
-use tributary_writer::WriteSettings;
+use tributary::arrow;
+use tributary::{
+    CompactorSettings, CreateOptions, ReadOptions, SequenceGroup, Table, TableSettings, TimeMode, TimeSettings,
+    WriteSettings,
+};
 
 const SCHEMA: &str = r#"{"type":"record","name":"users","fields":[
   {"name":"user_id","type":"string"},
@@ -85,7 +86,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 commit.commit().await?;
             }
             println!("stream {name}: {} partial records in {COMMITS} commits", COMMITS * PER_COMMIT);
-            Ok::<_, tributary_writer::Error>(())
+            Ok::<_, tributary::Error>(())
         }));
     }
     for t in tasks {

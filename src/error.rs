@@ -1,14 +1,18 @@
-//! The root crate's error type.
+//! The root crate's error type: one error for everything the table API,
+//! the readers, the ingest and the CLI report, wrapping the errors of the
+//! crates below.
 
 use tributary_format::ErrorKind;
+use tributary_writer::Checkpoint;
 
 /// Result alias of the root crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Errors of the table API, readers and CLI.
+/// Errors of the table API, readers, ingest and CLI.
 ///
 /// [`Error::kind`] says what the caller can do; the `tributary` binary exits
-/// with its [`ErrorKind::exit_code`].
+/// with its [`ErrorKind::exit_code`]. It answers [`Error::kind`] and
+/// [`Error::is_fenced`] for every error it wraps.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -47,6 +51,50 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A local file or stream (an input, a schema file) could not be opened
+    /// or read: a path or permission the caller can fix, or a device that
+    /// may come back.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being opened or read, and where.
+        what: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A writer id's last committed checkpoint is not the one the caller
+    /// expected after registering the id
+    /// ([`Table::register_writer`](crate::Table::register_writer)): another
+    /// writer with this id committed since. Nothing was written; read the
+    /// checkpoint again.
+    #[error(
+        "{table}: writer ID `{writer_id}`: expected {}, but {}: another writer with this ID committed since; \
+         nothing was written; read the checkpoint again",
+        expected_text(expected),
+        found_text(found.as_deref())
+    )]
+    CheckpointMismatch {
+        /// The table.
+        table: String,
+        /// The writer id.
+        writer_id: String,
+        /// The checkpoint expected (empty: none).
+        expected: String,
+        /// The id's last committed checkpoint.
+        found: Option<Box<Checkpoint>>,
+    },
+    /// A commit was aborted because its input failed before it completed:
+    /// nothing of it is visible. Its kind is the cause's.
+    #[error("{0}; nothing of this commit was written")]
+    CommitAborted(Box<Error>),
+    /// A task of this crate panicked or was cancelled (decoding input on a
+    /// blocking thread): a bug in Tributary.
+    #[error("{what}: {reason}")]
+    TaskFailed {
+        /// The task's work.
+        what: String,
+        /// Why.
+        reason: String,
+    },
     /// A bug in Tributary: a reader task panicked, or an Arrow kernel refused
     /// data the reader built itself. Report it.
     #[error("{table}: {what}: {reason} (a bug in Tributary: please report it)")]
@@ -71,7 +119,16 @@ impl Error {
             Error::Compaction(e) => e.kind(),
             Error::NotATable { .. } | Error::InvalidInput { .. } => ErrorKind::InvalidInput,
             Error::TableExists { .. } => ErrorKind::Conflict,
-            Error::Internal { .. } => ErrorKind::Internal,
+            Error::Internal { .. } | Error::TaskFailed { .. } => ErrorKind::Internal,
+            Error::Io { source, .. } => {
+                use std::io::ErrorKind as Io;
+                match source.kind() {
+                    Io::NotFound | Io::PermissionDenied | Io::InvalidData | Io::InvalidInput => ErrorKind::InvalidInput,
+                    _ => ErrorKind::Unavailable,
+                }
+            }
+            Error::CheckpointMismatch { .. } => ErrorKind::Conflict,
+            Error::CommitAborted(cause) => cause.kind(),
         }
     }
 
@@ -80,11 +137,30 @@ impl Error {
     /// and every later commit of it fails the same way, so a caller stops it
     /// rather than retry.
     pub fn is_fenced(&self) -> bool {
-        matches!(
-            self,
-            Error::Timeline(tributary_timeline::Error::Fenced { .. })
-                | Error::Writer(tributary_writer::Error::Timeline(tributary_timeline::Error::Fenced { .. }))
-        )
+        use tributary_timeline::Error::Fenced;
+        match self {
+            Error::CommitAborted(cause) => cause.is_fenced(),
+            _ => matches!(
+                self,
+                Error::Timeline(Fenced { .. })
+                    | Error::Writer(tributary_writer::Error::Timeline(Fenced { .. }))
+                    | Error::Merge(tributary_merge::Error::Timeline(Fenced { .. }))
+                    | Error::Compaction(tributary_compaction::Error::Timeline(Fenced { .. }))
+            ),
+        }
+    }
+}
+
+/// The checkpoint a [`Error::CheckpointMismatch`] expected, in words.
+fn expected_text(expected: &str) -> String {
+    if expected.is_empty() { "no checkpoint".to_string() } else { format!("checkpoint `{expected}`") }
+}
+
+/// The checkpoint a [`Error::CheckpointMismatch`] found, in words.
+fn found_text(found: Option<&Checkpoint>) -> String {
+    match found {
+        Some(c) => format!("its last committed checkpoint is `{}` (instant {})", c.checkpoint, c.instant),
+        None => "it has no committed checkpoint".into(),
     }
 }
 

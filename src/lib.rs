@@ -2,9 +2,12 @@
 //! (version 8, Merge-on-Read) at once, without ever aborting each other,
 //! and an asynchronous compactor merging behind them.
 //!
-//! This crate holds the table API, the readers and the `tributary` binary.
-//! Table metadata (timeline, TrueTime, file slices) lives in
-//! [`tributary_timeline`], re-exported as [`timeline`].
+//! This crate holds the table API, the readers and the `tributary` binary,
+//! and is the one crate a program imports: it re-exports what its API takes
+//! and returns (settings, clocks, locks, instants, write clients,
+//! compactors, errors), and the crates [`arrow`] and [`object_store`]. Table
+//! metadata (timeline, TrueTime, file slices) lives in
+//! [`tributary_timeline`], re-exported whole as [`timeline`].
 //!
 //! A table is built by a [`TableBuilder`]: its settings ([`TableSettings`],
 //! plain serde data) apart from the components it uses (clock, locks, spill
@@ -13,8 +16,7 @@
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> tributary::Result<()> {
 //! use std::sync::Arc;
-//! use tributary::timeline::{ManualClock, TimeMode};
-//! use tributary::{CreateOptions, Table, TableSettings, TimeSettings};
+//! use tributary::{CreateOptions, ManualClock, Table, TableSettings, TimeMode, TimeSettings};
 //!
 //! let dir = std::env::temp_dir().join(format!("tributary-doc-{}", std::process::id()));
 //! let schema = r#"{"type":"record","name":"trip","fields":[
@@ -37,20 +39,80 @@
 //! # Ok(()) }
 //! ```
 
-pub mod builder;
-pub mod error;
+mod builder;
+mod checkpoint;
+mod components;
+mod create_options;
+mod error;
 mod incremental;
-pub mod read;
-pub mod settings;
-pub mod table;
+mod json_lines;
+mod read;
+mod settings;
+mod table;
 
-pub use builder::{CreateOptions, TableBuilder};
-pub use error::{Error, Result};
-pub use read::{Query, ReadOptions};
+// The table: building, opening and creating it, and its settings.
+pub use builder::TableBuilder;
+pub use create_options::CreateOptions;
 pub use settings::{LockKind, TableSettings, TimeSettings};
 pub use table::Table;
+pub use tributary_timeline::{
+    BucketHash, BucketSpec, MergeMode, SequenceGroup, TableConfig, TableLocation, TableType, TombstoneRetention,
+};
+
+// Errors: the root crate's error, what the caller can do about it, and the
+// errors of the crates it wraps (its variants carry them).
+pub use error::{Error, Result};
+/// Errors of compaction, rollback and cleaning ([`Error::Compaction`]).
+pub use tributary_compaction::Error as CompactionError;
+/// Errors of the Hudi file formats ([`Error::Format`]).
+pub use tributary_format::Error as FormatError;
+/// What a failed call's caller can do: fix the input, retry, start over, or
+/// report a bug ([`Error::kind`]).
+pub use tributary_format::ErrorKind;
+/// Errors of reading and merging file slices ([`Error::Merge`]).
+pub use tributary_merge::Error as MergeError;
+/// Errors of the timeline, locks and stores ([`Error::Timeline`]).
+pub use tributary_timeline::Error as TimelineError;
+/// Errors of the write client ([`Error::Writer`]).
+pub use tributary_writer::Error as WriterError;
+
+// Time: clocks a table reads, and the TrueTime instants it issues.
+pub use tributary_timeline::{
+    Clock, DEFAULT_MAX_CLOCK_SKEW, ManualClock, OffsetClock, SystemClock, TimeGenerator, TimeMode,
+};
+
+// The timeline: instants, their actions and states, and file slices.
+pub use tributary_timeline::{Action, FileGroup, FileSlice, FileSystemView, Instant, InstantTime, State, Timeline};
+
+// Locks that serialise a table's instants and its compactors.
+pub use tributary_timeline::{
+    FileLock, HudiFileLock, InProcessLock, LeaseLock, LeaseSettings, LockGuard, LockProvider,
+};
+
+// Writing: write clients ([`Table::write_client`]), their commits, and the
+// checkpoints writer ids commit with their data.
+pub use tributary_writer::{Checkpoint, Commit, CommitSummary, Rows, WriteClient, WriteSettings, WriterStatus};
+
+// Ingest: JSON lines decoded while earlier blocks are written.
+pub use json_lines::{JsonLinesOptions, JsonLinesProgress, JsonLinesSummary, write_json_lines};
+
+// Compaction and cleaning ([`Table::compactor`], [`Table::clean`]).
+pub use tributary_compaction::clean::CleanSummary;
+pub use tributary_compaction::execute::{CompactionSummary, Compactor, CompactorSettings};
+pub use tributary_compaction::plan::PlanSettings;
+
+// Reading ([`Table::read`]).
+pub use read::{Query, ReadOptions};
+pub use tributary_format::TableSchema;
+
+/// Arrow, whose record batches writes take and reads return.
+pub use arrow;
+/// `object_store`, the one IO of a table: the stores a [`TableLocation`]
+/// and a spill folder ([`TableBuilder::with_spill_store`]) are made of.
+pub use object_store;
+/// The table metadata crate (timeline, TrueTime, locks, file slices), for
+/// what this list leaves out.
 pub use tributary_timeline as timeline;
-pub use tributary_timeline::TombstoneRetention;
 
 #[cfg(test)]
 mod send_sync {

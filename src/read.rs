@@ -203,8 +203,3 @@ fn sort_by_partition_and_key(loc: &TableLocation, cols: [ArrayRef; 2], batch: &R
     let idx = arrow::array::UInt32Array::from(order);
     arrow::compute::take_record_batch(batch, &idx).map_err(arrow_err(loc, "sort"))
 }
-
-/// A convenience for tests and tools: the number of rows of a read.
-pub fn row_count(batch: &RecordBatch) -> usize {
-    batch.num_rows()
-}

@@ -2,7 +2,6 @@
 //! hands out (time generators, write clients, compactors, cleaning).
 //! [`TableBuilder`](crate::TableBuilder) makes one.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use object_store::ObjectStore;
@@ -12,12 +11,12 @@ use tributary_timeline::config::TableConfig;
 use tributary_timeline::store::create_folder;
 use tributary_timeline::{Clock, FileSystemView, LockProvider, TableLocation, TimeGenerator, TimeMode, Timeline};
 
-use crate::builder::{Components, CreateOptions, Spill, TableBuilder};
+use crate::components::{Components, Spill};
 use crate::error::{Error, Result};
 use crate::settings::TableSettings;
 
 /// An open Hudi table, with the components it was built with (see
-/// [`TableBuilder`]). Cloning shares them.
+/// [`TableBuilder`](crate::TableBuilder)). Cloning shares them.
 #[derive(Debug, Clone)]
 pub struct Table {
     pub(crate) loc: TableLocation,
@@ -26,53 +25,6 @@ pub struct Table {
 }
 
 impl Table {
-    /// A builder for the table at `location`.
-    pub fn builder(location: TableLocation) -> TableBuilder {
-        TableBuilder::new(location)
-    }
-
-    /// A builder for the table at `uri` (a local path, `file://`,
-    /// `memory://`, `s3://`, `gs://` or `az://`); see [`TableBuilder::uri`].
-    pub fn builder_uri(uri: impl Into<String>) -> TableBuilder {
-        TableBuilder::uri(uri)
-    }
-
-    /// A builder for the table in local folder `dir`; see
-    /// [`TableBuilder::local`].
-    pub fn builder_local(dir: impl Into<PathBuf>) -> TableBuilder {
-        TableBuilder::local(dir)
-    }
-
-    /// Creates a table at a local folder with default settings and
-    /// components: `Table::builder_local(path).create(options)`.
-    pub async fn create_local(path: impl Into<PathBuf>, options: CreateOptions) -> Result<Self> {
-        TableBuilder::local(path).create(options).await
-    }
-
-    /// Creates a version-8 Merge-on-Read table at `loc` with default
-    /// settings and components: `Table::builder(loc).create(options)`.
-    pub async fn create(loc: TableLocation, options: CreateOptions) -> Result<Self> {
-        TableBuilder::new(loc).create(options).await
-    }
-
-    /// Opens the table at a local folder with default settings and
-    /// components: `Table::builder_local(path).open()`.
-    pub async fn open_local(path: impl Into<PathBuf>) -> Result<Self> {
-        TableBuilder::local(path).open().await
-    }
-
-    /// Opens the table at `uri` with its store configured from the
-    /// environment and default settings: `Table::builder_uri(uri).open()`.
-    pub async fn open_uri(uri: impl Into<String>) -> Result<Self> {
-        TableBuilder::uri(uri).open().await
-    }
-
-    /// Opens the table at `loc` with default settings and components:
-    /// `Table::builder(loc).open()`.
-    pub async fn open(loc: TableLocation) -> Result<Self> {
-        TableBuilder::new(loc).open().await
-    }
-
     /// Where the table lives.
     pub fn location(&self) -> &TableLocation {
         &self.loc
@@ -166,14 +118,6 @@ impl Table {
         config.check_writable()?;
         let schema = self.schema(&self.timeline().await?).await?;
         Ok(tributary_writer::WriteClient::with_schema(loc, config, schema, time, settings)?)
-    }
-
-    /// What the table records about writer `writer_id`: its generation
-    /// and the checkpoint of its last visible commit that carried one (see
-    /// [`tributary_writer::WriteClient::checkpoint`]). Reads the id's state
-    /// file, and checks one commit file's existence; takes no lock.
-    pub async fn checkpoint(&self, writer_id: &str) -> Result<tributary_writer::WriterStatus> {
-        Ok(tributary_timeline::protocol::writer_state::lookup(&self.loc, &self.config, writer_id).await?)
     }
 
     /// A compactor for this table: the table's schema, time generator,

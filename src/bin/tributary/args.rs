@@ -1,0 +1,449 @@
+//! The command line: clap's definitions of the commands and options, and
+//! the checks and conversions that turn them into the library's settings.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use tributary::{Error, InstantTime, LockKind, Table, TableSettings, TimeMode, TimeSettings, TombstoneRetention};
+
+/// What the exit codes mean; shown by `--help`. Each code is
+/// [`tributary::ErrorKind::exit_code`] of the error's kind.
+pub(crate) const EXIT_CODES: &str = "\
+Exit codes:
+  0   success
+  1   any other failure (for example writing the output failed)
+  2   invalid input: fix the record, option, schema or table path and run again
+      (also for command-line usage errors); nothing of the failed commit is visible
+  3   corrupt data: a file of the table is damaged (the message names it);
+      retrying will not help
+  4   unavailable: storage or the table lock is unavailable right now;
+      the same command may succeed later
+  5   conflict: another writer or a recovery got there first; start over
+      (also: a newer run took the writer ID over, or --expect-checkpoint
+      does not match; read the checkpoint again)
+  70  internal error: a bug in Tributary; please report it";
+
+#[derive(Parser)]
+#[command(
+    name = "tributary",
+    version,
+    about = "Non-blocking concurrent upserts into Apache Hudi v8 Merge-on-Read tables",
+    after_help = EXIT_CODES
+)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// How the table's store and lock are reached; options of every command.
+#[derive(clap::Args, Clone)]
+pub(crate) struct StoreArgs {
+    /// A store option KEY=VALUE for an object-store table, after the
+    /// environment's (AWS_*, GOOGLE_*, AZURE_*): endpoint, region,
+    /// access_key_id, secret_access_key, allow_http, retry_max,
+    /// retry_timeout, ... Repeatable.
+    #[arg(long = "store-option", value_name = "KEY=VALUE", global = true, value_parser = key_value)]
+    pub(crate) store_options: Vec<(String, String)>,
+    /// How long a lease of the table lock lasts unless renewed (object
+    /// stores): a dead holder blocks others this long.
+    #[arg(long, global = true, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub(crate) lock_lease: Duration,
+    /// How often a lease holder renews its lease; below half the lease.
+    #[arg(long, global = true, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub(crate) lock_renew_interval: Duration,
+    /// Which lock serialises the table's instants.
+    #[arg(long, global = true, value_enum, default_value_t = LockArg::Auto)]
+    pub(crate) lock: LockArg,
+    /// With `--lock hudi-file`: a lock file older than this was left by a
+    /// dead holder and is deleted; set Hudi's
+    /// `hoodie.write.lock.filesystem.expire` (minutes) alike. 0: never.
+    #[arg(long, global = true, default_value = "0s", value_parser = humantime::parse_duration)]
+    pub(crate) hudi_lock_expire: Duration,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum LockArg {
+    /// An OS file lock for a table in a local folder, a lease lock in the
+    /// store otherwise.
+    Auto,
+    /// Hudi's `FileSystemBasedLockProvider` lock file, `.hoodie/lock`: for a
+    /// table Hudi's Java writers with that provider share (wait-for-skew
+    /// instants only).
+    HudiFile,
+}
+
+impl StoreArgs {
+    /// Opens the table at `table` with these store options and lock
+    /// settings on top of `settings`.
+    pub(crate) async fn open(&self, table: &str, settings: TableSettings) -> tributary::Result<Table> {
+        self.builder(table, settings).open().await
+    }
+
+    /// A builder for the table at `table` with these store options and
+    /// lock settings on top of `settings`.
+    pub(crate) fn builder(&self, table: &str, settings: TableSettings) -> tributary::TableBuilder {
+        let settings = TableSettings {
+            lock_lease: self.lock_lease,
+            compaction_lease: self.lock_lease,
+            lock_renew_interval: self.lock_renew_interval,
+            lock: match self.lock {
+                LockArg::Auto => settings.lock,
+                LockArg::HudiFile => LockKind::HudiFile,
+            },
+            hudi_lock_expire: self.hudi_lock_expire,
+            ..settings
+        };
+        Table::builder_uri(table).with_store_options(self.store_options.clone()).with_settings(settings)
+    }
+}
+
+/// Parses `KEY=VALUE`.
+pub(crate) fn key_value(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+        .filter(|(k, _)| !k.is_empty())
+        .ok_or_else(|| format!("`{s}`: expected KEY=VALUE"))
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum MergeModeArg {
+    /// The larger ordering-field value wins.
+    EventTime,
+    /// The later write wins.
+    CommitTime,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum BucketHashArg {
+    /// murmur3_x86_32 of the UTF-8 key, seed 0.
+    Murmur3,
+    /// Hudi's Java rule, for tables shared with Hudi's Java writers.
+    HudiJava,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Create a Hudi v8 Merge-on-Read table from an Avro schema.
+    Init {
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
+        /// Avro schema file (.avsc) of the table's columns.
+        #[arg(long)]
+        schema: PathBuf,
+        /// Record key field, or several separated by `,` for a composite key
+        /// (`user_id,date,group_id`), written `field:value,...` as Hudi's
+        /// complex key generator writes it.
+        #[arg(long)]
+        record_key: String,
+        /// Ordering (event-time) field.
+        #[arg(long)]
+        ordering_field: String,
+        /// Partition field.
+        #[arg(long)]
+        partition_field: Option<String>,
+        /// Number of buckets (file groups per partition).
+        #[arg(long, default_value_t = 16)]
+        buckets: u32,
+        /// How versions of a key are merged.
+        #[arg(long, value_enum, default_value = "event-time")]
+        merge_mode: MergeModeArg,
+        /// Key-to-bucket hash.
+        #[arg(long, value_enum, default_value = "murmur3")]
+        bucket_hash: BucketHashArg,
+        /// Table name (default: the folder name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Database name.
+        #[arg(long)]
+        database: Option<String>,
+        /// Name partition folders `value` instead of `field=value`.
+        #[arg(long)]
+        no_hive_style: bool,
+        /// A sequence group `ordering_field=col1,col2`: those columns take
+        /// their values from the version with the largest ordering value.
+        /// Repeatable. Makes the merge mode CUSTOM.
+        #[arg(long = "sequence-group", value_name = "ORDERING=COLS")]
+        sequence_groups: Vec<String>,
+        /// How long compaction keeps a deleted key's tombstone, so that an
+        /// older event arriving later stays deleted: `forever`, a lateness
+        /// bound in event time for date or timestamp ordering fields (`7d`),
+        /// or a number in the ordering field's units. A tombstone more than
+        /// the bound below the newest ordering value of its file group is
+        /// dropped; an event later than that may bring the row back.
+        #[arg(long, default_value = "forever", value_parser = tombstone_retention)]
+        tombstone_retention: TombstoneRetention,
+        /// How the table's writers generate instants unless told otherwise
+        /// (recorded in hoodie.properties). hybrid-logical never sleeps in
+        /// the lock; a table Hudi's Java writers share needs wait-for-skew,
+        /// their algorithm.
+        #[arg(long, value_enum, default_value = "hybrid-logical")]
+        time_mode: TimeModeArg,
+    },
+    /// Print the timeline: requested time, action, state, completion time; instants a Java writer archived into the LSM history (`.hoodie/timeline/history/`) are COMPLETED and end with `archived` (an archived compaction shows as `commit`, the action the history records).
+    Timeline {
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
+    },
+    /// Upsert JSON-lines records (one object per line) into a table.
+    Write {
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
+        /// Input file; `-` or absent reads standard input.
+        #[arg(long)]
+        input: Option<PathBuf>,
+        /// Writer tasks.
+        #[arg(long, default_value_t = 2)]
+        tasks: usize,
+        /// Commit after this many records (default: one commit for the whole input).
+        #[arg(long)]
+        commit_every: Option<usize>,
+        /// Writer ID: registers this run as the ID's writer, taking it over
+        /// from any earlier run (whose commits then fail). Without it the
+        /// run writes as the unregistered writer `cli`.
+        #[arg(long)]
+        writer_id: Option<String>,
+        /// Commit this checkpoint (for example the source offset the input
+        /// ends at) with the data, in the same atomic step; needs
+        /// --writer-id. The whole input is one commit.
+        #[arg(long, value_name = "OFFSET")]
+        checkpoint: Option<String>,
+        /// Write only if the writer ID's last committed checkpoint, read
+        /// after taking the ID over, is this one (empty: none), else fail
+        /// with a conflict before writing; pass what `tributary checkpoint`
+        /// printed when the input was read.
+        #[arg(long, value_name = "OFFSET")]
+        expect_checkpoint: Option<String>,
+        /// Write only these columns (a partial writer); the record key and
+        /// partition field are always included.
+        #[arg(long, value_delimiter = ',')]
+        columns: Option<Vec<String>>,
+        /// Bucket count of a table a Hudi writer made, whose
+        /// hoodie.properties records none: the
+        /// hoodie.bucket.index.num.buckets its Hudi writers use. A table
+        /// Tributary made records its own (this must then match it).
+        #[arg(long)]
+        buckets: Option<u32>,
+        /// Store every version of a key a commit is given; by default only
+        /// the one the merge keeps is stored (reads see the same rows).
+        #[arg(long)]
+        keep_every_version: bool,
+        /// How instants are generated; by default the mode the table
+        /// records (`init --time-mode`), or wait-for-skew for a table
+        /// another engine made.
+        #[arg(long, value_enum)]
+        time_mode: Option<TimeModeArg>,
+        /// Maximum clock skew between writers, in milliseconds.
+        #[arg(long, default_value_t = 200)]
+        max_clock_skew_ms: u64,
+    },
+    /// Print the last committed checkpoint of a writer ID: the checkpoint
+    /// and a newline, or nothing when it has none (exit code 0 either way).
+    Checkpoint {
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
+        /// Writer ID.
+        #[arg(long)]
+        writer_id: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "plain")]
+        format: CheckpointFormatArg,
+    },
+    /// Compact log files into Parquet base files, once or as a service.
+    Compact {
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
+        /// Keep compacting every interval until stopped.
+        #[arg(long)]
+        watch: bool,
+        /// Pause between rounds with --watch (e.g. 500ms, 10s, 1m).
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        interval: Duration,
+        /// Compact a file group once it has this many completed logs.
+        #[arg(long, default_value_t = 1)]
+        min_logs: usize,
+        /// At most this many file groups per plan.
+        #[arg(long)]
+        max_groups: Option<usize>,
+        /// File groups compacted at once.
+        #[arg(long, default_value_t = 2)]
+        parallelism: usize,
+        /// Memory budget of the compactor, in MiB, shared by the groups
+        /// compacted at once; larger groups merge through spill files.
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+        memory_mb: u64,
+        /// Local folder for spill files, in a subfolder per table (default:
+        /// the table's `.hoodie/.temp` for a local table, the system's
+        /// temporary folder otherwise).
+        #[arg(long)]
+        spill_dir: Option<PathBuf>,
+        /// How instants are generated; by default the mode the table
+        /// records (`init --time-mode`), or wait-for-skew for a table
+        /// another engine made.
+        #[arg(long, value_enum)]
+        time_mode: Option<TimeModeArg>,
+        /// Maximum clock skew between writers, in milliseconds.
+        #[arg(long, default_value_t = 200)]
+        max_clock_skew_ms: u64,
+        /// A pending write whose heartbeat is older than this has failed.
+        #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+        heartbeat_expiry: Duration,
+    },
+    /// Remove file slices that no retained commit needs (after rolling back failed writes).
+    Clean {
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
+        /// Keep what the last N commits need.
+        #[arg(long, default_value_t = 10)]
+        retain_commits: usize,
+        /// A pending write whose heartbeat is older than this has failed.
+        #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+        heartbeat_expiry: Duration,
+        /// How instants are generated; by default the mode the table
+        /// records (`init --time-mode`), or wait-for-skew for a table
+        /// another engine made.
+        #[arg(long, value_enum)]
+        time_mode: Option<TimeModeArg>,
+        /// Maximum clock skew between writers, in milliseconds.
+        #[arg(long, default_value_t = 200)]
+        max_clock_skew_ms: u64,
+    },
+    /// Read a table and print its rows, ordered by partition then record key.
+    Read {
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
+        /// Query type.
+        #[arg(long, value_enum, default_value = "snapshot")]
+        query: QueryArg,
+        /// Time travel: the table as of this instant.
+        #[arg(long)]
+        as_of: Option<String>,
+        /// Incremental: exclusive start (completion time).
+        #[arg(long)]
+        begin: Option<String>,
+        /// Incremental: inclusive end (completion time); default the latest.
+        #[arg(long)]
+        end: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "jsonl")]
+        format: FormatArg,
+        /// Include the `_hoodie_*` meta columns.
+        #[arg(long)]
+        meta: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum TimeModeArg {
+    /// Hudi's algorithm: hold the lock for the clock skew.
+    WaitForSkew,
+    /// max(clock, last + 1 ms) from the time stored in the lock.
+    HybridLogical,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum QueryArg {
+    /// Latest merged rows.
+    Snapshot,
+    /// Base files only.
+    ReadOptimized,
+    /// Rows whose commit completed in (begin, end].
+    Incremental,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum CheckpointFormatArg {
+    /// The checkpoint alone (nothing when there is none).
+    Plain,
+    /// One JSON object: writer_id, checkpoint, instant, completed, generation
+    /// (null values when there is no checkpoint).
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum FormatArg {
+    /// One JSON object per line.
+    Jsonl,
+    /// CSV with a header.
+    Csv,
+    /// An aligned text table.
+    Table,
+}
+
+impl From<TimeModeArg> for TimeMode {
+    fn from(mode: TimeModeArg) -> Self {
+        match mode {
+            TimeModeArg::WaitForSkew => TimeMode::WaitForSkew,
+            TimeModeArg::HybridLogical => TimeMode::HybridLogical,
+        }
+    }
+}
+
+pub(crate) fn time_settings(mode: Option<TimeModeArg>, max_clock_skew_ms: u64) -> TimeSettings {
+    TimeSettings { mode: mode.map(TimeMode::from), max_clock_skew: Duration::from_millis(max_clock_skew_ms) }
+}
+
+/// Parses `--tombstone-retention`.
+pub(crate) fn tombstone_retention(s: &str) -> Result<TombstoneRetention, String> {
+    TombstoneRetention::parse(s)
+}
+
+/// Parses an instant given as option `what`.
+pub(crate) fn instant_arg(s: &str, what: &str) -> tributary::Result<InstantTime> {
+    InstantTime::parse(s).map_err(|e| Error::InvalidInput { what: what.to_string(), reason: e.to_string() })
+}
+
+/// What `write` does about exactly-once: whether it registers its writer
+/// ID, and the checkpoints it commits and expects.
+pub(crate) struct Checkpointing {
+    /// Take the writer ID over before writing (`--writer-id` given).
+    pub(crate) register: bool,
+    /// Committed with the input (`--checkpoint`).
+    pub(crate) checkpoint: Option<String>,
+    /// The last committed checkpoint this run resumes after (`--expect-checkpoint`).
+    pub(crate) expect: Option<String>,
+}
+
+/// The writer ID `write` uses when none is given; it is not registered.
+pub(crate) const DEFAULT_CLI_WRITER: &str = "cli";
+
+/// Checks `write`'s checkpoint options, which need a writer ID, and a
+/// checkpoint, which must be one non-empty line (an empty `tributary
+/// checkpoint` output means "none").
+pub(crate) fn checkpointing(
+    writer_id: &Option<String>,
+    checkpoint: Option<String>,
+    expect: Option<String>,
+    commit_every: Option<usize>,
+) -> tributary::Result<Checkpointing> {
+    let invalid = |what: String, reason: &str| Error::InvalidInput { what, reason: reason.to_string() };
+    if writer_id.is_none() {
+        for (option, given) in [("--checkpoint", checkpoint.is_some()), ("--expect-checkpoint", expect.is_some())] {
+            if given {
+                return Err(invalid(
+                    format!("{option} needs --writer-id"),
+                    "checkpoints are kept per writer ID (run `tributary write TABLE --writer-id ID --checkpoint \
+                     OFFSET`)",
+                ));
+            }
+        }
+    }
+    if let Some(cp) = &checkpoint {
+        if commit_every.is_some() {
+            return Err(invalid(
+                "--checkpoint cannot be combined with --commit-every".into(),
+                "the checkpoint covers the whole input, so it is committed with all of it in one commit (run one \
+                 `write` per checkpoint instead)",
+            ));
+        }
+        if cp.is_empty() {
+            return Err(invalid("--checkpoint".into(), "must not be empty (an empty checkpoint means none)"));
+        }
+        if cp.contains(['\n', '\r']) {
+            return Err(invalid(format!("--checkpoint `{}`", cp.escape_debug()), "must be one line"));
+        }
+    }
+    Ok(Checkpointing { register: writer_id.is_some(), checkpoint, expect })
+}

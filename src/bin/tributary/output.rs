@@ -1,0 +1,229 @@
+//! What the binary prints: each command's report on standard output, and,
+//! for a failed command, `error: <message>` on standard error and the exit
+//! code of the error's kind.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use tributary::arrow::array::RecordBatch;
+use tributary::{CleanSummary, CompactionSummary, JsonLinesSummary, Table, Timeline, WriterStatus};
+
+use crate::args::{CheckpointFormatArg, FormatArg};
+
+/// Why a command failed: an error of the library, whose kind says what the
+/// caller can do, or a failure to write the output (exit code 1).
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// An error of the library.
+    Table(tributary::Error),
+    /// Writing or formatting the output failed.
+    Output(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<tributary::Error> for Failure {
+    fn from(e: tributary::Error) -> Self {
+        Failure::Table(e)
+    }
+}
+
+impl From<tributary::WriterError> for Failure {
+    fn from(e: tributary::WriterError) -> Self {
+        Failure::Table(e.into())
+    }
+}
+
+impl From<tributary::CompactionError> for Failure {
+    fn from(e: tributary::CompactionError) -> Self {
+        Failure::Table(e.into())
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Failure::Output(e.into())
+    }
+}
+
+impl From<tributary::arrow::error::ArrowError> for Failure {
+    fn from(e: tributary::arrow::error::ArrowError) -> Self {
+        Failure::Output(e.into())
+    }
+}
+
+impl Failure {
+    /// The exit code: the [`tributary::ErrorKind::exit_code`] of a library
+    /// error's kind, else 1.
+    pub(crate) fn exit_code(&self) -> ExitCode {
+        match self {
+            Failure::Table(e) => ExitCode::from(e.kind().exit_code()),
+            Failure::Output(_) => ExitCode::FAILURE,
+        }
+    }
+
+    /// The error and its causes, joined by `: `, leaving out a cause whose
+    /// text an earlier one already shows (object-store errors repeat their
+    /// sources in their own messages).
+    pub(crate) fn message(&self) -> String {
+        let mut next: Option<&(dyn std::error::Error + 'static)> = match self {
+            Failure::Table(e) => Some(e),
+            Failure::Output(e) => Some(e.as_ref()),
+        };
+        let mut out = String::new();
+        while let Some(cause) = next {
+            next = cause.source();
+            let text = cause.to_string();
+            if out.contains(&text) {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+        out
+    }
+}
+
+/// `init`: the table made.
+pub(crate) fn created(t: &Table) {
+    let c = t.config();
+    println!(
+        "created table `{}` at {} (version {}, MERGE_ON_READ, {} buckets, {}, {} time)",
+        c.name,
+        t.location(),
+        c.version,
+        c.bucket.map_or(0, |b| b.num_buckets),
+        c.merge_mode,
+        t.time_mode().name()
+    );
+}
+
+/// `timeline`: its warnings on standard error, then one line per instant.
+pub(crate) fn timeline(timeline: &Timeline) {
+    for w in timeline.warnings() {
+        eprintln!("warning: {w}");
+    }
+    for i in timeline.instants() {
+        let line = format!(
+            "{}  {:<14} {:<10} {}",
+            i.requested,
+            i.action.name(),
+            i.state,
+            i.completed.as_ref().map_or("-".to_string(), |c| c.to_string())
+        );
+        // Instants a Java writer archived into the LSM history.
+        if timeline.is_archived(&i.requested) { println!("{line}  archived") } else { println!("{line}") }
+    }
+}
+
+/// `write`: what was written, how fast, and as which writer.
+pub(crate) fn written(
+    s: &JsonLinesSummary,
+    secs: f64,
+    writer_id: &str,
+    generation: u64,
+    checkpoint: Option<&str>,
+    registered: bool,
+) {
+    let JsonLinesSummary { instants, records, stored, files, bytes, .. } = *s;
+    let committed = match (checkpoint, registered) {
+        (Some(cp), _) => format!("; checkpoint `{cp}` committed as writer `{writer_id}` (generation {generation})"),
+        (None, true) => format!("; as writer `{writer_id}` (generation {generation})"),
+        (None, false) => String::new(),
+    };
+    // Of a key's versions in one commit, only the one the merge keeps is
+    // stored (see `WriteSettings::combine`).
+    let combined = match records - stored.min(records) {
+        0 => String::new(),
+        n => format!(" ({stored} stored: {n} were older versions of a key in the same commit)"),
+    };
+    println!(
+        "wrote {records} records{combined} in {instants} instants: {files} files, {bytes} bytes, {secs:.2} s ({:.0} \
+         records/s){committed}",
+        records as f64 / secs.max(1e-9)
+    );
+}
+
+/// `checkpoint`: the checkpoint alone, or the writer id's status as JSON.
+pub(crate) fn checkpoint(status: &WriterStatus, format: CheckpointFormatArg) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match format {
+        CheckpointFormatArg::Plain => {
+            if let Some(c) = &status.checkpoint {
+                writeln!(out, "{}", c.checkpoint)?;
+            }
+        }
+        CheckpointFormatArg::Json => {
+            let c = status.checkpoint.as_ref();
+            let doc = serde_json::json!({
+                "writer_id": status.writer_id,
+                "checkpoint": c.map(|c| c.checkpoint.as_str()),
+                "instant": c.map(|c| c.instant.as_str()),
+                "completed": c.and_then(|c| c.completed.as_ref()).map(|t| t.as_str()),
+                "generation": status.generation,
+            });
+            writeln!(out, "{doc}")?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `compact`: one round's compactions.
+pub(crate) fn compacted(done: &[CompactionSummary], secs: f64) {
+    if done.is_empty() {
+        println!("nothing to compact");
+    }
+    for s in done {
+        println!(
+            "compaction {} completed {}: {} groups ({} key first, {} spilled), {} records, {} tombstones kept, {} \
+             bytes read, {} bytes written, {secs:.2} s",
+            s.instant,
+            s.completed,
+            s.groups,
+            s.key_first_groups,
+            s.spilled_groups,
+            s.records,
+            s.tombstones,
+            s.bytes_read,
+            s.bytes_written + s.tombstone_bytes
+        );
+    }
+}
+
+/// `clean`: what was removed.
+pub(crate) fn cleaned(summary: Option<&CleanSummary>) {
+    match summary {
+        None => println!("nothing to clean"),
+        Some(s) => println!(
+            "clean {} completed {}: {} files deleted, earliest retained commit {}",
+            s.instant,
+            s.completed,
+            s.deleted_files.len(),
+            if s.earliest_commit_to_retain.is_empty() { "-" } else { &s.earliest_commit_to_retain }
+        ),
+    }
+}
+
+/// `read`: the rows in the format asked for.
+pub(crate) fn rows(batch: RecordBatch, format: FormatArg) -> Result<(), Failure> {
+    use tributary::arrow;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match format {
+        FormatArg::Jsonl => {
+            let mut w = arrow::json::LineDelimitedWriter::new(&mut out);
+            w.write(&batch)?;
+            w.finish()?;
+        }
+        FormatArg::Csv => {
+            let mut w = arrow::csv::Writer::new(&mut out);
+            w.write(&batch)?;
+        }
+        FormatArg::Table => {
+            writeln!(out, "{}", arrow::util::pretty::pretty_format_batches(&[batch])?)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
