@@ -427,6 +427,8 @@ fn error_kind(e: &anyhow::Error) -> Option<ErrorKind> {
             Some(e.kind())
         } else if let Some(e) = c.downcast_ref::<tributary_timeline::Error>() {
             Some(e.kind())
+        } else if let Some(e) = c.downcast_ref::<tributary_timeline::StorageError>() {
+            Some(e.kind())
         } else {
             c.downcast_ref::<tributary_format::Error>().map(|e| e.kind())
         }
@@ -1058,7 +1060,7 @@ mod tests {
         let bad = tributary_writer::Error::BadRecord { input: "in".into(), record: 2, field: None, reason: "x".into() };
         let e = anyhow::Error::from(tributary::Error::from(bad)).context("writing");
         assert_eq!(error_kind(&e), Some(ErrorKind::InvalidInput));
-        let e = anyhow::Error::from(tributary_timeline::Error::LockTimeout {
+        let e = anyhow::Error::from(tributary_timeline::StorageError::LockTimeout {
             lock: "l".into(),
             waited: Duration::from_secs(1),
         });

@@ -81,7 +81,7 @@ pub async fn delete_if_exists(loc: &TableLocation, path: &Path) -> Result<()> {
 /// [`TableLocation::new`].
 ///
 /// ```
-/// use tributary_timeline::TableLocation;
+/// use tributary_storage::TableLocation;
 ///
 /// let local = TableLocation::parse("/data/lake/trips")?;
 /// assert_eq!(local.root.as_ref(), "data/lake/trips");
@@ -96,7 +96,7 @@ pub async fn delete_if_exists(loc: &TableLocation, path: &Path) -> Result<()> {
 ///
 /// let err = TableLocation::parse("ftp://host/trips").unwrap_err().to_string();
 /// assert!(err.contains("ftp://host/trips") && err.contains("scheme"), "{err}");
-/// # Ok::<(), tributary_timeline::Error>(())
+/// # Ok::<(), tributary_storage::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct TableLocation {
