@@ -68,7 +68,14 @@ pub fn partition_file(partition: &str, name: &str) -> String {
 
 /// Deletes an object; one already gone counts as deleted.
 pub async fn delete_if_exists(loc: &TableLocation, path: &Path) -> Result<()> {
-    match loc.store.delete(path).await {
+    delete_object_if_exists(loc.store.as_ref(), path).await
+}
+
+/// Deletes the object at `path` in `store`; one already gone counts as
+/// deleted. [`delete_if_exists`] for a caller that holds a store, not a
+/// table location.
+pub async fn delete_object_if_exists(store: &dyn ObjectStore, path: &Path) -> Result<()> {
+    match store.delete(path).await {
         Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
         Err(e) => Err(Error::store("delete", path, e)),
     }
