@@ -44,7 +44,7 @@ struct TimedGuard {
 
 #[async_trait]
 impl LockProvider for Timed {
-    async fn acquire(&self) -> tributary_timeline::Result<Box<dyn LockGuard>> {
+    async fn acquire(&self) -> tributary_timeline::StorageResult<Box<dyn LockGuard>> {
         let inner = self.inner.acquire().await?;
         Ok(Box::new(TimedGuard { inner, since: Instant::now(), holds: self.holds.clone() }))
     }
@@ -67,7 +67,7 @@ impl LockGuard for TimedGuard {
     fn fence(&self) -> Fence {
         self.inner.fence()
     }
-    async fn release(self: Box<Self>) -> tributary_timeline::Result<()> {
+    async fn release(self: Box<Self>) -> tributary_timeline::StorageResult<()> {
         let r = self.inner.release().await;
         self.holds.lock().expect("holds").push(self.since.elapsed());
         r

@@ -222,7 +222,7 @@ impl TableBuilder {
             .map_or_else(String::new, |t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
         let text = config.to_properties_text(&format!("Created by tributary at {created}"))?;
         match loc.create(&layout::properties_file(&loc.root), text.into_bytes()).await {
-            Err(tributary_timeline::Error::AlreadyExists { .. }) => {
+            Err(tributary_timeline::StorageError::AlreadyExists { .. }) => {
                 return Err(Error::TableExists { path: loc.to_string() });
             }
             other => other?,

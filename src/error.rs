@@ -108,6 +108,14 @@ pub enum Error {
     },
 }
 
+/// A storage error (a store call, a lock) reaches callers as the timeline
+/// error that wraps it, so it reads and classifies as it did.
+impl From<tributary_timeline::StorageError> for Error {
+    fn from(e: tributary_timeline::StorageError) -> Self {
+        Error::Timeline(e.into())
+    }
+}
+
 impl Error {
     /// What the caller can do about this error.
     pub fn kind(&self) -> ErrorKind {
@@ -185,7 +193,7 @@ mod tests {
             object_store::Error::Generic { store: "test", source: "disk gone".into() },
         );
         assert_eq!(Error::from(store).kind(), ErrorKind::Unavailable);
-        let lock = tributary_timeline::Error::LockLost { lock: "l".into(), reason: "x".into() };
+        let lock = tributary_timeline::StorageError::LockLost { lock: "l".into(), reason: "x".into() };
         assert_eq!(Error::from(lock).kind(), ErrorKind::Conflict);
         let corrupt = tributary_format::Error::CorruptLog { path: "/t/x.log".into(), offset: 7, reason: "x".into() };
         assert_eq!(Error::from(corrupt).kind(), ErrorKind::Corrupt);

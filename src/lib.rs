@@ -71,7 +71,9 @@ pub use tributary_format::Error as FormatError;
 pub use tributary_format::ErrorKind;
 /// Errors of reading and merging file slices ([`Error::Merge`]).
 pub use tributary_merge::Error as MergeError;
-/// Errors of the timeline, locks and stores ([`Error::Timeline`]).
+/// Errors of stores and locks (wrapped by [`TimelineError`]).
+pub use tributary_timeline::StorageError;
+/// Errors of the timeline, and of the stores and locks beneath it ([`Error::Timeline`]).
 pub use tributary_timeline::Error as TimelineError;
 /// Errors of the write client ([`Error::Writer`]).
 pub use tributary_writer::Error as WriterError;

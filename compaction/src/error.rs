@@ -46,6 +46,14 @@ pub enum Error {
     },
 }
 
+/// A storage error (a store call, a lock) reaches callers as the timeline
+/// error that wraps it, so it reads and classifies as it did.
+impl From<tributary_timeline::StorageError> for Error {
+    fn from(e: tributary_timeline::StorageError) -> Self {
+        Error::Timeline(e.into())
+    }
+}
+
 impl Error {
     /// What the caller can do about this error.
     pub fn kind(&self) -> ErrorKind {

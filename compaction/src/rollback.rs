@@ -142,7 +142,7 @@ async fn pending_rollbacks(
         let path = writer.path_of(i, State::Requested)?;
         let plan = match loc.get(&path).await {
             Ok(bytes) => RollbackPlan::from_avro_container(&bytes, path.as_ref()).map_err(Into::into),
-            Err(e) => Err(e),
+            Err(e) => Err(tributary_timeline::Error::from(e)),
         };
         match plan {
             Ok(plan) => out.push((i.requested.clone(), plan)),
@@ -232,7 +232,7 @@ async fn withdraw_inflight(
     t: &InstantTime,
 ) -> tributary_timeline::Result<()> {
     let inflight = writer.path_of(&Instant::requested(t.clone(), Action::DeltaCommit), State::Inflight)?;
-    delete_if_exists(loc, &inflight).await
+    Ok(delete_if_exists(loc, &inflight).await?)
 }
 
 /// Under the table lock, withdraws `t` before its rollback deletes anything:

@@ -91,7 +91,7 @@ pub async fn write_manifest(loc: &TableLocation, dir: &Path, version: u64, files
     let manifest = serde_json::to_vec_pretty(&serde_json::json!({ "files": entries }))
         .map_err(|e| Error::InvalidInput { what: "history manifest".into(), reason: e.to_string() })?;
     loc.put(&dir.clone().join(format!("{MANIFEST_PREFIX}{version}")), manifest).await?;
-    loc.put(&dir.clone().join(VERSION_FILE), version.to_string().into_bytes()).await
+    Ok(loc.put(&dir.clone().join(VERSION_FILE), version.to_string().into_bytes()).await?)
 }
 
 /// The rows as a Parquet file of Hudi's `HoodieLSMTimelineInstant`

@@ -218,7 +218,7 @@ struct WitnessGuard {
 
 #[async_trait::async_trait]
 impl tributary::timeline::LockProvider for Witness {
-    async fn acquire(&self) -> tributary::timeline::Result<Box<dyn tributary::timeline::LockGuard>> {
+    async fn acquire(&self) -> tributary::timeline::StorageResult<Box<dyn tributary::timeline::LockGuard>> {
         let inner = self.inner.acquire().await?;
         Ok(Box::new(WitnessGuard { inner, store: self.store.clone(), seen: self.seen.clone() }))
     }
@@ -238,7 +238,7 @@ impl tributary::timeline::LockGuard for WitnessGuard {
     fn fence(&self) -> tributary::timeline::Fence {
         self.inner.fence()
     }
-    async fn release(self: Box<Self>) -> tributary::timeline::Result<()> {
+    async fn release(self: Box<Self>) -> tributary::timeline::StorageResult<()> {
         use futures::TryStreamExt;
         let listed: Vec<_> = self.store.list(Some(&"t/.hoodie/timeline".into())).try_collect().await.unwrap();
         let names = listed.iter().filter_map(|m| m.location.filename().map(str::to_string)).collect();

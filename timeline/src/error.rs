@@ -1,7 +1,5 @@
 //! The timeline crate's one error type.
 
-use std::time::Duration;
-
 pub use tributary_format::ErrorKind;
 
 /// Result alias used throughout the timeline crate.
@@ -11,8 +9,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// Variants say what the caller can do: fix the input ([`Error::InvalidConfig`],
 /// [`Error::InvalidName`], [`Error::InvalidInput`]), retry later
-/// ([`Error::LockTimeout`], [`Error::Store`]), or treat the table as damaged
-/// ([`Error::Corrupt`]). Messages name the path, key or instant involved.
+/// ([`Error::Storage`]: a store call or the table lock), or treat the table
+/// as damaged ([`Error::Corrupt`]). Messages name the path, key or instant involved.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -62,34 +60,12 @@ pub enum Error {
         /// Why it is invalid.
         reason: String,
     },
-    /// A file that must be created fresh already exists.
-    #[error("{path} already exists")]
-    AlreadyExists {
-        /// The existing object.
-        path: String,
-    },
     /// Metadata on storage is damaged or contradicts itself.
     #[error("{path}: corrupt: {reason}")]
     Corrupt {
         /// The damaged object.
         path: String,
         /// What is wrong.
-        reason: String,
-    },
-    /// The table lock could not be taken in time.
-    #[error("timed out after {waited:?} waiting for the table lock {lock}")]
-    LockTimeout {
-        /// Which lock.
-        lock: String,
-        /// How long we waited.
-        waited: Duration,
-    },
-    /// A lease lock expired and was taken by another owner while we held it.
-    #[error("lost the table lock {lock}: {reason}")]
-    LockLost {
-        /// Which lock.
-        lock: String,
-        /// What happened.
         reason: String,
     },
     /// The operation can no longer succeed: a recovery or another actor has
@@ -126,31 +102,14 @@ pub enum Error {
         /// The generation this writer registered (0: it never registered).
         held: u64,
     },
-    /// An object-store call failed.
-    #[error("{op} {path}: {source}")]
-    Store {
-        /// The operation ("get", "put", "list", ...).
-        op: &'static str,
-        /// The object or prefix.
-        path: String,
-        /// The underlying error.
-        #[source]
-        source: object_store::Error,
-    },
-    /// A local OS call failed (only the local file lock and durable store use these).
-    #[error("{op} {path}: {source}")]
-    Io {
-        /// The operation.
-        op: &'static str,
-        /// The local path.
-        path: String,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
     /// A Hudi file format (timeline metadata, schema) could not be encoded or decoded.
     #[error(transparent)]
     Format(#[from] tributary_format::Error),
+    /// Reaching the table's store, the local file system or the table lock
+    /// failed ([`tributary_storage::Error`]: an object-store call, a create
+    /// refused because the file exists, a lock timed out or lost, ...).
+    #[error(transparent)]
+    Storage(#[from] tributary_storage::Error),
 }
 
 impl Error {
@@ -162,66 +121,38 @@ impl Error {
             | Error::UnsupportedVersion { .. }
             | Error::InvalidName { .. }
             | Error::InvalidInput { .. } => ErrorKind::InvalidInput,
-            Error::AlreadyExists { .. } | Error::LockLost { .. } | Error::Withdrawn { .. } | Error::Fenced { .. } => {
-                ErrorKind::Conflict
-            }
+            Error::Withdrawn { .. } | Error::Fenced { .. } => ErrorKind::Conflict,
             Error::Corrupt { .. } => ErrorKind::Corrupt,
-            // A write to a missing object's place fails only when the
-            // bucket or container itself is missing.
-            Error::Store { op: "create" | "put", source: object_store::Error::NotFound { .. }, .. } => {
-                ErrorKind::InvalidInput
-            }
-            Error::Store { source, .. } => match source {
-                // Credentials, permissions and options are the caller's to fix.
-                object_store::Error::PermissionDenied { .. }
-                | object_store::Error::Unauthenticated { .. }
-                | object_store::Error::UnknownConfigurationKey { .. }
-                | object_store::Error::InvalidPath { .. }
-                | object_store::Error::NotSupported { .. }
-                | object_store::Error::NotImplemented { .. } => ErrorKind::InvalidInput,
-                _ => ErrorKind::Unavailable,
-            },
-            Error::LockTimeout { .. } | Error::Io { .. } => ErrorKind::Unavailable,
             Error::Format(e) => e.kind(),
+            Error::Storage(e) => e.kind(),
         }
     }
 
-    /// Wraps an object-store error, naming the operation and path.
+    /// Wraps an object-store error, naming the operation and path
+    /// ([`tributary_storage::Error::store`]).
     pub fn store(op: &'static str, path: impl ToString, source: object_store::Error) -> Self {
-        match source {
-            object_store::Error::AlreadyExists { .. } => Error::AlreadyExists { path: path.to_string() },
-            source => Error::Store { op, path: path.to_string(), source },
-        }
+        tributary_storage::Error::store(op, path, source).into()
     }
 
-    /// Wraps a Parquet error met reading the file at `path`: the store's
-    /// error when one lies beneath it, else corruption of the file.
+    /// Wraps a Parquet error met reading the file at `path`
+    /// ([`tributary_storage::Error::parquet`]).
     pub fn parquet(path: &str, e: parquet::errors::ParquetError) -> Self {
-        match e {
-            parquet::errors::ParquetError::External(inner) => match inner.downcast::<object_store::Error>() {
-                Ok(store) => Error::store("get", path, *store),
-                Err(other) => Error::Corrupt { path: path.to_string(), reason: other.to_string() },
-            },
-            e => Error::Corrupt { path: path.to_string(), reason: e.to_string() },
-        }
+        tributary_storage::Error::parquet(path, e).into()
     }
 
     /// Wraps a local IO error, naming the operation and path.
     pub fn io(op: &'static str, path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
-        Error::Io { op, path: path.as_ref().display().to_string(), source }
+        tributary_storage::Error::io(op, path, source).into()
     }
 
-    /// Whether a store error may pass if the operation is tried again: a
-    /// failure reported by the store's client after its own retries (a
-    /// timeout, a dropped connection, a 5xx), or a task that did not finish.
-    /// Answers about the object (not found, already exists, precondition)
-    /// and errors of configuration or permission are not.
+    /// Whether a store error may pass if the operation is tried again
+    /// ([`tributary_storage::Error::is_transient`]).
     pub fn is_transient(source: &object_store::Error) -> bool {
-        matches!(source, object_store::Error::Generic { .. } | object_store::Error::JoinError { .. })
+        tributary_storage::Error::is_transient(source)
     }
 
     /// True when the error reports an object that was not found.
     pub fn is_not_found(&self) -> bool {
-        matches!(self, Error::Store { source: object_store::Error::NotFound { .. }, .. })
+        matches!(self, Error::Storage(e) if e.is_not_found())
     }
 }

@@ -178,7 +178,7 @@ async fn latest_version(loc: &TableLocation, dir: &Path, listed: Option<&[Object
                 None => tracing::warn!(path = %path, "unreadable history version file; taking the highest manifest"),
             },
             Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
     }
     let listing;

@@ -3,8 +3,10 @@
 //! generation under a table lock, and the file-system view that groups data
 //! files into file slices by completion time.
 //!
-//! The only IO is [`object_store`] (plus the local OS file lock of
-//! [`lock::FileLock`]); the clock is injected through [`Clock`].
+//! Where a table lives ([`TableLocation`]), the clock and the table locks
+//! come from the `tributary-storage` crate and are re-exported here at the
+//! paths they had. The only IO is [`object_store`] (plus the local OS file
+//! lock of [`lock::FileLock`]); the clock is injected through [`Clock`].
 //! Every path under a table's `.hoodie/` folder is named in [`layout`].
 //!
 //! ```
@@ -24,41 +26,36 @@
 //! # Ok(()) }
 //! ```
 
-pub mod clock;
 pub mod config;
-pub mod counting;
 pub mod error;
 pub mod file_name;
 pub mod fs_view;
 pub mod history;
-pub mod hudi_lock;
 pub mod instant;
 pub mod layout;
-pub mod lease;
-pub mod location;
-pub mod lock;
-pub mod parquet_file;
 pub mod partition;
 pub mod properties;
 pub mod protocol;
-pub mod store;
 pub mod timeline;
 pub mod truetime;
 
-pub use clock::{Clock, ManualClock, OffsetClock, SystemClock};
+// Storage and locks live in `tributary-storage`; their modules and types
+// stay reachable at the paths they had here.
 pub use config::{
     BucketHash, BucketSpec, MergeMode, NewTableConfig, SequenceGroup, TableConfig, TableType, TombstoneRetention,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use file_name::{BaseFileName, LogFileName, WriteToken, nbcc_file_id};
 pub use fs_view::{FileGroup, FileSlice, FileSystemView};
-pub use hudi_lock::HudiFileLock;
 pub use instant::{Action, Instant, InstantTime, State};
-pub use lease::{HUDI_CLOCK_DRIFT, LeaseLock, LeaseSettings};
-pub use location::{RETRY, RetryPolicy, TableLocation};
-pub use lock::{Fence, FenceCheck, FileLock, InProcessLock, LockGuard, LockProvider};
-pub use store::DurableLocalStore;
 pub use timeline::{Timeline, TimelineWriter};
+pub use tributary_storage::{
+    Clock, DurableLocalStore, Fence, FenceCheck, FileLock, HUDI_CLOCK_DRIFT, HudiFileLock, InProcessLock, LeaseLock,
+    LeaseSettings, LockGuard, LockProvider, ManualClock, OffsetClock, RETRY, RetryPolicy, SystemClock, TableLocation,
+};
+/// The storage crate's error, which [`Error::Storage`] wraps.
+pub use tributary_storage::{Error as StorageError, Result as StorageResult};
+pub use tributary_storage::{clock, counting, hudi_lock, lease, location, lock, parquet_file, store};
 pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, FirstHoldHook, TimeGenerator, TimeMode};
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 use object_store::ObjectStoreExt;
 
+use crate::StorageError;
 use crate::error::{Error, Result};
 use crate::instant::InstantTime;
 use crate::layout::PARTITION_METADATA;
@@ -22,7 +23,7 @@ pub async fn ensure_partition(loc: &TableLocation, partition: &str, commit: &Ins
     }
     let text = format!("#partition metadata\ncommitTime={commit}\npartitionDepth={depth}\n");
     match loc.create(&path, text.into_bytes()).await {
-        Ok(()) | Err(Error::AlreadyExists { .. }) => Ok(()),
-        Err(e) => Err(e),
+        Ok(()) | Err(StorageError::AlreadyExists { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }

@@ -59,7 +59,7 @@ async fn load(loc: &TableLocation, path: &Path) -> Result<Option<(StoredProperti
     let bytes = match loc.get(path).await {
         Ok(b) => b,
         Err(e) if e.is_not_found() => return Ok(None),
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let (properties, intact) = match parse_properties(&text, path.as_ref()) {
@@ -125,7 +125,7 @@ pub async fn recover(loc: &TableLocation) -> Result<()> {
             }
         }
     }
-    delete_if_exists(loc, &backup).await
+    Ok(delete_if_exists(loc, &backup).await?)
 }
 
 /// `properties` with Hudi's checksum added when it is missing or wrong, as

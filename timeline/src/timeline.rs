@@ -23,6 +23,7 @@ use std::sync::Arc;
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
 
+use crate::StorageError;
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::history::{self, History};
@@ -387,7 +388,7 @@ impl TimelineWriter {
     /// (a step re-run after a crash finds its file already there).
     pub async fn create_if_absent(&self, instant: &Instant, state: State, content: Vec<u8>) -> Result<()> {
         match self.create(instant, state, content).await {
-            Ok(_) | Err(Error::AlreadyExists { .. }) => Ok(()),
+            Ok(_) | Err(Error::Storage(StorageError::AlreadyExists { .. })) => Ok(()),
             Err(e) => Err(e),
         }
     }
@@ -412,9 +413,9 @@ impl TimelineWriter {
         match self.loc.get(&self.path_of(instant, state)?).await {
             Err(e) if e.is_not_found() && state == State::Completed => match self.probe_history().await? {
                 Some(h) => Ok(h.read_metadata(&instant.requested).await?.ok_or(e)?),
-                None => Err(e),
+                None => Err(e.into()),
             },
-            other => other,
+            other => Ok(other?),
         }
     }
 
@@ -682,7 +683,7 @@ mod write_tests {
         // A retried create finds its own file: done. Other content is a conflict.
         writer.create(&instant, State::Inflight, Vec::new()).await.unwrap();
         let other = writer.create(&instant, State::Inflight, b"other".to_vec()).await;
-        assert!(matches!(other, Err(Error::AlreadyExists { .. })), "{other:?}");
+        assert!(matches!(other, Err(Error::Storage(StorageError::AlreadyExists { .. }))), "{other:?}");
         // Completion time and visibility in one lock hold.
         let done = generator
             .with_time(|c| {

@@ -301,7 +301,7 @@ impl Encoded {
                     drop(payload);
                     return Ok((bucket, write, blocks));
                 }
-                Err(tributary_timeline::Error::AlreadyExists { .. }) => write.version += 1,
+                Err(tributary_timeline::StorageError::AlreadyExists { .. }) => write.version += 1,
                 Err(e) => return Err(e.into()),
             }
         }

@@ -68,7 +68,7 @@ mod tests {
         let code = |f: Failure| format!("{:?}", f.exit_code());
         let bad = tributary::WriterError::BadRecord { input: "in".into(), record: 2, field: None, reason: "x".into() };
         assert_eq!(code(Failure::from(bad)), format!("{:?}", std::process::ExitCode::from(2)));
-        let timeout = tributary::TimelineError::LockTimeout { lock: "l".into(), waited: Duration::from_secs(1) };
+        let timeout = tributary::StorageError::LockTimeout { lock: "l".into(), waited: Duration::from_secs(1) };
         assert_eq!(code(Failure::from(Error::from(timeout))), format!("{:?}", std::process::ExitCode::from(4)));
         let aborted =
             Error::CommitAborted(Box::new(Error::InvalidInput { what: "--as-of".into(), reason: "bad".into() }));

@@ -31,7 +31,7 @@ pub fn heartbeat_path(loc: &TableLocation, t: &InstantTime) -> Path {
 }
 
 async fn beat(loc: &TableLocation, path: &Path, clock: &dyn Clock) -> Result<()> {
-    loc.put(path, clock.now_millis().to_string().into_bytes()).await
+    Ok(loc.put(path, clock.now_millis().to_string().into_bytes()).await?)
 }
 
 /// How long ago, by `clock`, the writer of `t` last beat. A missing
@@ -105,7 +105,7 @@ impl Heartbeat {
     /// Stops the beats and deletes the heartbeat file.
     pub async fn stop(self) -> Result<()> {
         self.task.abort();
-        crate::location::delete_if_exists(&self.loc, &self.path).await
+        Ok(crate::location::delete_if_exists(&self.loc, &self.path).await?)
     }
 }
 

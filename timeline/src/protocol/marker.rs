@@ -8,6 +8,7 @@
 use futures::TryStreamExt;
 use object_store::path::Path;
 
+use crate::StorageError;
 use crate::error::{Error, Result};
 use crate::instant::InstantTime;
 use crate::location::{TableLocation, join_relative};
@@ -38,8 +39,8 @@ pub async fn create_marker(
 ) -> Result<()> {
     // A retried flush finds its marker already there.
     match loc.create(&marker_path(loc, instant, partition, name, kind), Vec::new()).await {
-        Ok(()) | Err(Error::AlreadyExists { .. }) => Ok(()),
-        Err(e) => Err(e),
+        Ok(()) | Err(StorageError::AlreadyExists { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }
 

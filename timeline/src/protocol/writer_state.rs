@@ -54,6 +54,7 @@ use object_store::path::Path;
 use serde::{Deserialize, Serialize};
 use tributary_format::metadata::CommitMetadata;
 
+use crate::StorageError;
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::instant::{Action, Instant, InstantTime, State};
@@ -167,8 +168,8 @@ async fn create_since(loc: &TableLocation, doc: &SinceFile) -> Result<()> {
     let bytes = serde_json::to_vec(doc)
         .map_err(|e| Error::Corrupt { path: since_path(loc).to_string(), reason: format!("cannot encode: {e}") })?;
     match loc.create(&since_path(loc), bytes).await {
-        Ok(()) | Err(Error::AlreadyExists { .. }) => Ok(()),
-        Err(e) => Err(e),
+        Ok(()) | Err(StorageError::AlreadyExists { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -180,7 +181,7 @@ async fn read_since(loc: &TableLocation) -> Result<Option<Option<InstantTime>>> 
     let bytes = match loc.get(&path).await {
         Ok(b) => b,
         Err(e) if e.is_not_found() => return Ok(None),
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let corrupt = |reason: String| Error::Corrupt { path: path.to_string(), reason };
     let doc: SinceFile = serde_json::from_slice(&bytes).map_err(|e| corrupt(format!("not a writers file: {e}")))?;
@@ -199,7 +200,7 @@ async fn read_state(loc: &TableLocation, id: &str) -> Result<Option<StateFile>> 
     let bytes = match loc.get(&path).await {
         Ok(b) => b,
         Err(e) if e.is_not_found() => return Ok(None),
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let corrupt = |reason: String| Error::Corrupt { path: path.to_string(), reason };
     let doc: StateFile =
@@ -220,7 +221,7 @@ async fn write_state(loc: &TableLocation, doc: &StateFile) -> Result<()> {
     let path = state_path(loc, &doc.writer_id);
     let bytes = serde_json::to_vec(doc)
         .map_err(|e| Error::Corrupt { path: path.to_string(), reason: format!("cannot encode: {e}") })?;
-    loc.put(&path, bytes).await
+    Ok(loc.put(&path, bytes).await?)
 }
 
 /// Parses an entry's instant times; bad ones mean the file is corrupt.

@@ -2,7 +2,7 @@
 //!
 //! A lock serialises instant generation and the creation of completed
 //! timeline files. Each lock also stores the last time issued under it, which
-//! the TrueTime generator uses as a floor (see `truetime.rs`).
+//! the TrueTime generator uses as a floor (see the timeline crate's `truetime.rs`).
 //!
 //! - [`InProcessLock`]: tasks of one process.
 //! - [`FileLock`]: processes on one host, through an OS file lock under
@@ -31,7 +31,7 @@ pub trait LockProvider: Send + Sync + Debug {
     /// Whether the lock keeps the last time issued under it from one
     /// holder to the next ([`LockGuard::last_issued`]), which the
     /// hybrid-logical time mode needs: it issues no time below that one
-    /// and waits out no clock skew ([`TimeGenerator`](crate::TimeGenerator)
+    /// and waits out no clock skew (the timeline crate's `TimeGenerator`
     /// refuses the mode under a lock that does not). True by default.
     fn keeps_last_issued(&self) -> bool {
         true

@@ -163,7 +163,7 @@ fn remove_emptied_temp_folders(file: &std::path::Path, known: &std::sync::Mutex<
 /// and including `metadata` that holds no file any more goes, with the
 /// empty folders inside it (a metadata table has folders that never hold a
 /// file, such as `.hoodie/.aux/.bootstrap`). Only Tributary's turning off of
-/// a metadata table deletes there (`protocol/metadata_table.rs`), and
+/// a metadata table deletes there (the timeline crate's `protocol/metadata_table.rs`), and
 /// Hudi removes the folder whole too.
 fn remove_emptied_metadata_folders(
     file: &std::path::Path,
@@ -299,7 +299,7 @@ impl fmt::Display for DurableLocalStore {
 }
 
 /// The file [`create_folder`] writes and deletes. Timeline listings skip
-/// the name ([`Timeline`](crate::Timeline)), so one seen meanwhile, or
+/// the name (the timeline crate's `Timeline`), so one seen meanwhile, or
 /// left by a crash in between, is no stray timeline file.
 pub const FOLDER_PLACEHOLDER: &str = ".tributary-folder";
 

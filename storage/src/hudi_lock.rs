@@ -34,14 +34,14 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::location::{TableLocation, delete_if_exists};
+use crate::location::delete_object_if_exists;
 use crate::lock::{LockGuard, LockProvider};
 
 /// A lock shared with Hudi's `FileSystemBasedLockProvider`: the file
 /// `<table>/.hoodie/lock`, present while held. See the module notes.
 #[derive(Clone)]
 pub struct HudiFileLock {
-    loc: TableLocation,
+    store: Arc<dyn ObjectStore>,
     path: Path,
     owner: String,
     clock: Arc<dyn Clock>,
@@ -57,9 +57,8 @@ impl fmt::Debug for HudiFileLock {
 }
 
 impl HudiFileLock {
-    /// A lock on the lock file at `path` in `store`: for a table, its
-    /// `<root>/.hoodie/lock` (the timeline layer names it:
-    /// `layout::hudi_lock_file`).
+    /// A lock on the lock file at `path` in `store`, which the caller
+    /// names (for a table, the timeline crate's `layout::hudi_lock_file`).
     /// `expire` is Hudi's `hoodie.write.lock.filesystem.expire` (`None`:
     /// never, Hudi's default); `owner` names this process in the file.
     pub fn at(
@@ -70,15 +69,7 @@ impl HudiFileLock {
         expire: Option<Duration>,
         acquire_timeout: Duration,
     ) -> Self {
-        Self {
-            loc: TableLocation::new(store, path.clone()),
-            path,
-            owner: owner.into(),
-            clock,
-            expire,
-            acquire_timeout,
-            local: Arc::new(Mutex::new(())),
-        }
+        Self { store, path, owner: owner.into(), clock, expire, acquire_timeout, local: Arc::new(Mutex::new(())) }
     }
 
     /// What the file holds while this process holds the lock: Hudi's
@@ -99,14 +90,14 @@ impl HudiFileLock {
     /// next attempt, right away, may then create it).
     async fn try_take(&self, content: &str) -> Result<Attempt> {
         let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
-        match self.loc.store.put_opts(&self.path, content.to_string().into(), opts).await {
+        match self.store.put_opts(&self.path, content.to_string().into(), opts).await {
             Ok(_) => return Ok(Attempt::Held),
             Err(object_store::Error::AlreadyExists { .. }) => {}
             Err(e) if Error::is_transient(&e) => return Ok(Attempt::Failed(format!("creating it failed: {e}"))),
             Err(e) => return Err(Error::store("create", &self.path, e)),
         }
         let Some(expire) = self.expire else { return Ok(Attempt::Busy) };
-        let meta = match self.loc.store.head(&self.path).await {
+        let meta = match self.store.head(&self.path).await {
             Ok(m) => m,
             Err(object_store::Error::NotFound { .. }) => return Ok(Attempt::Busy),
             Err(e) if Error::is_transient(&e) => return Ok(Attempt::Failed(format!("reading its age failed: {e}"))),
@@ -117,7 +108,7 @@ impl HudiFileLock {
             return Ok(Attempt::Busy);
         }
         tracing::warn!(lock = %self.path, age_ms = age, "deleting an expired Hudi lock file");
-        delete_if_exists(&self.loc, &self.path).await?;
+        delete_object_if_exists(self.store.as_ref(), &self.path).await?;
         Ok(Attempt::Expired)
     }
 
@@ -125,7 +116,7 @@ impl HudiFileLock {
     /// name from the file (Hudi's Java writers leave it empty) and how long
     /// ago the file was written.
     async fn holder(&self) -> String {
-        let file = match self.loc.store.get(&self.path).await {
+        let file = match self.store.get(&self.path).await {
             Ok(r) => r,
             Err(object_store::Error::NotFound { .. }) => return "the file is gone now".into(),
             Err(e) => return format!("reading the file failed: {e}"),
@@ -222,7 +213,7 @@ impl LockGuard for HudiFileGuard {
         let lock = &self.lock;
         // Delete only our own file: after an expiry another holder's file
         // may stand at the path.
-        match lock.loc.store.get(&lock.path).await {
+        match lock.store.get(&lock.path).await {
             Ok(r) => {
                 let bytes = r.bytes().await.map_err(|e| Error::store("read", &lock.path, e))?;
                 if bytes.as_ref() != self.content.as_bytes() {
@@ -236,7 +227,7 @@ impl LockGuard for HudiFileGuard {
             }
             Err(e) => return Err(Error::store("read", &lock.path, e)),
         }
-        delete_if_exists(&lock.loc, &lock.path).await
+        delete_object_if_exists(lock.store.as_ref(), &lock.path).await
     }
 }
 

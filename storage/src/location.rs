@@ -68,7 +68,14 @@ pub fn partition_file(partition: &str, name: &str) -> String {
 
 /// Deletes an object; one already gone counts as deleted.
 pub async fn delete_if_exists(loc: &TableLocation, path: &Path) -> Result<()> {
-    match loc.store.delete(path).await {
+    delete_object_if_exists(loc.store.as_ref(), path).await
+}
+
+/// Deletes the object at `path` in `store`; one already gone counts as
+/// deleted. [`delete_if_exists`] for a caller that holds a store, not a
+/// table location.
+pub async fn delete_object_if_exists(store: &dyn ObjectStore, path: &Path) -> Result<()> {
+    match store.delete(path).await {
         Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
         Err(e) => Err(Error::store("delete", path, e)),
     }
@@ -81,7 +88,7 @@ pub async fn delete_if_exists(loc: &TableLocation, path: &Path) -> Result<()> {
 /// [`TableLocation::new`].
 ///
 /// ```
-/// use tributary_timeline::TableLocation;
+/// use tributary_storage::TableLocation;
 ///
 /// let local = TableLocation::parse("/data/lake/trips")?;
 /// assert_eq!(local.root.as_ref(), "data/lake/trips");
@@ -96,7 +103,7 @@ pub async fn delete_if_exists(loc: &TableLocation, path: &Path) -> Result<()> {
 ///
 /// let err = TableLocation::parse("ftp://host/trips").unwrap_err().to_string();
 /// assert!(err.contains("ftp://host/trips") && err.contains("scheme"), "{err}");
-/// # Ok::<(), tributary_timeline::Error>(())
+/// # Ok::<(), tributary_storage::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct TableLocation {

@@ -1,0 +1,50 @@
+//! Where a Tributary table lives, and the locks on it. Nothing here knows
+//! Hudi's metadata: the timeline crate above names every path (the lock
+//! files, the folders a delete tidies) and passes it in.
+//!
+//! - [`TableLocation`]: a store and a root path, parsed from a URI (local
+//!   folders, `memory://`, and with the `cloud` feature S3, GCS and Azure),
+//!   with create-if-absent writes and retries ([`RETRY`]);
+//! - [`DurableLocalStore`]: the local file system, fsynced, with Hadoop's
+//!   `.crc` checksum sidecars kept as Hadoop keeps them;
+//! - [`parquet_file`]: Parquet footers and byte ranges read through the store;
+//! - [`Clock`]: the injected clock;
+//! - the table locks behind [`LockProvider`]: [`InProcessLock`], the OS file
+//!   lock [`FileLock`], the object-store lease [`LeaseLock`], and Hudi's
+//!   lock file [`HudiFileLock`];
+//! - [`counting::CountingStore`]: a store wrapper that counts requests.
+//!
+//! The only IO is [`object_store`], plus the local OS file lock of
+//! [`FileLock`] and the fsyncs of [`DurableLocalStore`].
+
+pub mod clock;
+pub mod counting;
+pub mod error;
+pub mod hudi_lock;
+pub mod lease;
+pub mod location;
+pub mod lock;
+pub mod parquet_file;
+pub mod store;
+
+pub use clock::{Clock, ManualClock, OffsetClock, SystemClock};
+pub use error::{Error, ErrorKind, Result};
+pub use hudi_lock::HudiFileLock;
+pub use lease::{HUDI_CLOCK_DRIFT, LeaseLock, LeaseSettings};
+pub use location::{RETRY, RetryPolicy, TableLocation};
+pub use lock::{Fence, FenceCheck, FileLock, InProcessLock, LockGuard, LockProvider};
+pub use store::DurableLocalStore;
+
+#[cfg(test)]
+mod send_sync {
+    fn assert_send_sync<T: Send + Sync>() {}
+    #[test]
+    fn public_types_are_send_sync() {
+        assert_send_sync::<super::TableLocation>();
+        assert_send_sync::<super::DurableLocalStore>();
+        assert_send_sync::<super::LeaseLock>();
+        assert_send_sync::<super::HudiFileLock>();
+        assert_send_sync::<super::FileLock>();
+        assert_send_sync::<super::Error>();
+    }
+}
