@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use tributary::{Table, TableSettings, TimeSettings};
-use tributary_compaction::execute::CompactorSettings;
-use tributary_compaction::plan::PlanSettings;
+use tributary_compaction::CompactorSettings;
+use tributary_compaction::PlanSettings;
 use tributary_timeline::TimeMode;
 
 #[tokio::main]

@@ -760,7 +760,7 @@ async fn compact(
     watch: bool,
     interval: Duration,
     table_settings: TableSettings,
-    settings: tributary_compaction::execute::CompactorSettings,
+    settings: tributary_compaction::CompactorSettings,
 ) -> anyhow::Result<()> {
     let t = store.open(&table, table_settings).await?;
     let bar = indicatif::ProgressBar::new_spinner();
@@ -946,8 +946,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let time = time_settings(time_mode, max_clock_skew_ms);
             let table_settings = TableSettings { time, heartbeat_expiry, spill_dir, ..Default::default() };
-            let settings = tributary_compaction::execute::CompactorSettings {
-                plan: tributary_compaction::plan::PlanSettings {
+            let settings = tributary_compaction::CompactorSettings {
+                plan: tributary_compaction::PlanSettings {
                     min_log_files: min_logs,
                     max_groups: max_groups.unwrap_or(usize::MAX),
                     ..Default::default()
