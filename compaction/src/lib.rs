@@ -1,7 +1,7 @@
 //! Tributary's table services: compaction, cleaning and the rollback of
 //! failed writes. Merging is [`tributary_merge`]'s.
 //!
-//! Other crates use what this file re-exports:
+//! The modules are private; this file re-exports what other crates use:
 //!
 //! - [`Error`] and [`Result`];
 //! - [`Compactor`], built by a [`CompactorBuilder`] and set by
@@ -18,12 +18,14 @@
 //! | `clean` | deleting the file slices no retained commit needs |
 //! | `rollback` | rolling back the delta commits of dead writers |
 
+#![warn(unreachable_pub)]
+
 mod base_file;
-pub mod clean;
-pub mod error;
-pub mod execute;
-pub mod plan;
-pub mod rollback;
+mod clean;
+mod error;
+mod execute;
+mod plan;
+mod rollback;
 #[cfg(test)]
 mod test_util;
 

@@ -1,6 +1,6 @@
 //! Tributary's record merge, shared by snapshot readers and the compactor.
 //!
-//! Other crates use what this file re-exports:
+//! The modules are private; this file re-exports what other crates use:
 //!
 //! - [`Error`] and [`Result`];
 //! - [`Version`] (rows, partial rows or deletes, in write order), [`merge`]
@@ -33,22 +33,24 @@
 //! | `tombstone` | what a compaction keeps of deleted keys, and for how long |
 //! | `slice` | the one entry point: merge a file slice, for readers and the compactor |
 
+#![warn(unreachable_pub)]
+
 mod columns;
-pub mod combine;
-pub mod error;
+mod combine;
+mod error;
 mod index;
 mod keyed;
-pub mod limits;
-pub mod ordering;
+mod limits;
+mod ordering;
 mod read;
 mod rows;
-pub mod rules;
-pub mod slice;
-pub mod spill;
+mod rules;
+mod slice;
+mod spill;
 #[cfg(test)]
 mod test_util;
 mod tombstone;
-pub mod version;
+mod version;
 
 // Errors.
 pub use error::{Error, Result};
