@@ -48,7 +48,7 @@ use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use tributary::{CreateOptions, ReadOptions, Table, TableSettings, TimeSettings};
-use tributary_compaction::execute::CompactorSettings;
+use tributary_compaction::CompactorSettings;
 use tributary_timeline::TimeMode;
 use tributary_writer::WriteSettings;
 
@@ -499,7 +499,7 @@ fn case_compact(dir: &Path, ticks: u64) -> BenchResult<()> {
     let done = rt.block_on(compactor.run_once())?;
     let secs = started.elapsed().as_secs_f64();
     let after = usage(ticks)?;
-    let sum = |f: fn(&tributary_compaction::execute::CompactionSummary) -> u64| done.iter().map(f).sum::<u64>();
+    let sum = |f: fn(&tributary_compaction::CompactionSummary) -> u64| done.iter().map(f).sum::<u64>();
     report(&[
         ("compactions", done.len().to_string()),
         ("groups", sum(|c| c.groups as u64).to_string()),

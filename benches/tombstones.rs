@@ -14,7 +14,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tributary::{CreateOptions, Table, TableSettings, TimeSettings};
-use tributary_compaction::execute::CompactorSettings;
+use tributary_compaction::CompactorSettings;
 use tributary_timeline::TimeMode;
 use tributary_writer::WriteSettings;
 

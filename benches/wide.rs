@@ -13,7 +13,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tributary::{CreateOptions, Table, TableSettings, TimeSettings};
-use tributary_compaction::execute::CompactorSettings;
+use tributary_compaction::CompactorSettings;
 use tributary_timeline::{SequenceGroup, TimeMode};
 use tributary_writer::WriteSettings;
 

@@ -71,10 +71,10 @@ pub use tributary_format::Error as FormatError;
 pub use tributary_format::ErrorKind;
 /// Errors of reading and merging file slices ([`Error::Merge`]).
 pub use tributary_merge::Error as MergeError;
-/// Errors of stores and locks (wrapped by [`TimelineError`]).
-pub use tributary_timeline::StorageError;
 /// Errors of the timeline, and of the stores and locks beneath it ([`Error::Timeline`]).
 pub use tributary_timeline::Error as TimelineError;
+/// Errors of stores and locks (wrapped by [`TimelineError`]).
+pub use tributary_timeline::StorageError;
 /// Errors of the write client ([`Error::Writer`]).
 pub use tributary_writer::Error as WriterError;
 
@@ -99,9 +99,9 @@ pub use tributary_writer::{Checkpoint, Commit, CommitSummary, Rows, WriteClient,
 pub use json_lines::{JsonLinesOptions, JsonLinesProgress, JsonLinesSummary, write_json_lines};
 
 // Compaction and cleaning ([`Table::compactor`], [`Table::clean`]).
-pub use tributary_compaction::clean::CleanSummary;
-pub use tributary_compaction::execute::{CompactionSummary, Compactor, CompactorSettings};
-pub use tributary_compaction::plan::PlanSettings;
+pub use tributary_compaction::CleanSummary;
+pub use tributary_compaction::PlanSettings;
+pub use tributary_compaction::{CompactionSummary, Compactor, CompactorSettings};
 
 // Reading ([`Table::read`]).
 pub use read::{Query, ReadOptions};

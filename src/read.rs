@@ -112,7 +112,7 @@ impl Table {
         let timeline = Arc::new(timeline);
         let base_only = options.query == Query::ReadOptimized;
         let config = Arc::new(self.config().clone());
-        tributary_merge::rules::check_merger(&config)?;
+        tributary_merge::check_merger(&config)?;
         let parallelism = parallelism();
         let slices = view.latest_slices().into_iter().filter(|s| s.base.is_some() || !s.logs.is_empty());
         let jobs = slices.map(|slice| {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use object_store::ObjectStore;
 use object_store::path::Path;
-use tributary_compaction::execute::{Compactor, CompactorSettings};
+use tributary_compaction::{Compactor, CompactorSettings};
 use tributary_timeline::config::TableConfig;
 use tributary_timeline::store::create_folder;
 use tributary_timeline::{Clock, FileSystemView, LockProvider, TableLocation, TimeGenerator, TimeMode, Timeline};
@@ -169,12 +169,12 @@ impl Table {
     /// removes file slices that none of the last `retain_commits` commits
     /// needs, recording a clean instant. `None` when there was nothing to
     /// remove.
-    pub async fn clean(&self, retain_commits: usize) -> Result<Option<tributary_compaction::clean::CleanSummary>> {
+    pub async fn clean(&self, retain_commits: usize) -> Result<Option<tributary_compaction::CleanSummary>> {
         let generator = self.time_generator();
         let Components { settings, clock, compaction_lock, .. } = &self.components;
         let guard = compaction_lock.acquire().await?;
         let result = async {
-            tributary_compaction::rollback::rollback_failed_writes(
+            tributary_compaction::rollback_failed_writes(
                 &self.loc,
                 &self.config,
                 &generator,
@@ -182,9 +182,7 @@ impl Table {
                 settings.heartbeat_expiry,
             )
             .await?;
-            Ok::<_, Error>(
-                tributary_compaction::clean::clean(&self.loc, &self.config, &generator, retain_commits).await?,
-            )
+            Ok::<_, Error>(tributary_compaction::clean(&self.loc, &self.config, &generator, retain_commits).await?)
         }
         .await;
         guard.release().await?;

@@ -42,7 +42,7 @@ use arrow::ipc::writer::FileWriter;
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 use tributary::{CreateOptions, ReadOptions, Table, TableSettings};
-use tributary_compaction::execute::CompactorSettings;
+use tributary_compaction::CompactorSettings;
 use tributary_format::ErrorKind;
 use tributary_writer::{WriteClient, WriteSettings};
 

@@ -122,7 +122,7 @@ pub async fn clean(
 /// Plans a clean keeping what the last `retain_commits` completed data
 /// commits need (see the module notes); `None` when nothing is to be
 /// deleted. Pure: `loc` only names the files.
-pub fn plan_clean(
+pub(crate) fn plan_clean(
     loc: &TableLocation,
     timeline: &Timeline,
     view: &FileSystemView,

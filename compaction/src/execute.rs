@@ -125,7 +125,7 @@ pub struct Compactor {
 /// # use std::sync::Arc;
 /// # use std::time::Duration;
 /// # use object_store::{memory::InMemory, path::Path};
-/// # use tributary_compaction::execute::{Compactor, CompactorSettings};
+/// # use tributary_compaction::{Compactor, CompactorSettings};
 /// # use tributary_format::schema::TableSchema;
 /// # use tributary_timeline::*;
 /// let schema_json = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"ts","type":"long"}]}"#;

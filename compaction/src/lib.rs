@@ -1,14 +1,43 @@
-//! Tributary's table services: compaction (a pure planner, [`plan`], and
-//! its executor, [`execute`]), cleaning ([`clean`]) and the rollback of
-//! failed writes ([`rollback`]). Merging is [`tributary_merge`]'s.
+//! Tributary's table services: compaction, cleaning and the rollback of
+//! failed writes. Merging is [`tributary_merge`]'s.
+//!
+//! The modules are private; this file re-exports what other crates use:
+//!
+//! - [`Error`] and [`Result`];
+//! - [`Compactor`], built by a [`CompactorBuilder`] and set by
+//!   [`CompactorSettings`] (with the [`PlanSettings`] of its planner); each
+//!   compaction it executes is reported by a [`CompactionSummary`];
+//! - [`clean`], reporting a [`CleanSummary`];
+//! - [`rollback_failed_writes`], reporting each rollback as [`RolledBack`].
+//!
+//! | file | owns |
+//! |---|---|
+//! | `plan` | the pure, synchronous compaction planner |
+//! | `execute` | the compactor: scheduling plans and executing them |
+//! | `base_file` | writing a compacted base file in parts, within a memory share |
+//! | `clean` | deleting the file slices no retained commit needs |
+//! | `rollback` | rolling back the delta commits of dead writers |
+
+#![warn(unreachable_pub)]
 
 mod base_file;
-pub mod clean;
-pub mod error;
-pub mod execute;
-pub mod plan;
-pub mod rollback;
+mod clean;
+mod error;
+mod execute;
+mod plan;
+mod rollback;
 #[cfg(test)]
 mod test_util;
 
+// Errors.
 pub use error::{Error, Result};
+
+// Compaction: the compactor, its settings and what a run did.
+pub use execute::{CompactionSummary, Compactor, CompactorBuilder, CompactorSettings};
+pub use plan::PlanSettings;
+
+// Cleaning old file slices.
+pub use clean::{CleanSummary, clean};
+
+// Rolling back failed writes.
+pub use rollback::{RolledBack, rollback_failed_writes};

@@ -28,7 +28,7 @@ impl Default for PlanSettings {
 }
 
 /// Plans a compaction at `instant` over `view`. `None` when no group qualifies.
-pub fn plan(view: &FileSystemView, instant: &InstantTime, settings: &PlanSettings) -> Option<CompactionPlan> {
+pub(crate) fn plan(view: &FileSystemView, instant: &InstantTime, settings: &PlanSettings) -> Option<CompactionPlan> {
     let mut candidates: Vec<(u64, CompactionOperation)> = Vec::new();
     for group in view.groups() {
         if view.in_pending_plan(&group.partition, &group.file_id) {

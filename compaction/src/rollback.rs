@@ -357,7 +357,11 @@ async fn execute(
 /// Nothing is deleted when the timeline cannot tell withdrawn from
 /// archived ([`Timeline::knows_archive`]). Returns the files deleted,
 /// relative to the table root.
-pub async fn delete_orphans(loc: &TableLocation, timeline: &Timeline, files: &[DataFile]) -> Result<Vec<String>> {
+pub(crate) async fn delete_orphans(
+    loc: &TableLocation,
+    timeline: &Timeline,
+    files: &[DataFile],
+) -> Result<Vec<String>> {
     if !timeline.knows_archive() {
         return Ok(Vec::new());
     }

@@ -69,7 +69,7 @@ struct SliceScan<'a> {
 }
 
 /// What [`merge_key_first`] did with a slice.
-pub enum KeyFirst {
+pub(crate) enum KeyFirst {
     /// Not a slice it covers, or one whose key index would not fit: merge it
     /// the general way. Nothing was written.
     Declined,
@@ -90,7 +90,7 @@ pub enum KeyFirst {
 /// Merges the slice `files` key first within `limits` (see the module
 /// notes). The winning rows are kept when they fit, else written as sorted
 /// runs with `spiller`, or the merge is declined without one.
-pub async fn merge_key_first(
+pub(crate) async fn merge_key_first(
     ctx: &SliceMerge<'_>,
     files: &SliceFiles<'_>,
     limits: Limits,

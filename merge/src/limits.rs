@@ -26,24 +26,24 @@
 //! Readers merge without a share: they hold every row they return anyway.
 
 /// At most this many spill partitions per slice.
-pub const MAX_SPILL_PARTITIONS: usize = 1024;
+pub(crate) const MAX_SPILL_PARTITIONS: usize = 1024;
 
 /// What the key-first merge may hold, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// The key index: past this the key-first merge is declined.
-    pub index: usize,
+    pub(crate) index: usize,
     /// The index plus the winning rows: past this the winners are spilled.
-    pub keep: usize,
+    pub(crate) keep: usize,
 }
 
 impl Limits {
     /// No limits: for readers, which hold every row anyway.
-    pub const NONE: Limits = Limits { index: usize::MAX, keep: usize::MAX };
+    pub(crate) const NONE: Limits = Limits { index: usize::MAX, keep: usize::MAX };
 
     /// The winning rows buffered for one sorted run when they are spilled:
     /// sorting them takes a copy, so a run is half of what may be kept.
-    pub fn run_bytes(self) -> usize {
+    pub(crate) fn run_bytes(self) -> usize {
         (self.keep / 2).max(1)
     }
 }
@@ -59,14 +59,9 @@ impl Share {
         Share((budget / parallelism.max(1)).max(1))
     }
 
-    /// The share in bytes.
-    pub fn bytes(self) -> usize {
-        self.0
-    }
-
     /// How many spill partitions a slice of `input_bytes` encoded bytes
     /// needs; 1 means it is merged in memory.
-    pub fn partitions(self, input_bytes: u64) -> usize {
+    pub(crate) fn partitions(self, input_bytes: u64) -> usize {
         usize::try_from(input_bytes)
             .unwrap_or(usize::MAX)
             .saturating_mul(3)
@@ -75,24 +70,24 @@ impl Share {
     }
 
     /// Bytes each of `partitions` spill partitions buffers before it writes.
-    pub fn spill_buffer(self, partitions: usize) -> usize {
+    pub(crate) fn spill_buffer(self, partitions: usize) -> usize {
         self.0 / (4 * partitions.max(1))
     }
 
     /// The key-first merge's limits. A slice merged in memory needs none, as
     /// the key-first merge holds less than the whole slice.
-    pub fn key_first(self, spills: bool) -> Limits {
+    pub(crate) fn key_first(self, spills: bool) -> Limits {
         if spills { Limits { index: self.0 / 2, keep: self.0 / 4 * 3 } } else { Limits::NONE }
     }
 
     /// What the general merge may hold before it folds.
-    pub fn fold_at(self) -> usize {
+    pub(crate) fn fold_at(self) -> usize {
         self.0 / 8 * 3
     }
 
     /// What the winners may still take after a fold before the merge goes on
     /// through spill partitions.
-    pub fn spill_after_fold(self) -> usize {
+    pub(crate) fn spill_after_fold(self) -> usize {
         self.0 / 4
     }
 
@@ -117,7 +112,7 @@ mod tests {
     #[test]
     fn fractions_of_a_share() {
         let share = Share::of_budget(256 << 20, 2);
-        assert_eq!(share.bytes(), 128 << 20);
+        assert_eq!(share, Share(128 << 20));
         assert_eq!(share.partitions(0), 1);
         assert_eq!(share.partitions((128 << 20) / 3), 1);
         assert_eq!(share.partitions(128 << 20), 3);

@@ -16,7 +16,7 @@ use arrow::datatypes::{DataType, TimeUnit};
 use tributary_format::codec::{OrderingValue, rescale_decimal};
 
 /// Whether a delete carries no event time and so always wins.
-pub fn is_unconditional(v: &OrderingValue) -> bool {
+pub(crate) fn is_unconditional(v: &OrderingValue) -> bool {
     matches!(v, OrderingValue::Null | OrderingValue::Int(0) | OrderingValue::Long(0))
 }
 

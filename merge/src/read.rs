@@ -49,7 +49,7 @@ pub enum BaseRows<'a> {
 
 impl SliceFiles<'_> {
     /// The size of log `i`, if known.
-    pub fn log_size(&self, i: usize) -> Option<u64> {
+    pub(crate) fn log_size(&self, i: usize) -> Option<u64> {
         self.log_sizes.get(i).copied()
     }
 }
@@ -105,7 +105,7 @@ const LOG_BATCH_ROWS: usize = 16 * 1024;
 /// The versions of one log file in write order, decoded as they are pulled:
 /// a log holds one block at a time and one decoded batch of it. Blocks of
 /// instants that did not complete (possible in pre-v8 logs) are skipped.
-pub struct LogReader<'a> {
+pub(crate) struct LogReader<'a> {
     blocks: LogBlocks<'a>,
     schema: &'a TableSchema,
     timeline: &'a Timeline,
@@ -127,7 +127,7 @@ const MEMO_BLOCK_BYTES: usize = 64 << 10;
 impl<'a> LogReader<'a> {
     /// Opens the log file `log` of the table at `loc`, of `size` bytes if
     /// known.
-    pub async fn open(
+    pub(crate) async fn open(
         loc: &'a TableLocation,
         schema: &'a TableSchema,
         log: &'a object_store::path::Path,
@@ -138,7 +138,7 @@ impl<'a> LogReader<'a> {
     }
 
     /// The next version, or `None` at the end of the file.
-    pub async fn next(&mut self) -> Result<Option<Version>> {
+    pub(crate) async fn next(&mut self) -> Result<Option<Version>> {
         loop {
             match &mut self.current {
                 Some(Block::Decoding(batches, partial)) => match batches.next() {
@@ -224,7 +224,7 @@ fn decoded_block(
 }
 
 /// The error for a log block of a type no reader handles.
-pub fn unsupported_block(block_type: BlockType, path: &str) -> Error {
+pub(crate) fn unsupported_block(block_type: BlockType, path: &str) -> Error {
     Error::Invalid { what: path.to_string(), reason: format!("{block_type:?} log blocks are not supported") }
 }
 
@@ -241,7 +241,7 @@ const HEAD_BYTES: u64 = if cfg!(test) { 2 << 10 } else { 64 << 10 };
 const WINDOW_BYTES: u64 = if cfg!(test) { 100 } else { 1 << 20 };
 
 /// The blocks of one log file, in file order.
-pub struct LogBlocks<'a> {
+pub(crate) struct LogBlocks<'a> {
     loc: &'a TableLocation,
     log: &'a object_store::path::Path,
     /// The file's path, for errors.
@@ -256,7 +256,7 @@ pub struct LogBlocks<'a> {
 
 /// One block of a log file: read, or (a large data block) only its head,
 /// its content left in the store to be streamed by [`Records`].
-pub enum LogEntry {
+pub(crate) enum LogEntry {
     /// The whole block.
     Loaded(LogBlock),
     /// A data block's head; the block starts at `offset` of the file.
@@ -264,14 +264,14 @@ pub enum LogEntry {
 }
 
 impl LogEntry {
-    pub fn block_type(&self) -> BlockType {
+    pub(crate) fn block_type(&self) -> BlockType {
         match self {
             LogEntry::Loaded(b) => b.block_type,
             LogEntry::Stored { head, .. } => head.block_type,
         }
     }
 
-    pub fn header(&self, key: HeaderKey) -> Option<&str> {
+    pub(crate) fn header(&self, key: HeaderKey) -> Option<&str> {
         match self {
             LogEntry::Loaded(b) => b.header(key),
             LogEntry::Stored { head, .. } => head.header(key),
@@ -295,7 +295,11 @@ impl<'a> LogBlocks<'a> {
     /// Opens the log file `log` of the table at `loc`: a small file is read
     /// whole, a large one a block at a time. A small file of known `size`
     /// takes one request; otherwise its size is asked first.
-    pub async fn open(loc: &'a TableLocation, log: &'a object_store::path::Path, size: Option<u64>) -> Result<Self> {
+    pub(crate) async fn open(
+        loc: &'a TableLocation,
+        log: &'a object_store::path::Path,
+        size: Option<u64>,
+    ) -> Result<Self> {
         if let Some(size) = size.filter(|s| *s <= WHOLE_LOG_BYTES) {
             let bytes = read_range(loc.store.as_ref(), log, 0..size).await?;
             return Self::of_bytes(loc, log, bytes);
@@ -310,7 +314,7 @@ impl<'a> LogBlocks<'a> {
 
     /// Opens `log` again: from `kept`, its whole bytes as an earlier open
     /// read them ([`LogBlocks::whole_file`]), else as [`LogBlocks::open`].
-    pub async fn reopen(
+    pub(crate) async fn reopen(
         loc: &'a TableLocation,
         log: &'a object_store::path::Path,
         size: Option<u64>,
@@ -329,7 +333,7 @@ impl<'a> LogBlocks<'a> {
     }
 
     /// The whole file, when it was small enough to be read at once.
-    pub fn whole_file(&self) -> Option<&bytes::Bytes> {
+    pub(crate) fn whole_file(&self) -> Option<&bytes::Bytes> {
         self.bytes.as_ref()
     }
 
@@ -339,7 +343,7 @@ impl<'a> LogBlocks<'a> {
 
     /// The next block written by an instant that completed (every block of
     /// a v8 log; pre-v8 logs may hold blocks of failed instants).
-    pub async fn next_live(&mut self, timeline: &Timeline) -> Result<Option<LogBlock>> {
+    pub(crate) async fn next_live(&mut self, timeline: &Timeline) -> Result<Option<LogBlock>> {
         match self.next_live_entry(timeline).await? {
             Some(e) => self.load(e).await.map(Some),
             None => Ok(None),
@@ -348,7 +352,7 @@ impl<'a> LogBlocks<'a> {
 
     /// [`LogBlocks::next_live`], leaving a large data block's content in the
     /// store.
-    pub async fn next_live_entry(&mut self, timeline: &Timeline) -> Result<Option<LogEntry>> {
+    pub(crate) async fn next_live_entry(&mut self, timeline: &Timeline) -> Result<Option<LogEntry>> {
         while let Some(entry) = self.next_entry().await? {
             if let Some(t) = entry.header(HeaderKey::InstantTime)
                 && let Ok(t) = InstantTime::parse(t)
@@ -362,7 +366,7 @@ impl<'a> LogBlocks<'a> {
     }
 
     /// The whole block of `entry`.
-    pub async fn load(&self, entry: LogEntry) -> Result<LogBlock> {
+    pub(crate) async fn load(&self, entry: LogEntry) -> Result<LogBlock> {
         match entry {
             LogEntry::Loaded(b) => Ok(b),
             LogEntry::Stored { offset, head } => {
@@ -407,7 +411,7 @@ impl<'a> LogBlocks<'a> {
 /// The records of one AVRO_DATA block, in order: from its content in memory,
 /// or streamed from the store a window at a time, so that a large block is
 /// never held whole. A record that spans two windows is copied out.
-pub struct Records {
+pub(crate) struct Records {
     store: std::sync::Arc<dyn object_store::ObjectStore>,
     path: object_store::path::Path,
     name: String,
@@ -421,7 +425,7 @@ pub struct Records {
 
 impl Records {
     /// The records of the data block `entry` of `blocks`.
-    pub async fn open(entry: LogEntry, blocks: &LogBlocks<'_>) -> Result<Self> {
+    pub(crate) async fn open(entry: LogEntry, blocks: &LogBlocks<'_>) -> Result<Self> {
         let (window, unread) = match entry {
             LogEntry::Loaded(b) => (b.content, 0..0),
             LogEntry::Stored { offset, head } => {
@@ -453,7 +457,7 @@ impl Records {
     }
 
     /// The block's record count.
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.count
     }
 
@@ -469,7 +473,7 @@ impl Records {
     /// Whether the next record lies whole in the bytes at hand, so that
     /// [`Records::next_ready`] can take it without a read.
     #[inline]
-    pub fn ready(&self) -> bool {
+    pub(crate) fn ready(&self) -> bool {
         let rest = &self.window[self.at..];
         rest.first_chunk::<4>()
             .is_some_and(|len| usize::try_from(i32::from_be_bytes(*len)).is_ok_and(|len| rest.len() - 4 >= len))
@@ -477,7 +481,7 @@ impl Records {
 
     /// The next record, when [`Records::ready`] said it is at hand.
     #[inline]
-    pub fn next_ready(&mut self) -> &[u8] {
+    pub(crate) fn next_ready(&mut self) -> &[u8] {
         let rest = &self.window[self.at..];
         let len = i32::from_be_bytes(*rest.first_chunk::<4>().expect("ready")) as usize;
         self.at += 4 + len;
@@ -486,7 +490,7 @@ impl Records {
 
     /// The next record's bytes (after its length prefix). Call it at most
     /// [`Records::count`] times.
-    pub async fn next(&mut self) -> Result<&[u8]> {
+    pub(crate) async fn next(&mut self) -> Result<&[u8]> {
         let len = self.i32().await?;
         let len = usize::try_from(len).map_err(|_| self.corrupt("negative record length".into()))?;
         self.take(len).await
@@ -551,7 +555,7 @@ fn widen(part: RecordBatch, target: &SchemaRef, path: &str) -> Result<Version> {
 
 /// Reads a whole Parquet file (`bytes`), matching columns to `target` by
 /// name (casting types, filling absent nullable columns with nulls).
-pub fn read_parquet(bytes: bytes::Bytes, target: &SchemaRef, path: &str) -> Result<Vec<RecordBatch>> {
+pub(crate) fn read_parquet(bytes: bytes::Bytes, target: &SchemaRef, path: &str) -> Result<Vec<RecordBatch>> {
     let batches =
         if bytes.len() as u64 <= TAIL_BYTES { decoded_file(&bytes, path)? } else { decode_file(bytes, path)? };
     batches.iter().map(|b| conform(b.clone(), target, path)).collect()
@@ -600,7 +604,7 @@ fn conform(b: RecordBatch, target: &SchemaRef, path: &str) -> Result<RecordBatch
 /// the store rather than as one object, for files that may not fit in
 /// memory; a small file, fetched whole on opening, is decoded at once
 /// ([`decoded_file`]).
-pub struct BaseReader {
+pub(crate) struct BaseReader {
     source: BaseSource,
     target: SchemaRef,
     path: String,
@@ -615,13 +619,17 @@ enum BaseSource {
 
 impl BaseReader {
     /// Opens the base file at `path`.
-    pub async fn open(loc: &TableLocation, schema: &TableSchema, path: &object_store::path::Path) -> Result<Self> {
+    pub(crate) async fn open(
+        loc: &TableLocation,
+        schema: &TableSchema,
+        path: &object_store::path::Path,
+    ) -> Result<Self> {
         Self::open_columns(loc, schema.arrow_with_meta(), path).await
     }
 
     /// Opens the base file at `path` for the columns of `target` only (a
     /// projection of the table's `arrow_with_meta` schema).
-    pub async fn open_columns(
+    pub(crate) async fn open_columns(
         loc: &TableLocation,
         target: &SchemaRef,
         path: &object_store::path::Path,
@@ -652,12 +660,12 @@ impl BaseReader {
     }
 
     /// The file's row count, as its metadata gives it.
-    pub fn num_rows(&self) -> usize {
+    pub(crate) fn num_rows(&self) -> usize {
         self.rows
     }
 
     /// The next batch of rows, or `None` at the end.
-    pub async fn next(&mut self) -> Result<Option<RecordBatch>> {
+    pub(crate) async fn next(&mut self) -> Result<Option<RecordBatch>> {
         use futures::StreamExt;
         let b = match &mut self.source {
             BaseSource::Stream(stream) => match stream.next().await {

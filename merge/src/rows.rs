@@ -30,14 +30,14 @@ fn row_at(batch: usize, row: usize) -> RowAt {
 }
 
 /// The (batch, row) of a place.
-pub fn row_of(at: RowAt) -> (usize, usize) {
+pub(crate) fn row_of(at: RowAt) -> (usize, usize) {
     ((at >> 32) as usize, (at & 0xffff_ffff) as usize)
 }
 
 /// Versions gathered for [`RowMerger::push_batch`]: keys back to back, and
 /// per version where its key ends, its ordering value and its place.
 #[derive(Default)]
-pub struct KeyBatch {
+pub(crate) struct KeyBatch {
     keys: Vec<u8>,
     versions: Vec<(usize, Ord2, RowAt)>,
     hashes: Vec<u64>,
@@ -46,12 +46,12 @@ pub struct KeyBatch {
 impl KeyBatch {
     /// Versions a batch gathers before it is merged: enough lookups to
     /// overlap, few enough that the keys stay in the first-level cache.
-    pub const LEN: usize = 32;
+    pub(crate) const LEN: usize = 32;
 
     /// Adds a version of `key` whose row is row `row` of source `source`;
     /// true when the batch is full.
     #[inline]
-    pub fn push(&mut self, key: &[u8], order: Ord2, source: usize, row: usize) -> bool {
+    pub(crate) fn push(&mut self, key: &[u8], order: Ord2, source: usize, row: usize) -> bool {
         self.keys.extend_from_slice(key);
         self.versions.push((self.keys.len(), order, row_at(source, row)));
         self.versions.len() >= Self::LEN
@@ -73,7 +73,7 @@ struct Slot {
 /// value; longer ones are copied once into an arena, and the index compares
 /// a full hash before it compares their bytes. Either way a lookup touches
 /// the index (and the arena), not the much larger batches the key came from.
-pub struct RowMerger {
+pub(crate) struct RowMerger {
     schema: arrow::datatypes::SchemaRef,
     ordering: Option<usize>,
     event_time: bool,
@@ -87,7 +87,7 @@ pub struct RowMerger {
 }
 
 impl RowMerger {
-    pub fn new(schema: &TableSchema, mode: MergeMode) -> Self {
+    pub(crate) fn new(schema: &TableSchema, mode: MergeMode) -> Self {
         let ordering = schema.ordering_index().map(|i| i + META_FIELDS.len());
         Self {
             schema: schema.arrow_with_meta().clone(),
@@ -102,14 +102,14 @@ impl RowMerger {
     }
 
     /// Memory held: the batches rows are taken from, and the key index.
-    pub fn retained_bytes(&self) -> usize {
+    pub(crate) fn retained_bytes(&self) -> usize {
         self.batch_bytes + self.table.allocated_bytes() + self.arena.capacity()
     }
 
     /// Replaces the batches by one batch of the current winning rows, so the
     /// rows that lost are freed. Merging goes on as before: every key keeps
     /// its winner, deleted keys keep their delete.
-    pub fn fold(&mut self) -> Result<()> {
+    pub(crate) fn fold(&mut self) -> Result<()> {
         if self.batches.len() <= 1 && self.batches.first().is_none_or(|b| b.num_rows() == self.live()) {
             return Ok(());
         }
@@ -122,7 +122,7 @@ impl RowMerger {
     /// The winning rows' places, in ascending order (so a gather runs
     /// forward), each with its key's rank among the live keys in the index's
     /// iteration order (stable while the index is not changed).
-    pub fn winners(&self) -> Vec<(RowAt, u32)> {
+    pub(crate) fn winners(&self) -> Vec<(RowAt, u32)> {
         let mut picks: Vec<(RowAt, u32)> =
             self.table.iter().filter(|s| s.at != DELETED).enumerate().map(|(i, s)| (s.at, i as u32)).collect();
         picks.sort_unstable();
@@ -131,7 +131,7 @@ impl RowMerger {
 
     /// Replaces the batches by `batches`, which hold the rows of `winners`
     /// (from [`RowMerger::winners`], the index unchanged since) in that order.
-    pub fn place(&mut self, winners: &[(RowAt, u32)], batches: Vec<RecordBatch>) {
+    pub(crate) fn place(&mut self, winners: &[(RowAt, u32)], batches: Vec<RecordBatch>) {
         let mut moved = vec![0 as RowAt; winners.len()];
         let mut places =
             batches.iter().enumerate().flat_map(|(b, batch)| (0..batch.num_rows()).map(move |r| row_at(b, r)));
@@ -153,7 +153,7 @@ impl RowMerger {
     /// The merged state as versions that merge to the same result under
     /// either merge, and go on merging the same with later versions: the
     /// winning rows, then a delete (with its ordering value) per deleted key.
-    pub fn into_versions(mut self) -> Result<Vec<Version>> {
+    pub(crate) fn into_versions(mut self) -> Result<Vec<Version>> {
         self.fold()?;
         let deletes: Vec<DeleteRecord> = self
             .table
@@ -216,13 +216,13 @@ impl RowMerger {
 
     /// The column of the ordering value when versions are ordered by it
     /// (event-time ordering), as an index into the meta-first schema.
-    pub fn event_time_ordering(&self) -> Option<usize> {
+    pub(crate) fn event_time_ordering(&self) -> Option<usize> {
         self.ordering.filter(|_| self.event_time)
     }
 
     /// Sizes an empty index for `keys` keys, so that it does not grow (and
     /// rehash) step by step; a no-op once the index holds keys.
-    pub fn expect_keys(&mut self, keys: usize) {
+    pub(crate) fn expect_keys(&mut self, keys: usize) {
         if self.table.is_empty() {
             self.table.reserve(keys);
         }
@@ -240,7 +240,7 @@ impl RowMerger {
     /// empties it. The keys' hashes are all computed, and the index slots
     /// they start probing at read, before the first lookup, so the lookups'
     /// cache misses overlap.
-    pub fn push_batch(&mut self, batch: &mut KeyBatch) {
+    pub(crate) fn push_batch(&mut self, batch: &mut KeyBatch) {
         use std::hash::BuildHasher;
         batch.hashes.clear();
         let mut start = 0;
@@ -259,7 +259,7 @@ impl RowMerger {
 
     /// Merges the keys of `keys` (with their `ordering` values), whose rows
     /// are rows `first_row..` of source `source`.
-    pub fn push_keys(
+    pub(crate) fn push_keys(
         &mut self,
         keys: &ArrayRef,
         ordering: Option<&ArrayRef>,
@@ -297,7 +297,7 @@ impl RowMerger {
     }
 
     /// Merges the next version in write order.
-    pub fn push(&mut self, v: &Version) -> Result<()> {
+    pub(crate) fn push(&mut self, v: &Version) -> Result<()> {
         match v {
             Version::Rows(b) | Version::Partial { batch: b, .. } => {
                 let ordering = self.ordering.filter(|_| self.event_time).map(|o| b.column(o));
@@ -334,7 +334,7 @@ impl RowMerger {
 
     /// The surviving rows, sorted by record key with `by_key`, else in
     /// write order; `None` when none survive.
-    pub fn finish(self, by_key: bool) -> Result<Option<RecordBatch>> {
+    pub(crate) fn finish(self, by_key: bool) -> Result<Option<RecordBatch>> {
         let indices = self.survivors(by_key);
         if indices.is_empty() {
             return Ok(None);
@@ -344,7 +344,7 @@ impl RowMerger {
 
     /// [`RowMerger::finish`] in batches of at most `rows` rows, gathered as
     /// they are pulled, so the surviving rows are never copied all at once.
-    pub fn finish_in_batches(self, by_key: bool, rows: usize) -> Survivors {
+    pub(crate) fn finish_in_batches(self, by_key: bool, rows: usize) -> Survivors {
         let indices = self.survivors(by_key);
         Survivors { merger: self, indices, next: 0, rows: rows.max(1) }
     }
@@ -369,7 +369,7 @@ impl RowMerger {
 
 /// The surviving rows of a merge, a batch at a time: see
 /// [`RowMerger::finish_in_batches`].
-pub struct Survivors {
+pub(crate) struct Survivors {
     merger: RowMerger,
     indices: Vec<(usize, usize)>,
     next: usize,

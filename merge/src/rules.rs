@@ -32,7 +32,7 @@ pub fn merge(schema: &TableSchema, config: &TableConfig, versions: &[Version]) -
 /// [`merge`] of part of a slice's keys, where `partial` says whether the
 /// whole slice holds partial versions, so every part merges the same way;
 /// with `by_key` the rows come sorted by record key.
-pub fn merge_as(
+pub(crate) fn merge_as(
     schema: &TableSchema,
     config: &TableConfig,
     versions: &[Version],
@@ -72,7 +72,7 @@ pub(crate) fn merge_parts(
 /// The rows of `batches` (one schema, at least one batch) in one batch,
 /// sorted by record key. Only the key columns are put together to sort;
 /// each row is copied once, into its place.
-pub fn sort_by_key(batches: &[RecordBatch]) -> Result<RecordBatch> {
+pub(crate) fn sort_by_key(batches: &[RecordBatch]) -> Result<RecordBatch> {
     let fail = |e: arrow::error::ArrowError| Error::arrow("sort by record key", e);
     if let [batch] = batches {
         let idx = arrow::compute::sort_to_indices(batch.column(RECORD_KEY), None, None).map_err(fail)?;

@@ -67,8 +67,8 @@ fn store_err(op: &'static str, path: &Path, e: object_store::Error) -> Error {
 }
 
 impl SpillArea {
-    /// Deletes every object under the folder, [`DELETES_AT_ONCE`] at a
-    /// time.
+    /// Deletes every object under the folder, a few at a time
+    /// (`DELETES_AT_ONCE`).
     pub async fn clear(&self) -> Result<()> {
         let paths: Vec<Path> = self
             .store
@@ -134,7 +134,7 @@ struct Buffer {
 /// Partitions a group's versions into spill objects (step 1), then merges
 /// partition by partition (step 2) into sorted runs.
 #[derive(Debug)]
-pub struct Spiller {
+pub(crate) struct Spiller {
     area: SpillArea,
     partitions: Vec<(Buffer, Vec<Segment>)>,
     flush_bytes: usize,
@@ -148,18 +148,18 @@ pub struct Spiller {
 impl Spiller {
     /// A spiller over `partitions` partitions, each flushing once its buffer
     /// passes `flush_bytes`.
-    pub fn new(area: SpillArea, partitions: usize, flush_bytes: usize) -> Self {
+    pub(crate) fn new(area: SpillArea, partitions: usize, flush_bytes: usize) -> Self {
         let partitions = (0..partitions.max(1)).map(|_| (Buffer::default(), Vec::new())).collect();
         Self { area, partitions, flush_bytes: flush_bytes.max(1 << 16), objects: 0, partial: false, spilled_bytes: 0 }
     }
 
     /// The folder it spills to.
-    pub fn area(&self) -> &SpillArea {
+    pub(crate) fn area(&self) -> &SpillArea {
         &self.area
     }
 
     /// Number of partitions.
-    pub fn partitions(&self) -> usize {
+    pub(crate) fn partitions(&self) -> usize {
         self.partitions.len()
     }
 
@@ -170,12 +170,12 @@ impl Spiller {
 
     /// Whether the group holds partial versions (pass it to
     /// [`crate::rules::merge_as`] for every partition).
-    pub fn partial(&self) -> bool {
+    pub(crate) fn partial(&self) -> bool {
         self.partial
     }
 
     /// Adds the next version in write order.
-    pub async fn push(&mut self, version: Version) -> Result<()> {
+    pub(crate) async fn push(&mut self, version: Version) -> Result<()> {
         let n = self.partitions.len();
         self.partial |= matches!(version, Version::Partial { .. });
         match version {
@@ -263,7 +263,7 @@ impl Spiller {
     }
 
     /// Spills what is still buffered; afterwards each partition can be read.
-    pub async fn finish(&mut self) -> Result<()> {
+    pub(crate) async fn finish(&mut self) -> Result<()> {
         for p in 0..self.partitions.len() {
             self.flush(p).await?;
         }
@@ -271,7 +271,7 @@ impl Spiller {
     }
 
     /// Partition `p`'s versions, in write order.
-    pub async fn versions(&self, p: usize) -> Result<Vec<Version>> {
+    pub(crate) async fn versions(&self, p: usize) -> Result<Vec<Version>> {
         let mut out = Vec::new();
         for seg in &self.partitions[p].1 {
             let bytes = self.area.get(&seg.path).await?;
@@ -294,7 +294,7 @@ impl Spiller {
     /// final merge holds a chunk of every run at once, so a chunk is sized
     /// like a partition's buffer: all of them together take a quarter of the
     /// budget's share.
-    pub async fn write_run(&mut self, p: usize, sorted: &RecordBatch) -> Result<Run> {
+    pub(crate) async fn write_run(&mut self, p: usize, sorted: &RecordBatch) -> Result<Run> {
         let row_bytes = sorted.get_array_memory_size() / sorted.num_rows().max(1);
         let chunk_rows = (self.flush_bytes / row_bytes.max(1)).clamp(256, RUN_CHUNK_ROWS);
         let mut chunks = VecDeque::new();
@@ -313,7 +313,7 @@ impl Spiller {
 
 /// The sorted rows of one partition, as spill objects in key order.
 #[derive(Debug, Default)]
-pub struct Run {
+pub(crate) struct Run {
     chunks: VecDeque<Path>,
 }
 
@@ -344,7 +344,7 @@ fn read_ipc(bytes: bytes::Bytes, path: &Path) -> Result<Vec<RecordBatch>> {
 /// Merges sorted runs by key, a chunk of each at a time (step 3). Keys are
 /// unique across runs (each key lives in one partition).
 #[derive(Debug)]
-pub struct RunMerger {
+pub(crate) struct RunMerger {
     area: SpillArea,
     cursors: Vec<Cursor>,
 }
@@ -366,7 +366,7 @@ impl Cursor {
 
 impl RunMerger {
     /// A merger over `runs`.
-    pub fn new(area: SpillArea, runs: Vec<Run>) -> Self {
+    pub(crate) fn new(area: SpillArea, runs: Vec<Run>) -> Self {
         Self { area, cursors: runs.into_iter().map(|run| Cursor { run, batch: None, keys: None, row: 0 }).collect() }
     }
 
@@ -395,7 +395,7 @@ impl RunMerger {
     }
 
     /// The next batch of rows in key order, or `None` when all runs are done.
-    pub async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+    pub(crate) async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         for i in 0..self.cursors.len() {
             self.refill(i).await?;
         }

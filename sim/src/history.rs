@@ -6,7 +6,7 @@
 //!   (re)started writer registers its id, asks the table for its
 //!   checkpoint and resumes after it; a failed commit is followed by the
 //!   same question, so a commit whose answer was lost is not sent twice.
-//! - **The compactor** runs [`Compactor::run_once`](tributary_compaction::execute::Compactor::run_once)
+//! - **The compactor** runs [`Compactor::run_once`](tributary_compaction::Compactor::run_once)
 //!   now and then: it rolls back writes whose heartbeat expired, finishes
 //!   pending plans, plans at its own instant and executes.
 //! - **The cleaner** runs [`Table::clean`]: the same rollback, then cleaning.
@@ -36,7 +36,7 @@ use rand::{Rng, SeedableRng};
 use tokio::task::JoinHandle;
 use tributary::timeline::{ErrorKind, InProcessLock, LockProvider, SequenceGroup, TableLocation, TimeMode};
 use tributary::{CreateOptions, LockKind, Table, TableSettings, TimeSettings};
-use tributary_compaction::execute::CompactorSettings;
+use tributary_compaction::CompactorSettings;
 use tributary_writer::{WriteClient, WriteSettings};
 
 use crate::check::{Checker, Ledger};

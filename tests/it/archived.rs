@@ -5,7 +5,7 @@
 //! the compactor see the table as before the archival.
 
 use tributary::{CreateOptions, Query, ReadOptions, Table};
-use tributary_compaction::execute::CompactorSettings;
+use tributary_compaction::CompactorSettings;
 use tributary_testkit::history::archive;
 use tributary_timeline::{Instant, InstantTime};
 use tributary_writer::WriteSettings;

@@ -10,7 +10,7 @@ use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use tributary::{CreateOptions, LockKind, Query, ReadOptions, Table, TableSettings, TimeSettings};
-use tributary_compaction::execute::CompactorSettings;
+use tributary_compaction::CompactorSettings;
 use tributary_format::ErrorKind;
 use tributary_timeline::{InstantTime, ManualClock, TableLocation, TimeMode};
 use tributary_writer::WriteSettings;

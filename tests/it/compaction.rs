@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, AsArray};
 use tributary::{CreateOptions, Query, ReadOptions, Table, TableSettings};
-use tributary_compaction::execute::CompactorSettings;
+use tributary_compaction::CompactorSettings;
 use tributary_timeline::{Action, State};
 use tributary_writer::WriteSettings;
 

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use arrow::array::RecordBatch;
 use proptest::prelude::*;
 use tributary::{CreateOptions, Query, ReadOptions, Table};
-use tributary_compaction::execute::CompactorSettings;
+use tributary_compaction::CompactorSettings;
 use tributary_writer::{WriteClient, WriteSettings};
 
 use crate::support::{

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use arrow::array::{AsArray, RecordBatch};
 use proptest::prelude::*;
 use tributary::{CreateOptions, Query, ReadOptions, Table};
-use tributary_compaction::execute::CompactorSettings;
+use tributary_compaction::CompactorSettings;
 use tributary_timeline::InstantTime;
 use tributary_writer::{WriteClient, WriteSettings};
 

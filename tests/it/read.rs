@@ -195,8 +195,7 @@ fn compacting_corpus_tables_keeps_their_rows() {
             };
             let table_settings = tributary::TableSettings { time, ..Default::default() };
             let table = tributary::Table::builder_local(&base).with_settings(table_settings).open().await.unwrap();
-            let settings =
-                tributary_compaction::execute::CompactorSettings { memory_budget: 4 << 10, ..Default::default() };
+            let settings = tributary_compaction::CompactorSettings { memory_budget: 4 << 10, ..Default::default() };
             table.compactor(settings).await.unwrap().run_once().await.unwrap()
         });
         assert_eq!(done.len(), 1, "{}: one compaction: {done:?}", zip.display());

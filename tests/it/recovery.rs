@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tributary::TableSettings;
-use tributary_compaction::execute::CompactorSettings;
+use tributary_compaction::CompactorSettings;
 use tributary_timeline::{Clock, OffsetClock, SystemClock};
 
 use crate::support::*;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, AsArray, BooleanArray, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use tributary::{CreateOptions, Query, ReadOptions, Table, TombstoneRetention};
-use tributary_compaction::execute::CompactorSettings;
+use tributary_compaction::CompactorSettings;
 use tributary_writer::WriteSettings;
 
 use crate::support::{FARES_SCHEMA, Place, batch_with_deletes, have_official_reader, hybrid, official_rows_of};

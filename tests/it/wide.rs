@@ -10,7 +10,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use tributary::{CreateOptions, ReadOptions, Table, TableSettings, TimeSettings};
-use tributary_compaction::execute::CompactorSettings;
+use tributary_compaction::CompactorSettings;
 use tributary_timeline::{SequenceGroup, TimeMode};
 use tributary_writer::WriteSettings;
 

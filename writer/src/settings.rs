@@ -34,7 +34,7 @@ pub struct WriteSettings {
     /// readers see the same rows either way, and fewer versions are
     /// written, read and compacted. Partial writes and tables with sequence
     /// groups or a custom merger store every version regardless (see
-    /// [`tributary_merge::combine`]). Default true.
+    /// [`tributary_merge::Combiner`]). Default true.
     pub combine: bool,
 }
 
