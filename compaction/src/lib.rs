@@ -7,6 +7,8 @@
 //! - [`Compactor`], built by a [`CompactorBuilder`] and set by
 //!   [`CompactorSettings`] (with the [`PlanSettings`] of its planner); each
 //!   compaction it executes is reported by a [`CompactionSummary`];
+//! - [`plan`], the pure planner the compactor runs, for planning without
+//!   executing;
 //! - [`clean`], reporting a [`CleanSummary`];
 //! - [`rollback_failed_writes`], reporting each rollback as [`RolledBack`].
 //!
@@ -34,7 +36,7 @@ pub use error::{Error, Result};
 
 // Compaction: the compactor, its settings and what a run did.
 pub use execute::{CompactionSummary, Compactor, CompactorBuilder, CompactorSettings};
-pub use plan::PlanSettings;
+pub use plan::{PlanSettings, plan};
 
 // Cleaning old file slices.
 pub use clean::{CleanSummary, clean};

@@ -28,7 +28,11 @@ impl Default for PlanSettings {
 }
 
 /// Plans a compaction at `instant` over `view`. `None` when no group qualifies.
-pub(crate) fn plan(view: &FileSystemView, instant: &InstantTime, settings: &PlanSettings) -> Option<CompactionPlan> {
+///
+/// Pure and synchronous: it reads only the view, so a test or a tool can
+/// plan without a store; [`Compactor`](crate::Compactor) runs it and then
+/// executes the plan.
+pub fn plan(view: &FileSystemView, instant: &InstantTime, settings: &PlanSettings) -> Option<CompactionPlan> {
     let mut candidates: Vec<(u64, CompactionOperation)> = Vec::new();
     for group in view.groups() {
         if view.in_pending_plan(&group.partition, &group.file_id) {
