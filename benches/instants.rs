@@ -20,7 +20,7 @@ async fn rate(mode: TimeMode, generators: usize, run_for: Duration) -> f64 {
             mode,
             Duration::from_millis(200),
             Arc::new(SystemClock),
-            Arc::new(FileLock::at(tributary_timeline::layout::local_instant_lock_file(dir.path()))),
+            Arc::new(FileLock::at(tributary_timeline::local_instant_lock_file(dir.path()))),
         );
         let count = count.clone();
         tasks.push(tokio::spawn(async move {

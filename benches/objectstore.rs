@@ -19,7 +19,7 @@ use arrow::array::{Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use async_trait::async_trait;
 use tributary::{CreateOptions, Table, TableSettings, TimeSettings};
-use tributary_timeline::counting::{CountingStore, Requests};
+use tributary_timeline::{CountingStore, Requests};
 use tributary_timeline::{
     Fence, FileLock, LeaseLock, LeaseSettings, LockGuard, LockProvider, SystemClock, TableLocation, TimeMode,
 };
@@ -137,13 +137,13 @@ async fn run(place: &Place, mode: TimeMode, writers: usize, run_for: Duration) -
         let inner: Arc<dyn LockProvider> = match place {
             Place::S3(_) => Arc::new(LeaseLock::at(
                 store.clone(),
-                tributary_timeline::layout::lease_lock_file(&loc.root),
+                tributary_timeline::lease_lock_file(&loc.root),
                 format!("bench-{w}"),
                 Arc::new(SystemClock),
                 LeaseSettings::default(),
             )),
             Place::Local(_) => {
-                Arc::new(FileLock::at(tributary_timeline::layout::local_instant_lock_file(std::path::Path::new(&uri))))
+                Arc::new(FileLock::at(tributary_timeline::local_instant_lock_file(std::path::Path::new(&uri))))
             }
         };
         let lock = Arc::new(Timed { inner, holds: holds.clone() });

@@ -8,13 +8,11 @@ use std::time::Duration;
 
 use object_store::ObjectStore;
 use object_store::path::Path;
-use tributary_timeline::config::{NewTableConfig, TableConfig};
-use tributary_timeline::layout;
-use tributary_timeline::protocol::metadata_table::MetadataTableGuard;
-use tributary_timeline::store::create_folder;
 use tributary_timeline::{
-    BucketSpec, Clock, FileLock, HudiFileLock, InProcessLock, LeaseLock, LeaseSettings, LockProvider, SystemClock,
-    TableLocation,
+    BucketSpec, Clock, FileLock, HudiFileLock, InProcessLock, LeaseLock, LeaseSettings, LockProvider,
+    MetadataTableGuard, NewTableConfig, SystemClock, TableConfig, TableLocation, compaction_lease_file, create_folder,
+    hudi_lock_file, lease_lock_file, local_compaction_lock_file, local_instant_lock_file, local_meta_dir,
+    local_temp_dir, properties_file, timeline_dir,
 };
 
 use crate::components::{Components, Spill};
@@ -158,7 +156,7 @@ impl TableBuilder {
         let (loc, components) = self.build()?;
         // `hoodie.properties`, or its backup while a Hudi-style update of
         // it is in flight (`tributary_timeline::properties`).
-        let Some(stored) = tributary_timeline::properties::read(&loc).await? else {
+        let Some(stored) = tributary_timeline::read_properties(&loc).await? else {
             // The store may be missing altogether (no such bucket): a
             // listing of the table's folder says so.
             if let Err(e) = loc.store.list_with_delimiter(Some(&loc.root)).await {
@@ -171,7 +169,7 @@ impl TableBuilder {
         };
         let file = stored.path.filename().unwrap_or("hoodie.properties");
         let shown = match loc.local_folder() {
-            Some(dir) => layout::local_meta_dir(dir).join(file).display().to_string(),
+            Some(dir) => local_meta_dir(dir).join(file).display().to_string(),
             None => format!("{loc}/.hoodie/{file}"),
         };
         // The reader parsed the file already; what it could not parse (a
@@ -221,7 +219,7 @@ impl TableBuilder {
         let created = chrono::DateTime::from_timestamp_millis(components.clock.now_millis())
             .map_or_else(String::new, |t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
         let text = config.to_properties_text(&format!("Created by tributary at {created}"))?;
-        match loc.create(&layout::properties_file(&loc.root), text.into_bytes()).await {
+        match loc.create(&properties_file(&loc.root), text.into_bytes()).await {
             Err(tributary_timeline::StorageError::AlreadyExists { .. }) => {
                 return Err(Error::TableExists { path: loc.to_string() });
             }
@@ -229,15 +227,12 @@ impl TableBuilder {
         }
         // Every checkpoint of this table will be in a writer state file, so
         // looking up a writer id without one scans no commits.
-        tributary_timeline::protocol::writer_state::mark_new_table(&loc).await?;
+        tributary_timeline::mark_new_table(&loc).await?;
         // Hudi's Java timeline lists `.hoodie/timeline/` and fails when a
         // local file system has no such folder (object stores have none).
         if loc.local_folder().is_some() {
-            create_folder(
-                loc.store.as_ref(),
-                &layout::timeline_dir(&loc.root, config.timeline_layout, &config.timeline_path),
-            )
-            .await?;
+            create_folder(loc.store.as_ref(), &timeline_dir(&loc.root, config.timeline_layout, &config.timeline_path))
+                .await?;
         }
         Ok(Table { loc, config, components })
     }
@@ -290,7 +285,7 @@ impl TableBuilder {
             Ok(match kind {
                 LockKind::HudiFile => Arc::new(HudiFileLock::at(
                     loc.store.clone(),
-                    layout::hudi_lock_file(&loc.root),
+                    hudi_lock_file(&loc.root),
                     owner.clone(),
                     clock.clone(),
                     (!settings.hudi_lock_expire.is_zero()).then_some(settings.hudi_lock_expire),
@@ -306,22 +301,22 @@ impl TableBuilder {
                         ));
                     };
                     if compaction {
-                        Arc::new(FileLock::at(layout::local_compaction_lock_file(dir)))
+                        Arc::new(FileLock::at(local_compaction_lock_file(dir)))
                     } else {
-                        Arc::new(FileLock::at(layout::local_instant_lock_file(dir)))
+                        Arc::new(FileLock::at(local_instant_lock_file(dir)))
                     }
                 }
                 LockKind::InProcess => Arc::new(InProcessLock::new()),
                 _ if compaction => Arc::new(LeaseLock::at(
                     loc.store.clone(),
-                    layout::compaction_lease_file(&loc.root),
+                    compaction_lease_file(&loc.root),
                     owner.clone(),
                     clock.clone(),
                     lease(settings.compaction_lease)?,
                 )),
                 _ => Arc::new(LeaseLock::at(
                     loc.store.clone(),
-                    layout::lease_lock_file(&loc.root),
+                    lease_lock_file(&loc.root),
                     owner.clone(),
                     clock.clone(),
                     lease(settings.lock_lease)?,
@@ -343,7 +338,7 @@ impl TableBuilder {
         let spill = match (spill, &settings.spill_dir, &local_dir) {
             (Some((store, dir)), _, _) => Spill::Given(store, dir),
             (None, Some(dir), _) => Spill::Local(dir.join(spill_subfolder(&loc))),
-            (None, None, Some(table)) => Spill::Local(layout::local_temp_dir(table)),
+            (None, None, Some(table)) => Spill::Local(local_temp_dir(table)),
             (None, None, None) => {
                 Spill::Local(std::env::temp_dir().join("tributary-spill").join(spill_subfolder(&loc)))
             }

@@ -14,7 +14,7 @@ impl Table {
     /// [`WriteClient::checkpoint`](crate::WriteClient::checkpoint)). Reads the id's state
     /// file, and checks one commit file's existence; takes no lock.
     pub async fn checkpoint(&self, writer_id: &str) -> Result<tributary_writer::WriterStatus> {
-        Ok(tributary_timeline::protocol::writer_state::lookup(&self.loc, &self.config, writer_id).await?)
+        Ok(tributary_timeline::lookup_writer(&self.loc, &self.config, writer_id).await?)
     }
 
     /// Registers `client`'s writer id, taking it over from any earlier

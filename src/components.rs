@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use object_store::ObjectStore;
 use object_store::path::Path;
-use tributary_timeline::protocol::metadata_table::MetadataTableGuard;
+use tributary_timeline::MetadataTableGuard;
 use tributary_timeline::{Clock, LockProvider};
 
 use crate::settings::TableSettings;

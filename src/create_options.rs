@@ -5,8 +5,8 @@
 
 use apache_avro::Schema;
 use tributary_format::{RecordKey, TableSchema};
-use tributary_timeline::config::{SequenceGroup, split_fields};
 use tributary_timeline::{BucketHash, MergeMode, TimeMode, TombstoneRetention};
+use tributary_timeline::{SequenceGroup, split_fields};
 
 use crate::error::{Error, Result};
 
@@ -24,7 +24,7 @@ pub struct CreateOptions {
     /// Record key fields in declared order: one, or several for a composite
     /// key, whose `_hoodie_record_key` is `field:value` pairs joined by `,`
     /// as Hudi's complex key generator writes it
-    /// ([`tributary_format::key`]).
+    /// ([`RecordKey`](tributary_format::RecordKey)).
     pub record_key_fields: Vec<String>,
     /// Ordering (event-time) field.
     pub ordering_field: String,
@@ -220,7 +220,7 @@ fn check_orderable(schema: &Schema, source: &str, role: &str, name: &str) -> Res
         Schema::String => Some(OrderingKind::Text),
         Schema::Decimal(d) => {
             let (scale, whole) = (d.scale, d.precision.saturating_sub(d.scale));
-            let limit = usize::from(tributary_format::codec::DELETE_DECIMAL_SCALE as u8);
+            let limit = usize::from(tributary_format::DELETE_DECIMAL_SCALE as u8);
             if scale > limit || whole > limit {
                 return Err(Error::InvalidInput {
                     what: source.to_string(),

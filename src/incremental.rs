@@ -22,8 +22,8 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use futures::StreamExt;
-use tributary_format::metadata::CommitMetadata;
-use tributary_timeline::fs_view::DataFile;
+use tributary_format::CommitMetadata;
+use tributary_timeline::DataFile;
 use tributary_timeline::{FileSystemView, Instant, InstantTime, State, Timeline, TimelineWriter};
 
 use crate::error::Result;
@@ -113,7 +113,7 @@ impl Window {
 
 /// A data file's path relative to the table, as commit metadata names it.
 fn relative(f: &DataFile) -> String {
-    tributary_timeline::location::partition_file(&f.partition, &f.name)
+    tributary_timeline::partition_file(&f.partition, &f.name)
 }
 
 /// A completed commit's metadata: Avro (Hudi 1.x, Tributary) or JSON

@@ -118,7 +118,7 @@ pub async fn write_json_lines<R: BufRead>(
                     }
                     let (schema, source, n) = (schema.clone(), source.to_string(), block.records);
                     let rows = tokio::task::spawn_blocking(move || {
-                        tributary_writer::input::rows_from_json_lines(&schema, &block.text, &source, block.first_line)
+                        tributary_writer::rows_from_json_lines(&schema, &block.text, &source, block.first_line)
                     });
                     queue.push_back(Decoded::Block { rows, records: n, ends_commit });
                 }

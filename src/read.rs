@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arrow::row::{RowConverter, SortField};
 use futures::StreamExt;
-use tributary_format::schema::{META_FIELDS, PARTITION_PATH, RECORD_KEY, TableSchema};
+use tributary_format::{META_FIELDS, PARTITION_PATH, RECORD_KEY, TableSchema};
 use tributary_merge::{BaseRows, RowOrder, SliceFiles, SliceMerge, merge_slice, written_by};
 use tributary_timeline::{FileSystemView, InstantTime, State, TableLocation, Timeline, TimelineWriter};
 

@@ -33,8 +33,8 @@ impl Default for TimeSettings {
 }
 
 /// Which lock serialises a table's instants (and, beside it, its
-/// compactors), unless one is injected with [`TableBuilder::with_lock`] or
-/// [`TableBuilder::with_compaction_lock`]. In serde form kebab-case
+/// compactors), unless one is injected with [`TableBuilder::with_lock`](crate::TableBuilder::with_lock) or
+/// [`TableBuilder::with_compaction_lock`](crate::TableBuilder::with_compaction_lock). In serde form kebab-case
 /// (`"auto"`, `"file"`, `"lease"`, `"in-process"`, `"hudi-file"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -66,7 +66,7 @@ pub enum LockKind {
 }
 
 /// A table's settings: plain data, apart from the components (clock,
-/// locks, spill store) given to the [`TableBuilder`]. Every field has a
+/// locks, spill store) given to the [`TableBuilder`](crate::TableBuilder). Every field has a
 /// documented default, so a partial serde document (say JSON) is enough; an
 /// unknown key is an error. Durations are whole milliseconds in serde form,
 /// under the field name plus `_ms`.
@@ -114,8 +114,8 @@ pub struct TableSettings {
     /// A pending write whose heartbeat is older than this has failed: the
     /// cleaner and the compactor roll it back. Writers of the table must
     /// refresh their heartbeat more often (`WriteSettings::heartbeat_interval`,
-    /// checked by [`Table::write_client`]). Default 2 min
-    /// ([`tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY`]).
+    /// checked by [`Table::write_client`](crate::Table::write_client)). Default 2 min
+    /// ([`tributary_timeline::DEFAULT_HEARTBEAT_EXPIRY`]).
     #[serde(rename = "heartbeat_expiry_ms", with = "millis_serde")]
     pub heartbeat_expiry: Duration,
     /// The local folder compactors spill under, unless a spill store is
@@ -139,7 +139,7 @@ impl Default for TableSettings {
             hudi_lock_expire: Duration::ZERO,
             lock_acquire_timeout: lease.acquire_timeout,
             lock_owner: None,
-            heartbeat_expiry: tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY,
+            heartbeat_expiry: tributary_timeline::DEFAULT_HEARTBEAT_EXPIRY,
             spill_dir: None,
         }
     }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use object_store::ObjectStore;
 use object_store::path::Path;
 use tributary_compaction::{Compactor, CompactorSettings};
-use tributary_timeline::config::TableConfig;
-use tributary_timeline::store::create_folder;
+use tributary_timeline::TableConfig;
+use tributary_timeline::create_folder;
 use tributary_timeline::{Clock, FileSystemView, LockProvider, TableLocation, TimeGenerator, TimeMode, Timeline};
 
 use crate::components::{Components, Spill};
@@ -68,18 +68,18 @@ impl Table {
     }
 
     /// The time mode this table's generators use: the one its
-    /// [`TimeSettings`] name, else the one the table records, else
+    /// [`TimeSettings`](crate::TimeSettings) name, else the one the table records, else
     /// wait-for-skew (a table another engine made, whose Java writers may
     /// share it).
     pub fn time_mode(&self) -> TimeMode {
         self.components.settings.time.mode.or(self.config.time_mode).unwrap_or(TimeMode::WaitForSkew)
     }
 
-    /// A TrueTime generator per the table's [`TimeSettings`], reading the
+    /// A TrueTime generator per the table's [`TimeSettings`](crate::TimeSettings), reading the
     /// table's clock under the table's instant lock. The first lock hold of
     /// any generator of this opened `Table` (or of its clones) turns off a
     /// metadata table the table has, which Tributary does not maintain
-    /// ([`tributary_timeline::protocol::metadata_table`]); a `Table` opened
+    /// ([`tributary_timeline::MetadataTableGuard`]); a `Table` opened
     /// again checks again.
     pub fn time_generator(&self) -> TimeGenerator {
         let Components { settings, clock, lock, .. } = &self.components;

@@ -42,19 +42,19 @@
 
 use std::collections::BTreeMap;
 
-use tributary_format::table_services::{
+use tributary_format::{
     ActionInstant, CleanFileInfo, CleanMetadata, CleanPartitionMetadata, CleanerPlan, KEEP_LATEST_COMMITS,
 };
-use tributary_timeline::fs_view::{FileSystemView, list_data_files, planned_groups};
 use tributary_timeline::{
     Action, Instant, InstantTime, State, TableConfig, TableLocation, TimeGenerator, Timeline, TimelineWriter,
 };
+use tributary_timeline::{FileSystemView, list_data_files, planned_groups};
 
 use crate::error::{Error, Result};
-use tributary_timeline::protocol::{Completion, complete_instant, delete_if_exists};
+use tributary_timeline::{Completion, complete_instant, delete_if_exists};
 
 use crate::rollback::{file_name, fs_path};
-use tributary_timeline::location::partition_file;
+use tributary_timeline::partition_file;
 
 /// What one clean did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -243,8 +243,8 @@ mod tests {
     use std::time::Duration;
 
     use object_store::ObjectStoreExt;
-    use tributary_format::metadata::CompactionPlan;
-    use tributary_timeline::partition::ensure_partition;
+    use tributary_format::CompactionPlan;
+    use tributary_timeline::ensure_partition;
     use tributary_timeline::{InProcessLock, ManualClock, TimeMode, nbcc_file_id};
 
     use super::*;

@@ -16,22 +16,22 @@ use arrow::array::{Array, ArrayRef, RecordBatch, StringArray};
 use futures::{StreamExt, TryStreamExt};
 use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::file::properties::WriterProperties;
-use tributary_format::codec::{DeleteRecord, encode_delete_block};
-use tributary_format::log_block::HeaderKey;
-use tributary_format::metadata::{CommitMetadata, CompactionOperation, CompactionPlan, WriteStat};
-use tributary_format::schema::{COMMIT_SEQNO, FILE_NAME, META_FIELDS, RECORD_KEY, TableSchema};
-use tributary_timeline::protocol::marker::{self, remove_markers, rollback_files};
-use tributary_timeline::protocol::{Completion, complete_instant_with};
+use tributary_format::HeaderKey;
+use tributary_format::{COMMIT_SEQNO, FILE_NAME, META_FIELDS, RECORD_KEY, TableSchema};
+use tributary_format::{CommitMetadata, CompactionOperation, CompactionPlan, WriteStat};
+use tributary_format::{DeleteRecord, encode_delete_block};
 use tributary_timeline::{
     Action, BaseFileName, Clock, Fence, FileSystemView, Instant, InstantTime, LockProvider, LogFileName, State,
     TableConfig, TableLocation, TimeGenerator, Timeline, TimelineWriter, WriteToken,
 };
+use tributary_timeline::{Completion, complete_instant_with};
+use tributary_timeline::{MARKER_APPEND, MARKER_CREATE, create_marker, remove_markers, rollback_files};
 
 use crate::base_file::BaseFileWriter;
 use crate::error::{Error, Result};
 use crate::plan::{PlanSettings, plan};
 use tributary_merge::{BaseRows, Budget, RowOrder, Share, SliceFiles, SliceMerge, SpillArea, merge_slice};
-use tributary_timeline::location::partition_file;
+use tributary_timeline::partition_file;
 
 /// HEAD requests a group's compaction has in flight at once.
 const HEADS_AT_ONCE: usize = 16;
@@ -70,7 +70,7 @@ impl Default for CompactorSettings {
             parallelism: 2,
             memory_budget: 256 << 20,
             row_group_rows: 128 * 1024,
-            heartbeat_expiry: tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY,
+            heartbeat_expiry: tributary_timeline::DEFAULT_HEARTBEAT_EXPIRY,
         }
     }
 }
@@ -126,7 +126,7 @@ pub struct Compactor {
 /// # use std::time::Duration;
 /// # use object_store::{memory::InMemory, path::Path};
 /// # use tributary_compaction::{Compactor, CompactorSettings};
-/// # use tributary_format::schema::TableSchema;
+/// # use tributary_format::TableSchema;
 /// # use tributary_timeline::*;
 /// let schema_json = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"ts","type":"long"}]}"#;
 /// let config = TableConfig::new_table(&NewTableConfig::new("t", "id", "ts", schema_json));
@@ -213,7 +213,7 @@ impl CompactorBuilder {
         let Self { loc, config, clock, spill, settings, .. } = self;
         let clock = clock.unwrap_or_else(|| time.clock().clone());
         let (spill_store, spill_dir) =
-            spill.unwrap_or_else(|| (loc.store.clone(), tributary_timeline::layout::temp_dir(&loc.root)));
+            spill.unwrap_or_else(|| (loc.store.clone(), tributary_timeline::temp_dir(&loc.root)));
         let timeline = TimelineWriter::new(&loc, &config);
         Ok(Compactor {
             loc,
@@ -489,7 +489,7 @@ impl Compactor {
         }
         .to_string();
         let rel = partition_file(&op.partition_path, &name);
-        marker::create_marker(&self.loc, instant, &op.partition_path, &name, marker::CREATE).await?;
+        create_marker(&self.loc, instant, &op.partition_path, &name, MARKER_CREATE).await?;
         let out_path = self.loc.join(&rel);
         let ctx = SliceMerge { loc: &self.loc, schema: &self.schema, config: &self.config, timeline };
         let budget = Budget {
@@ -551,7 +551,7 @@ impl Compactor {
         }
         .to_string();
         let rel = partition_file(&op.partition_path, &name);
-        marker::create_marker(&self.loc, instant, &op.partition_path, &name, marker::APPEND).await?;
+        create_marker(&self.loc, instant, &op.partition_path, &name, MARKER_APPEND).await?;
         let path = self.loc.join(&rel);
         let size = out.len() as u64;
         self.loc.store.put(&path, out.into()).await.map_err(|e| tributary_timeline::Error::store("put", &path, e))?;
@@ -751,8 +751,7 @@ mod tests {
         use tributary_timeline::{InProcessLock, ManualClock, TimeGenerator, TimeMode};
         let (loc, config) = crate::test_util::memory_table().await;
         let schema_json = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"ts","type":"long"},{"name":"city","type":"string"}]}"#;
-        let schema =
-            tributary_format::schema::TableSchema::new(schema_json, &["id"], Some("ts"), Some("city")).unwrap();
+        let schema = tributary_format::TableSchema::new(schema_json, &["id"], Some("ts"), Some("city")).unwrap();
         let clock = Arc::new(ManualClock::new(0));
         let time =
             TimeGenerator::new(TimeMode::HybridLogical, Default::default(), clock, Arc::new(InProcessLock::new()));
@@ -768,7 +767,7 @@ mod tests {
             .build()
             .unwrap();
         // Without a spill store given, spill files go to the table's `.hoodie/.temp/`.
-        assert_eq!(compactor.spill_root().1, tributary_timeline::layout::temp_dir(&loc.root));
+        assert_eq!(compactor.spill_root().1, tributary_timeline::temp_dir(&loc.root));
     }
 
     #[test]

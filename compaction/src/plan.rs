@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use tributary_format::metadata::{CompactionOperation, CompactionPlan};
+use tributary_format::{CompactionOperation, CompactionPlan};
 use tributary_timeline::{FileSystemView, InstantTime};
 
 /// Which file groups a plan takes.
@@ -92,7 +92,7 @@ mod tests {
     use super::*;
     use object_store::path::Path;
     use tributary_timeline::Timeline;
-    use tributary_timeline::fs_view::{DataFile, PlannedGroups};
+    use tributary_timeline::{DataFile, PlannedGroups};
 
     fn file(name: &str, size: u64) -> DataFile {
         DataFile { partition: "p".into(), name: name.into(), path: Path::from(format!("p/{name}")), size }

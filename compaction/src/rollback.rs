@@ -51,20 +51,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use object_store::ObjectStoreExt;
-use tributary_format::table_services::{
-    InstantInfo, RollbackMetadata, RollbackPartitionMetadata, RollbackPlan, RollbackRequest,
-};
+use tributary_format::{InstantInfo, RollbackMetadata, RollbackPartitionMetadata, RollbackPlan, RollbackRequest};
 use tributary_timeline::{
     Action, BaseFileName, Clock, Instant, InstantTime, LogFileName, State, TableConfig, TableLocation, TimeGenerator,
     Timeline, TimelineWriter,
 };
 
-use tributary_timeline::protocol::heartbeat::{heartbeat_expired, heartbeat_path};
-use tributary_timeline::protocol::{Completion, complete_instant, delete_if_exists, marker};
+use tributary_timeline::{
+    Completion, complete_instant, delete_if_exists, list_markers, marked_file, remove_markers, rollback_files,
+};
+use tributary_timeline::{heartbeat_expired, heartbeat_path};
 
 use crate::error::Result;
-use tributary_timeline::fs_view::DataFile;
-use tributary_timeline::location::partition_file;
+use tributary_timeline::DataFile;
+use tributary_timeline::partition_file;
 
 /// One failed delta commit that was rolled back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,8 +161,8 @@ fn deltacommit_target(plan: &RollbackPlan) -> Option<InstantTime> {
 /// The rollback plan of `t`: one request per file its markers name, as Java's
 /// marker-based rollback plans them for table version 8.
 async fn plan_for(loc: &TableLocation, t: &InstantTime) -> Result<RollbackPlan> {
-    let markers = marker::list_markers(loc, t).await?;
-    let files: BTreeSet<(String, String)> = markers.iter().filter_map(|m| marker::marked_file(loc, t, m)).collect();
+    let markers = list_markers(loc, t).await?;
+    let files: BTreeSet<(String, String)> = markers.iter().filter_map(|m| marked_file(loc, t, m)).collect();
     let rollback_requests = files
         .into_iter()
         .map(|(partition, file)| {
@@ -302,7 +302,7 @@ async fn execute(
             deleted.insert((r.partition_path.clone(), name.to_string()));
         }
     }
-    for p in marker::rollback_files(loc, t).await? {
+    for p in rollback_files(loc, t).await? {
         let rel = loc.relative(&p);
         let (partition, name) = rel.rsplit_once('/').unwrap_or(("", rel.as_str()));
         deleted.insert((partition.to_string(), name.to_string()));
@@ -382,7 +382,7 @@ pub(crate) async fn delete_orphans(
         instants.insert(instant);
     }
     for t in &instants {
-        marker::remove_markers(loc, t).await?;
+        remove_markers(loc, t).await?;
     }
     Ok(deleted)
 }
@@ -406,11 +406,11 @@ mod tests {
     use futures::TryStreamExt;
     use object_store::memory::InMemory;
     use object_store::path::Path;
-    use tributary_timeline::partition::ensure_partition;
+    use tributary_timeline::ensure_partition;
     use tributary_timeline::{InProcessLock, ManualClock, SystemClock, TimeMode};
 
     use super::*;
-    use tributary_timeline::protocol::marker::marker_dir;
+    use tributary_timeline::marker_dir;
 
     struct Table {
         loc: TableLocation,
@@ -470,7 +470,7 @@ mod tests {
             &tb.config,
             &tb.time,
             tb.clock.as_ref(),
-            tributary_timeline::protocol::DEFAULT_HEARTBEAT_EXPIRY,
+            tributary_timeline::DEFAULT_HEARTBEAT_EXPIRY,
         )
         .await
         .unwrap()

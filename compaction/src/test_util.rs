@@ -15,8 +15,6 @@ pub(crate) async fn memory_table() -> (TableLocation, TableConfig) {
         ..NewTableConfig::new("t", "id", "ts", "{}")
     });
     let text = config.to_properties_text("test").expect("properties");
-    loc.create(&tributary_timeline::layout::properties_file(&loc.root), text.into_bytes())
-        .await
-        .expect("create properties");
+    loc.create(&tributary_timeline::properties_file(&loc.root), text.into_bytes()).await.expect("create properties");
     (loc, config)
 }

@@ -23,7 +23,7 @@ const CONTAINER_HEADER: &str = r#"{"type":"record","name":"org.apache.avro.file.
 /// process and text (`memo.rs`), and the header and first block are read
 /// with `apache_avro`'s datum reader. Files with a compression codec go
 /// through `apache_avro`'s container reader.
-pub fn read_single_record(bytes: &[u8], path: &str) -> Result<Value> {
+pub(crate) fn read_single_record(bytes: &[u8], path: &str) -> Result<Value> {
     static HEADER: std::sync::LazyLock<apache_avro::Schema> = std::sync::LazyLock::new(|| {
         apache_avro::Schema::parse_str(CONTAINER_HEADER).expect("the container header schema parses")
     });
@@ -60,7 +60,7 @@ pub fn read_single_record(bytes: &[u8], path: &str) -> Result<Value> {
 }
 
 /// Strips nullable unions.
-pub fn plain(v: &Value) -> &Value {
+pub(crate) fn plain(v: &Value) -> &Value {
     match v {
         Value::Union(_, inner) => plain(inner),
         other => other,
@@ -68,23 +68,15 @@ pub fn plain(v: &Value) -> &Value {
 }
 
 /// A field of a record value, unions stripped.
-pub fn field<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
+pub(crate) fn field<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
     match plain(v) {
         Value::Record(fields) => fields.iter().find(|(n, _)| n == name).map(|(_, v)| plain(v)),
         _ => None,
     }
 }
 
-/// A string field of a record value.
-pub fn string_field<'a>(v: &'a Value, name: &str) -> Option<&'a str> {
-    match field(v, name)? {
-        Value::String(s) => Some(s),
-        _ => None,
-    }
-}
-
 /// Parses an Avro schema held in this crate (a bundled `.avsc`), naming it in errors.
-pub fn parse_schema(json: &str, name: &str) -> Result<apache_avro::Schema> {
+pub(crate) fn parse_schema(json: &str, name: &str) -> Result<apache_avro::Schema> {
     apache_avro::Schema::parse_str(json).map_err(|e| Error::Avro { path: name.to_string(), reason: e.to_string() })
 }
 
@@ -99,7 +91,8 @@ pub fn parse_schema(json: &str, name: &str) -> Result<apache_avro::Schema> {
 /// derived from the encoded record rather than drawn at random (map entries
 /// are still encoded in `HashMap` order, so files with multi-entry maps are
 /// not byte-stable). `path` names the target in errors.
-pub fn write_single_record(
+#[cfg(test)]
+pub(crate) fn write_single_record(
     schema: &apache_avro::Schema,
     schema_json: &str,
     record: Value,
@@ -197,7 +190,7 @@ fn typed<'a, T>(
 }
 
 /// A `long` field (an `int` is widened); `None` when missing or null.
-pub fn opt_long(v: &Value, name: &str, path: &str) -> Result<Option<i64>> {
+pub(crate) fn opt_long(v: &Value, name: &str, path: &str) -> Result<Option<i64>> {
     typed(v, name, path, "long", |x| match x {
         Value::Long(n) => Some(*n),
         Value::Int(n) => Some(i64::from(*n)),
@@ -206,7 +199,7 @@ pub fn opt_long(v: &Value, name: &str, path: &str) -> Result<Option<i64>> {
 }
 
 /// An `int` field (a `long` is accepted when it fits); `None` when missing or null.
-pub fn opt_int(v: &Value, name: &str, path: &str) -> Result<Option<i32>> {
+pub(crate) fn opt_int(v: &Value, name: &str, path: &str) -> Result<Option<i32>> {
     typed(v, name, path, "int", |x| match x {
         Value::Int(n) => Some(*n),
         Value::Long(n) => i32::try_from(*n).ok(),
@@ -215,7 +208,7 @@ pub fn opt_int(v: &Value, name: &str, path: &str) -> Result<Option<i32>> {
 }
 
 /// A `boolean` field; `None` when missing or null.
-pub fn opt_bool(v: &Value, name: &str, path: &str) -> Result<Option<bool>> {
+pub(crate) fn opt_bool(v: &Value, name: &str, path: &str) -> Result<Option<bool>> {
     typed(v, name, path, "boolean", |x| match x {
         Value::Boolean(b) => Some(*b),
         _ => None,
@@ -223,7 +216,7 @@ pub fn opt_bool(v: &Value, name: &str, path: &str) -> Result<Option<bool>> {
 }
 
 /// A `string` field; `None` when missing or null.
-pub fn opt_string(v: &Value, name: &str, path: &str) -> Result<Option<String>> {
+pub(crate) fn opt_string(v: &Value, name: &str, path: &str) -> Result<Option<String>> {
     typed(v, name, path, "string", |x| match x {
         Value::String(s) => Some(s.clone()),
         _ => None,
@@ -231,12 +224,12 @@ pub fn opt_string(v: &Value, name: &str, path: &str) -> Result<Option<String>> {
 }
 
 /// A record field (unions stripped); `None` when missing or null.
-pub fn opt_record<'a>(v: &'a Value, name: &str, path: &str) -> Result<Option<&'a Value>> {
+pub(crate) fn opt_record<'a>(v: &'a Value, name: &str, path: &str) -> Result<Option<&'a Value>> {
     typed(v, name, path, "record", |x| matches!(x, Value::Record(_)).then_some(x))
 }
 
 /// An array field's items (unions not yet stripped); `None` when missing or null.
-pub fn opt_array<'a>(v: &'a Value, name: &str, path: &str) -> Result<Option<&'a [Value]>> {
+pub(crate) fn opt_array<'a>(v: &'a Value, name: &str, path: &str) -> Result<Option<&'a [Value]>> {
     typed(v, name, path, "array", |x| match x {
         Value::Array(items) => Some(items.as_slice()),
         _ => None,
@@ -244,7 +237,7 @@ pub fn opt_array<'a>(v: &'a Value, name: &str, path: &str) -> Result<Option<&'a 
 }
 
 /// A map field's entries (values' unions not yet stripped); `None` when missing or null.
-pub fn opt_map<'a>(
+pub(crate) fn opt_map<'a>(
     v: &'a Value,
     name: &str,
     path: &str,
@@ -256,12 +249,12 @@ pub fn opt_map<'a>(
 }
 
 /// An array-of-strings field; empty when missing or null.
-pub fn string_list(v: &Value, name: &str, path: &str) -> Result<Vec<String>> {
+pub(crate) fn string_list(v: &Value, name: &str, path: &str) -> Result<Vec<String>> {
     opt_string_list(v, name, path).map(Option::unwrap_or_default)
 }
 
 /// An array-of-strings field; `None` when missing or null.
-pub fn opt_string_list(v: &Value, name: &str, path: &str) -> Result<Option<Vec<String>>> {
+pub(crate) fn opt_string_list(v: &Value, name: &str, path: &str) -> Result<Option<Vec<String>>> {
     let Some(items) = opt_array(v, name, path)? else { return Ok(None) };
     items
         .iter()
@@ -278,7 +271,7 @@ pub fn opt_string_list(v: &Value, name: &str, path: &str) -> Result<Option<Vec<S
 
 /// A map field converted entry by entry with `conv` (expecting `expected`
 /// values); `None` when missing or null.
-pub fn opt_map_of<T>(
+pub(crate) fn opt_map_of<T>(
     v: &Value,
     name: &str,
     path: &str,

@@ -47,9 +47,9 @@ use arrow::datatypes::{self as types, DataType, Schema};
 use crate::error::{Error, Result};
 
 /// How a composite key writes a null value.
-pub const NULL_VALUE: &str = "__null__";
+pub(crate) const NULL_VALUE: &str = "__null__";
 /// How a composite key writes an empty string.
-pub const EMPTY_VALUE: &str = "__empty__";
+pub(crate) const EMPTY_VALUE: &str = "__empty__";
 
 /// A table's record key: the fields that form `_hoodie_record_key`, in
 /// declared order, with their columns in the table schema.

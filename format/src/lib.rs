@@ -1,11 +1,11 @@
 //! Tributary's on-disk formats, with no IO of their own: the HOODIE_LOG
-//! block framing ([`log_block`]), record encoding into and decoding out of
-//! log blocks ([`codec`], with the columnar decoder of [`decode`]), the
-//! table schema with its Hudi meta fields ([`schema`]), record keys as
-//! Hudi's key generators form them ([`key`]), and the Avro
-//! metadata of timeline instants ([`metadata`] for commits and compaction
-//! plans, [`table_services`] for rollback and clean, over the helpers of
-//! [`avro`]).
+//! block framing ([`LogBlock`]), record encoding into and decoding out of
+//! log blocks ([`DataBlockEncoder`], [`DataBlockBatches`], with the
+//! columnar decoder [`ColumnDecoder`]), the table schema with its Hudi meta
+//! fields ([`TableSchema`]), record keys as Hudi's key generators form them
+//! ([`RecordKey`]), and the Avro metadata of timeline instants
+//! ([`CommitMetadata`] and [`CompactionPlan`], [`RollbackPlan`] and
+//! [`CleanMetadata`] for the table services).
 //!
 //! The writer, the merge (readers and compactor) and the timeline all use
 //! these; none of them encodes or parses a Hudi format on its own.
@@ -28,22 +28,47 @@
 //! # Ok(()) }
 //! ```
 
-pub mod avro;
-pub mod codec;
-pub mod decode;
-pub mod error;
-pub mod key;
-pub mod log_block;
-pub mod memo;
-pub mod metadata;
-pub mod schema;
-pub mod table_services;
+#![warn(unreachable_pub)]
+
+mod avro;
+mod codec;
+mod decode;
+mod error;
+mod key;
+mod log_block;
+mod memo;
+mod metadata;
+mod schema;
+mod table_services;
 
 pub use error::{Error, ErrorKind, Result};
+
+// Records and keys.
 pub use key::{KeyError, Keys, RecordKey};
-pub use log_block::{BlockType, HeaderKey, LogBlock};
+pub use memo::Memo;
+pub use schema::{
+    COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, IS_DELETED, META_FIELDS, PARTITION_PATH, RECORD_KEY, SequenceGroup,
+    TableSchema,
+};
+
+// Log blocks: framing, then record encoding and decoding.
+pub use codec::{
+    DELETE_DECIMAL_SCALE, DataBlockBatches, DataBlockEncoder, DeleteRecord, MetaFields, OrderingValue,
+    TableDatumEncoder, TableDatums, decode_data_block, decode_delete_content, encode_delete_block,
+    encode_delete_content, rescale_decimal,
+};
+pub use decode::{ColumnDecoder, KeyScanner, Scanned};
+pub use log_block::{
+    AvroContent, BlockHead, BlockType, CONTENT_VERSION, HeaderKey, LogBlock, OpenBlock, avro_record_count, begin_block,
+    decode_avro_content, finish_block, next_avro_record,
+};
+
+// Instant metadata.
 pub use metadata::{CommitMetadata, CompactionOperation, CompactionPlan, CompactionStrategy, RuntimeStats, WriteStat};
-pub use schema::TableSchema;
+pub use table_services::{
+    ActionInstant, CleanFileInfo, CleanMetadata, CleanPartitionMetadata, CleanerPlan, InstantInfo, KEEP_LATEST_COMMITS,
+    RollbackMetadata, RollbackPartitionMetadata, RollbackPlan, RollbackRequest,
+};
 
 #[cfg(test)]
 mod send_sync {

@@ -14,9 +14,9 @@
 use crate::error::{Error, Result};
 
 /// The block magic.
-pub const MAGIC: &[u8; 6] = b"#HUDI#";
+pub(crate) const MAGIC: &[u8; 6] = b"#HUDI#";
 /// `HoodieLogFormat.CURRENT_VERSION`.
-pub const LOG_FORMAT_VERSION: i32 = 1;
+pub(crate) const LOG_FORMAT_VERSION: i32 = 1;
 /// Content version of data and delete blocks.
 pub const CONTENT_VERSION: i32 = 3;
 
@@ -329,7 +329,7 @@ pub fn finish_block(out: &mut Vec<u8>, open: OpenBlock, footer: &[(HeaderKey, St
 
 /// Content of an AVRO_DATA block: version 3, count, then length-prefixed
 /// Avro binary records. Appends to `out`.
-pub fn encode_avro_content<'a>(records: impl ExactSizeIterator<Item = &'a [u8]>, out: &mut Vec<u8>) {
+pub(crate) fn encode_avro_content<'a>(records: impl ExactSizeIterator<Item = &'a [u8]>, out: &mut Vec<u8>) {
     let mut content = AvroContent::begin(out);
     for r in records {
         let at = content.start_record(out);
@@ -421,7 +421,7 @@ pub fn next_avro_record<'a>(content: &'a [u8], pos: &mut usize) -> std::result::
 
 /// The byte ranges of AVRO_DATA content's records (after their length
 /// prefixes), for callers that keep the content as shared bytes.
-pub fn avro_record_ranges(content: &[u8], path: &str) -> Result<Vec<std::ops::Range<usize>>> {
+pub(crate) fn avro_record_ranges(content: &[u8], path: &str) -> Result<Vec<std::ops::Range<usize>>> {
     let (count, mut pos) = avro_record_count(content, path)?;
     let mut out = Vec::with_capacity(count.min(content.len() / 4));
     for i in 0..count {

@@ -24,13 +24,13 @@ use std::sync::{Mutex, PoisonError};
 use foldhash::fast::FixedState;
 
 /// Texts kept per memo at most.
-pub const KEPT: usize = 256;
+pub(crate) const KEPT: usize = 256;
 
 /// Bytes of texts kept per memo at most.
-pub const KEPT_BYTES: usize = 16 << 20;
+pub(crate) const KEPT_BYTES: usize = 16 << 20;
 
 /// A memo of values derived from texts (or bytes), keyed by the exact
-/// content; at most [`KEPT`] entries and [`KEPT_BYTES`] of keys unless
+/// content; at most `KEPT` entries and `KEPT_BYTES` of keys unless
 /// made with other bounds ([`Memo::bounded`], [`Memo::weighed`]).
 pub struct Memo<V> {
     kept: Mutex<Kept<V>>,

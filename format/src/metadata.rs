@@ -40,18 +40,18 @@ use crate::memo::Memo;
 
 /// The writer schema of `org.apache.hudi.avro.model.HoodieCommitMetadata`,
 /// as embedded by Hudi 1.x (table version 8) in completed commit files.
-pub const COMMIT_METADATA_SCHEMA: &str = include_str!("../schemas/HoodieCommitMetadata.avsc");
+pub(crate) const COMMIT_METADATA_SCHEMA: &str = include_str!("../schemas/HoodieCommitMetadata.avsc");
 
 /// The writer schema of `org.apache.hudi.avro.model.HoodieCompactionPlan`,
 /// as embedded by Hudi 1.x (table version 8) in `compaction.requested` files.
-pub const COMPACTION_PLAN_SCHEMA: &str = include_str!("../schemas/HoodieCompactionPlan.avsc");
+pub(crate) const COMPACTION_PLAN_SCHEMA: &str = include_str!("../schemas/HoodieCompactionPlan.avsc");
 
 /// The `extraMetadata` key under which writers store the table's Avro schema.
-pub const SCHEMA_KEY: &str = "schema";
+pub(crate) const SCHEMA_KEY: &str = "schema";
 
 /// The compaction plan version Hudi 1.x writes (delta file paths are file
 /// names relative to the partition).
-pub const COMPACTION_PLAN_VERSION: i32 = 2;
+pub(crate) const COMPACTION_PLAN_VERSION: i32 = 2;
 
 /// The Avro default of `HoodieCompactionPlan.version` (and of the strategy's
 /// version), used when a plan does not carry one.
@@ -389,7 +389,7 @@ impl Default for CompactionStrategy {
 
 /// The content of a `compaction.requested` instant (`HoodieCompactionPlan`).
 ///
-/// The default is an empty plan of [`COMPACTION_PLAN_VERSION`] with no strategy.
+/// The default is an empty plan of `COMPACTION_PLAN_VERSION` with no strategy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct CompactionPlan {
@@ -397,7 +397,7 @@ pub struct CompactionPlan {
     pub operations: Vec<CompactionOperation>,
     /// Free-form metadata.
     pub extra_metadata: BTreeMap<String, String>,
-    /// The plan version; Hudi 1.x writes [`COMPACTION_PLAN_VERSION`].
+    /// The plan version; Hudi 1.x writes `COMPACTION_PLAN_VERSION`.
     pub version: i32,
     /// The execution strategy; `None` (null) for a plain compaction.
     pub strategy: Option<CompactionStrategy>,

@@ -76,7 +76,7 @@ pub struct TableSchema {
 /// an empty in-memory object container file so it is exactly what the
 /// decoder produces.
 /// Kept once per process and schema text (`memo.rs`).
-pub fn arrow_schema_of(avro_json: &str) -> Result<SchemaRef> {
+pub(crate) fn arrow_schema_of(avro_json: &str) -> Result<SchemaRef> {
     static MAPPED: Memo<std::result::Result<SchemaRef, String>> = Memo::new();
     let mapped = MAPPED.get_or(avro_json.as_bytes(), || {
         let ocf = ocf_header(avro_json, &[0u8; 16]);
@@ -88,7 +88,7 @@ pub fn arrow_schema_of(avro_json: &str) -> Result<SchemaRef> {
 
 /// The header of an Avro object container file holding records of
 /// `avro_json`, with sync marker `sync`.
-pub fn ocf_header(avro_json: &str, sync: &[u8; 16]) -> Vec<u8> {
+pub(crate) fn ocf_header(avro_json: &str, sync: &[u8; 16]) -> Vec<u8> {
     let mut ocf = Vec::with_capacity(avro_json.len() + 64);
     ocf.extend_from_slice(b"Obj\x01");
     put_long(&mut ocf, 1);
@@ -100,7 +100,7 @@ pub fn ocf_header(avro_json: &str, sync: &[u8; 16]) -> Vec<u8> {
 }
 
 /// The same schema without schema- or field-level metadata.
-pub fn strip_metadata(schema: &Schema) -> SchemaRef {
+pub(crate) fn strip_metadata(schema: &Schema) -> SchemaRef {
     Arc::new(Schema::new(
         schema
             .fields()
@@ -111,7 +111,7 @@ pub fn strip_metadata(schema: &Schema) -> SchemaRef {
 }
 
 /// Appends an Avro long (zigzag varint).
-pub fn put_long(out: &mut Vec<u8>, v: i64) {
+pub(crate) fn put_long(out: &mut Vec<u8>, v: i64) {
     let mut z = ((v << 1) ^ (v >> 63)) as u64;
     while z >= 0x80 {
         out.push((z as u8) | 0x80);
@@ -121,7 +121,7 @@ pub fn put_long(out: &mut Vec<u8>, v: i64) {
 }
 
 /// Appends Avro bytes/string (length, then the bytes).
-pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_long(out, b.len() as i64);
     out.extend_from_slice(b);
 }

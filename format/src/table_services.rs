@@ -14,7 +14,7 @@
 //!
 //! ```
 //! # fn main() -> tributary_format::Result<()> {
-//! use tributary_format::table_services::{InstantInfo, RollbackPlan, RollbackRequest};
+//! use tributary_format::{InstantInfo, RollbackPlan, RollbackRequest};
 //!
 //! let plan = RollbackPlan {
 //!     instant_to_rollback: Some(InstantInfo::new("20251220210108078", "deltacommit")),
@@ -43,23 +43,23 @@ use crate::avro::{Embedded, EmbeddedCell};
 use crate::error::Result;
 
 /// The writer schema of `org.apache.hudi.avro.model.HoodieCleanerPlan`.
-pub const CLEANER_PLAN_SCHEMA: &str = include_str!("../schemas/HoodieCleanerPlan.avsc");
+pub(crate) const CLEANER_PLAN_SCHEMA: &str = include_str!("../schemas/HoodieCleanerPlan.avsc");
 /// The writer schema of `org.apache.hudi.avro.model.HoodieCleanMetadata`.
-pub const CLEAN_METADATA_SCHEMA: &str = include_str!("../schemas/HoodieCleanMetadata.avsc");
+pub(crate) const CLEAN_METADATA_SCHEMA: &str = include_str!("../schemas/HoodieCleanMetadata.avsc");
 /// The writer schema of `org.apache.hudi.avro.model.HoodieRollbackPlan`.
-pub const ROLLBACK_PLAN_SCHEMA: &str = include_str!("../schemas/HoodieRollbackPlan.avsc");
+pub(crate) const ROLLBACK_PLAN_SCHEMA: &str = include_str!("../schemas/HoodieRollbackPlan.avsc");
 /// The writer schema of `org.apache.hudi.avro.model.HoodieRollbackMetadata`.
-pub const ROLLBACK_METADATA_SCHEMA: &str = include_str!("../schemas/HoodieRollbackMetadata.avsc");
+pub(crate) const ROLLBACK_METADATA_SCHEMA: &str = include_str!("../schemas/HoodieRollbackMetadata.avsc");
 
 /// The cleaner plan version Hudi 1.x writes (`CleanPlanner.LATEST_CLEAN_PLAN_VERSION`):
 /// files are listed in `filePathsToBeDeletedPerPartition`.
-pub const CLEANER_PLAN_VERSION: i32 = 2;
+pub(crate) const CLEANER_PLAN_VERSION: i32 = 2;
 /// The clean metadata version Hudi 1.x writes (`CLEAN_METADATA_VERSION_2`).
-pub const CLEAN_METADATA_VERSION: i32 = 2;
+pub(crate) const CLEAN_METADATA_VERSION: i32 = 2;
 /// The rollback plan version Hudi 1.x writes.
-pub const ROLLBACK_PLAN_VERSION: i32 = 1;
+pub(crate) const ROLLBACK_PLAN_VERSION: i32 = 1;
 /// The rollback metadata version Hudi 1.x writes.
-pub const ROLLBACK_METADATA_VERSION: i32 = 1;
+pub(crate) const ROLLBACK_METADATA_VERSION: i32 = 1;
 /// The cleaning policy that keeps the file slices the last N commits need.
 pub const KEEP_LATEST_COMMITS: &str = "KEEP_LATEST_COMMITS";
 
@@ -139,7 +139,7 @@ pub struct CleanerPlan {
     pub policy: String,
     /// Version-1 file lists by partition (deprecated; Java writes an empty map).
     pub files_to_be_deleted_per_partition: BTreeMap<String, Vec<String>>,
-    /// The plan version (Avro default 1; Hudi 1.x writes [`CLEANER_PLAN_VERSION`]).
+    /// The plan version (Avro default 1; Hudi 1.x writes `CLEANER_PLAN_VERSION`).
     pub version: i32,
     /// The files to delete, by partition.
     pub file_paths_to_be_deleted_per_partition: BTreeMap<String, Vec<CleanFileInfo>>,
@@ -303,7 +303,7 @@ pub struct CleanMetadata {
     pub last_completed_commit_timestamp: String,
     /// What was done, by partition.
     pub partition_metadata: BTreeMap<String, CleanPartitionMetadata>,
-    /// The metadata version (Hudi 1.x writes [`CLEAN_METADATA_VERSION`]).
+    /// The metadata version (Hudi 1.x writes `CLEAN_METADATA_VERSION`).
     pub version: i32,
     /// Bootstrap files cleaned, by partition (Java writes an empty map).
     pub bootstrap_partition_metadata: Option<BTreeMap<String, CleanPartitionMetadata>>,
@@ -423,7 +423,7 @@ pub struct RollbackPlan {
     pub instant_to_rollback: Option<InstantInfo>,
     /// What to delete.
     pub rollback_requests: Vec<RollbackRequest>,
-    /// The plan version (Hudi 1.x writes [`ROLLBACK_PLAN_VERSION`]).
+    /// The plan version (Hudi 1.x writes `ROLLBACK_PLAN_VERSION`).
     pub version: i32,
 }
 
@@ -518,7 +518,7 @@ pub struct RollbackMetadata {
     pub commits_rollback: Vec<String>,
     /// What was done, by partition.
     pub partition_metadata: BTreeMap<String, RollbackPartitionMetadata>,
-    /// The metadata version (Hudi 1.x writes [`ROLLBACK_METADATA_VERSION`]).
+    /// The metadata version (Hudi 1.x writes `ROLLBACK_METADATA_VERSION`).
     pub version: i32,
     /// The instants rolled back, with their actions.
     pub instants_rollback: Vec<InstantInfo>,

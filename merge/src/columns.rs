@@ -18,7 +18,7 @@ use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, new_null_array};
-use tributary_format::schema::{META_FIELDS, RECORD_KEY, TableSchema};
+use tributary_format::{META_FIELDS, RECORD_KEY, TableSchema};
 use tributary_timeline::{MergeMode, TableConfig};
 
 use crate::error::{Error, Result};

@@ -34,7 +34,7 @@
 use arrow::array::{Array, StringArray};
 use arrow::buffer::NullBuffer;
 use std::cmp::Ordering;
-use tributary_format::schema::TableSchema;
+use tributary_format::TableSchema;
 use tributary_timeline::{MergeMode, TableConfig};
 
 use crate::index::{KeyIndex, KeyRef, Probe};
@@ -269,8 +269,8 @@ mod tests {
 
     use arrow::array::{ArrayRef, Int64Array, RecordBatch};
     use proptest::prelude::*;
-    use tributary_format::codec::{DeleteRecord, OrderingValue};
-    use tributary_format::schema::SequenceGroup;
+    use tributary_format::SequenceGroup;
+    use tributary_format::{DeleteRecord, OrderingValue};
     use tributary_timeline::NewTableConfig;
 
     use super::*;

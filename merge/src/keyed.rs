@@ -28,10 +28,10 @@
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
-use tributary_format::codec::decode_delete_content;
-use tributary_format::decode::{ColumnDecoder, KeyScanner, Scanned};
-use tributary_format::log_block::{BlockType, HeaderKey};
-use tributary_format::schema::{RECORD_KEY, TableSchema};
+use tributary_format::decode_delete_content;
+use tributary_format::{BlockType, HeaderKey};
+use tributary_format::{ColumnDecoder, KeyScanner, Scanned};
+use tributary_format::{RECORD_KEY, TableSchema};
 use tributary_timeline::{TableLocation, Timeline};
 
 use crate::error::{Error, Result};
@@ -471,8 +471,8 @@ mod tests {
     use object_store::path::Path;
     use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
     use proptest::prelude::*;
-    use tributary_format::codec::{DataBlockEncoder, encode_delete_content};
-    use tributary_format::log_block::{LogBlock, avro_record_count, next_avro_record};
+    use tributary_format::{DataBlockEncoder, encode_delete_content};
+    use tributary_format::{LogBlock, avro_record_count, next_avro_record};
     use tributary_timeline::{MergeMode, TableConfig};
 
     use super::*;

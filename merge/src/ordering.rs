@@ -13,7 +13,7 @@ use std::cmp::Ordering;
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::buffer::ScalarBuffer;
 use arrow::datatypes::{DataType, TimeUnit};
-use tributary_format::codec::{OrderingValue, rescale_decimal};
+use tributary_format::{OrderingValue, rescale_decimal};
 
 /// Whether a delete carries no event time and so always wins.
 pub(crate) fn is_unconditional(v: &OrderingValue) -> bool {

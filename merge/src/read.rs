@@ -9,12 +9,12 @@ use arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch, new_null_array}
 use arrow::datatypes::SchemaRef;
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
-use tributary_format::codec::{DataBlockBatches, decode_delete_content};
-use tributary_format::log_block::{BlockHead, BlockType, HeaderKey, LogBlock};
-use tributary_format::memo::Memo;
-use tributary_format::schema::{COMMIT_TIME, TableSchema};
-use tributary_timeline::parquet_file::{StoreFile, TAIL_BYTES};
+use tributary_format::Memo;
+use tributary_format::{BlockHead, BlockType, HeaderKey, LogBlock};
+use tributary_format::{COMMIT_TIME, TableSchema};
+use tributary_format::{DataBlockBatches, decode_delete_content};
 use tributary_timeline::{InstantTime, TableConfig, TableLocation, Timeline};
+use tributary_timeline::{StoreFile, TAIL_BYTES};
 
 use crate::error::{Error, Result};
 use crate::version::Version;
@@ -447,7 +447,7 @@ impl Records {
             count: 0,
         };
         let version = records.i32().await?;
-        if version != tributary_format::log_block::CONTENT_VERSION {
+        if version != tributary_format::CONTENT_VERSION {
             return Err(records.corrupt(format!("data block: unsupported content version {version}")));
         }
         let count = records.i32().await?;
@@ -564,7 +564,7 @@ pub(crate) fn read_parquet(bytes: bytes::Bytes, target: &SchemaRef, path: &str) 
 /// The rows of a whole Parquet file, every column as the file has it.
 fn decode_file(bytes: bytes::Bytes, path: &str) -> Result<Arc<[RecordBatch]>> {
     let err = |e| Error::parquet(path, e);
-    let metadata = tributary_timeline::parquet_file::arrow_metadata_of_file(&bytes).map_err(err)?;
+    let metadata = tributary_timeline::arrow_metadata_of_file(&bytes).map_err(err)?;
     let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::new_with_metadata(bytes, metadata)
         .with_batch_size(8192)
         .build()
@@ -687,8 +687,8 @@ impl BaseReader {
 #[cfg(test)]
 mod tests {
     use object_store::memory::InMemory;
-    use tributary_format::codec::DataBlockEncoder;
-    use tributary_format::log_block::{begin_block, finish_block};
+    use tributary_format::DataBlockEncoder;
+    use tributary_format::{begin_block, finish_block};
 
     use super::*;
     use crate::test_util::{SCHEMA, Write, version};

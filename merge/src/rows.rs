@@ -10,8 +10,8 @@
 use std::cmp::Ordering;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use tributary_format::codec::DeleteRecord;
-use tributary_format::schema::{META_FIELDS, RECORD_KEY, TableSchema};
+use tributary_format::DeleteRecord;
+use tributary_format::{META_FIELDS, RECORD_KEY, TableSchema};
 use tributary_timeline::MergeMode;
 
 use crate::error::{Error, Result};

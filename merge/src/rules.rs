@@ -12,8 +12,8 @@
 //!   without one ([`crate::ordering::is_unconditional`]) always wins.
 
 use arrow::array::RecordBatch;
-use tributary_format::schema::{RECORD_KEY, TableSchema};
-use tributary_timeline::config::SEQUENCE_GROUPS_STRATEGY_ID;
+use tributary_format::{RECORD_KEY, TableSchema};
+use tributary_timeline::SEQUENCE_GROUPS_STRATEGY_ID;
 use tributary_timeline::{MergeMode, TableConfig};
 
 use crate::error::{Error, Result};

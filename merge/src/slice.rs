@@ -23,8 +23,8 @@
 use std::collections::VecDeque;
 
 use arrow::array::{Array, RecordBatch};
-use tributary_format::codec::DeleteRecord;
-use tributary_format::schema::META_FIELDS;
+use tributary_format::DeleteRecord;
+use tributary_format::META_FIELDS;
 use tributary_timeline::TombstoneRetention;
 
 use crate::error::{Error, Result};

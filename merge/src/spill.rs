@@ -29,8 +29,8 @@ use arrow::ipc::writer::StreamWriter;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use tributary_format::codec::{DeleteRecord, decode_delete_content, encode_delete_content};
-use tributary_format::schema::RECORD_KEY;
+use tributary_format::RECORD_KEY;
+use tributary_format::{DeleteRecord, decode_delete_content, encode_delete_content};
 
 use crate::error::{Error, Result};
 use crate::version::Version;

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use proptest::prelude::*;
-use tributary_format::codec::{DeleteRecord, OrderingValue};
-use tributary_format::schema::SequenceGroup;
-use tributary_format::schema::TableSchema;
+use tributary_format::SequenceGroup;
+use tributary_format::TableSchema;
+use tributary_format::{DeleteRecord, OrderingValue};
 use tributary_timeline::{NewTableConfig, TableConfig};
 
 use crate::rules::merge;

@@ -12,7 +12,7 @@
 //! dropped.
 
 use arrow::datatypes::{DataType, TimeUnit};
-use tributary_format::codec::{DELETE_DECIMAL_SCALE, DeleteRecord};
+use tributary_format::{DELETE_DECIMAL_SCALE, DeleteRecord};
 use tributary_timeline::TombstoneRetention;
 
 use crate::error::{Error, Result};
@@ -91,7 +91,7 @@ pub(crate) fn retained(
 mod tests {
     use super::*;
     use std::time::Duration;
-    use tributary_format::codec::OrderingValue;
+    use tributary_format::OrderingValue;
 
     fn t(key: &str, order: Ord2) -> Tombstone {
         Tombstone { key: key.into(), order }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
-use tributary_format::codec::DeleteRecord;
+use tributary_format::DeleteRecord;
 
 /// One unit of a slice, in write order.
 #[derive(Debug, Clone)]

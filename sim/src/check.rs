@@ -11,8 +11,8 @@ use tributary::timeline::{
     Action, BaseFileName, InstantTime, LogFileName, ManualClock, State, TableLocation, Timeline, TimelineWriter,
 };
 use tributary::{LockKind, Query, ReadOptions, Table, TableSettings};
-use tributary_format::metadata::{CommitMetadata, CompactionPlan};
-use tributary_writer::client::CHECKPOINT_PREFIX;
+use tributary_format::{CommitMetadata, CompactionPlan};
+use tributary_writer::CHECKPOINT_PREFIX;
 
 use crate::workload::{BatchId, Rows, Workload, diff, merge, rows_of};
 

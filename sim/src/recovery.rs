@@ -21,7 +21,7 @@ use object_store::ObjectStoreExt;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use tributary::timeline::{Action, Clock, InstantTime};
-use tributary_format::table_services::RollbackPlan;
+use tributary_format::RollbackPlan;
 
 use crate::world::{Op, Seen, SimClock};
 
@@ -116,7 +116,7 @@ mod tests {
     use super::*;
 
     use object_store::ObjectStoreExt;
-    use tributary_format::table_services::InstantInfo;
+    use tributary_format::InstantInfo;
 
     const EXPIRY: Duration = Duration::from_secs(5);
 

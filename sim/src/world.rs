@@ -2,7 +2,7 @@
 //! simulated process through its own [`ProcessStore`], and a clock per
 //! process ([`SimClock`]).
 //!
-//! Every store operation of a process passes [`World::decide`], which draws
+//! Every store operation of a process passes `decide`, which draws
 //! from the history's one seeded generator: a latency before the operation
 //! takes effect and one before its answer arrives (so operations in flight
 //! at once take effect and answer out of order), and, by the history's

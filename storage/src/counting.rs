@@ -6,7 +6,7 @@
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! use std::sync::Arc;
 //! use object_store::{ObjectStore, ObjectStoreExt, memory::InMemory, path::Path};
-//! use tributary_storage::counting::{CountingStore, Requests};
+//! use tributary_storage::{CountingStore, Requests};
 //!
 //! let store = Arc::new(CountingStore::new(Arc::new(InMemory::new())));
 //! store.put(&Path::from("a"), b"x".to_vec().into()).await.unwrap();

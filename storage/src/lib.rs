@@ -7,33 +7,41 @@
 //!   with create-if-absent writes and retries ([`RETRY`]);
 //! - [`DurableLocalStore`]: the local file system, fsynced, with Hadoop's
 //!   `.crc` checksum sidecars kept as Hadoop keeps them;
-//! - [`parquet_file`]: Parquet footers and byte ranges read through the store;
+//! - [`StoreFile`]: Parquet footers and byte ranges read through the store;
 //! - [`Clock`]: the injected clock;
 //! - the table locks behind [`LockProvider`]: [`InProcessLock`], the OS file
 //!   lock [`FileLock`], the object-store lease [`LeaseLock`], and Hudi's
 //!   lock file [`HudiFileLock`];
-//! - [`counting::CountingStore`]: a store wrapper that counts requests.
+//! - [`CountingStore`]: a store wrapper that counts requests.
 //!
 //! The only IO is [`object_store`], plus the local OS file lock of
 //! [`FileLock`] and the fsyncs of [`DurableLocalStore`].
 
-pub mod clock;
-pub mod counting;
-pub mod error;
-pub mod hudi_lock;
-pub mod lease;
-pub mod location;
-pub mod lock;
-pub mod parquet_file;
-pub mod store;
+#![warn(unreachable_pub)]
 
-pub use clock::{Clock, ManualClock, OffsetClock, SystemClock};
+mod clock;
+mod counting;
+mod error;
+mod hudi_lock;
+mod lease;
+mod location;
+mod lock;
+mod parquet_file;
+mod store;
+
 pub use error::{Error, ErrorKind, Result};
+
+// Where a table lives, and its store.
+pub use counting::{CountingStore, Requests};
+pub use location::{RETRY, RetryPolicy, TableLocation, delete_if_exists, join_relative, partition_file};
+pub use parquet_file::{StoreFile, TAIL_BYTES, arrow_metadata_of_file};
+pub use store::{DurableLocalStore, FOLDER_PLACEHOLDER, create_folder};
+
+// Time and locks.
+pub use clock::{Clock, ManualClock, OffsetClock, SystemClock};
 pub use hudi_lock::HudiFileLock;
 pub use lease::{HUDI_CLOCK_DRIFT, LeaseLock, LeaseSettings};
-pub use location::{RETRY, RetryPolicy, TableLocation};
 pub use lock::{Fence, FenceCheck, FileLock, InProcessLock, LockGuard, LockProvider};
-pub use store::DurableLocalStore;
 
 #[cfg(test)]
 mod send_sync {

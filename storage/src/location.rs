@@ -74,7 +74,7 @@ pub async fn delete_if_exists(loc: &TableLocation, path: &Path) -> Result<()> {
 /// Deletes the object at `path` in `store`; one already gone counts as
 /// deleted. [`delete_if_exists`] for a caller that holds a store, not a
 /// table location.
-pub async fn delete_object_if_exists(store: &dyn ObjectStore, path: &Path) -> Result<()> {
+pub(crate) async fn delete_object_if_exists(store: &dyn ObjectStore, path: &Path) -> Result<()> {
     match store.delete(path).await {
         Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
         Err(e) => Err(Error::store("delete", path, e)),

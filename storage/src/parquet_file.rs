@@ -23,7 +23,7 @@ use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::errors::{ParquetError, Result};
 use parquet::file::FOOTER_SIZE;
 use parquet::file::metadata::{FooterTail, ParquetMetaData, ParquetMetaDataReader};
-use tributary_format::memo::Memo;
+use tributary_format::Memo;
 
 /// How many bytes of a file's end [`StoreFile::open`] fetches.
 pub const TAIL_BYTES: u64 = 256 << 10;
@@ -73,7 +73,7 @@ impl StoreFile {
     }
 
     /// The file's Arrow reader metadata under default options (no page
-    /// index), decoded once per process per footer ([`arrow_metadata`]).
+    /// index), decoded once per process per footer (`arrow_metadata`).
     pub async fn arrow_metadata(&mut self) -> Result<ArrowReaderMetadata> {
         let size = self.size;
         let last = self.get_bytes(size.saturating_sub(FOOTER_SIZE as u64)..size).await?;
@@ -99,7 +99,7 @@ fn footer_len(last: &[u8], size: u64) -> Result<usize> {
 /// The Arrow reader metadata (default options) of the Parquet file that
 /// ends with `footer` (its metadata and 8 closing bytes); decoded once per
 /// process per footer content, so a changed file is never a stale answer.
-pub fn arrow_metadata(footer: &[u8]) -> Result<ArrowReaderMetadata> {
+pub(crate) fn arrow_metadata(footer: &[u8]) -> Result<ArrowReaderMetadata> {
     static DECODED: Memo<std::result::Result<ArrowReaderMetadata, String>> = Memo::new();
     DECODED
         .get_or(footer, || {
@@ -115,7 +115,7 @@ pub fn arrow_metadata(footer: &[u8]) -> Result<ArrowReaderMetadata> {
 }
 
 /// The Arrow reader metadata of a whole Parquet file in memory
-/// ([`arrow_metadata`] of its footer).
+/// (`arrow_metadata` of its footer).
 pub fn arrow_metadata_of_file(file: &Bytes) -> Result<ArrowReaderMetadata> {
     let size = file.len() as u64;
     let len = footer_len(&file[file.len().saturating_sub(FOOTER_SIZE)..], size)?;

@@ -12,9 +12,9 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, GzipLevel};
 use parquet::file::properties::WriterProperties;
 
-use tributary_timeline::history::{MANIFEST_PREFIX, VERSION_FILE, history_dir, latest_snapshot};
-use tributary_timeline::protocol::delete_if_exists;
+use tributary_timeline::delete_if_exists;
 use tributary_timeline::{Error, Instant, Result, State, TableConfig, TableLocation, TimelineWriter};
+use tributary_timeline::{MANIFEST_PREFIX, VERSION_FILE, history_dir, latest_snapshot};
 
 /// One archived instant: `(instant time, completion time, completed action, metadata)`.
 pub type Row<'a> = (&'a str, Option<&'a str>, &'a str, Option<&'a [u8]>);

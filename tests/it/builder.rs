@@ -189,7 +189,7 @@ async fn local_folder_is_known_to_the_builder_only() {
     let table = Table::builder(location).create(options()).await.unwrap();
     assert!(table.lock().describe().starts_with("lease lock"), "{}", table.lock().describe());
     let loc = table.location();
-    assert!(loc.store.head(&tributary_timeline::layout::properties_file(&loc.root)).await.is_ok());
+    assert!(loc.store.head(&tributary_timeline::properties_file(&loc.root)).await.is_ok());
 }
 
 /// Hudi's lock file keeps no last issued time: a table built with it takes
@@ -254,7 +254,7 @@ async fn a_table_records_its_time_mode() {
     assert_eq!(opened.time_generator().mode(), TimeMode::WaitForSkew);
 
     // Without the property, as a table Spark made.
-    let props = tributary_timeline::layout::properties_file(&at("a").root);
+    let props = tributary_timeline::properties_file(&at("a").root);
     let text = String::from_utf8(store.get(&props).await.unwrap().bytes().await.unwrap().to_vec()).unwrap();
     assert!(text.contains("tributary.time.mode=hybrid-logical"), "{text}");
     let without: String =

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tributary::{CreateOptions, LockKind, Query, ReadOptions, Table, TableSettings};
+use tributary_format::CommitMetadata;
 use tributary_format::ErrorKind;
-use tributary_format::metadata::CommitMetadata;
 use tributary_timeline::TableLocation;
 use tributary_writer::WriteSettings;
 

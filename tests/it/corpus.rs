@@ -114,7 +114,7 @@ async fn file_slices_match_the_official_reader() {
 /// instant in INSTANT_TIME, and re-encodes to the same bytes.
 #[test]
 fn corpus_log_files_round_trip_byte_for_byte() {
-    use tributary_format::log_block::{BlockType, HeaderKey, LogBlock, decode_avro_content};
+    use tributary_format::{BlockType, HeaderKey, LogBlock, decode_avro_content};
     let Some(corpus) = corpus_dir() else { return };
     let mut seen = 0;
     for zip in corpus_zips(&corpus, "v").into_iter().filter(|z| z.to_string_lossy().contains("/mor/avro/")) {

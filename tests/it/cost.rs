@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tributary::{CreateOptions, Table};
 use tributary_timeline::TableLocation;
-use tributary_timeline::counting::{CountingStore, Requests};
+use tributary_timeline::{CountingStore, Requests};
 use tributary_writer::{WriteClient, WriteSettings};
 
 use crate::support::{FARES_SCHEMA, hybrid, oslo_batch};

@@ -78,7 +78,7 @@ fn instant_child_process() {
     let gens = rt.block_on(async move {
         let clock: Arc<dyn Clock> = Arc::new(OffsetClock::new(Arc::new(SystemClock), offset));
         let lock: Arc<dyn LockProvider> =
-            Arc::new(FileLock::at(tributary_timeline::layout::local_instant_lock_file(std::path::Path::new(table))));
+            Arc::new(FileLock::at(tributary_timeline::local_instant_lock_file(std::path::Path::new(table))));
         let generator = Arc::new(TimeGenerator::new(mode, skew, clock, lock));
         while real_nanos() < start_at {
             tokio::time::sleep(Duration::from_millis(1)).await;
@@ -194,7 +194,7 @@ proptest! {
             let lock: Arc<dyn LockProvider> = if lease {
                 Arc::new(LeaseLock::at(
                     Arc::new(object_store::memory::InMemory::new()),
-                    tributary_timeline::layout::lease_lock_file(&object_store::path::Path::from("t")),
+                    tributary_timeline::lease_lock_file(&object_store::path::Path::from("t")),
                     "shared",
                     base.clone(),
                     LeaseSettings::default(),

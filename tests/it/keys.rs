@@ -11,8 +11,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use tributary::{CreateOptions, ReadOptions, Table};
-use tributary_format::codec::{decode_data_block, decode_delete_content};
-use tributary_format::log_block::{BlockType, HeaderKey, LogBlock};
+use tributary_format::{BlockType, HeaderKey, LogBlock};
+use tributary_format::{decode_data_block, decode_delete_content};
 use tributary_timeline::{BaseFileName, LogFileName};
 use tributary_writer::WriteSettings;
 
@@ -383,10 +383,10 @@ async fn hudi_written_composite_keys_equal_ours() {
         let schema = table.schema(&timeline).await.unwrap();
         let read = table.read(&ReadOptions { with_meta: true, ..Default::default() }).await.unwrap();
         assert!(read.num_rows() > 0, "{}", zip.display());
-        let meta = tributary_format::schema::META_FIELDS.len();
+        let meta = tributary_format::META_FIELDS.len();
         let columns = read.project(&(meta..read.num_columns()).collect::<Vec<_>>()).unwrap();
         let ours = schema.record_key().build(&columns).unwrap();
-        let hudi = read.column(tributary_format::schema::RECORD_KEY).as_string::<i32>();
+        let hudi = read.column(tributary_format::RECORD_KEY).as_string::<i32>();
         for r in 0..read.num_rows() {
             assert_eq!(ours.keys().value(r), hudi.value(r), "{} row {r}", zip.display());
         }

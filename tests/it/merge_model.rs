@@ -10,8 +10,8 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{Int64Type, Schema};
 use proptest::prelude::*;
-use tributary_format::codec::{DeleteRecord, OrderingValue};
-use tributary_format::schema::{META_FIELDS, TableSchema};
+use tributary_format::{DeleteRecord, OrderingValue};
+use tributary_format::{META_FIELDS, TableSchema};
 use tributary_merge::Version;
 use tributary_timeline::{MergeMode, NewTableConfig, SequenceGroup, TableConfig};
 

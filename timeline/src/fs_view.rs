@@ -12,17 +12,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::TryStreamExt;
 use object_store::path::Path;
 
-use tributary_format::metadata::CompactionPlan;
+use tributary_format::CompactionPlan;
 
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::file_name::{BaseFileName, LogFileName};
 use crate::instant::InstantTime;
-use crate::location::TableLocation;
 use crate::timeline::Timeline;
+use tributary_storage::TableLocation;
 
 /// Name of the marker file that makes a folder a partition.
-pub use crate::layout::PARTITION_METADATA;
+pub(crate) use crate::layout::PARTITION_METADATA;
 
 /// One data file found in a partition.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -53,8 +53,8 @@ use serde::Deserialize;
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::instant::{Action, Instant, InstantTime, State};
-use crate::location::TableLocation;
-use crate::parquet_file::StoreFile;
+use tributary_storage::StoreFile;
+use tributary_storage::TableLocation;
 
 /// The file naming the latest snapshot version.
 pub const VERSION_FILE: &str = "_version_";
@@ -504,7 +504,7 @@ mod tests {
             None
         );
         // Probing a table never archived costs one listing, nothing else.
-        let counting = Arc::new(crate::counting::CountingStore::new(loc.store.clone()));
+        let counting = Arc::new(tributary_storage::CountingStore::new(loc.store.clone()));
         let probing = TableLocation::new(counting.clone(), loc.root.clone());
         let probed = History::probe(&probing, &dir).await.unwrap();
         assert_eq!(probed.find_instant(&t("20250101000000000")).await.unwrap(), None);

@@ -230,7 +230,7 @@ impl fmt::Display for State {
 
 /// One parsed file of the layout-2 timeline folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TimelineFile {
+pub(crate) struct TimelineFile {
     /// Requested time.
     pub requested: InstantTime,
     /// Action as named in the file. For completed files this is the
@@ -244,7 +244,7 @@ pub struct TimelineFile {
 
 impl TimelineFile {
     /// Parses a layout-2 timeline file name.
-    pub fn parse(name: &str) -> Result<Self> {
+    pub(crate) fn parse(name: &str) -> Result<Self> {
         let bad = |reason: &str| Error::InvalidName {
             kind: "timeline file name",
             name: name.to_string(),

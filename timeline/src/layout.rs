@@ -33,47 +33,47 @@ use std::path::PathBuf;
 use object_store::path::Path;
 
 use crate::instant::InstantTime;
-use crate::location::join_relative;
+use tributary_storage::join_relative;
 
 /// The table's metadata folder under its root.
-pub const META_FOLDER: &str = ".hoodie";
+pub(crate) const META_FOLDER: &str = ".hoodie";
 /// The table configuration file in `.hoodie`.
-pub const PROPERTIES_FILE: &str = "hoodie.properties";
+pub(crate) const PROPERTIES_FILE: &str = "hoodie.properties";
 /// The backup Hudi writes beside `hoodie.properties` while it changes it.
-pub const PROPERTIES_BACKUP_FILE: &str = "hoodie.properties.backup";
+pub(crate) const PROPERTIES_BACKUP_FILE: &str = "hoodie.properties.backup";
 /// The timeline folder under `.hoodie` of a layout-2 table when
 /// `hoodie.timeline.path` is not set.
-pub const DEFAULT_TIMELINE_FOLDER: &str = "timeline";
+pub(crate) const DEFAULT_TIMELINE_FOLDER: &str = "timeline";
 /// The LSM history folder under the timeline folder when
 /// `hoodie.timeline.history.path` is not set.
-pub const DEFAULT_HISTORY_FOLDER: &str = "history";
+pub(crate) const DEFAULT_HISTORY_FOLDER: &str = "history";
 /// The folder of write markers (one subfolder per instant) under `.hoodie`.
-pub const TEMP_FOLDER: &str = ".temp";
+pub(crate) const TEMP_FOLDER: &str = ".temp";
 /// The folder of heartbeats (one file per instant) under `.hoodie`.
-pub const HEARTBEAT_FOLDER: &str = ".heartbeat";
+pub(crate) const HEARTBEAT_FOLDER: &str = ".heartbeat";
 /// Hudi's auxiliary folder under `.hoodie`, where the OS file locks live.
-pub const AUX_FOLDER: &str = ".aux";
+pub(crate) const AUX_FOLDER: &str = ".aux";
 /// The folder of lease lock documents under `.hoodie`.
-pub const LOCKS_FOLDER: &str = ".locks";
+pub(crate) const LOCKS_FOLDER: &str = ".locks";
 /// The metadata table's folder under `.hoodie`.
-pub const METADATA_FOLDER: &str = "metadata";
+pub(crate) const METADATA_FOLDER: &str = "metadata";
 /// Tributary's own folder under `.hoodie`.
-pub const TRIBUTARY_FOLDER: &str = ".tributary";
+pub(crate) const TRIBUTARY_FOLDER: &str = ".tributary";
 /// The lock file of Hudi's `FileSystemBasedLockProvider` in `.hoodie`.
-pub const HUDI_LOCK_FILE: &str = "lock";
+pub(crate) const HUDI_LOCK_FILE: &str = "lock";
 /// The lease document of Hudi's storage-based lock in `.hoodie/.locks`.
-pub const LEASE_LOCK_FILE: &str = "table_lock.json";
+pub(crate) const LEASE_LOCK_FILE: &str = "table_lock.json";
 /// The lease document of Tributary's compaction lock in `.hoodie/.locks`.
-pub const COMPACTION_LEASE_FILE: &str = "tributary_compaction.json";
+pub(crate) const COMPACTION_LEASE_FILE: &str = "tributary_compaction.json";
 /// The OS file lock of instants in `.hoodie/.aux`.
-pub const INSTANT_LOCK_FILE: &str = "tributary.lock";
+pub(crate) const INSTANT_LOCK_FILE: &str = "tributary.lock";
 /// The OS file lock of compactions in `.hoodie/.aux`.
-pub const COMPACTION_LOCK_FILE: &str = "tributary-compaction.lock";
+pub(crate) const COMPACTION_LOCK_FILE: &str = "tributary-compaction.lock";
 /// The file in each partition folder that makes it a partition.
 pub const PARTITION_METADATA: &str = ".hoodie_partition_metadata";
 
 /// `<root>/.hoodie`.
-pub fn meta_dir(root: &Path) -> Path {
+pub(crate) fn meta_dir(root: &Path) -> Path {
     root.clone().join(META_FOLDER)
 }
 
@@ -83,7 +83,7 @@ pub fn properties_file(root: &Path) -> Path {
 }
 
 /// `<root>/.hoodie/hoodie.properties.backup`.
-pub fn properties_backup_file(root: &Path) -> Path {
+pub(crate) fn properties_backup_file(root: &Path) -> Path {
     meta_dir(root).join(PROPERTIES_BACKUP_FILE)
 }
 
@@ -95,7 +95,7 @@ pub fn timeline_dir(root: &Path, timeline_layout: u32, timeline_path: &str) -> P
 
 /// The LSM history folder: `<history_path>` under the timeline folder
 /// `timeline_dir` (layout 2 only).
-pub fn history_dir(timeline_dir: &Path, history_path: &str) -> Path {
+pub(crate) fn history_dir(timeline_dir: &Path, history_path: &str) -> Path {
     join_relative(timeline_dir, history_path)
 }
 
@@ -106,17 +106,17 @@ pub fn temp_dir(root: &Path) -> Path {
 }
 
 /// `<root>/.hoodie/.temp/<t>`: the folder of instant `t`'s markers.
-pub fn marker_dir(root: &Path, instant: &InstantTime) -> Path {
+pub(crate) fn marker_dir(root: &Path, instant: &InstantTime) -> Path {
     temp_dir(root).join(instant.as_str())
 }
 
 /// `<root>/.hoodie/.heartbeat/<t>`.
-pub fn heartbeat_file(root: &Path, instant: &InstantTime) -> Path {
+pub(crate) fn heartbeat_file(root: &Path, instant: &InstantTime) -> Path {
     meta_dir(root).join(HEARTBEAT_FOLDER).join(instant.as_str())
 }
 
 /// `<root>/.hoodie/metadata`: Hudi's metadata table.
-pub fn metadata_table_dir(root: &Path) -> Path {
+pub(crate) fn metadata_table_dir(root: &Path) -> Path {
     meta_dir(root).join(METADATA_FOLDER)
 }
 
@@ -139,13 +139,13 @@ pub fn compaction_lease_file(root: &Path) -> Path {
 }
 
 /// `<root>/.hoodie/.tributary/writers/<id>.json`: writer `id`'s state.
-pub fn writer_state_file(root: &Path, id: &str) -> Path {
+pub(crate) fn writer_state_file(root: &Path, id: &str) -> Path {
     meta_dir(root).join(TRIBUTARY_FOLDER).join("writers").join(format!("{id}.json"))
 }
 
 /// `<root>/.hoodie/.tributary/writers.json`: since when checkpoints are in
 /// writer state files.
-pub fn writers_since_file(root: &Path) -> Path {
+pub(crate) fn writers_since_file(root: &Path) -> Path {
     meta_dir(root).join(TRIBUTARY_FOLDER).join("writers.json")
 }
 

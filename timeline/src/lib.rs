@@ -4,10 +4,10 @@
 //! files into file slices by completion time.
 //!
 //! Where a table lives ([`TableLocation`]), the clock and the table locks
-//! come from the `tributary-storage` crate and are re-exported here at the
-//! paths they had. The only IO is [`object_store`] (plus the local OS file
-//! lock of [`lock::FileLock`]); the clock is injected through [`Clock`].
-//! Every path under a table's `.hoodie/` folder is named in [`layout`].
+//! come from the `tributary-storage` crate and are re-exported here. The
+//! only IO is [`object_store`] (plus the local OS file lock of
+//! [`FileLock`]); the clock is injected through [`Clock`]. Every path under
+//! a table's `.hoodie/` folder is named in one module, `layout`.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> tributary_timeline::Result<()> {
@@ -26,37 +26,65 @@
 //! # Ok(()) }
 //! ```
 
-pub mod config;
-pub mod error;
-pub mod file_name;
-pub mod fs_view;
-pub mod history;
-pub mod instant;
-pub mod layout;
-pub mod partition;
-pub mod properties;
-pub mod protocol;
-pub mod timeline;
-pub mod truetime;
+#![warn(unreachable_pub)]
 
-// Storage and locks live in `tributary-storage`; their modules and types
-// stay reachable at the paths they had here.
-pub use config::{
-    BucketHash, BucketSpec, MergeMode, NewTableConfig, SequenceGroup, TableConfig, TableType, TombstoneRetention,
-};
+mod config;
+mod error;
+mod file_name;
+mod fs_view;
+mod history;
+mod instant;
+mod layout;
+mod partition;
+mod properties;
+mod protocol;
+mod timeline;
+mod truetime;
+
 pub use error::{Error, ErrorKind, Result};
-pub use file_name::{BaseFileName, LogFileName, WriteToken, nbcc_file_id};
-pub use fs_view::{FileGroup, FileSlice, FileSystemView};
+
+// `hoodie.properties`: the table's configuration and its stored settings.
+pub use config::{
+    BucketHash, BucketSpec, MergeMode, NewTableConfig, SEQUENCE_GROUPS_STRATEGY_ID, SequenceGroup, TableConfig,
+    TableType, TimeMode, TombstoneRetention, split_fields,
+};
+pub use properties::{StoredProperties, read_properties};
+
+// Instants, the timeline and its history, and instant generation.
+pub use history::{History, HistoryFile, MANIFEST_PREFIX, VERSION_FILE, history_dir, latest_snapshot, snapshot_files};
 pub use instant::{Action, Instant, InstantTime, State};
 pub use timeline::{Timeline, TimelineWriter};
+pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, FirstHoldHook, TimeGenerator};
+
+// Data files: names, partitions and the file-system view.
+pub use file_name::{BaseFileName, LogFileName, WriteToken, bucket_of_file_id, nbcc_file_id};
+pub use fs_view::{DataFile, FileGroup, FileSlice, FileSystemView, PlannedGroups, list_data_files, planned_groups};
+pub use partition::ensure_partition;
+
+// Every path under `.hoodie/`.
+pub use layout::{
+    PARTITION_METADATA, compaction_lease_file, hudi_lock_file, lease_lock_file, local_compaction_lock_file,
+    local_instant_lock_file, local_meta_dir, local_temp_dir, properties_file, temp_dir, timeline_dir,
+};
+
+// The commit protocol's shared steps.
+pub use protocol::{
+    CHECKPOINT_KEY_PREFIX, Checkpoint, Completion, DEFAULT_HEARTBEAT_EXPIRY, Heartbeat, MARKER_APPEND, MARKER_CREATE,
+    MetadataTableGuard, WriterState, WriterStatus, complete_instant, complete_instant_with, create_marker,
+    delete_if_exists, heartbeat_expired, heartbeat_path, list_markers, lookup_writer, mark_new_table, marked_file,
+    marker_dir, remove_markers, rollback_files,
+};
+
+// Storage and locks live in `tributary-storage`; the types the layers above
+// take and return are re-exported here.
 pub use tributary_storage::{
-    Clock, DurableLocalStore, Fence, FenceCheck, FileLock, HUDI_CLOCK_DRIFT, HudiFileLock, InProcessLock, LeaseLock,
-    LeaseSettings, LockGuard, LockProvider, ManualClock, OffsetClock, RETRY, RetryPolicy, SystemClock, TableLocation,
+    Clock, CountingStore, DurableLocalStore, Fence, FenceCheck, FileLock, HUDI_CLOCK_DRIFT, HudiFileLock,
+    InProcessLock, LeaseLock, LeaseSettings, LockGuard, LockProvider, ManualClock, OffsetClock, RETRY, Requests,
+    RetryPolicy, StoreFile, SystemClock, TAIL_BYTES, TableLocation, arrow_metadata_of_file, create_folder,
+    partition_file,
 };
 /// The storage crate's error, which [`Error::Storage`] wraps.
 pub use tributary_storage::{Error as StorageError, Result as StorageResult};
-pub use tributary_storage::{clock, counting, hudi_lock, lease, location, lock, parquet_file, store};
-pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, FirstHoldHook, TimeGenerator, TimeMode};
 
 #[cfg(test)]
 mod send_sync {
@@ -89,6 +117,6 @@ mod send_sync {
         assert_send(super::Timeline::load(&loc, &config));
         assert_send(writer.read(&done, super::State::Completed));
         assert_send(writer.is_completed(&done));
-        assert_send(super::protocol::writer_state::lookup(&loc, &config, "w"));
+        assert_send(super::protocol::writer_state::lookup_writer(&loc, &config, "w"));
     }
 }

@@ -6,7 +6,7 @@ use crate::StorageError;
 use crate::error::{Error, Result};
 use crate::instant::InstantTime;
 use crate::layout::PARTITION_METADATA;
-use crate::location::TableLocation;
+use tributary_storage::TableLocation;
 
 /// Makes sure `partition` (relative, `""` for the table root) holds a
 /// `.hoodie_partition_metadata`, creating it with `commit` as its commit

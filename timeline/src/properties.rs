@@ -30,14 +30,14 @@ use object_store::path::Path;
 use crate::config::{ChecksumState, checksum_state, keys, parse_properties, render_properties, table_checksum};
 use crate::error::{Error, Result};
 use crate::layout;
-use crate::location::TableLocation;
-use crate::location::delete_if_exists;
+use tributary_storage::TableLocation;
+use tributary_storage::delete_if_exists;
 
 /// The backup Hudi writes while it changes `hoodie.properties`.
-pub const BACKUP_FILE: &str = layout::PROPERTIES_BACKUP_FILE;
+pub(crate) const BACKUP_FILE: &str = layout::PROPERTIES_BACKUP_FILE;
 
 /// `<root>/.hoodie/hoodie.properties.backup`.
-pub fn backup_path(loc: &TableLocation) -> Path {
+pub(crate) fn backup_path(loc: &TableLocation) -> Path {
     layout::properties_backup_file(&loc.root)
 }
 
@@ -77,7 +77,7 @@ async fn load(loc: &TableLocation, path: &Path) -> Result<Option<(StoredProperti
 /// interrupted update left. `None` when neither file exists; a
 /// `hoodie.properties` that is damaged with no intact backup beside it is
 /// returned as it is, for the parser to report.
-pub async fn read(loc: &TableLocation) -> Result<Option<StoredProperties>> {
+pub async fn read_properties(loc: &TableLocation) -> Result<Option<StoredProperties>> {
     let main = load(loc, &layout::properties_file(&loc.root)).await?;
     if let Some((p, true)) = main {
         return Ok(Some(p));
@@ -98,7 +98,7 @@ pub async fn read(loc: &TableLocation) -> Result<Option<StoredProperties>> {
 /// `hoodie.properties` without a checksum counts as intact here and is
 /// kept (Hudi would delete it); a damaged one without an intact backup is
 /// an error ([`Error::Corrupt`]). Call it holding the table lock.
-pub async fn recover(loc: &TableLocation) -> Result<()> {
+pub(crate) async fn recover(loc: &TableLocation) -> Result<()> {
     let main_path = layout::properties_file(&loc.root);
     let backup = backup_path(loc);
     let main = load(loc, &main_path).await?;
@@ -146,7 +146,7 @@ fn with_checksum(mut properties: BTreeMap<String, String>) -> BTreeMap<String, S
 /// intact; an interrupted update is recovered first otherwise). `comment`
 /// heads the new file (Hudi writes `Updated at <time>`). Returns whether the
 /// file changed. Call it holding the table lock.
-pub async fn modify(
+pub(crate) async fn modify(
     loc: &TableLocation,
     comment: &str,
     change: impl FnOnce(&mut BTreeMap<String, String>) -> bool,
@@ -229,7 +229,7 @@ mod tests {
         .await
         .unwrap();
         assert!(changed);
-        let after = read(&loc).await.unwrap().unwrap();
+        let after = read_properties(&loc).await.unwrap().unwrap();
         assert_eq!(after.path, layout::properties_file(&loc.root));
         assert_eq!(after.properties.get("some.unknown.key").map(String::as_str), Some("kept as it is"));
         assert_eq!(after.properties.get("hoodie.table.metadata.partitions").map(String::as_str), Some(""));
@@ -238,7 +238,7 @@ mod tests {
         TableConfig::parse(&after.text, "p").unwrap();
         // No change, no write.
         assert!(!modify(&loc, "again", |_| false).await.unwrap());
-        assert_eq!(read(&loc).await.unwrap().unwrap().text, after.text);
+        assert_eq!(read_properties(&loc).await.unwrap().unwrap().text, after.text);
     }
 
     #[tokio::test]
@@ -246,12 +246,12 @@ mod tests {
         let (loc, text) = table();
         loc.create(&backup_path(&loc), text.clone().into_bytes()).await.unwrap();
         // Step 3 done, step 4 not yet: only the backup.
-        let got = read(&loc).await.unwrap().unwrap();
+        let got = read_properties(&loc).await.unwrap().unwrap();
         assert_eq!((got.path, got.text.as_str()), (backup_path(&loc), text.as_str()));
         // A damaged file (its checksum names another table) loses to the backup.
         let damaged = text.replace("hoodie.table.name=t", "hoodie.table.name=other");
         loc.create(&layout::properties_file(&loc.root), damaged.clone().into_bytes()).await.unwrap();
-        assert_eq!(read(&loc).await.unwrap().unwrap().path, backup_path(&loc));
+        assert_eq!(read_properties(&loc).await.unwrap().unwrap().path, backup_path(&loc));
         // Recovery puts the backup back and removes it.
         recover(&loc).await.unwrap();
         assert_eq!(text_of(&loc, &layout::properties_file(&loc.root)).await.as_deref(), Some(text.as_str()));
@@ -260,9 +260,12 @@ mod tests {
         delete_if_exists(&loc, &layout::properties_file(&loc.root)).await.unwrap();
         loc.create(&layout::properties_file(&loc.root), damaged.into_bytes()).await.unwrap();
         assert_eq!(recover(&loc).await.unwrap_err().kind(), crate::ErrorKind::Corrupt);
-        assert!(read(&loc).await.unwrap().is_some(), "the damaged file is returned for the parser to report");
+        assert!(
+            read_properties(&loc).await.unwrap().is_some(),
+            "the damaged file is returned for the parser to report"
+        );
         let empty = TableLocation::new(Arc::new(InMemory::new()), Path::from("none"));
-        assert!(read(&empty).await.unwrap().is_none());
+        assert!(read_properties(&empty).await.unwrap().is_none());
     }
 
     /// The backup is the file as it was read, byte for byte: its own
@@ -281,7 +284,7 @@ mod tests {
         assert_eq!(text_of(&loc, &layout::properties_file(&loc.root)).await.as_deref(), Some(text.as_str()));
         // The next change starts from it.
         assert!(modify(&loc, "c", change).await.unwrap());
-        let after = read(&loc).await.unwrap().unwrap();
+        let after = read_properties(&loc).await.unwrap().unwrap();
         assert_eq!(after.properties.get("some.key").map(String::as_str), Some("a:b"));
         assert!(text_of(&loc, &backup_path(&loc)).await.is_none());
     }
@@ -311,7 +314,7 @@ mod tests {
                     _ => delete_if_exists(&loc, &backup).await.unwrap(),
                 }
             }
-            let seen = read(&loc).await.unwrap().unwrap().properties;
+            let seen = read_properties(&loc).await.unwrap().unwrap().properties;
             let expect_new = stop_after >= 3;
             assert_eq!(seen, if expect_new { new.clone() } else { old.clone() }, "stopped after {stop_after} steps");
             // The next change recovers first and applies on what readers saw.
@@ -321,7 +324,7 @@ mod tests {
             })
             .await
             .unwrap();
-            let after = read(&loc).await.unwrap().unwrap();
+            let after = read_properties(&loc).await.unwrap().unwrap();
             assert_eq!(after.path, main);
             assert_eq!(after.properties.contains_key("k"), expect_new, "stopped after {stop_after} steps");
             assert_eq!(after.properties.get("k2").map(String::as_str), Some("v2"));

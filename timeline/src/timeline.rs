@@ -28,8 +28,8 @@ use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::history::{self, History};
 use crate::instant::{Action, Instant, InstantTime, State, TimelineFile};
-use crate::location::TableLocation;
-use crate::store::FOLDER_PLACEHOLDER;
+use tributary_storage::FOLDER_PLACEHOLDER;
+use tributary_storage::TableLocation;
 
 /// The instants of a table, sorted by requested time.
 #[derive(Debug, Clone, Default)]
@@ -352,7 +352,7 @@ fn assemble(t: &InstantTime, files: &[TimelineFile]) -> std::result::Result<Inst
 }
 
 /// The folder holding the timeline: `.hoodie/timeline` (layout 2) or `.hoodie` (layout 1).
-pub fn timeline_dir(loc: &TableLocation, config: &TableConfig) -> Path {
+pub(crate) fn timeline_dir(loc: &TableLocation, config: &TableConfig) -> Path {
     crate::layout::timeline_dir(&loc.root, config.timeline_layout, &config.timeline_path)
 }
 
@@ -652,11 +652,11 @@ mod write_tests {
     use object_store::memory::InMemory;
 
     use super::*;
-    use crate::clock::ManualClock;
     use crate::config::{BucketHash, BucketSpec, NewTableConfig};
-    use crate::lock::InProcessLock;
     use crate::partition::ensure_partition;
     use crate::truetime::{TimeGenerator, TimeMode};
+    use tributary_storage::InProcessLock;
+    use tributary_storage::ManualClock;
 
     fn config() -> TableConfig {
         TableConfig::new_table(&NewTableConfig {

@@ -25,11 +25,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::clock::Clock;
-pub use crate::config::time_mode::TimeMode;
+pub(crate) use crate::config::time_mode::TimeMode;
 use crate::error::{Error, Result};
 use crate::instant::InstantTime;
-use crate::lock::{Fence, LockGuard, LockProvider};
+use tributary_storage::Clock;
+use tributary_storage::{Fence, LockGuard, LockProvider};
 
 /// Hudi's default `hoodie.time.generator.max_expected_clock_skew_ms`.
 pub const DEFAULT_MAX_CLOCK_SKEW: Duration = Duration::from_millis(200);
@@ -219,8 +219,8 @@ async fn release(guard: Box<dyn LockGuard>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
-    use crate::lock::InProcessLock;
+    use tributary_storage::InProcessLock;
+    use tributary_storage::ManualClock;
 
     #[tokio::test]
     async fn hybrid_never_goes_back_and_reports_a_slow_clock() {

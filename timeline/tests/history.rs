@@ -15,9 +15,9 @@ mod snapshot {
     use object_store::memory::InMemory;
     use object_store::path::Path;
     use tributary_testkit::history::{self, write_snapshot};
-    use tributary_timeline::counting::CountingStore;
-    use tributary_timeline::history::{History, VERSION_FILE, history_dir, snapshot_files};
+    use tributary_timeline::CountingStore;
     use tributary_timeline::{Action, Instant, InstantTime, NewTableConfig, TableConfig, TableLocation};
+    use tributary_timeline::{History, VERSION_FILE, history_dir, snapshot_files};
 
     fn table() -> (TableLocation, TableConfig, Path) {
         let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("t"));
@@ -205,7 +205,7 @@ mod timeline {
     use object_store::memory::InMemory;
     use object_store::path::Path;
     use tributary_testkit::history::archive;
-    use tributary_timeline::counting::CountingStore;
+    use tributary_timeline::CountingStore;
     use tributary_timeline::{
         Action, BucketHash, BucketSpec, Instant, InstantTime, NewTableConfig, State, TableConfig, TableLocation,
         Timeline, TimelineWriter,
@@ -278,9 +278,9 @@ mod timeline {
         }
         archive(&loc, &cfg, &done[..2]).await.unwrap();
         let tl = Timeline::load(&loc, &cfg).await.unwrap();
-        let dir = tributary_timeline::history::history_dir(&loc, &cfg).unwrap();
-        for name in [tributary_timeline::history::VERSION_FILE, "manifest_1"] {
-            tributary_timeline::protocol::delete_if_exists(&loc, &dir.clone().join(name)).await.unwrap();
+        let dir = tributary_timeline::history_dir(&loc, &cfg).unwrap();
+        for name in [tributary_timeline::VERSION_FILE, "manifest_1"] {
+            tributary_timeline::delete_if_exists(&loc, &dir.clone().join(name)).await.unwrap();
         }
         counting.take();
         let wanted: Vec<&Instant> = done.iter().rev().collect();
@@ -305,15 +305,15 @@ mod writer_state {
 
     use object_store::memory::InMemory;
     use object_store::path::Path;
-    use tributary_format::metadata::CommitMetadata;
+    use tributary_format::CommitMetadata;
     use tributary_testkit::history::archive;
-    use tributary_timeline::counting::CountingStore;
-    use tributary_timeline::protocol::writer_state::{CHECKPOINT_KEY_PREFIX, lookup};
-    use tributary_timeline::protocol::{Completion, WriterState, complete_instant_with};
+    use tributary_timeline::CountingStore;
     use tributary_timeline::{
         Action, InProcessLock, Instant, InstantTime, ManualClock, NewTableConfig, Result, State, TableConfig,
         TableLocation, TimeGenerator, TimeMode, TimelineWriter,
     };
+    use tributary_timeline::{CHECKPOINT_KEY_PREFIX, lookup_writer};
+    use tributary_timeline::{Completion, WriterState, complete_instant_with};
 
     struct Fixture {
         loc: TableLocation,
@@ -358,7 +358,7 @@ mod writer_state {
     }
 
     async fn last(f: &Fixture, id: &str) -> Option<String> {
-        lookup(&f.loc, &f.config, id).await.unwrap().checkpoint.map(|c| c.checkpoint)
+        lookup_writer(&f.loc, &f.config, id).await.unwrap().checkpoint.map(|c| c.checkpoint)
     }
 
     /// A Java writer archives the commit a state file's pending entry
@@ -388,16 +388,9 @@ mod writer_state {
             let mut meta = CommitMetadata::default();
             meta.extra_metadata.insert(format!("{CHECKPOINT_KEY_PREFIX}risk"), cp.into());
             let content = meta.to_avro_container().unwrap();
-            tributary_timeline::protocol::complete_instant(
-                &g.loc,
-                &g.timeline,
-                &g.time,
-                &instant,
-                content,
-                Completion::Owned,
-            )
-            .await
-            .unwrap();
+            tributary_timeline::complete_instant(&g.loc, &g.timeline, &g.time, &instant, content, Completion::Owned)
+                .await
+                .unwrap();
         }
         let done: Vec<Instant> = g.timeline.load().await.unwrap().completed().cloned().collect();
         archive(&g.loc, &g.config, &done).await.unwrap();
@@ -415,7 +408,7 @@ mod writer_state {
             for _ in 0..commits {
                 let instant = start(&f).await;
                 let content = CommitMetadata::default().to_avro_container().unwrap();
-                tributary_timeline::protocol::complete_instant(
+                tributary_timeline::complete_instant(
                     &f.loc,
                     &f.timeline,
                     &f.time,
@@ -430,7 +423,7 @@ mod writer_state {
             archive(&f.loc, &f.config, &done).await.unwrap();
             let counting = Arc::new(CountingStore::new(f.loc.store.clone()));
             let loc = TableLocation::new(counting.clone(), f.loc.root.clone());
-            assert_eq!(lookup(&loc, &f.config, "orders").await.unwrap().checkpoint, None);
+            assert_eq!(lookup_writer(&loc, &f.config, "orders").await.unwrap().checkpoint, None);
             gets.push(counting.requests().gets);
         }
         assert_eq!(gets[0], gets[1], "{gets:?}");

@@ -15,7 +15,7 @@
 //! ([`Commit::commit_with_checkpoint`]) records it in the id's state file in
 //! the lock hold that makes the commit visible. Once a newer client
 //! registers the same id, this one's commits fail with a conflict and are
-//! withdrawn (`tributary_timeline::protocol::writer_state`).
+//! withdrawn (`tributary_timeline::lookup_writer`).
 //!
 //! The open commit lives in [`crate::commit`], its writer tasks in `task`,
 //! what they share with the client in `shared`, its settings in `settings`.
@@ -24,17 +24,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tributary_merge::Combiner;
 
-use tributary_format::schema::TableSchema;
-use tributary_timeline::protocol::Heartbeat;
-use tributary_timeline::protocol::writer_state::{self, WriterState, WriterStatus};
+use tributary_format::TableSchema;
+use tributary_timeline::Heartbeat;
 use tributary_timeline::{Action, Instant, State, TableConfig, TableLocation, TimeGenerator, TimelineWriter};
+use tributary_timeline::{WriterState, WriterStatus, lookup_writer};
 
 use crate::block_buffer::BlockBuffers;
 use crate::bucket::BucketIndex;
 pub use crate::commit::CHECKPOINT_PREFIX;
 use crate::commit::Commit;
 use crate::error::{Error, Result};
-pub use crate::settings::WriteSettings;
+pub(crate) use crate::settings::WriteSettings;
 use crate::shared::Shared;
 
 /// Writes commits into one table.
@@ -179,7 +179,7 @@ impl WriteClient {
     /// completed file exists; it does not read commit files (except, once
     /// per id, on a table written before state files existed).
     pub async fn checkpoint(&self, writer_id: &str) -> Result<WriterStatus> {
-        Ok(writer_state::lookup(&self.shared.loc, &self.shared.config, writer_id).await?)
+        Ok(lookup_writer(&self.shared.loc, &self.shared.config, writer_id).await?)
     }
 
     /// The last checkpoint `writer_id` attached to a commit that is

@@ -8,17 +8,17 @@ use arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use arrow::datatypes::DataType;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tributary_format::codec::{TableDatumEncoder, TableDatums};
-use tributary_format::metadata::{CommitMetadata, WriteStat};
-use tributary_timeline::location::partition_file;
-use tributary_timeline::protocol::marker::{remove_markers, rollback_files};
-use tributary_timeline::protocol::{Completion, Heartbeat, complete_instant, complete_instant_with, delete_if_exists};
+use tributary_format::{CommitMetadata, WriteStat};
+use tributary_format::{TableDatumEncoder, TableDatums};
+use tributary_timeline::partition_file;
 use tributary_timeline::{Action, Instant, InstantTime, State};
+use tributary_timeline::{Completion, Heartbeat, complete_instant, complete_instant_with, delete_if_exists};
+use tributary_timeline::{remove_markers, rollback_files};
 
-use tributary_timeline::protocol::writer_state::CHECKPOINT_KEY_PREFIX;
+use tributary_timeline::CHECKPOINT_KEY_PREFIX;
 
 use crate::error::{Error, Result};
-pub use crate::file_write::FileWrite;
+pub(crate) use crate::file_write::FileWrite;
 use crate::input::{Rows, rows_from_batch, rows_from_json};
 use crate::piece::Piece;
 use crate::shared::Shared;

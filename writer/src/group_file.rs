@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::array::StringArray;
-use tributary_format::codec::{DeleteRecord, MetaFields, TableDatumEncoder, TableDatums, encode_delete_block};
-use tributary_format::log_block::{AvroContent, BlockType, HeaderKey, OpenBlock, begin_block, finish_block};
+use tributary_format::{AvroContent, BlockType, HeaderKey, OpenBlock, begin_block, finish_block};
+use tributary_format::{DeleteRecord, MetaFields, TableDatumEncoder, TableDatums, encode_delete_block};
 use tributary_merge::Combiner;
 use tributary_timeline::InstantTime;
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use arrow::array::StringArray;
-use tributary_format::codec::TableDatums;
+use tributary_format::TableDatums;
 
 use crate::input::Rows;
 

@@ -6,10 +6,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tributary_format::codec::TableDatumEncoder;
-use tributary_format::schema::TableSchema;
+use tributary_format::TableDatumEncoder;
+use tributary_format::TableSchema;
 use tributary_merge::Combiner;
-use tributary_timeline::protocol::writer_state::WriterState;
+use tributary_timeline::WriterState;
 use tributary_timeline::{TableConfig, TableLocation, TimeGenerator, TimelineWriter};
 
 use crate::block_buffer::BlockBuffers;

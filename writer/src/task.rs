@@ -10,12 +10,12 @@ use std::sync::atomic::Ordering as AtomicOrdering;
 
 use futures::StreamExt;
 use tokio::sync::mpsc;
-use tributary_format::codec::{DeleteRecord, MetaFields, OrderingValue};
-use tributary_format::log_block::HeaderKey;
-use tributary_timeline::fs_view::PARTITION_METADATA;
-use tributary_timeline::partition::ensure_partition;
-use tributary_timeline::protocol::marker;
+use tributary_format::HeaderKey;
+use tributary_format::{DeleteRecord, MetaFields, OrderingValue};
+use tributary_timeline::PARTITION_METADATA;
+use tributary_timeline::ensure_partition;
 use tributary_timeline::{BaseFileName, InstantTime, LogFileName, TableLocation, WriteToken, nbcc_file_id};
+use tributary_timeline::{MARKER_APPEND, create_marker};
 
 use crate::error::{Error, Result};
 use crate::file_write::FileWrite;
@@ -232,7 +232,7 @@ impl TaskContext {
                 .or_else(|_| BaseFileName::parse(name).map(|b| b.file_id))
                 .ok();
             if let Some(id) = id
-                && let Some(b) = tributary_timeline::file_name::bucket_of_file_id(&id)
+                && let Some(b) = tributary_timeline::bucket_of_file_id(&id)
             {
                 // A file group of a bucket beyond the count: the table's
                 // writers use more buckets than this one was given.
@@ -291,8 +291,8 @@ impl Encoded {
                 suffix: String::new(),
             }
             .to_string();
-            let rel = tributary_timeline::location::partition_file(partition, &name);
-            marker::create_marker(loc, instant, partition, &name, marker::APPEND).await?;
+            let rel = tributary_timeline::partition_file(partition, &name);
+            create_marker(loc, instant, partition, &name, MARKER_APPEND).await?;
             // A create that finds its own bytes there (a retry after a lost
             // answer) is done; other bytes mean the name is taken.
             match loc.create(&loc.join(&rel), payload.clone()).await {

@@ -195,7 +195,7 @@ fn answering_names(writer_json: &str, reader_json: &str) -> (String, String) {
 }
 
 /// `batch` relabelled with `schema` (same types; metadata dropped).
-pub fn with_schema(
+pub(crate) fn with_schema(
     batch: RecordBatch,
     schema: &SchemaRef,
 ) -> std::result::Result<RecordBatch, arrow::error::ArrowError> {

@@ -14,7 +14,7 @@ use crate::schema::put_long;
 /// size, the records themselves (read in place from the block's bytes) and
 /// the sync marker. The reader buffers one container block at a time, so
 /// memory follows a batch rather than a copy of the whole block.
-pub struct ContainerStream {
+pub(crate) struct ContainerStream {
     content: Bytes,
     records: Vec<Range<usize>>,
     batch_rows: usize,

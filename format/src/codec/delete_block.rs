@@ -11,8 +11,6 @@ use crate::schema::{put_bytes, put_long};
 /// Scale of the decimal branch of a delete's ordering value
 /// (`decimal(30,15)` in `HoodieDeleteRecord.orderingVal`).
 pub const DELETE_DECIMAL_SCALE: i8 = 15;
-/// Precision of the decimal branch of a delete's ordering value.
-pub const DELETE_DECIMAL_PRECISION: u8 = 30;
 
 /// An ordering (event-time) value as stored in delete records: one branch of
 /// the `orderingVal` union of Hudi 1.x's `HoodieDeleteRecord`, whose branches
@@ -130,18 +128,18 @@ pub fn encode_delete_content(records: &[DeleteRecord], out: &mut Vec<u8>) {
 
 /// The `orderingVal` union branch of each value, in Hudi 1.x's order.
 mod branch {
-    pub const NULL: i64 = 0;
-    pub const BOOLEAN: i64 = 1;
-    pub const INT: i64 = 2;
-    pub const LONG: i64 = 3;
-    pub const FLOAT: i64 = 4;
-    pub const DOUBLE: i64 = 5;
-    pub const BYTES: i64 = 6;
-    pub const STRING: i64 = 7;
-    pub const DATE: i64 = 8;
-    pub const DECIMAL: i64 = 9;
-    pub const TIME_MICROS: i64 = 10;
-    pub const TIMESTAMP_MICROS: i64 = 11;
+    pub(super) const NULL: i64 = 0;
+    pub(super) const BOOLEAN: i64 = 1;
+    pub(super) const INT: i64 = 2;
+    pub(super) const LONG: i64 = 3;
+    pub(super) const FLOAT: i64 = 4;
+    pub(super) const DOUBLE: i64 = 5;
+    pub(super) const BYTES: i64 = 6;
+    pub(super) const STRING: i64 = 7;
+    pub(super) const DATE: i64 = 8;
+    pub(super) const DECIMAL: i64 = 9;
+    pub(super) const TIME_MICROS: i64 = 10;
+    pub(super) const TIMESTAMP_MICROS: i64 = 11;
 }
 
 /// Appends `v` as its `orderingVal` branch.

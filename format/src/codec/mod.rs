@@ -12,10 +12,9 @@ mod container;
 mod delete_block;
 mod encoder;
 
-pub use batches::{DataBlockBatches, decode_data_block, with_schema};
-pub use container::ContainerStream;
+pub use batches::{DataBlockBatches, decode_data_block};
 pub use delete_block::{
-    DELETE_DECIMAL_PRECISION, DELETE_DECIMAL_SCALE, DeleteRecord, OrderingValue, decode_delete_content,
-    encode_delete_block, encode_delete_content, rescale_decimal,
+    DELETE_DECIMAL_SCALE, DeleteRecord, OrderingValue, decode_delete_content, encode_delete_block,
+    encode_delete_content, rescale_decimal,
 };
 pub use encoder::{DataBlockEncoder, MetaFields, TableDatumEncoder, TableDatums};

@@ -219,7 +219,7 @@ impl TableUri {
         match healthy.local_folder() {
             Some(dir) => Table::builder(wrapped)
                 .with_settings(TableSettings { lock: tributary::LockKind::InProcess, ..settings })
-                .with_lock(Arc::new(FileLock::at(tributary_timeline::layout::local_instant_lock_file(dir)))),
+                .with_lock(Arc::new(FileLock::at(tributary_timeline::local_instant_lock_file(dir)))),
             None => Table::builder(wrapped).with_settings(settings),
         }
     }

@@ -5,13 +5,11 @@
 use std::fmt;
 
 /// Strategy id Hudi uses for event-time ordering.
-pub const EVENT_TIME_STRATEGY_ID: &str = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5";
+pub(crate) const EVENT_TIME_STRATEGY_ID: &str = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5";
 /// Strategy id Hudi uses for commit-time ordering.
-pub const COMMIT_TIME_STRATEGY_ID: &str = "ce9acb64-bde0-424c-9b91-f6ebba25356d";
+pub(crate) const COMMIT_TIME_STRATEGY_ID: &str = "ce9acb64-bde0-424c-9b91-f6ebba25356d";
 /// Strategy id Hudi uses for custom mergers.
-pub const CUSTOM_STRATEGY_ID: &str = "1897ef5f-18bc-4557-939c-9d6a8afd1519";
-/// Strategy id Hudi uses for payload-class merging.
-pub const PAYLOAD_STRATEGY_ID: &str = "00000000-0000-0000-0000-000000000000";
+pub(crate) const CUSTOM_STRATEGY_ID: &str = "1897ef5f-18bc-4557-939c-9d6a8afd1519";
 
 const DEFAULT_PAYLOAD: &str = "org.apache.hudi.common.model.DefaultHoodieRecordPayload";
 pub(crate) const OVERWRITE_PAYLOAD: &str = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload";

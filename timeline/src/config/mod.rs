@@ -8,22 +8,17 @@
 //! settings' values have their own modules: [`merge_mode`], [`bucket`],
 //! [`tombstone`] and [`time_mode`].
 
-pub mod bucket;
-pub mod keys;
-pub mod merge_mode;
-pub mod properties_text;
-pub mod table;
-pub mod time_mode;
-pub mod tombstone;
+pub(crate) mod bucket;
+pub(crate) mod keys;
+pub(crate) mod merge_mode;
+pub(crate) mod properties_text;
+pub(crate) mod table;
+pub(crate) mod time_mode;
+pub(crate) mod tombstone;
 
 pub use bucket::{BucketHash, BucketSpec};
-pub use merge_mode::{
-    COMMIT_TIME_STRATEGY_ID, CUSTOM_STRATEGY_ID, EVENT_TIME_STRATEGY_ID, MergeMode, PAYLOAD_STRATEGY_ID,
-    SEQUENCE_GROUPS_STRATEGY_ID,
-};
-pub use properties_text::{ChecksumState, checksum_state, parse_properties, render_properties, table_checksum};
-pub use table::{
-    NewTableConfig, SUPPORTED_VERSIONS, SequenceGroup, TableConfig, TableType, key_generator_type, split_fields,
-};
+pub use merge_mode::{MergeMode, SEQUENCE_GROUPS_STRATEGY_ID};
+pub(crate) use properties_text::{ChecksumState, checksum_state, parse_properties, render_properties, table_checksum};
+pub use table::{NewTableConfig, SequenceGroup, TableConfig, TableType, split_fields};
 pub use time_mode::TimeMode;
 pub use tombstone::TombstoneRetention;

@@ -4,13 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use tributary_format::memo::Memo;
+use tributary_format::Memo;
 
 use crate::config::keys;
 use crate::error::{Error, Result};
 
 /// CRC32 checksum Hudi stores under `hoodie.table.checksum`.
-pub fn table_checksum(database: Option<&str>, name: &str) -> u32 {
+pub(crate) fn table_checksum(database: Option<&str>, name: &str) -> u32 {
     crc32fast::hash(format!("{}.{}", database.unwrap_or(""), name).as_bytes())
 }
 
@@ -18,7 +18,7 @@ pub fn table_checksum(database: Option<&str>, name: &str) -> u32 {
 /// file in errors. The one reader of `hoodie.properties` text. Every open
 /// of a table reads the same file, so what a text parses to is kept once
 /// per process, keyed by the text (`tributary_format::memo`).
-pub fn parse_properties(text: &str, path: &str) -> Result<BTreeMap<String, String>> {
+pub(crate) fn parse_properties(text: &str, path: &str) -> Result<BTreeMap<String, String>> {
     static PARSED: Memo<std::result::Result<BTreeMap<String, String>, (usize, String)>> = Memo::new();
     PARSED
         .get_or(text.as_bytes(), || match java_properties::read(text.as_bytes()) {
@@ -31,7 +31,7 @@ pub fn parse_properties(text: &str, path: &str) -> Result<BTreeMap<String, Strin
 /// Java properties text of `properties`, in key order, after the comment
 /// line `comment` (Java writes `Updated at <time>` there). The one writer of
 /// `hoodie.properties` text.
-pub fn render_properties(properties: &BTreeMap<String, String>, comment: &str) -> Result<String> {
+pub(crate) fn render_properties(properties: &BTreeMap<String, String>, comment: &str) -> Result<String> {
     let mut out = Vec::new();
     {
         let mut w = java_properties::PropertiesWriter::new(&mut out);
@@ -50,7 +50,7 @@ pub fn render_properties(properties: &BTreeMap<String, String>, comment: &str) -
 
 /// What `hoodie.table.checksum` says of a properties file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChecksumState {
+pub(crate) enum ChecksumState {
     /// The key is absent (Hudi's readers accept such a file).
     Missing,
     /// It matches the table and database names.
@@ -61,7 +61,7 @@ pub enum ChecksumState {
 
 /// Checks `hoodie.table.checksum` of `properties` against its table and
 /// database names, as Hudi validates a properties file it reads.
-pub fn checksum_state(properties: &BTreeMap<String, String>) -> ChecksumState {
+pub(crate) fn checksum_state(properties: &BTreeMap<String, String>) -> ChecksumState {
     let Some(sum) = properties.get(keys::CHECKSUM) else { return ChecksumState::Missing };
     let Some(name) = properties.get(keys::NAME) else { return ChecksumState::Invalid };
     let database = properties.get(keys::DATABASE).map(String::as_str).filter(|d| !d.is_empty());

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-pub use tributary_format::schema::SequenceGroup;
-use tributary_format::schema::TableSchema;
+pub use tributary_format::SequenceGroup;
+use tributary_format::TableSchema;
 
 use crate::config::bucket::{BucketHash, BucketSpec};
 use crate::config::keys;
@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::layout;
 
 /// Table versions this build reads.
-pub const SUPPORTED_VERSIONS: &str = "6, 8";
+pub(crate) const SUPPORTED_VERSIONS: &str = "6, 8";
 
 /// Copy-on-write or merge-on-read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,7 +152,7 @@ pub fn split_fields(list: &str) -> Vec<String> {
 /// and `COMPLEX` with several. Version-8 tables record the type only; the
 /// deprecated `hoodie.table.keygenerator.class` is not written (Hudi
 /// 1.0.x's own v8 tables lack it too).
-pub fn key_generator_type(partitioned: bool, key_fields: usize) -> &'static str {
+pub(crate) fn key_generator_type(partitioned: bool, key_fields: usize) -> &'static str {
     let [simple, complex, non_partition] = KEY_GENERATOR_TYPES;
     match (partitioned, key_fields) {
         (false, _) => non_partition,
@@ -217,7 +217,7 @@ impl TableConfig {
     }
 
     /// Validates the keys and values of a `hoodie.properties` file already
-    /// read ([`parse_properties`]). `path` names the file in errors.
+    /// read (`parse_properties`). `path` names the file in errors.
     pub fn from_properties(properties: BTreeMap<String, String>, path: &str) -> Result<Self> {
         let mut p = Props { path, map: properties };
         let checksum = checksum_state(&p.map);

@@ -17,9 +17,9 @@ use object_store::ObjectStoreExt;
 
 use crate::error::{Error, Result};
 use crate::instant::{Instant, InstantTime, State};
-use crate::location::TableLocation;
 use crate::timeline::TimelineWriter;
 use crate::truetime::TimeGenerator;
+use tributary_storage::TableLocation;
 
 /// Who may complete an instant, which decides what is checked under the lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,12 +112,12 @@ mod tests {
     use object_store::path::Path;
 
     use super::*;
-    use crate::clock::ManualClock;
     use crate::config::{NewTableConfig, TableConfig};
     use crate::instant::Action;
-    use crate::lock::InProcessLock;
     use crate::truetime::TimeMode;
     use crate::{ErrorKind, Timeline};
+    use tributary_storage::InProcessLock;
+    use tributary_storage::ManualClock;
 
     struct Fixture {
         loc: TableLocation,
@@ -162,7 +162,9 @@ mod tests {
     async fn an_owned_instant_whose_inflight_file_was_withdrawn_does_not_complete() {
         let f = fixture();
         let instant = started(&f, Action::DeltaCommit).await;
-        crate::location::delete_if_exists(&f.loc, &f.writer.path_of(&instant, State::Inflight).unwrap()).await.unwrap();
+        tributary_storage::delete_if_exists(&f.loc, &f.writer.path_of(&instant, State::Inflight).unwrap())
+            .await
+            .unwrap();
         let err =
             complete_instant(&f.loc, &f.writer, &f.time, &instant, Vec::new(), Completion::Owned).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Conflict);

@@ -16,10 +16,10 @@ use object_store::ObjectStoreExt;
 use object_store::path::Path;
 use tokio::task::JoinHandle;
 
-use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::instant::InstantTime;
-use crate::location::TableLocation;
+use tributary_storage::Clock;
+use tributary_storage::TableLocation;
 
 /// How long a heartbeat may go unrefreshed before its instant counts as a
 /// failed write: twice Hudi's default interval of 60 s.
@@ -38,7 +38,7 @@ async fn beat(loc: &TableLocation, path: &Path, clock: &dyn Clock) -> Result<()>
 /// heartbeat counts from `t` itself (a writer that died before its first
 /// beat); a heartbeat whose content is not a time (Java writes empty files)
 /// counts from the store's modification time, the only time it has.
-pub async fn heartbeat_age(loc: &TableLocation, t: &InstantTime, clock: &dyn Clock) -> Result<Duration> {
+pub(crate) async fn heartbeat_age(loc: &TableLocation, t: &InstantTime, clock: &dyn Clock) -> Result<Duration> {
     let path = heartbeat_path(loc, t);
     let last = match loc.store.get(&path).await {
         Ok(got) => {
@@ -105,7 +105,7 @@ impl Heartbeat {
     /// Stops the beats and deletes the heartbeat file.
     pub async fn stop(self) -> Result<()> {
         self.task.abort();
-        Ok(crate::location::delete_if_exists(&self.loc, &self.path).await?)
+        Ok(tributary_storage::delete_if_exists(&self.loc, &self.path).await?)
     }
 }
 
@@ -114,7 +114,7 @@ mod tests {
     use object_store::memory::InMemory;
 
     use super::*;
-    use crate::clock::ManualClock;
+    use tributary_storage::ManualClock;
 
     fn table() -> TableLocation {
         TableLocation::new(Arc::new(InMemory::new()), Path::from("t"))

@@ -11,12 +11,12 @@ use object_store::path::Path;
 use crate::StorageError;
 use crate::error::{Error, Result};
 use crate::instant::InstantTime;
-use crate::location::{TableLocation, join_relative};
+use tributary_storage::{TableLocation, join_relative};
 
 /// The marker type of a new log file (Hudi's `IOType.APPEND`).
-pub const APPEND: &str = "APPEND";
+pub const MARKER_APPEND: &str = "APPEND";
 /// The marker type of a new base file (Hudi's `IOType.CREATE`).
-pub const CREATE: &str = "CREATE";
+pub const MARKER_CREATE: &str = "CREATE";
 
 /// `.hoodie/.temp/<t>`: the folder of instant `t`'s markers.
 pub fn marker_dir(loc: &TableLocation, instant: &InstantTime) -> Path {
@@ -24,8 +24,8 @@ pub fn marker_dir(loc: &TableLocation, instant: &InstantTime) -> Path {
 }
 
 /// The marker of data file `name` in `partition` (`""` when unpartitioned)
-/// written by instant `t`, of type `kind` ([`APPEND`] or [`CREATE`]).
-pub fn marker_path(loc: &TableLocation, instant: &InstantTime, partition: &str, name: &str, kind: &str) -> Path {
+/// written by instant `t`, of type `kind` ([`MARKER_APPEND`] or [`MARKER_CREATE`]).
+pub(crate) fn marker_path(loc: &TableLocation, instant: &InstantTime, partition: &str, name: &str, kind: &str) -> Path {
     join_relative(&marker_dir(loc, instant), partition).join(format!("{name}.marker.{kind}"))
 }
 
@@ -82,7 +82,7 @@ pub async fn rollback_files(loc: &TableLocation, instant: &InstantTime) -> Resul
 
 async fn delete_all(loc: &TableLocation, paths: &[Path]) -> Result<()> {
     for p in paths {
-        crate::location::delete_if_exists(loc, p).await?;
+        tributary_storage::delete_if_exists(loc, p).await?;
     }
     Ok(())
 }

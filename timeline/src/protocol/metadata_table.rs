@@ -44,25 +44,22 @@ use std::sync::Arc;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 
-use crate::clock::Clock;
 use crate::config::keys;
 use crate::error::{Error, Result};
 use crate::layout;
-use crate::location::TableLocation;
 use crate::properties;
 use crate::truetime::FirstHoldHook;
-
-/// The metadata table's folder under `.hoodie`.
-pub const METADATA_FOLDER: &str = layout::METADATA_FOLDER;
+use tributary_storage::Clock;
+use tributary_storage::TableLocation;
 
 /// `<root>/.hoodie/metadata`.
-pub fn metadata_path(loc: &TableLocation) -> Path {
+pub(crate) fn metadata_path(loc: &TableLocation) -> Path {
     layout::metadata_table_dir(&loc.root)
 }
 
 /// What [`disable`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Disabled {
+pub(crate) struct Disabled {
     /// The metadata partitions `hoodie.properties` listed (built, then
     /// being built) and no longer lists; empty when it listed none.
     pub partitions: Vec<String>,
@@ -72,7 +69,7 @@ pub struct Disabled {
 
 impl Disabled {
     /// Whether anything changed.
-    pub fn changed(&self) -> bool {
+    pub(crate) fn changed(&self) -> bool {
         !self.partitions.is_empty() || self.files_deleted > 0
     }
 }
@@ -81,7 +78,7 @@ impl Disabled {
 /// partitions in `hoodie.properties` (heading it with `comment`), then
 /// deletes `.hoodie/metadata`. Does nothing to a table without one. Call it
 /// holding the table lock.
-pub async fn disable(loc: &TableLocation, comment: &str) -> Result<Disabled> {
+pub(crate) async fn disable(loc: &TableLocation, comment: &str) -> Result<Disabled> {
     // One listing of `.hoodie` says whether an update of hoodie.properties
     // was interrupted (its backup is there) and whether a metadata table
     // folder exists; a table with neither costs it and one GET.
@@ -135,7 +132,7 @@ pub async fn disable(loc: &TableLocation, comment: &str) -> Result<Disabled> {
     Ok(Disabled { partitions: listed, files_deleted })
 }
 
-/// Runs [`disable`] once per guard: at the start of the guard's first hold
+/// Runs `disable` once per guard: at the start of the guard's first hold
 /// of the table lock that succeeds in it (a hold whose run failed leaves it
 /// to the next). Clones share the guard. The root crate makes one guard
 /// each time a table is opened or created (`TableBuilder::open`, `create`),
@@ -199,9 +196,9 @@ pub(crate) mod tests {
     use object_store::{ObjectStoreExt, PutPayload};
 
     use super::*;
-    use crate::clock::ManualClock;
     use crate::config::{NewTableConfig, TableConfig, parse_properties};
-    use crate::location::join_relative;
+    use tributary_storage::ManualClock;
+    use tributary_storage::join_relative;
 
     /// A table whose properties list a metadata table, and the metadata
     /// table's files.
@@ -234,7 +231,7 @@ pub(crate) mod tests {
         let done = disable(&loc, "c").await.unwrap();
         assert_eq!(done.partitions, ["column_stats", "files", "partition_stats", "record_index"]);
         assert_eq!(done.files_deleted, 4);
-        let after = properties::read(&loc).await.unwrap().unwrap();
+        let after = properties::read_properties(&loc).await.unwrap().unwrap();
         assert_eq!(after.path, layout::properties_file(&loc.root));
         let config = TableConfig::parse(&after.text, "p").unwrap();
         assert_eq!(config.metadata_partitions(), (vec![], vec![]));
@@ -343,7 +340,7 @@ pub(crate) mod tests {
         let whole = {
             let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("t"));
             table_with_metadata(&loc).await;
-            let counting = Arc::new(crate::counting::CountingStore::new(loc.store.clone()));
+            let counting = Arc::new(tributary_storage::CountingStore::new(loc.store.clone()));
             disable(&TableLocation::new(counting.clone(), loc.root.clone()), "c").await.unwrap();
             let r = counting.requests();
             r.puts + r.deletes
@@ -355,13 +352,14 @@ pub(crate) mod tests {
             let outcome = disable(&stopping_after(&loc, stop_after), "c").await;
             assert_eq!(outcome.is_ok(), stop_after == whole, "stopped after {stop_after}: {outcome:?}");
             // What a reader sees now.
-            let seen = properties::read(&loc).await.unwrap().unwrap();
+            let seen = properties::read_properties(&loc).await.unwrap().unwrap();
             let (built, _) = TableConfig::parse(&seen.text, "p").unwrap().metadata_partitions();
             if !built.is_empty() {
                 assert_eq!(listed(&loc).await.len(), 4, "stopped after {stop_after}: listed, so it must be whole");
             }
             disable(&loc, "c").await.unwrap();
-            let config = TableConfig::parse(&properties::read(&loc).await.unwrap().unwrap().text, "p").unwrap();
+            let config =
+                TableConfig::parse(&properties::read_properties(&loc).await.unwrap().unwrap().text, "p").unwrap();
             assert_eq!(config.metadata_partitions(), (vec![], vec![]), "stopped after {stop_after}");
             assert!(listed(&loc).await.is_empty(), "stopped after {stop_after}");
             assert!(loc.get(&properties::backup_path(&loc)).await.is_err(), "stopped after {stop_after}");
@@ -376,7 +374,7 @@ pub(crate) mod tests {
         let clock = ManualClock::new(1_766_264_468_078);
         guard.clone().ensure(&clock).await.unwrap();
         assert!(listed(&loc).await.is_empty());
-        let text = properties::read(&loc).await.unwrap().unwrap().text;
+        let text = properties::read_properties(&loc).await.unwrap().unwrap().text;
         assert!(text.lines().next().is_some_and(|l| l.contains("2025-12-20T21:01:08.078Z")), "{text}");
         // A metadata table built again later is not looked for again by this guard.
         table_with_metadata_again(&loc).await;

@@ -52,22 +52,22 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use object_store::path::Path;
 use serde::{Deserialize, Serialize};
-use tributary_format::metadata::CommitMetadata;
+use tributary_format::CommitMetadata;
 
 use crate::StorageError;
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::instant::{Action, Instant, InstantTime, State};
-use crate::location::TableLocation;
 use crate::timeline::TimelineWriter;
 use crate::truetime::TimeGenerator;
+use tributary_storage::TableLocation;
 
 /// Extra-metadata key prefix under which a commit also records its
 /// writer's checkpoint: `tributary.checkpoint.<writer id>`.
 pub const CHECKPOINT_KEY_PREFIX: &str = "tributary.checkpoint.";
 
 /// The longest writer id accepted.
-pub const MAX_WRITER_ID_LEN: usize = 128;
+pub(crate) const MAX_WRITER_ID_LEN: usize = 128;
 
 /// The state file format this build reads and writes.
 const VERSION: u32 = 1;
@@ -75,7 +75,7 @@ const VERSION: u32 = 1;
 /// Checks that `id` can name a writer: 1 to [`MAX_WRITER_ID_LEN`] ASCII
 /// letters, digits, `.`, `_` or `-`, not starting with `.` (it names a
 /// file, and `.` and `..` must not).
-pub fn check_writer_id(id: &str) -> Result<()> {
+pub(crate) fn check_writer_id(id: &str) -> Result<()> {
     let reason = if id.is_empty() {
         "is empty".to_string()
     } else if id.len() > MAX_WRITER_ID_LEN {
@@ -97,12 +97,12 @@ pub fn check_writer_id(id: &str) -> Result<()> {
 }
 
 /// The state file of writer `id`: `.hoodie/.tributary/writers/<id>.json`.
-pub fn state_path(loc: &TableLocation, id: &str) -> Path {
+pub(crate) fn state_path(loc: &TableLocation, id: &str) -> Path {
     crate::layout::writer_state_file(&loc.root, id)
 }
 
 /// `.hoodie/.tributary/writers.json`: since when checkpoints are in state files.
-pub fn since_path(loc: &TableLocation) -> Path {
+pub(crate) fn since_path(loc: &TableLocation) -> Path {
     crate::layout::writers_since_file(&loc.root)
 }
 
@@ -332,7 +332,7 @@ fn legacy_entry(c: Option<Checkpoint>) -> Option<Entry> {
 /// requests, module notes). Only a writer id without a state file on a
 /// table written before state files existed scans commit metadata (module
 /// notes). Reads only; takes no lock.
-pub async fn lookup(loc: &TableLocation, config: &TableConfig, id: &str) -> Result<WriterStatus> {
+pub async fn lookup_writer(loc: &TableLocation, config: &TableConfig, id: &str) -> Result<WriterStatus> {
     check_writer_id(id)?;
     let timeline = TimelineWriter::new(loc, config);
     let (generation, checkpoint) = match read_state(loc, id).await? {
@@ -493,11 +493,11 @@ mod tests {
 
     use super::*;
     use crate::ErrorKind;
-    use crate::clock::ManualClock;
     use crate::config::NewTableConfig;
-    use crate::lock::InProcessLock;
     use crate::protocol::{Completion, complete_instant_with};
     use crate::truetime::TimeMode;
+    use tributary_storage::InProcessLock;
+    use tributary_storage::ManualClock;
 
     struct Fixture {
         loc: TableLocation,
@@ -542,7 +542,7 @@ mod tests {
     }
 
     async fn last(f: &Fixture, id: &str) -> Option<String> {
-        lookup(&f.loc, &f.config, id).await.unwrap().checkpoint.map(|c| c.checkpoint)
+        lookup_writer(&f.loc, &f.config, id).await.unwrap().checkpoint.map(|c| c.checkpoint)
     }
 
     #[test]
@@ -588,7 +588,7 @@ mod tests {
 
         commit(&f, &b, 2, Some("40")).await.unwrap();
         assert_eq!(last(&f, "orders").await.as_deref(), Some("40"));
-        assert_eq!(lookup(&f.loc, &f.config, "orders").await.unwrap().generation, 2);
+        assert_eq!(lookup_writer(&f.loc, &f.config, "orders").await.unwrap().generation, 2);
     }
 
     #[tokio::test]
@@ -602,12 +602,12 @@ mod tests {
         let instant = start(&f).await;
         let c = f.time.new_instant().await.unwrap();
         w.before_visible(1, &instant.requested, &c, Some("200")).await.unwrap();
-        let found = lookup(&f.loc, &f.config, "orders").await.unwrap().checkpoint.unwrap();
+        let found = lookup_writer(&f.loc, &f.config, "orders").await.unwrap().checkpoint.unwrap();
         assert_eq!((found.checkpoint.as_str(), &found.instant), ("100", &first));
         // Had the completed file been created, the pending entry is it.
         let done = Instant { state: State::Completed, completed: Some(c.clone()), ..instant.clone() };
         f.timeline.create(&done, State::Completed, Vec::new()).await.unwrap();
-        let found = lookup(&f.loc, &f.config, "orders").await.unwrap().checkpoint.unwrap();
+        let found = lookup_writer(&f.loc, &f.config, "orders").await.unwrap().checkpoint.unwrap();
         assert_eq!((found.checkpoint.as_str(), found.completed.as_ref()), ("200", Some(&c)));
 
         // A takeover settles the pending entry into the committed one.
@@ -671,10 +671,10 @@ mod tests {
         let f = fixture();
         let path = state_path(&f.loc, "orders");
         f.loc.create(&path, b"{not json".to_vec()).await.unwrap();
-        let err = lookup(&f.loc, &f.config, "orders").await.unwrap_err();
+        let err = lookup_writer(&f.loc, &f.config, "orders").await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Corrupt);
         assert!(err.to_string().contains("t/.hoodie/.tributary/writers/orders.json"), "{err}");
-        let err = lookup(&f.loc, &f.config, "../x").await.unwrap_err();
+        let err = lookup_writer(&f.loc, &f.config, "../x").await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput);
     }
 }

@@ -2,7 +2,7 @@
 //! name and cast to their types.
 
 use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
-use tributary_format::schema::{IS_DELETED, TableSchema};
+use tributary_format::{IS_DELETED, TableSchema};
 
 use super::rows::{Rows, bad};
 use crate::error::Result;
@@ -10,7 +10,7 @@ use crate::error::Result;
 /// Validates an Arrow batch against the table schema. Columns are matched by
 /// name and cast to the table's types; a missing nullable column is filled
 /// with nulls; an optional boolean `_hoodie_is_deleted` column marks deletes.
-pub fn rows_from_batch(schema: &TableSchema, batch: &RecordBatch, source: &str) -> Result<Rows> {
+pub(crate) fn rows_from_batch(schema: &TableSchema, batch: &RecordBatch, source: &str) -> Result<Rows> {
     let input = batch.schema();
     for f in input.fields() {
         if f.name() != IS_DELETED && schema.arrow().index_of(f.name()).is_err() {

@@ -3,7 +3,7 @@
 //! straight into the columns.
 
 use serde_json::Value;
-use tributary_format::schema::{IS_DELETED, TableSchema};
+use tributary_format::{IS_DELETED, TableSchema};
 
 use super::rows::{Rows, bad};
 use super::rows_builder::{Fault, RowsBuilder};
@@ -12,7 +12,12 @@ use crate::error::Result;
 
 /// Builds validated rows from JSON objects. `first_record` numbers the
 /// first value in error messages (its line in a JSON-lines file).
-pub fn rows_from_json(schema: &TableSchema, values: &[Value], source: &str, first_record: usize) -> Result<Rows> {
+pub(crate) fn rows_from_json(
+    schema: &TableSchema,
+    values: &[Value],
+    source: &str,
+    first_record: usize,
+) -> Result<Rows> {
     let numbered: Vec<(usize, &Value)> = values.iter().enumerate().map(|(n, v)| (first_record + n, v)).collect();
     rows_from_numbered(schema, &numbered, source)
 }
@@ -52,7 +57,7 @@ pub(super) fn rows_from_numbered(schema: &TableSchema, values: &[(usize, &Value)
 /// Decodes JSON-lines `text` into validated rows straight into Arrow
 /// columns, with no JSON tree per record; `first_line` is the 1-based line
 /// number of its first line, and blank lines are skipped. It accepts and
-/// refuses exactly what [`parse_json_lines`] with [`rows_from_json`] does:
+/// refuses exactly what `parse_json_lines` with `rows_from_json` does:
 /// every column value goes through the same rules (`RowsBuilder`). Any
 /// fault sends the text through that reference decoding instead, so errors
 /// are the same too, naming the first faulty line and field.
@@ -221,7 +226,7 @@ impl<'de> serde::de::Visitor<'de> for ValueSeed<'_, '_> {
 
 /// Parses JSON lines; `first_line` is the 1-based line number of `text`'s
 /// first line. Blank lines are skipped.
-pub fn parse_json_lines(text: &str, source: &str, first_line: usize) -> Result<Vec<(usize, Value)>> {
+pub(crate) fn parse_json_lines(text: &str, source: &str, first_line: usize) -> Result<Vec<(usize, Value)>> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())

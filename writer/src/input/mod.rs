@@ -25,6 +25,7 @@ mod scalar;
 #[cfg(test)]
 mod tests;
 
-pub use batch::rows_from_batch;
-pub use json::{parse_json_lines, rows_from_json, rows_from_json_lines};
+pub(crate) use batch::rows_from_batch;
+pub(crate) use json::rows_from_json;
+pub use json::rows_from_json_lines;
 pub use rows::Rows;

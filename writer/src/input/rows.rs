@@ -3,13 +3,13 @@
 
 use arrow::array::{BooleanArray, RecordBatch};
 use tributary_format::Keys;
-use tributary_format::schema::TableSchema;
+use tributary_format::TableSchema;
 
 use crate::error::{Error, Result};
 
 /// Validated rows in the table's column layout, with delete flags and
-/// their record keys. Made by [`rows_from_batch`](super::rows_from_batch)
-/// and [`rows_from_json`](super::rows_from_json).
+/// their record keys. Made from Arrow batches and JSON values by
+/// [`Commit`](crate::Commit)'s writes, and by [`rows_from_json_lines`](crate::rows_from_json_lines).
 #[derive(Debug, Clone)]
 pub struct Rows {
     /// Table columns (the table's Arrow schema, without meta columns).

@@ -3,7 +3,7 @@
 //! reference decoding and the streaming one.
 
 use arrow::array::{ArrayRef, BooleanBuilder, RecordBatch};
-use tributary_format::schema::TableSchema;
+use tributary_format::TableSchema;
 
 use super::column::Column;
 use super::rows::{Rows, bad};

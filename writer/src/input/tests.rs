@@ -7,10 +7,11 @@ use std::sync::Arc;
 use arrow::array::{BooleanArray, RecordBatch};
 use arrow::datatypes::DataType;
 use serde_json::{Value, json};
-use tributary_format::schema::{IS_DELETED, TableSchema};
+use tributary_format::{IS_DELETED, TableSchema};
 
+use super::json::parse_json_lines;
 use super::json::{rows_from_numbered, stream_decode};
-use super::{Rows, parse_json_lines, rows_from_batch, rows_from_json, rows_from_json_lines};
+use super::{Rows, rows_from_batch, rows_from_json, rows_from_json_lines};
 use crate::error::Result;
 
 fn schema() -> TableSchema {
