@@ -123,7 +123,7 @@ async fn run(place: &Place, mode: TimeMode, writers: usize, run_for: Duration) -
         Place::S3(b) | Place::Local(b) => b.trim_end_matches('/'),
     };
     let uri = format!("{base}/bench-objectstore/{name}-{writers}-{}", std::process::id());
-    let healthy = TableLocation::parse(&uri).expect("table URI");
+    let healthy = tributary_timeline::parse_location(&uri).expect("table URI");
     let store = Arc::new(CountingStore::new(healthy.store.clone()));
     let loc = TableLocation::new(store.clone(), healthy.root.clone());
     let settings =

@@ -242,8 +242,8 @@ impl TableBuilder {
         let Self { target, settings, clock, lock, compaction_lock, spill } = self;
         let loc = match target {
             Target::Location(loc) => loc,
-            Target::Local(dir) => TableLocation::local(dir)?,
-            Target::Uri(uri, options) => TableLocation::parse_with(&uri, options)?,
+            Target::Local(dir) => tributary_timeline::local_location(dir)?,
+            Target::Uri(uri, options) => tributary_timeline::parse_location_with(&uri, options)?,
         };
         let invalid = |what: &str, reason: String| Error::InvalidInput {
             what: format!("table settings of {loc}: {what}"),

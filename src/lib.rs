@@ -57,6 +57,7 @@ pub use settings::{LockKind, TableSettings, TimeSettings};
 pub use table::Table;
 pub use tributary_timeline::{
     BucketHash, BucketSpec, MergeMode, SequenceGroup, TableConfig, TableLocation, TableType, TombstoneRetention,
+    local_location, parse_location, parse_location_with,
 };
 
 // Errors: the root crate's error, what the caller can do about it, and the

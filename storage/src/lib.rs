@@ -1,6 +1,6 @@
 //! Where a Tributary table lives, and the locks on it. Nothing here knows
 //! Hudi's metadata: the timeline crate above names every path (the lock
-//! files, the folders a delete tidies) and passes it in.
+//! files, the folders a delete tidies, [`LocalTidy`]) and passes it in.
 //!
 //! - [`TableLocation`]: a store and a root path, parsed from a URI (local
 //!   folders, `memory://`, and with the `cloud` feature S3, GCS and Azure),
@@ -35,7 +35,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use counting::{CountingStore, Requests};
 pub use location::{RETRY, RetryPolicy, TableLocation, delete_if_exists, join_relative, partition_file};
 pub use parquet_file::{StoreFile, TAIL_BYTES, arrow_metadata_of_file};
-pub use store::{DurableLocalStore, FOLDER_PLACEHOLDER, create_folder};
+pub use store::{DurableLocalStore, FOLDER_PLACEHOLDER, LocalTidy, create_folder};
 
 // Time and locks.
 pub use clock::{Clock, ManualClock, OffsetClock, SystemClock};

@@ -22,7 +22,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutMode, PutPayload};
 
 use crate::error::{Error, Result};
-use crate::store::DurableLocalStore;
+use crate::store::{DurableLocalStore, LocalTidy};
 
 /// How object stores built from a URI retry throttling (429), server errors
 /// (5xx) and timeouts: backoff from 100 ms doubling to at most 4 s, at most
@@ -88,20 +88,21 @@ pub(crate) async fn delete_object_if_exists(store: &dyn ObjectStore, path: &Path
 /// [`TableLocation::new`].
 ///
 /// ```
-/// use tributary_storage::TableLocation;
+/// use tributary_storage::{LocalTidy, TableLocation};
 ///
-/// let local = TableLocation::parse("/data/lake/trips")?;
+/// let local = TableLocation::parse("/data/lake/trips", LocalTidy::NONE)?;
 /// assert_eq!(local.root.as_ref(), "data/lake/trips");
 /// assert!(local.local_folder().is_some());
 ///
 /// let s3 = TableLocation::parse_with(
 ///     "s3://lake/warehouse/trips",
 ///     [("endpoint", "http://127.0.0.1:9000"), ("region", "us-east-1"), ("allow_http", "true")],
+///     LocalTidy::NONE,
 /// )?;
 /// assert_eq!(s3.to_string(), "s3://lake/warehouse/trips");
 /// assert_eq!(s3.root.as_ref(), "warehouse/trips");
 ///
-/// let err = TableLocation::parse("ftp://host/trips").unwrap_err().to_string();
+/// let err = TableLocation::parse("ftp://host/trips", LocalTidy::NONE).unwrap_err().to_string();
 /// assert!(err.contains("ftp://host/trips") && err.contains("scheme"), "{err}");
 /// # Ok::<(), tributary_storage::Error>(())
 /// ```
@@ -147,22 +148,23 @@ impl TableLocation {
         Self { store, root, label: None, local: None }
     }
 
-    /// A table in a local folder, written durably ([`DurableLocalStore`]).
-    /// Folders are created as files are written. The location reads as the
-    /// folder in messages.
-    pub fn local(dir: impl Into<PathBuf>) -> Result<Self> {
+    /// A table in a local folder, written durably ([`DurableLocalStore`]),
+    /// whose deletes tidy the folders `tidy` names. Folders are created as
+    /// files are written. The location reads as the folder in messages.
+    pub fn local(dir: impl Into<PathBuf>, tidy: LocalTidy) -> Result<Self> {
         let dir: PathBuf = dir.into();
         let dir = std::path::absolute(&dir).map_err(|e| Error::io("resolve table folder", &dir, e))?;
         let root = Path::from_absolute_path(&dir)
             .map_err(|e| Error::InvalidInput { what: dir.display().to_string(), reason: e.to_string() })?;
         let label = Some(Arc::from(dir.display().to_string()));
-        Ok(Self { store: Arc::new(DurableLocalStore::new()), root, label, local: Some(Arc::from(dir.as_path())) })
+        let store = Arc::new(DurableLocalStore::with_tidy(tidy));
+        Ok(Self { store, root, label, local: Some(Arc::from(dir.as_path())) })
     }
 
     /// The table at `uri`, with its store configured from the environment
     /// alone; see [`TableLocation::parse_with`].
-    pub fn parse(uri: &str) -> Result<Self> {
-        Self::parse_with(uri, std::iter::empty::<(&str, &str)>())
+    pub fn parse(uri: &str, tidy: LocalTidy) -> Result<Self> {
+        Self::parse_with(uri, std::iter::empty::<(&str, &str)>(), tidy)
     }
 
     /// The table at `uri`: a local path or `file://` URI (a local folder,
@@ -176,7 +178,7 @@ impl TableLocation {
     /// or option key is an error naming it; nothing is contacted yet.
     // Without cloud stores the retry options are checked and go unused.
     #[cfg_attr(not(feature = "cloud"), allow(unused_variables, unused_assignments))]
-    pub fn parse_with<I, K, V>(uri: &str, options: I) -> Result<Self>
+    pub fn parse_with<I, K, V>(uri: &str, options: I, tidy: LocalTidy) -> Result<Self>
     where
         I: IntoIterator<Item = (K, V)>,
         K: AsRef<str>,
@@ -186,7 +188,7 @@ impl TableLocation {
         let url = match url::Url::parse(uri) {
             // A drive letter (`C:\...`) parses as a one-letter scheme.
             Ok(url) if url.scheme().len() > 1 => url,
-            Ok(_) | Err(url::ParseError::RelativeUrlWithoutBase) => return Self::local(uri),
+            Ok(_) | Err(url::ParseError::RelativeUrlWithoutBase) => return Self::local(uri, tidy),
             Err(e) => return Err(invalid(e.to_string())),
         };
         let unknown_scheme = || {
@@ -216,7 +218,7 @@ impl TableLocation {
                 if let Some((key, _)) = pairs.first() {
                     return Err(invalid(format!("option `{key}` does not apply to a local folder")));
                 }
-                return Self::local(dir);
+                return Self::local(dir, tidy);
             }
             ObjectStoreScheme::Memory => process_memory(),
             #[cfg(feature = "cloud")]
@@ -402,20 +404,20 @@ mod tests {
     #[test]
     fn paths_and_file_uris_are_local_folders() {
         let dir = tempfile::tempdir().unwrap();
-        let by_path = TableLocation::parse(dir.path().to_str().unwrap()).unwrap();
+        let by_path = TableLocation::parse(dir.path().to_str().unwrap(), LocalTidy::NONE).unwrap();
         let uri = url::Url::from_directory_path(dir.path()).unwrap();
-        let by_uri = TableLocation::parse(uri.as_str()).unwrap();
+        let by_uri = TableLocation::parse(uri.as_str(), LocalTidy::NONE).unwrap();
         assert_eq!(by_path.root, by_uri.root);
         assert_eq!(by_path.local_folder(), Some(dir.path()));
         assert_eq!(by_uri.local_folder(), Some(dir.path()));
-        let relative = TableLocation::parse("some/folder").unwrap();
+        let relative = TableLocation::parse("some/folder", LocalTidy::NONE).unwrap();
         assert!(relative.local_folder().is_some_and(|p| p.is_absolute()));
     }
 
     #[tokio::test]
     async fn memory_uris_share_one_store_per_process() {
-        let a = TableLocation::parse("memory:///lake/t").unwrap();
-        let b = TableLocation::parse("memory:///lake/t").unwrap();
+        let a = TableLocation::parse("memory:///lake/t", LocalTidy::NONE).unwrap();
+        let b = TableLocation::parse("memory:///lake/t", LocalTidy::NONE).unwrap();
         a.create(&a.join("x"), b"1".to_vec()).await.unwrap();
         assert_eq!(&b.get(&b.join("x")).await.unwrap()[..], b"1");
         assert!(a.local_folder().is_none());
@@ -424,7 +426,7 @@ mod tests {
     #[test]
     fn bad_uris_and_options_are_named() {
         let err = |uri: &str, opts: &[(&str, &str)]| {
-            TableLocation::parse_with(uri, opts.iter().copied()).expect_err("an error").to_string()
+            TableLocation::parse_with(uri, opts.iter().copied(), LocalTidy::NONE).expect_err("an error").to_string()
         };
         let e = err("hdfs://nn/t", &[]);
         assert!(e.contains("`hdfs://nn/t`") && e.contains("unknown scheme `hdfs`"), "{e}");

@@ -2,10 +2,12 @@
 //!
 //! [`TableLocation::local`](crate::TableLocation::local) wraps the local file system in [`DurableLocalStore`],
 //! which fsyncs every file it writes and the folders above it before a put
-//! returns, so that "committed" means "on disk", and removes the folders
-//! below `.hoodie/.temp` that a delete leaves empty (an instant's marker
-//! folder once it commits), and those of a metadata table being deleted
-//! (`.hoodie/metadata`, including the folder itself).
+//! returns, so that "committed" means "on disk". As its [`LocalTidy`] says,
+//! a delete also removes the folders it leaves empty below a scratch folder
+//! (for a Hudi table, an instant's marker folder under `.hoodie/.temp` once
+//! it commits), and a disposable folder once it holds no file (a Hudi
+//! metadata table being deleted, `.hoodie/metadata`). The layer that names
+//! a table's paths (the timeline crate's layout) chooses those folders.
 //!
 //! It is also the one home of Hadoop's checksum sidecars. Spark and the other
 //! Hadoop-based Hudi writers reach a local table through Hadoop's
@@ -44,9 +46,29 @@ use object_store::{
     PutMultipartOptions, PutOptions, PutPayload, PutResult, UploadPart,
 };
 
+/// Which folders a delete in a [`DurableLocalStore`] tidies up after itself,
+/// chosen by the layer that names a table's paths. [`LocalTidy::NONE`]
+/// tidies nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LocalTidy {
+    /// The name of a scratch folder: a delete below a folder of this name
+    /// removes the folders it leaves empty, up to (not including) that
+    /// folder.
+    pub scratch_folder: Option<&'static str>,
+    /// A disposable folder, as its parent's name and its own: once a delete
+    /// inside it leaves it without files, it goes whole.
+    pub disposable_folder: Option<(&'static str, &'static str)>,
+}
+
+impl LocalTidy {
+    /// Tidies nothing: a delete removes only the file.
+    pub const NONE: Self = Self { scratch_folder: None, disposable_folder: None };
+}
+
 /// The local file system, with every written file and its folders fsynced
-/// before the write is reported done. A delete inside a `.temp` folder also
-/// removes the folders it leaves empty there, up to (not including) `.temp`.
+/// before the write is reported done. A delete inside the scratch folder of
+/// its [`LocalTidy`] also removes the folders it leaves empty there, up to
+/// (not including) the scratch folder.
 /// Hadoop's checksum sidecars (`.<name>.crc`) are hidden from listings,
 /// deleted with their file and removed when their file is rewritten (see the
 /// module documentation).
@@ -55,12 +77,20 @@ pub struct DurableLocalStore {
     inner: Arc<LocalFileSystem>,
     /// Folders whose own entry is known to be on disk.
     durable_dirs: Arc<std::sync::Mutex<std::collections::HashSet<PathBuf>>>,
+    /// The folders a delete tidies.
+    tidy: LocalTidy,
 }
 
 impl DurableLocalStore {
-    /// A store over the whole local file system.
+    /// A store over the whole local file system that tidies no folders.
     pub fn new() -> Self {
-        Self { inner: Arc::new(LocalFileSystem::new()), durable_dirs: Default::default() }
+        Self::with_tidy(LocalTidy::NONE)
+    }
+
+    /// A store over the whole local file system whose deletes tidy the
+    /// folders `tidy` names.
+    pub fn with_tidy(tidy: LocalTidy) -> Self {
+        Self { inner: Arc::new(LocalFileSystem::new()), durable_dirs: Default::default(), tidy }
     }
 
     /// Removes the checksum sidecar of `location` (no sidecar is fine), off
@@ -132,14 +162,18 @@ fn sync_file_and_parents(
     Ok(())
 }
 
-/// Removes the folders between `file` (just deleted) and the `.temp`
-/// folder above it that are now empty, nearest first, and forgets that they
-/// were durable. Folders outside `.temp` are left alone, and so is `.temp`
-/// itself: other writers create their instant folders in it concurrently,
-/// and removing a folder that another writer is about to create a child in
-/// would fail that write.
-fn remove_emptied_temp_folders(file: &std::path::Path, known: &std::sync::Mutex<std::collections::HashSet<PathBuf>>) {
-    let Some(temp) = file.ancestors().find(|a| a.file_name().is_some_and(|n| n == ".temp")) else { return };
+/// Removes the folders between `file` (just deleted) and the scratch
+/// folder named `scratch` above it that are now empty, nearest first, and
+/// forgets that they were durable. Folders outside the scratch folder are
+/// left alone, and so is the scratch folder itself: other writers create
+/// their instant folders in it concurrently, and removing a folder that
+/// another writer is about to create a child in would fail that write.
+fn remove_emptied_scratch_folders(
+    file: &std::path::Path,
+    scratch: &str,
+    known: &std::sync::Mutex<std::collections::HashSet<PathBuf>>,
+) {
+    let Some(temp) = file.ancestors().find(|a| a.file_name().is_some_and(|n| n == scratch)) else { return };
     let mut dir = file.parent();
     while let Some(d) = dir.filter(|d| *d != temp) {
         if std::fs::remove_dir(d).is_err() && !(only_staging_files(d) && std::fs::remove_dir(d).is_ok()) {
@@ -158,22 +192,21 @@ fn remove_emptied_temp_folders(file: &std::path::Path, known: &std::sync::Mutex<
     }
 }
 
-/// Removes what is left of a Hudi metadata table (`.hoodie/metadata`)
-/// once `file`, just deleted, was in it: each folder from `file`'s up to
-/// and including `metadata` that holds no file any more goes, with the
-/// empty folders inside it (a metadata table has folders that never hold a
-/// file, such as `.hoodie/.aux/.bootstrap`). Only Tributary's turning off of
-/// a metadata table deletes there (the timeline crate's `protocol/metadata_table.rs`), and
-/// Hudi removes the folder whole too.
-fn remove_emptied_metadata_folders(
+/// Removes what is left of the disposable folder `(parent, name)` once
+/// `file`, just deleted, was in it: each folder from `file`'s up to and
+/// including the disposable one that holds no file any more goes, with the
+/// empty folders inside it (a Hudi metadata table, the disposable folder of
+/// a Hudi table, has folders that never hold a file, such as
+/// `.hoodie/.aux/.bootstrap`; Hudi removes it whole too).
+fn remove_emptied_disposable_folders(
     file: &std::path::Path,
+    (parent, name): (&str, &str),
     known: &std::sync::Mutex<std::collections::HashSet<PathBuf>>,
 ) {
-    let is_metadata_root = |d: &std::path::Path| {
-        d.file_name().is_some_and(|n| n == "metadata")
-            && d.parent().and_then(|p| p.file_name()).is_some_and(|n| n == ".hoodie")
+    let is_disposable_root = |d: &std::path::Path| {
+        d.file_name().is_some_and(|n| n == name) && d.parent().and_then(|p| p.file_name()).is_some_and(|n| n == parent)
     };
-    let Some(root) = file.ancestors().skip(1).find(|a| is_metadata_root(a)) else { return };
+    let Some(root) = file.ancestors().skip(1).find(|a| is_disposable_root(a)) else { return };
     let mut dir = file.parent();
     while let Some(d) = dir {
         if !holds_no_files(d) || !remove_empty_tree(d) {
@@ -382,6 +415,7 @@ impl ObjectStore for DurableLocalStore {
         // appeared); after it, the folders it emptied. Both touch the file
         // system directly, off the async threads.
         let (before, after, known) = (self.inner.clone(), self.inner.clone(), self.durable_dirs.clone());
+        let tidy = self.tidy;
         let locations = locations
             .then(move |location| {
                 let file = location.as_ref().ok().and_then(|l| before.path_to_filesystem(l).ok());
@@ -405,8 +439,12 @@ impl ObjectStore for DurableLocalStore {
                 async move {
                     if let Some(file) = file {
                         let _ = tokio::task::spawn_blocking(move || {
-                            remove_emptied_temp_folders(&file, &known);
-                            remove_emptied_metadata_folders(&file, &known);
+                            if let Some(scratch) = tidy.scratch_folder {
+                                remove_emptied_scratch_folders(&file, scratch, &known);
+                            }
+                            if let Some(disposable) = tidy.disposable_folder {
+                                remove_emptied_disposable_folders(&file, disposable, &known);
+                            }
                         })
                         .await;
                     }
@@ -441,10 +479,25 @@ mod tests {
 
     use super::*;
 
+    /// The folders a Hudi table's layout has its deletes tidy.
+    const HUDI: LocalTidy =
+        LocalTidy { scratch_folder: Some(".temp"), disposable_folder: Some((".hoodie", "metadata")) };
+
+    #[tokio::test]
+    async fn without_tidy_a_delete_removes_only_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DurableLocalStore::new();
+        let folder = dir.path().join("t/.hoodie/.temp/20250101000000000/p");
+        let marker = Path::from_absolute_path(folder.join("a.marker")).unwrap();
+        store.put(&marker, PutPayload::from_static(b"x")).await.unwrap();
+        store.delete(&marker).await.unwrap();
+        assert!(folder.is_dir(), "no scratch folder is named, so the emptied folder stays");
+    }
+
     #[tokio::test]
     async fn deletes_take_staging_leftovers_and_emptied_folders_with_them() {
         let dir = tempfile::tempdir().unwrap();
-        let store = DurableLocalStore::new();
+        let store = DurableLocalStore::with_tidy(HUDI);
         let folder = dir.path().join("t/.hoodie/.temp/20250101000000000");
         let path = |name: &str| Path::from_absolute_path(folder.join(name)).unwrap();
         store.put(&path("keep.marker"), PutPayload::from_static(b"x")).await.unwrap();
@@ -586,7 +639,7 @@ mod tests {
     #[tokio::test]
     async fn deleting_a_metadata_tables_last_file_removes_its_folders() {
         let dir = tempfile::tempdir().unwrap();
-        let store = DurableLocalStore::new();
+        let store = DurableLocalStore::with_tidy(HUDI);
         let meta = dir.path().join("t/.hoodie/metadata");
         let path = |p: &std::path::Path| Path::from_absolute_path(p).unwrap();
         let files = [meta.join(".hoodie/hoodie.properties"), meta.join("files/.files-0000-0_0.log.1_0-0-0")];

@@ -33,7 +33,7 @@ use std::path::PathBuf;
 use object_store::path::Path;
 
 use crate::instant::InstantTime;
-use tributary_storage::join_relative;
+use tributary_storage::{LocalTidy, TableLocation, join_relative};
 
 /// The table's metadata folder under its root.
 pub(crate) const META_FOLDER: &str = ".hoodie";
@@ -71,6 +71,34 @@ pub(crate) const INSTANT_LOCK_FILE: &str = "tributary.lock";
 pub(crate) const COMPACTION_LOCK_FILE: &str = "tributary-compaction.lock";
 /// The file in each partition folder that makes it a partition.
 pub const PARTITION_METADATA: &str = ".hoodie_partition_metadata";
+
+/// What a delete in a table's local folder tidies: the emptied folders of
+/// `.hoodie/.temp` (an instant's markers, once it commits), and a metadata
+/// table (`.hoodie/metadata`) once its last file goes.
+pub const LOCAL_TIDY: LocalTidy =
+    LocalTidy { scratch_folder: Some(TEMP_FOLDER), disposable_folder: Some((META_FOLDER, METADATA_FOLDER)) };
+
+/// A Hudi table in the local folder `dir`
+/// ([`TableLocation::local`] with [`LOCAL_TIDY`]).
+pub fn local_location(dir: impl Into<PathBuf>) -> tributary_storage::Result<TableLocation> {
+    TableLocation::local(dir, LOCAL_TIDY)
+}
+
+/// The Hudi table at `uri` ([`TableLocation::parse`] with [`LOCAL_TIDY`]).
+pub fn parse_location(uri: &str) -> tributary_storage::Result<TableLocation> {
+    TableLocation::parse(uri, LOCAL_TIDY)
+}
+
+/// The Hudi table at `uri`, its store configured from the environment and
+/// `options` ([`TableLocation::parse_with`] with [`LOCAL_TIDY`]).
+pub fn parse_location_with<I, K, V>(uri: &str, options: I) -> tributary_storage::Result<TableLocation>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<str>,
+    V: Into<String>,
+{
+    TableLocation::parse_with(uri, options, LOCAL_TIDY)
+}
 
 /// `<root>/.hoodie`.
 pub(crate) fn meta_dir(root: &Path) -> Path {

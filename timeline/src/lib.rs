@@ -63,8 +63,9 @@ pub use partition::ensure_partition;
 
 // Every path under `.hoodie/`.
 pub use layout::{
-    PARTITION_METADATA, compaction_lease_file, hudi_lock_file, lease_lock_file, local_compaction_lock_file,
-    local_instant_lock_file, local_meta_dir, local_temp_dir, properties_file, temp_dir, timeline_dir,
+    LOCAL_TIDY, PARTITION_METADATA, compaction_lease_file, hudi_lock_file, lease_lock_file, local_compaction_lock_file,
+    local_instant_lock_file, local_location, local_meta_dir, local_temp_dir, parse_location, parse_location_with,
+    properties_file, temp_dir, timeline_dir,
 };
 
 // The commit protocol's shared steps.

@@ -186,7 +186,7 @@ impl AsRef<std::ffi::OsStr> for TableUri {
 impl TableUri {
     /// The table at `uri` (a local folder or `s3://...`).
     pub fn parse(uri: &str) -> Self {
-        Self { uri: uri.to_string(), loc: TableLocation::parse(uri).unwrap() }
+        Self { uri: uri.to_string(), loc: tributary_timeline::parse_location(uri).unwrap() }
     }
 
     /// The URI: what the CLI and [`Table::builder_uri`] take.
@@ -196,7 +196,7 @@ impl TableUri {
 
     /// A location of the table for the test's own runtime.
     pub fn location(&self) -> TableLocation {
-        TableLocation::parse(&self.uri).unwrap()
+        tributary_timeline::parse_location(&self.uri).unwrap()
     }
 
     /// `Table::builder_uri` of this table.
