@@ -24,7 +24,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use tributary_format::CommitMetadata;
 use tributary_timeline::DataFile;
-use tributary_timeline::{FileSystemView, Instant, InstantTime, State, Timeline, TimelineWriter};
+use tributary_timeline::{FileSystemView, Instant, InstantTime, State, Timeline, TimelineFolder};
 
 use crate::error::Result;
 use crate::table::Table;
@@ -95,9 +95,9 @@ impl Window {
     /// The files (paths relative to the table) that the window's commits
     /// name in their commit metadata, read a few commits at a time.
     async fn written_files(&self, table: &Table) -> Result<BTreeSet<String>> {
-        let writer = &TimelineWriter::new(table.location(), table.config());
+        let folder = &TimelineFolder::new(table.location(), table.config());
         let reads = self.instants.iter().map(|i| async move {
-            let bytes = writer.read(i, State::Completed).await?;
+            let bytes = folder.read(i, State::Completed).await?;
             commit_metadata_shared(&bytes, i.requested.as_str())
         });
         let mut metas = futures::stream::iter(reads).buffer_unordered(METADATA_READS);

@@ -8,7 +8,7 @@ use arrow::row::{RowConverter, SortField};
 use futures::StreamExt;
 use tributary_format::{META_FIELDS, PARTITION_PATH, RECORD_KEY, TableSchema};
 use tributary_merge::{BaseRows, RowOrder, SliceFiles, SliceMerge, merge_slice, written_by};
-use tributary_timeline::{FileSystemView, InstantTime, State, TableLocation, Timeline, TimelineWriter};
+use tributary_timeline::{FileSystemView, InstantTime, State, TableLocation, Timeline, TimelineFolder};
 
 use crate::error::{Error, Result};
 use crate::incremental::{Window, commit_metadata_shared};
@@ -66,11 +66,11 @@ impl Table {
         // `_hoodie_record_key`, whatever fields formed it.
         let key = &cfg.record_key_fields;
         let partition = cfg.partition_fields.first().map(String::as_str);
-        let writer = TimelineWriter::new(self.location(), cfg);
+        let folder = TimelineFolder::new(self.location(), cfg);
         let mut done: Vec<_> = timeline.completed().filter(|i| i.action.writes_data()).collect();
         done.sort_by(|a, b| b.completed.cmp(&a.completed));
         for i in done.into_iter().take(1) {
-            let bytes = writer.read(i, State::Completed).await?;
+            let bytes = folder.read(i, State::Completed).await?;
             if let Ok(meta) = commit_metadata_shared(&bytes, i.requested.as_str())
                 && let Some(json) = meta.schema_json()
                 && !json.is_empty()

@@ -46,7 +46,7 @@ use tributary_format::{
     ActionInstant, CleanFileInfo, CleanMetadata, CleanPartitionMetadata, CleanerPlan, KEEP_LATEST_COMMITS,
 };
 use tributary_timeline::{
-    Action, Instant, InstantTime, State, TableConfig, TableLocation, TimeGenerator, Timeline, TimelineWriter,
+    Action, Instant, InstantTime, State, TableConfig, TableLocation, TimeGenerator, Timeline, TimelineFolder,
 };
 use tributary_timeline::{FileSystemView, list_data_files, planned_groups};
 
@@ -88,7 +88,7 @@ pub async fn clean(
     let files = list_data_files(loc).await?;
     let timeline = Timeline::load(loc, config).await?;
     crate::rollback::delete_orphans(loc, &timeline, &files).await?;
-    let writer = TimelineWriter::new(loc, config);
+    let writer = TimelineFolder::new(loc, config);
     if let Some(pending) = timeline.pending().find(|i| i.action == Action::Clean) {
         let path = writer.path_of(pending, State::Requested)?;
         let content = loc.get(&path).await?.to_vec();
@@ -199,7 +199,7 @@ async fn execute(
 ) -> Result<CleanSummary> {
     let clock = time.clock().clone();
     let started = clock.now_millis();
-    let writer = TimelineWriter::new(loc, config);
+    let writer = TimelineFolder::new(loc, config);
     let instant = Instant::requested(r.clone(), Action::Clean);
     writer.create_if_absent(&instant, State::Inflight, content).await?;
 
@@ -230,7 +230,7 @@ async fn execute(
         extra_metadata: plan.extra_metadata.clone(),
         ..Default::default()
     };
-    let writer = TimelineWriter::new(loc, config);
+    let writer = TimelineFolder::new(loc, config);
     let completed =
         complete_instant(loc, &writer, time, &instant, metadata.to_avro_container()?, Completion::Shared).await?;
     tracing::info!(clean = %r, files = deleted.len(), earliest_commit_to_retain = %earliest, "cleaned");
@@ -286,8 +286,8 @@ mod tests {
         tb.loc.store.head(&tb.loc.join(&partition_file(PARTITION, name))).await.is_ok()
     }
 
-    fn writer(tb: &Table) -> TimelineWriter {
-        TimelineWriter::new(&tb.loc, &tb.config)
+    fn writer(tb: &Table) -> TimelineFolder {
+        TimelineFolder::new(&tb.loc, &tb.config)
     }
 
     /// A delta commit requested at `t`, completed at `c` (if any), writing a

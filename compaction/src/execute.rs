@@ -22,7 +22,7 @@ use tributary_format::{CommitMetadata, CompactionOperation, CompactionPlan, Writ
 use tributary_format::{DeleteRecord, encode_delete_block};
 use tributary_timeline::{
     Action, BaseFileName, Clock, Fence, FileSystemView, Instant, InstantTime, LockProvider, LogFileName, State,
-    TableConfig, TableLocation, TimeGenerator, Timeline, TimelineWriter, WriteToken,
+    TableConfig, TableLocation, TimeGenerator, Timeline, TimelineFolder, WriteToken,
 };
 use tributary_timeline::{Completion, complete_instant_with};
 use tributary_timeline::{MARKER_APPEND, MARKER_CREATE, create_marker, remove_markers, rollback_files};
@@ -112,7 +112,7 @@ pub struct Compactor {
     exec_lock: Arc<dyn LockProvider>,
     spill_store: Arc<dyn ObjectStore>,
     spill_dir: object_store::path::Path,
-    timeline: TimelineWriter,
+    timeline: TimelineFolder,
     settings: CompactorSettings,
 }
 
@@ -214,7 +214,7 @@ impl CompactorBuilder {
         let clock = clock.unwrap_or_else(|| time.clock().clone());
         let (spill_store, spill_dir) =
             spill.unwrap_or_else(|| (loc.store.clone(), tributary_timeline::temp_dir(&loc.root)));
-        let timeline = TimelineWriter::new(&loc, &config);
+        let timeline = TimelineFolder::new(&loc, &config);
         Ok(Compactor {
             loc,
             config,

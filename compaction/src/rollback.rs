@@ -54,7 +54,7 @@ use object_store::ObjectStoreExt;
 use tributary_format::{InstantInfo, RollbackMetadata, RollbackPartitionMetadata, RollbackPlan, RollbackRequest};
 use tributary_timeline::{
     Action, BaseFileName, Clock, Instant, InstantTime, LogFileName, State, TableConfig, TableLocation, TimeGenerator,
-    Timeline, TimelineWriter,
+    Timeline, TimelineFolder,
 };
 
 use tributary_timeline::{
@@ -97,7 +97,7 @@ pub async fn rollback_failed_writes(
     expiry: Duration,
 ) -> Result<Vec<RolledBack>> {
     let timeline = Timeline::load(loc, config).await?;
-    let writer = TimelineWriter::new(loc, config);
+    let writer = TimelineFolder::new(loc, config);
     let mut done = Vec::new();
     let mut targeted = BTreeSet::new();
     for (rollback, plan) in pending_rollbacks(loc, &writer, &timeline).await? {
@@ -134,7 +134,7 @@ pub async fn rollback_failed_writes(
 /// skipped with a warning: they are not ours to finish).
 async fn pending_rollbacks(
     loc: &TableLocation,
-    writer: &TimelineWriter,
+    writer: &TimelineFolder,
     timeline: &Timeline,
 ) -> tributary_timeline::Result<Vec<(InstantTime, RollbackPlan)>> {
     let mut out = Vec::new();
@@ -198,7 +198,7 @@ async fn request(
     plan: &RollbackPlan,
 ) -> Result<Option<InstantTime>> {
     let content = plan.to_avro_container()?;
-    let writer = TimelineWriter::new(loc, config);
+    let writer = TimelineFolder::new(loc, config);
     let requested = time
         .with_time_fenced(|r, fence| async move {
             let timeline = Timeline::load(loc, config).await?;
@@ -228,7 +228,7 @@ async fn request(
 /// ([`Completion::Owned`]). Must run under the table lock.
 async fn withdraw_inflight(
     loc: &TableLocation,
-    writer: &TimelineWriter,
+    writer: &TimelineFolder,
     t: &InstantTime,
 ) -> tributary_timeline::Result<()> {
     let inflight = writer.path_of(&Instant::requested(t.clone(), Action::DeltaCommit), State::Inflight)?;
@@ -240,7 +240,7 @@ async fn withdraw_inflight(
 /// the writer completed before the inflight file could be withdrawn), and
 /// then nothing of `t` may be deleted.
 async fn withdraw(loc: &TableLocation, config: &TableConfig, time: &TimeGenerator, t: &InstantTime) -> Result<bool> {
-    let writer = TimelineWriter::new(loc, config);
+    let writer = TimelineFolder::new(loc, config);
     let writer = &writer;
     let withdrawn = time
         .with_time_fenced(|_, fence| async move {
@@ -258,7 +258,7 @@ async fn withdraw(loc: &TableLocation, config: &TableConfig, time: &TimeGenerato
 
 /// Drops the requested rollback `rollback` of an instant that completed:
 /// it never started (it has no inflight file), so it deleted nothing.
-async fn abandon(loc: &TableLocation, writer: &TimelineWriter, rollback: &InstantTime, t: &InstantTime) -> Result<()> {
+async fn abandon(loc: &TableLocation, writer: &TimelineFolder, rollback: &InstantTime, t: &InstantTime) -> Result<()> {
     tracing::warn!(%rollback, instant = %t, "dropping the requested rollback of an instant that completed");
     let instant = Instant::requested(rollback.clone(), Action::Rollback);
     Ok(delete_if_exists(loc, &writer.path_of(&instant, State::Requested)?).await?)
@@ -276,7 +276,7 @@ async fn execute(
     plan: &RollbackPlan,
 ) -> Result<Option<RolledBack>> {
     let started = clock.now_millis();
-    let writer = TimelineWriter::new(loc, config);
+    let writer = TimelineFolder::new(loc, config);
     let instant = Instant::requested(rollback.clone(), Action::Rollback);
     // The inflight rollback is created only once `t` is withdrawn, so a
     // pending rollback without one has deleted nothing yet.
@@ -439,7 +439,7 @@ mod tests {
     /// and a log file per bucket, and (optionally) a heartbeat.
     async fn start_write(tb: &Table, buckets: &[u32], heartbeat: bool) -> InstantTime {
         let t = tb.time.new_instant().await.unwrap();
-        let w = TimelineWriter::new(&tb.loc, &tb.config);
+        let w = TimelineFolder::new(&tb.loc, &tb.config);
         let i = Instant::requested(t.clone(), Action::DeltaCommit);
         w.create(&i, State::Requested, Vec::new()).await.unwrap();
         w.create(&i, State::Inflight, Vec::new()).await.unwrap();
@@ -487,7 +487,7 @@ mod tests {
         tb.clock.set(now - 10 * 60_000);
         // A completed commit, whose files must survive.
         let done = start_write(&tb, &[0], false).await;
-        let w = TimelineWriter::new(&tb.loc, &tb.config);
+        let w = TimelineFolder::new(&tb.loc, &tb.config);
         let mut i = Instant::requested(done.clone(), Action::DeltaCommit);
         i.completed = Some(tb.time.new_instant().await.unwrap());
         w.create(&i, State::Completed, Vec::new()).await.unwrap();
@@ -527,7 +527,7 @@ mod tests {
             (Action::Rollback, State::Completed, Some(&r.completed))
         );
         assert!(tl.get(&live).is_some_and(|i| i.state == State::Inflight));
-        let w = TimelineWriter::new(&tb.loc, &tb.config);
+        let w = TimelineFolder::new(&tb.loc, &tb.config);
         let plan_path = w.path_of(ri, State::Requested).unwrap();
         let plan = RollbackPlan::from_avro_container(&tb.loc.get(&plan_path).await.unwrap(), "plan").unwrap();
         assert_eq!(plan.instant_to_rollback, Some(InstantInfo::new(dead.as_str(), "deltacommit")));
@@ -591,7 +591,7 @@ mod tests {
 
         // Completing twice keeps the first completion.
         let instant = Instant::requested(r.clone(), Action::Rollback);
-        let writer = TimelineWriter::new(&tb.loc, &tb.config);
+        let writer = TimelineFolder::new(&tb.loc, &tb.config);
         let again =
             complete_instant(&tb.loc, &writer, &tb.time, &instant, Vec::new(), Completion::Shared).await.unwrap();
         assert_eq!(again, rolled[0].completed);
@@ -605,7 +605,7 @@ mod tests {
         tb.clock.advance(10 * 60_000);
         let plan = plan_for(&tb.loc, &t).await.unwrap();
         // The writer commits between the expiry check and the rollback request.
-        let w = TimelineWriter::new(&tb.loc, &tb.config);
+        let w = TimelineFolder::new(&tb.loc, &tb.config);
         let mut i = Instant::requested(t.clone(), Action::DeltaCommit);
         i.completed = Some(tb.time.new_instant().await.unwrap());
         w.create(&i, State::Completed, Vec::new()).await.unwrap();
@@ -619,7 +619,7 @@ mod tests {
     async fn request_without_withdrawal(tb: &Table, t: &InstantTime) -> InstantTime {
         let plan = plan_for(&tb.loc, t).await.unwrap();
         let r = tb.time.new_instant().await.unwrap();
-        let w = TimelineWriter::new(&tb.loc, &tb.config);
+        let w = TimelineFolder::new(&tb.loc, &tb.config);
         w.create(&Instant::requested(r.clone(), Action::Rollback), State::Requested, plan.to_avro_container().unwrap())
             .await
             .unwrap();
@@ -628,7 +628,7 @@ mod tests {
 
     /// The writer of delta commit `t` completes it, as its owner does.
     async fn writer_completes(tb: &Table, t: &InstantTime) -> tributary_timeline::Result<InstantTime> {
-        let w = TimelineWriter::new(&tb.loc, &tb.config);
+        let w = TimelineFolder::new(&tb.loc, &tb.config);
         let i = Instant::requested(t.clone(), Action::DeltaCommit);
         complete_instant(&tb.loc, &w, &tb.time, &i, Vec::new(), Completion::Owned).await
     }

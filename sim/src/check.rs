@@ -8,7 +8,7 @@ use std::sync::Arc;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use tributary::timeline::{
-    Action, BaseFileName, InstantTime, LogFileName, ManualClock, State, TableLocation, Timeline, TimelineWriter,
+    Action, BaseFileName, InstantTime, LogFileName, ManualClock, State, TableLocation, Timeline, TimelineFolder,
 };
 use tributary::{LockKind, Query, ReadOptions, Table, TableSettings};
 use tributary_format::{CommitMetadata, CompactionPlan};
@@ -113,7 +113,7 @@ impl Checker {
             return Err(format!("the timeline is not well-formed: {w}"));
         }
         // Which batches the completed delta commits hold: each at most once.
-        let reader = TimelineWriter::new(table.location(), table.config());
+        let reader = TimelineFolder::new(table.location(), table.config());
         let mut visible: BTreeMap<BatchId, InstantTime> = BTreeMap::new();
         let mut order: Vec<(InstantTime, InstantTime)> = Vec::new();
         for i in timeline.completed() {

@@ -1,5 +1,5 @@
 //! Writes LSM history folders as Java lays them out (Hudi 1.x
-//! `LSMTimelineWriter`), for tests: Tributary itself never archives. The
+//! `LSMTimelineFolder`), for tests: Tributary itself never archives. The
 //! layout is the one `tributary_timeline::history` documents, checked
 //! against folders Spark wrote.
 
@@ -13,7 +13,7 @@ use parquet::basic::{Compression, GzipLevel};
 use parquet::file::properties::WriterProperties;
 
 use tributary_timeline::delete_if_exists;
-use tributary_timeline::{Error, Instant, Result, State, TableConfig, TableLocation, TimelineWriter};
+use tributary_timeline::{Error, Instant, Result, State, TableConfig, TableLocation, TimelineFolder};
 use tributary_timeline::{MANIFEST_PREFIX, VERSION_FILE, history_dir, latest_snapshot};
 
 /// One archived instant: `(instant time, completion time, completed action, metadata)`.
@@ -45,7 +45,7 @@ pub async fn write_snapshot(
 pub async fn archive(loc: &TableLocation, config: &TableConfig, instants: &[Instant]) -> Result<()> {
     let dir = history_dir(loc, config)
         .ok_or_else(|| Error::InvalidInput { what: "archive".into(), reason: "a layout-1 table".into() })?;
-    let writer = TimelineWriter::new(loc, config);
+    let writer = TimelineFolder::new(loc, config);
     let mut contents = Vec::new();
     for i in instants {
         contents.push(writer.read(i, State::Completed).await?);

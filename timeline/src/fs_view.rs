@@ -289,7 +289,7 @@ impl FileSystemView {
 /// its requested plan), for [`FileSystemView::build`].
 pub async fn planned_groups(loc: &TableLocation, config: &TableConfig, timeline: &Timeline) -> Result<PlannedGroups> {
     let mut planned = PlannedGroups::new();
-    let writer = crate::timeline::TimelineWriter::new(loc, config);
+    let writer = crate::timeline::TimelineFolder::new(loc, config);
     for c in timeline.pending_compactions() {
         let path = writer.path_of(c, crate::instant::State::Requested)?;
         let bytes = loc.get(&path).await?;

@@ -9,7 +9,7 @@
 //! completed instant's file that is gone from the active timeline is read
 //! from here.
 //!
-//! Layout (Hudi 1.x `LSMTimeline`, `LSMTimelineWriter`,
+//! Layout (Hudi 1.x `LSMTimeline`, `LSMTimelineFolder`,
 //! `HoodieLSMTimelineManifest`; checked on folders Spark 3.5 with Hudi 1.2.0
 //! wrote, see `tests/spark/test_archived_timeline.py`):
 //!

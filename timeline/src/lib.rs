@@ -53,7 +53,7 @@ pub use properties::{StoredProperties, read_properties};
 // Instants, the timeline and its history, and instant generation.
 pub use history::{History, HistoryFile, MANIFEST_PREFIX, VERSION_FILE, history_dir, latest_snapshot, snapshot_files};
 pub use instant::{Action, Instant, InstantTime, State};
-pub use timeline::{Timeline, TimelineWriter};
+pub use timeline::{Timeline, TimelineFolder};
 pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, FirstHoldHook, TimeGenerator};
 
 // Data files: names, partitions and the file-system view.
@@ -110,7 +110,7 @@ mod send_sync {
             object_store::path::Path::from("t"),
         );
         let config = super::TableConfig::new_table(&super::NewTableConfig::new("t", "id", "ts", "{}"));
-        let writer = super::TimelineWriter::new(&loc, &config);
+        let writer = super::TimelineFolder::new(&loc, &config);
         let done = super::Instant::requested(
             super::InstantTime::parse("20250101000000000").unwrap(),
             super::Action::DeltaCommit,

@@ -14,7 +14,7 @@
 //! is found in one place or both (the active one wins), never in neither.
 //! The loaded timeline keeps the history snapshot it read
 //! ([`Timeline::history`]), so reading an archived instant's content
-//! ([`TimelineWriter::read_completed`]) reads neither the active timeline
+//! ([`TimelineFolder::read_completed`]) reads neither the active timeline
 //! nor the history's manifest again.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -55,7 +55,7 @@ impl Timeline {
     /// Lists the table's timeline folder and parses it, with the instants
     /// archived into its history.
     pub async fn load(loc: &TableLocation, config: &TableConfig) -> Result<Self> {
-        TimelineWriter::new(loc, config).load().await
+        TimelineFolder::new(loc, config).load().await
     }
 
     async fn load_dir(loc: &TableLocation, dir: &Path, layout: u32, history: Option<&Path>) -> Result<Self> {
@@ -356,18 +356,21 @@ pub(crate) fn timeline_dir(loc: &TableLocation, config: &TableConfig) -> Path {
     crate::layout::timeline_dir(&loc.root, config.timeline_layout, &config.timeline_path)
 }
 
-/// Creates timeline files. Each file is created once (create-if-absent);
-/// nothing is renamed or rewritten.
+/// The folder of a table's timeline: the file of each instant in each
+/// state, created once (create-if-absent; nothing is renamed or rewritten)
+/// and read, from the history when Java archived it. Writers create through
+/// it and readers read through it; [`Timeline`] is what a listing of it
+/// holds.
 #[derive(Debug, Clone)]
-pub struct TimelineWriter {
+pub struct TimelineFolder {
     loc: TableLocation,
     dir: Path,
     history: Option<Path>,
     layout: u32,
 }
 
-impl TimelineWriter {
-    /// A writer (and reader of instant files) for the table's timeline layout.
+impl TimelineFolder {
+    /// The timeline folder of the table's timeline layout.
     pub fn new(loc: &TableLocation, config: &TableConfig) -> Self {
         Self {
             loc: loc.clone(),
@@ -408,7 +411,7 @@ impl TimelineWriter {
     /// history, which keeps the completed file's content: one listing of
     /// the history folder (all a table never archived costs), then its
     /// snapshot and the instant's row. With the timeline at hand,
-    /// [`TimelineWriter::read_completed`] reads less.
+    /// [`TimelineFolder::read_completed`] reads less.
     pub async fn read(&self, instant: &Instant, state: State) -> Result<bytes::Bytes> {
         match self.loc.get(&self.path_of(instant, state)?).await {
             Err(e) if e.is_not_found() && state == State::Completed => match self.probe_history().await? {
@@ -424,7 +427,7 @@ impl TimelineWriter {
     /// history snapshot it loaded, each file of it read once for all of
     /// them and no request made to the active timeline; the others (and an
     /// archived one the snapshot no longer serves) are read as
-    /// [`TimelineWriter::read`] reads them.
+    /// [`TimelineFolder::read`] reads them.
     pub async fn read_completed(&self, timeline: &Timeline, instants: &[&Instant]) -> Result<Vec<bytes::Bytes>> {
         let archived: Vec<InstantTime> =
             instants.iter().filter(|i| timeline.is_archived(&i.requested)).map(|i| i.requested.clone()).collect();
@@ -669,7 +672,7 @@ mod write_tests {
     async fn writes_each_state_once_and_reads_it_back() {
         let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("tables/t"));
         let cfg = config();
-        let writer = TimelineWriter::new(&loc, &cfg);
+        let writer = TimelineFolder::new(&loc, &cfg);
         let generator = TimeGenerator::new(
             TimeMode::HybridLogical,
             Duration::from_millis(200),

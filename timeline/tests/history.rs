@@ -208,7 +208,7 @@ mod timeline {
     use tributary_timeline::CountingStore;
     use tributary_timeline::{
         Action, BucketHash, BucketSpec, Instant, InstantTime, NewTableConfig, State, TableConfig, TableLocation,
-        Timeline, TimelineWriter,
+        Timeline, TimelineFolder,
     };
 
     fn config() -> TableConfig {
@@ -225,7 +225,7 @@ mod timeline {
     async fn loads_and_reads_archived_instants() {
         let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("tables/t"));
         let cfg = config();
-        let writer = TimelineWriter::new(&loc, &cfg);
+        let writer = TimelineFolder::new(&loc, &cfg);
         let mut done = Vec::new();
         for n in 1..=3u32 {
             let t = InstantTime::parse(&format!("2025010100000{n}000")).unwrap();
@@ -264,7 +264,7 @@ mod timeline {
         let counting = Arc::new(CountingStore::new(plain.store.clone()));
         let loc = TableLocation::new(counting.clone(), plain.root.clone());
         let cfg = config();
-        let writer = TimelineWriter::new(&loc, &cfg);
+        let writer = TimelineFolder::new(&loc, &cfg);
         let mut done = Vec::new();
         for n in 1..=3u32 {
             let t = InstantTime::parse(&format!("2025010100000{n}000")).unwrap();
@@ -310,7 +310,7 @@ mod writer_state {
     use tributary_timeline::CountingStore;
     use tributary_timeline::{
         Action, InProcessLock, Instant, InstantTime, ManualClock, NewTableConfig, Result, State, TableConfig,
-        TableLocation, TimeGenerator, TimeMode, TimelineWriter,
+        TableLocation, TimeGenerator, TimeMode, TimelineFolder,
     };
     use tributary_timeline::{CHECKPOINT_KEY_PREFIX, lookup_writer};
     use tributary_timeline::{Completion, WriterState, complete_instant_with};
@@ -318,14 +318,14 @@ mod writer_state {
     struct Fixture {
         loc: TableLocation,
         config: TableConfig,
-        timeline: TimelineWriter,
+        timeline: TimelineFolder,
         time: TimeGenerator,
     }
 
     fn fixture() -> Fixture {
         let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("t"));
         let config = TableConfig::new_table(&NewTableConfig::new("t", "id", "ts", "{}"));
-        let timeline = TimelineWriter::new(&loc, &config);
+        let timeline = TimelineFolder::new(&loc, &config);
         let clock = Arc::new(ManualClock::new(1_766_264_468_078));
         let lock = Arc::new(InProcessLock::new());
         let time = TimeGenerator::new(TimeMode::HybridLogical, Duration::from_millis(200), clock, lock);

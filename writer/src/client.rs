@@ -26,7 +26,7 @@ use tributary_merge::Combiner;
 
 use tributary_format::TableSchema;
 use tributary_timeline::Heartbeat;
-use tributary_timeline::{Action, Instant, State, TableConfig, TableLocation, TimeGenerator, TimelineWriter};
+use tributary_timeline::{Action, Instant, State, TableConfig, TableLocation, TimeGenerator, TimelineFolder};
 use tributary_timeline::{WriterState, WriterStatus, lookup_writer};
 
 use crate::block_buffer::BlockBuffers;
@@ -97,7 +97,7 @@ impl WriteClient {
             Some(cols) => full.partial(cols, &config.sequence_groups)?,
             None => full,
         });
-        let timeline = TimelineWriter::new(&loc, &config);
+        let timeline = TimelineFolder::new(&loc, &config);
         let writer = WriterState::new(&loc, &config, &settings.writer_id)?;
         let combines = settings.combine && Combiner::combines_writes(&schema, &config, schema.is_partial());
         Ok(Self {

@@ -10,7 +10,7 @@ use tributary_format::TableDatumEncoder;
 use tributary_format::TableSchema;
 use tributary_merge::Combiner;
 use tributary_timeline::WriterState;
-use tributary_timeline::{TableConfig, TableLocation, TimeGenerator, TimelineWriter};
+use tributary_timeline::{TableConfig, TableLocation, TimeGenerator, TimelineFolder};
 
 use crate::block_buffer::BlockBuffers;
 use crate::bucket::BucketIndex;
@@ -32,7 +32,7 @@ pub(crate) struct Shared {
     pub(crate) schema: Arc<TableSchema>,
     pub(crate) index: BucketIndex,
     pub(crate) time: TimeGenerator,
-    pub(crate) timeline: TimelineWriter,
+    pub(crate) timeline: TimelineFolder,
     pub(crate) settings: WriteSettings,
     /// The writer id's state: its registered generation, and the step
     /// that fences and records each commit.

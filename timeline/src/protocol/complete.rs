@@ -17,7 +17,7 @@ use object_store::ObjectStoreExt;
 
 use crate::error::{Error, Result};
 use crate::instant::{Instant, InstantTime, State};
-use crate::timeline::TimelineWriter;
+use crate::timeline::TimelineFolder;
 use crate::truetime::TimeGenerator;
 use tributary_storage::TableLocation;
 
@@ -40,7 +40,7 @@ pub enum Completion {
 /// table lock and returns its completion time.
 pub async fn complete_instant(
     loc: &TableLocation,
-    writer: &TimelineWriter,
+    writer: &TimelineFolder,
     time: &TimeGenerator,
     instant: &Instant,
     content: Vec<u8>,
@@ -57,7 +57,7 @@ pub async fn complete_instant(
 /// [`Completion::Shared`] instant that another actor completed already.
 pub async fn complete_instant_with<F, Fut>(
     loc: &TableLocation,
-    writer: &TimelineWriter,
+    writer: &TimelineFolder,
     time: &TimeGenerator,
     instant: &Instant,
     content: Vec<u8>,
@@ -122,14 +122,14 @@ mod tests {
     struct Fixture {
         loc: TableLocation,
         config: TableConfig,
-        writer: TimelineWriter,
+        writer: TimelineFolder,
         time: TimeGenerator,
     }
 
     fn fixture() -> Fixture {
         let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("t"));
         let config = TableConfig::new_table(&NewTableConfig::new("t", "id", "ts", "{}"));
-        let writer = TimelineWriter::new(&loc, &config);
+        let writer = TimelineFolder::new(&loc, &config);
         let clock = Arc::new(ManualClock::new(1_766_264_468_078));
         let time = TimeGenerator::new(
             TimeMode::HybridLogical,

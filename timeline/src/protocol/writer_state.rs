@@ -34,7 +34,7 @@
 //! is the history looked at: one listing of its folder, all a table never
 //! archived costs; on a table Java archived, also its snapshot and the
 //! first columns of the history file covering the commit
-//! ([`TimelineWriter::is_completed`]). So the checkpoint a lookup returns
+//! ([`TimelineFolder::is_completed`]). So the checkpoint a lookup returns
 //! is that of the writer's last commit that is visible at the moment of the
 //! HEAD, neither earlier nor later.
 //!
@@ -58,7 +58,7 @@ use crate::StorageError;
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::instant::{Action, Instant, InstantTime, State};
-use crate::timeline::TimelineWriter;
+use crate::timeline::TimelineFolder;
 use crate::truetime::TimeGenerator;
 use tributary_storage::TableLocation;
 
@@ -245,7 +245,7 @@ fn to_checkpoint(loc: &TableLocation, id: &str, e: &Entry) -> Result<Checkpoint>
 /// saw complete), else the committed one.
 async fn settle(
     loc: &TableLocation,
-    timeline: &TimelineWriter,
+    timeline: &TimelineFolder,
     doc: &StateFile,
     known: Option<&str>,
 ) -> Result<Option<Entry>> {
@@ -274,7 +274,7 @@ async fn settle(
 /// The checkpoint writer `id` recorded in the extra metadata of a delta
 /// commit that completed before the table's state files began (see the
 /// module notes): the newest such commit's.
-async fn legacy_checkpoint(loc: &TableLocation, timeline: &TimelineWriter, id: &str) -> Result<Option<Checkpoint>> {
+async fn legacy_checkpoint(loc: &TableLocation, timeline: &TimelineFolder, id: &str) -> Result<Option<Checkpoint>> {
     let before = match read_since(loc).await? {
         None => None,
         Some(None) => return Ok(None),
@@ -334,7 +334,7 @@ fn legacy_entry(c: Option<Checkpoint>) -> Option<Entry> {
 /// notes). Reads only; takes no lock.
 pub async fn lookup_writer(loc: &TableLocation, config: &TableConfig, id: &str) -> Result<WriterStatus> {
     check_writer_id(id)?;
-    let timeline = TimelineWriter::new(loc, config);
+    let timeline = TimelineFolder::new(loc, config);
     let (generation, checkpoint) = match read_state(loc, id).await? {
         Some(doc) => {
             let committed = settle(loc, &timeline, &doc, None).await?;
@@ -350,7 +350,7 @@ pub async fn lookup_writer(loc: &TableLocation, config: &TableConfig, id: &str) 
 #[derive(Debug)]
 pub struct WriterState {
     loc: TableLocation,
-    timeline: TimelineWriter,
+    timeline: TimelineFolder,
     writer_id: String,
     /// The generation this writer took over; 0 until it does.
     generation: AtomicU64,
@@ -367,7 +367,7 @@ impl WriterState {
         check_writer_id(id)?;
         Ok(Self {
             loc: loc.clone(),
-            timeline: TimelineWriter::new(loc, config),
+            timeline: TimelineFolder::new(loc, config),
             writer_id: id.to_string(),
             generation: AtomicU64::new(0),
             last_completed: Mutex::new(None),
@@ -502,14 +502,14 @@ mod tests {
     struct Fixture {
         loc: TableLocation,
         config: TableConfig,
-        timeline: TimelineWriter,
+        timeline: TimelineFolder,
         time: TimeGenerator,
     }
 
     fn fixture() -> Fixture {
         let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("t"));
         let config = TableConfig::new_table(&NewTableConfig::new("t", "id", "ts", "{}"));
-        let timeline = TimelineWriter::new(&loc, &config);
+        let timeline = TimelineFolder::new(&loc, &config);
         let clock = Arc::new(ManualClock::new(1_766_264_468_078));
         let lock = Arc::new(InProcessLock::new());
         let time = TimeGenerator::new(TimeMode::HybridLogical, Duration::from_millis(200), clock, lock);
