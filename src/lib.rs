@@ -99,10 +99,13 @@ pub use tributary_writer::{Checkpoint, Commit, CommitSummary, Rows, WriteClient,
 // Ingest: JSON lines decoded while earlier blocks are written.
 pub use json_lines::{JsonLinesOptions, JsonLinesProgress, JsonLinesSummary, write_json_lines};
 
-// Compaction and cleaning ([`Table::compactor`], [`Table::clean`]).
+// Compaction, cleaning and archiving ([`Table::compactor`],
+// [`Table::clean`], [`Table::archive`]).
 pub use tributary_compaction::CleanSummary;
 pub use tributary_compaction::PlanSettings;
+pub use tributary_compaction::{ArchiveSettings, ArchiveSummary, Retained};
 pub use tributary_compaction::{CompactionSummary, Compactor, CompactorSettings};
+pub use tributary_timeline::{HistoryMaintenance, HistorySettings};
 
 // Reading ([`Table::read`]).
 pub use read::{Query, ReadOptions};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use object_store::ObjectStore;
 use object_store::path::Path;
-use tributary_compaction::{Compactor, CompactorSettings};
+use tributary_compaction::{ArchiveSettings, ArchiveSummary, Compactor, CompactorSettings};
 use tributary_timeline::TableConfig;
 use tributary_timeline::create_folder;
 use tributary_timeline::{Clock, FileSystemView, LockProvider, TableLocation, TimeGenerator, TimeMode, Timeline};
@@ -183,6 +183,30 @@ impl Table {
             )
             .await?;
             Ok::<_, Error>(tributary_compaction::clean(&self.loc, &self.config, &generator, retain_commits).await?)
+        }
+        .await;
+        guard.release().await?;
+        result
+    }
+
+    /// Under the compaction lock, rolls back failed writes (they would keep
+    /// every later instant active), then moves the oldest completed
+    /// instants into the table's LSM history as [`ArchiveSettings`] allow
+    /// (`compaction/src/archive.rs` says which are kept and why).
+    pub async fn archive(&self, settings: &ArchiveSettings) -> Result<ArchiveSummary> {
+        let generator = self.time_generator();
+        let Components { settings: table, clock, compaction_lock, .. } = &self.components;
+        let guard = compaction_lock.acquire().await?;
+        let result = async {
+            tributary_compaction::rollback_failed_writes(
+                &self.loc,
+                &self.config,
+                &generator,
+                clock.as_ref(),
+                table.heartbeat_expiry,
+            )
+            .await?;
+            Ok::<_, Error>(tributary_compaction::archive(&self.loc, &self.config, &generator, settings).await?)
         }
         .await;
         guard.release().await?;

@@ -239,82 +239,12 @@ async fn execute(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-    use std::time::Duration;
-
     use object_store::ObjectStoreExt;
-    use tributary_format::CompactionPlan;
-    use tributary_timeline::ensure_partition;
-    use tributary_timeline::{InProcessLock, ManualClock, TimeMode, nbcc_file_id};
 
     use super::*;
-
-    struct Table {
-        loc: TableLocation,
-        config: TableConfig,
-        time: TimeGenerator,
-    }
-
-    async fn table() -> Table {
-        let (loc, config) = crate::test_util::memory_table().await;
-        ensure_partition(&loc, PARTITION, &ts(1)).await.unwrap();
-        // 2025-01-02: clean instants come after every hand-made instant.
-        let clock = Arc::new(ManualClock::new(1_735_776_000_000));
-        let time = TimeGenerator::new(TimeMode::HybridLogical, Duration::ZERO, clock, Arc::new(InProcessLock::new()));
-        Table { loc, config, time }
-    }
-
-    const PARTITION: &str = "city=paris";
-
-    fn ts(n: u32) -> InstantTime {
-        InstantTime::parse(&format!("20250101000000{n:03}")).unwrap()
-    }
-
-    fn log(bucket: u32, t: u32) -> String {
-        format!(".{}_{}.log.1_0-1-0", nbcc_file_id(bucket), ts(t))
-    }
-
-    fn base(bucket: u32, t: u32) -> String {
-        format!("{}_0-1-0_{}.parquet", nbcc_file_id(bucket), ts(t))
-    }
-
-    async fn put(tb: &Table, name: &str) {
-        tb.loc.create(&tb.loc.join(&partition_file(PARTITION, name)), b"data".to_vec()).await.unwrap();
-    }
-
-    async fn exists(tb: &Table, name: &str) -> bool {
-        tb.loc.store.head(&tb.loc.join(&partition_file(PARTITION, name))).await.is_ok()
-    }
-
-    fn writer(tb: &Table) -> TimelineFolder {
-        TimelineFolder::new(&tb.loc, &tb.config)
-    }
-
-    /// A delta commit requested at `t`, completed at `c` (if any), writing a
-    /// log in each of `buckets`.
-    async fn delta_commit(tb: &Table, t: u32, c: Option<u32>, buckets: &[u32]) {
-        let mut i = Instant::requested(ts(t), Action::DeltaCommit);
-        writer(tb).create(&i, State::Requested, Vec::new()).await.unwrap();
-        writer(tb).create(&i, State::Inflight, Vec::new()).await.unwrap();
-        for &b in buckets {
-            put(tb, &log(b, t)).await;
-        }
-        if let Some(c) = c {
-            i.completed = Some(ts(c));
-            writer(tb).create(&i, State::Completed, Vec::new()).await.unwrap();
-        }
-    }
-
-    /// A compaction of bucket 0 requested at `k`, completed at `c`.
-    async fn compaction(tb: &Table, k: u32, c: u32) {
-        let mut i = Instant::requested(ts(k), Action::Compaction);
-        let plan = CompactionPlan::default().to_avro_container().unwrap();
-        writer(tb).create(&i, State::Requested, plan).await.unwrap();
-        writer(tb).create(&i, State::Inflight, Vec::new()).await.unwrap();
-        put(tb, &base(0, k)).await;
-        i.completed = Some(ts(c));
-        writer(tb).create(&i, State::Completed, Vec::new()).await.unwrap();
-    }
+    use crate::test_util::{
+        PARTITION, Table, base, compaction, delta_commit, exists, log, put, table, timeline, ts, writer,
+    };
 
     /// Bucket 0: slices {100: [d100]}, {200: base, [d300]}, {400: base, [d500]};
     /// bucket 1 is log-only: {100: [d100, d300, d500]}.
@@ -324,10 +254,6 @@ mod tests {
         delta_commit(tb, 300, Some(310), &[0, 1]).await;
         compaction(tb, 400, 410).await;
         delta_commit(tb, 500, Some(510), &[0, 1]).await;
-    }
-
-    async fn timeline(tb: &Table) -> Timeline {
-        Timeline::load(&tb.loc, &tb.config).await.unwrap()
     }
 
     #[tokio::test]

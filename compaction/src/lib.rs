@@ -1,5 +1,5 @@
-//! Tributary's table services: compaction, cleaning and the rollback of
-//! failed writes. Merging is [`tributary_merge`]'s.
+//! Tributary's table services: compaction, cleaning, archiving and the
+//! rollback of failed writes. Merging is [`tributary_merge`]'s.
 //!
 //! The modules are private; this file re-exports what other crates use:
 //!
@@ -10,7 +10,9 @@
 //! - [`plan`], the pure planner the compactor runs, for planning without
 //!   executing;
 //! - [`clean`], reporting a [`CleanSummary`];
-//! - [`rollback_failed_writes`], reporting each rollback as [`RolledBack`].
+//! - [`rollback_failed_writes`], reporting each rollback as [`RolledBack`];
+//! - [`archive`], set by [`ArchiveSettings`] and reporting an
+//!   [`ArchiveSummary`] (with the [`Retained`] rule that stopped it).
 //!
 //! | file | owns |
 //! |---|---|
@@ -19,9 +21,11 @@
 //! | `base_file` | writing a compacted base file in parts, within a memory share |
 //! | `clean` | deleting the file slices no retained commit needs |
 //! | `rollback` | rolling back the delta commits of dead writers |
+//! | `archive` | moving old instants into the LSM history |
 
 #![warn(unreachable_pub)]
 
+mod archive;
 mod base_file;
 mod clean;
 mod error;
@@ -40,6 +44,9 @@ pub use plan::{PlanSettings, plan};
 
 // Cleaning old file slices.
 pub use clean::{CleanSummary, clean};
+
+// Archiving old instants into the history.
+pub use archive::{ArchiveSettings, ArchiveSummary, Retained, archive};
 
 // Rolling back failed writes.
 pub use rollback::{RolledBack, rollback_failed_writes};

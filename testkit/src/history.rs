@@ -6,15 +6,15 @@
 use std::sync::Arc;
 
 use arrow::array::{BinaryArray, Int32Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
 use object_store::path::Path;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, GzipLevel};
 use parquet::file::properties::WriterProperties;
 
-use tributary_timeline::delete_if_exists;
-use tributary_timeline::{Error, Instant, Result, State, TableConfig, TableLocation, TimelineFolder};
-use tributary_timeline::{MANIFEST_PREFIX, VERSION_FILE, history_dir, latest_snapshot};
+use tributary_timeline::{
+    ArchivedRow, Error, HistorySettings, HistoryWriter, Instant, MANIFEST_PREFIX, Result, State, TableConfig,
+    TableLocation, TimelineFolder, VERSION_FILE, delete_if_exists, history_schema,
+};
 
 /// One archived instant: `(instant time, completion time, completed action, metadata)`.
 pub type Row<'a> = (&'a str, Option<&'a str>, &'a str, Option<&'a [u8]>);
@@ -43,31 +43,23 @@ pub async fn write_snapshot(
 /// new snapshot of the table's history, then deletes their files from
 /// the active timeline, pending states first.
 pub async fn archive(loc: &TableLocation, config: &TableConfig, instants: &[Instant]) -> Result<()> {
-    let dir = history_dir(loc, config)
-        .ok_or_else(|| Error::InvalidInput { what: "archive".into(), reason: "a layout-1 table".into() })?;
-    let writer = TimelineFolder::new(loc, config);
-    let mut contents = Vec::new();
+    let history = HistoryWriter::new(loc, config, HistorySettings::default())?;
+    let folder = TimelineFolder::new(loc, config);
+    let mut rows = Vec::new();
     for i in instants {
-        contents.push(writer.read(i, State::Completed).await?);
+        let metadata = folder.read(i, State::Completed).await?;
+        rows.push(ArchivedRow {
+            requested: i.requested.clone(),
+            completed: i.completed.clone().unwrap_or_else(|| i.requested.clone()),
+            action: i.action.completed_name().to_string(),
+            metadata: (!metadata.is_empty()).then_some(metadata),
+            plan: None,
+        });
     }
-    let times: Vec<(String, String)> = instants
-        .iter()
-        .map(|i| (i.requested.to_string(), i.completed.as_ref().map(ToString::to_string).unwrap_or_default()))
-        .collect();
-    let rows: Vec<Row<'_>> = instants
-        .iter()
-        .zip(&times)
-        .zip(&contents)
-        .map(|((i, (t, c)), m)| (t.as_str(), Some(c.as_str()), i.action.completed_name(), Some(&m[..])))
-        .collect();
-    let (version, previous) = latest_snapshot(loc, &dir).await?.unwrap_or_default();
-    let mut listed: Vec<(String, u64)> =
-        previous.iter().map(|f| (f.path.filename().unwrap_or_default().to_string(), f.len)).collect();
-    listed.push(write_file(loc, &dir, &rows).await?);
-    write_manifest(loc, &dir, version + 1, &listed).await?;
+    history.append(&rows).await?;
     for i in instants {
         for state in [State::Requested, State::Inflight, State::Completed] {
-            delete_if_exists(loc, &writer.path_of(i, state)?).await?;
+            delete_if_exists(loc, &folder.path_of(i, state)?).await?;
         }
     }
     Ok(())
@@ -94,17 +86,12 @@ pub async fn write_manifest(loc: &TableLocation, dir: &Path, version: u64, files
     Ok(loc.put(&dir.clone().join(VERSION_FILE), version.to_string().into_bytes()).await?)
 }
 
-/// The rows as a Parquet file of Hudi's `HoodieLSMTimelineInstant`
-/// columns, gzip-compressed as Java writes them.
+/// The rows as a Parquet file of the history's columns, gzip-compressed
+/// as Java writes them. Unlike the library's writer it takes any row (no
+/// completion time, an unknown action), for tests of what readers make of
+/// such rows.
 pub fn parquet_bytes(rows: &[Row<'_>]) -> Result<Vec<u8>> {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("instantTime", DataType::Utf8, true),
-        Field::new("completionTime", DataType::Utf8, true),
-        Field::new("action", DataType::Utf8, true),
-        Field::new("metadata", DataType::Binary, true),
-        Field::new("plan", DataType::Binary, true),
-        Field::new("version", DataType::Int32, false),
-    ]));
+    let schema = history_schema();
     let batch = RecordBatch::try_new(
         schema.clone(),
         vec![

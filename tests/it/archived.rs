@@ -4,7 +4,7 @@
 //! `tests/spark/test_archived_timeline.py` checks real ones). Every read and
 //! the compactor see the table as before the archival.
 
-use tributary::{CreateOptions, Query, ReadOptions, Table};
+use tributary::{ArchiveSettings, CreateOptions, Query, ReadOptions, Retained, Table};
 use tributary_compaction::CompactorSettings;
 use tributary_testkit::history::archive;
 use tributary_timeline::{Instant, InstantTime};
@@ -101,4 +101,91 @@ async fn archived_instants_keep_their_slices() {
     assert!(cleaned.deleted_files.iter().all(|f| f.contains(first.as_str())), "{cleaned:?}");
     assert_eq!(rows(&t, Query::Snapshot, None).await, want);
     assert_eq!(rows(&t, Query::ReadOptimized, None).await, want);
+}
+
+/// Tributary's own archiver on a table that compaction keeps up with: 40
+/// commits, a compaction every 8, and a write that straddles the last
+/// compaction (requested before it, completed after). The oldest instants
+/// go into the history; the straddling write stays active (the official
+/// reader would misplace its log once archived); every read, the official
+/// reader's included, sees the table as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tributary_archives_and_every_reader_reads_the_same() {
+    let Some(place) = Place::new() else { return };
+    let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
+    o.partition_field = Some("city".into());
+    o.buckets = 2;
+    let table = place.table("t");
+    let t = table.builder().with_settings(hybrid()).create(o).await.unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
+    let compactor = t.compactor(CompactorSettings::default()).await.unwrap();
+    let mut instants = Vec::new();
+    for n in 0..41i64 {
+        let mut c = client.start_commit().await.unwrap();
+        c.write_batch(&oslo_batch(&[(&format!("k{}", n % 7), n, n as f64)])).await.unwrap();
+        instants.push(c.commit().await.unwrap().instant);
+        if n % 8 == 7 && n < 40 {
+            compactor.run_once().await.unwrap();
+        }
+    }
+    let mut late = client.start_commit().await.unwrap();
+    late.write_batch(&oslo_batch(&[("k1", 100, 100.0), ("k9", 100, 100.0)])).await.unwrap();
+    let (c, _) = compactor.schedule().await.unwrap().unwrap();
+    let late = late.commit().await.unwrap();
+    assert!(late.instant < c && late.completed > c, "the write straddles the compaction");
+    compactor.execute(&c).await.unwrap();
+    for n in 41..44i64 {
+        let mut w = client.start_commit().await.unwrap();
+        w.write_batch(&oslo_batch(&[(&format!("k{}", n % 7), n, n as f64)])).await.unwrap();
+        w.commit().await.unwrap();
+    }
+
+    let early = instants[3].clone();
+    let reads = [
+        (Query::Snapshot, None),
+        (Query::ReadOptimized, None),
+        (Query::Snapshot, Some(early.clone())),
+        (
+            Query::Incremental { begin: instants[2].clone(), end: InstantTime::parse("99999999999999999").unwrap() },
+            None,
+        ),
+    ];
+    let mut before = Vec::new();
+    for (q, as_of) in &reads {
+        before.push(rows(&t, q.clone(), as_of.as_ref()).await);
+    }
+    let timeline = t.timeline().await.unwrap();
+
+    let summary = t.archive(&ArchiveSettings::default()).await.unwrap();
+    assert!(!summary.archived.is_empty(), "{summary:?}");
+    let after = t.timeline().await.unwrap();
+    let times = |tl: &tributary_timeline::Timeline| -> Vec<(InstantTime, Option<InstantTime>)> {
+        tl.instants().iter().map(|i| (i.requested.clone(), i.completed.clone())).collect()
+    };
+    assert_eq!(times(&after), times(&timeline), "the same instants, with the same completion times");
+    assert!(after.is_archived(&early) && !after.is_archived(&late.instant), "{summary:?}");
+    let active = after.completed().filter(|i| !after.is_archived(&i.requested) && i.action.writes_data()).count();
+    assert!((20..=30).contains(&active), "{active} commits left active");
+    for ((q, as_of), want) in reads.iter().zip(&before) {
+        assert_eq!(&rows(&t, q.clone(), as_of.as_ref()).await, want, "{q:?} as of {as_of:?} after archiving");
+    }
+    if crate::support::store() == crate::support::Store::Local && crate::support::have_official_reader() {
+        crate::support::assert_same_rows(table.uri(), "after archiving");
+    }
+    // Archiving again finds nothing more to move.
+    assert!(t.archive(&ArchiveSettings::default()).await.unwrap().archived.is_empty());
+
+    // With tight bounds, archiving stops at the straddling write.
+    let tight =
+        ArchiveSettings { keep_min_commits: 2, keep_max_commits: 3, cleaner_commits_retained: 0, ..Default::default() };
+    let summary = t.archive(&tight).await.unwrap();
+    assert_eq!(summary.retained, Some(Retained::LatestSliceLog(late.instant.clone())), "{summary:?}");
+    let after = t.timeline().await.unwrap();
+    assert!(after.completed().filter(|i| i.requested < late.instant).all(|i| after.is_archived(&i.requested)));
+    for ((q, as_of), want) in reads.iter().zip(&before) {
+        assert_eq!(&rows(&t, q.clone(), as_of.as_ref()).await, want, "{q:?} as of {as_of:?} after archiving");
+    }
+    if crate::support::store() == crate::support::Store::Local && crate::support::have_official_reader() {
+        crate::support::assert_same_rows(table.uri(), "after archiving up to the straddling write");
+    }
 }

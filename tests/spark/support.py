@@ -165,6 +165,15 @@ def spark_rows(spark, path, **options) -> list[dict]:
 META = ["_hoodie_commit_time", "_hoodie_record_key", "_hoodie_partition_path"]
 
 
+def official_rows(table) -> list[dict]:
+    """The official Rust reader's (`hudi` 0.5.0) snapshot of `table`."""
+    import pyarrow as pa
+    from hudi import HudiTableBuilder
+
+    batches = HudiTableBuilder.from_base_uri(str(table.resolve())).build().read()
+    return pa.Table.from_batches(batches).to_pylist() if batches else []
+
+
 def meta_rows(rows) -> list[tuple]:
     """Rows as `(record key, partition, commit time, data columns...)`,
     sorted: what two engines' reads of one table must agree on."""

@@ -5,7 +5,8 @@ with their completion times, so its snapshot, read-optimized, incremental
 and time-travel reads still equal Spark's and the event-time model, its
 compactor still folds the archived commits' logs, and a writer's checkpoint
 survives the archival of the commit that recorded it. Both a table
-Tributary wrote (then Spark wrote into it) and a table Spark wrote alone."""
+Tributary wrote (then Spark wrote into it), a table Spark wrote alone, and a
+table Tributary archived itself (then Spark wrote and archived too)."""
 
 import json
 import random
@@ -16,6 +17,7 @@ from support import (
     init_table,
     meta_rows,
     nbcc_options,
+    official_rows,
     our_rows,
     random_events,
     spark_rows,
@@ -230,3 +232,67 @@ def test_tributary_reads_a_table_spark_wrote_and_archived(spark, tmp_path):
     tributary("compact", table)
     check_snapshot(spark, table, model, "compacted by Tributary")
     assert data_rows(check_read_optimized(spark, table, "compacted by Tributary")) == model.rows()
+
+
+#: `tributary archive` bounds as tight as ARCHIVE_SOON's.
+TRIBUTARY_ARCHIVE_SOON = (
+    "--keep-min-commits", "2", "--keep-max-commits", "3",
+    "--cleaner-commits-retained", "0", "--compaction-delta-commits", "1",
+)
+
+
+def test_spark_and_the_official_reader_read_a_table_tributary_archived(spark, tmp_path):
+    """Tributary archives its own table; Spark reads the history it wrote
+    (snapshot, time travel to an archived instant, incremental windows in
+    and across it), as does the official reader (which reads no history).
+    Then Spark writes and archives into the same history, and Tributary
+    archives after it."""
+    rng = random.Random(73)
+    base_ts = 1_760_000_000_000
+    table = init_table(tmp_path / "ours", partitioned=True, buckets=4, bucket_hash="hudi-java")
+    model = Model()
+    as_of = None
+    for phase in range(4):
+        batches = [random_events(rng, 150, 120, base_ts) for _ in range(2)]
+        procs = write_concurrently(table, tmp_path, batches, f"p{phase}")
+        tributary("compact", table)  # among the writers: some straddle it
+        wait_writers(procs)
+        for b in batches:
+            model.commit(b)
+        if phase == 0:
+            as_of = max(i["requested"] for i in deltacommits(table))
+            model_as_of = model.rows()
+    tributary("compact", table)
+    out = tributary("archive", table, *TRIBUTARY_ARCHIVE_SOON)
+    assert out.startswith("archived "), out
+
+    history = history_rows(table)
+    assert as_of in {r["instantTime"] for r in history}, (as_of, history)
+    assert {i["requested"] for i in archived(table)} == {r["instantTime"] for r in history}
+    check_snapshot(spark, table, model, "Tributary's archive")
+    check_read_optimized(spark, table, "Tributary's archive")
+    check_time_travel(spark, table, as_of, model_as_of, "an instant Tributary archived")
+    archived_commits = sorted(r["completionTime"] for r in history if r["action"] == "deltacommit")
+    latest = max(i["completed"] for i in timeline_rows(table) if i["completed"] != "-")
+    check_incremental(spark, table, archived_commits[1], archived_commits[-2], "inside Tributary's history")
+    check_incremental(spark, table, archived_commits[2], latest, "across Tributary's archive boundary")
+    assert data_rows(official_rows(table)) == model.rows(), "the official reader vs the model"
+
+    # Spark writes and archives into the history Tributary began; then
+    # Tributary archives again on top of Spark's snapshot.
+    opts = {**nbcc_options("ours", buckets=4, metadata=False), **ARCHIVE_SOON}
+    for _ in range(3):
+        events = random_events(rng, 150, 60, base_ts)
+        spark_write(spark, table, events, opts)
+        model.commit(events)
+    spark_history = history_rows(table)
+    assert len(spark_history) > len(history), "Spark archived into the history"
+    for _ in range(2):
+        events = random_events(rng, 150, 60, base_ts)
+        tributary("write", table, "--input", write_jsonl(tmp_path / "more.jsonl", events))
+        model.commit(events)
+    tributary("archive", table, *TRIBUTARY_ARCHIVE_SOON)
+    assert {i["requested"] for i in archived(table)} == {r["instantTime"] for r in history_rows(table)}
+    check_snapshot(spark, table, model, "archived by both")
+    check_time_travel(spark, table, as_of, model_as_of, "an instant Tributary archived, after Spark's archiving")
+    assert data_rows(official_rows(table)) == model.rows(), "the official reader vs the model, archived by both"

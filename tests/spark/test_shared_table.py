@@ -8,6 +8,7 @@ and after a compaction too."""
 import random
 
 from support import (
+    official_rows,
     Model,
     data_rows,
     init_table,
@@ -35,14 +36,6 @@ SHARED = {
     "hoodie.time.generator.max_expected_clock_skew_ms": "200",
 }
 TRIBUTARY_LOCK = ["--lock", "hudi-file", "--hudi-lock-expire", "1m"]
-
-
-def official_rows(table) -> list[dict]:
-    import pyarrow as pa
-    from hudi import HudiTableBuilder
-
-    batches = HudiTableBuilder.from_base_uri(str(table)).build().read()
-    return pa.Table.from_batches(batches).to_pylist() if batches else []
 
 
 def test_spark_and_tributary_write_one_table_at_once(spark, tmp_path):

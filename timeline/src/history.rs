@@ -1,9 +1,10 @@
-//! Hudi's LSM history timeline (`.hoodie/timeline/history/`), read only.
+//! Hudi's LSM history timeline (`.hoodie/timeline/history/`), read.
 //!
-//! Java writers (Spark, Flink; `hoodie.archive.automatic` is on by default)
-//! *archive* the oldest completed instants after a commit: they add them to
-//! this folder, then delete their files from the active timeline. Tributary
-//! never archives, but the instants Java archived are still part of the
+//! Writers *archive* the oldest completed instants: they add them to this
+//! folder, then delete their files from the active timeline (Java writers
+//! after each commit, `hoodie.archive.automatic` being on by default;
+//! Tributary's archiver as a table service, written by
+//! [`crate::HistoryWriter`]). Archived instants are still part of the
 //! table: their files stay committed and their completion times still place
 //! log files in slices. So [`crate::Timeline`] merges them in, and a
 //! completed instant's file that is gone from the active timeline is read
@@ -52,6 +53,7 @@ use serde::Deserialize;
 
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
+use crate::history_writer::ArchivedRow;
 use crate::instant::{Action, Instant, InstantTime, State};
 use tributary_storage::StoreFile;
 use tributary_storage::TableLocation;
@@ -140,6 +142,12 @@ pub async fn snapshot_files(loc: &TableLocation, dir: &Path) -> Result<Vec<Histo
 /// has no history.
 pub async fn latest_snapshot(loc: &TableLocation, dir: &Path) -> Result<Option<(u64, Vec<HistoryFile>)>> {
     snapshot(loc, dir, None).await
+}
+
+/// The names of the files a manifest (`manifest_<N>`'s bytes) lists.
+pub(crate) fn manifest_file_names(bytes: &[u8]) -> std::result::Result<Vec<String>, String> {
+    let manifest: Manifest = serde_json::from_slice(bytes).map_err(|e| format!("not a history manifest: {e}"))?;
+    Ok(manifest.files.into_iter().map(|f| f.file_name).collect())
 }
 
 /// The latest snapshot's version and valid files; `None` when there is no
@@ -395,6 +403,43 @@ fn archived_instant(
     // action's own name for every action that has no separate completed name.
     let action = Action::from_name(&name).ok_or_else(|| format!("instant {t}: unknown action `{name}`"))?;
     Ok(Instant { requested, action, state: State::Completed, completed: Some(completed) })
+}
+
+/// Every row of a history file, in file order: what merging files into
+/// the next level copies. A row without a completion time gets its
+/// requested time (as [`History`] reads it).
+pub(crate) async fn read_rows(loc: &TableLocation, f: &HistoryFile) -> Result<Vec<ArchivedRow>> {
+    let names = ["instantTime", "completionTime", "action", "metadata", "plan"];
+    let mut out = Vec::new();
+    for batch in read_columns(loc, f, &names, None).await? {
+        let times = column::<Utf8Type>(&batch, "instantTime", f)?;
+        let completions = column::<Utf8Type>(&batch, "completionTime", f)?;
+        let actions = column::<Utf8Type>(&batch, "action", f)?;
+        let metadata = column::<BinaryType>(&batch, "metadata", f)?;
+        let plans = column::<BinaryType>(&batch, "plan", f)?;
+        for row in 0..batch.num_rows() {
+            let corrupt = |reason: String| Error::Corrupt { path: f.path.to_string(), reason };
+            let requested = times
+                .is_valid(row)
+                .then(|| InstantTime::parse(times.value(row)))
+                .ok_or_else(|| corrupt(format!("row {row}: no instant time")))?
+                .map_err(|e| corrupt(format!("row {row}: {e}")))?;
+            let completed = match completions.is_valid(row) {
+                true => InstantTime::parse(completions.value(row)).map_err(|e| corrupt(format!("row {row}: {e}")))?,
+                false => requested.clone(),
+            };
+            let blob =
+                |a: &arrow::array::BinaryArray| a.is_valid(row).then(|| bytes::Bytes::copy_from_slice(a.value(row)));
+            out.push(ArchivedRow {
+                requested,
+                completed,
+                action: if actions.is_valid(row) { actions.value(row).to_string() } else { String::new() },
+                metadata: blob(&metadata),
+                plan: blob(&plans),
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// The named columns of a history file, read through the store by ranges

@@ -310,6 +310,37 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 200)]
         max_clock_skew_ms: u64,
     },
+    /// Move the oldest completed instants into the table's LSM history
+    /// (`.hoodie/timeline/history/`), as Hudi's archiver does (after
+    /// rolling back failed writes), so the active timeline stays small.
+    Archive {
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
+        /// `hoodie.keep.min.commits`: completed commits left active.
+        #[arg(long, default_value_t = 20)]
+        keep_min_commits: usize,
+        /// `hoodie.keep.max.commits`: archive once more completed commits than this are active.
+        #[arg(long, default_value_t = 30)]
+        keep_max_commits: usize,
+        /// `hoodie.cleaner.commits.retained`: the cleaner's retention, which raises the bounds when larger.
+        #[arg(long, default_value_t = 10)]
+        cleaner_commits_retained: usize,
+        /// `hoodie.compact.inline.max.delta.commits`: delta commits since the last compaction kept for a
+        /// compaction scheduled by count.
+        #[arg(long, default_value_t = 5)]
+        compaction_delta_commits: usize,
+        /// A pending write whose heartbeat is older than this has failed.
+        #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+        heartbeat_expiry: Duration,
+        /// How instants are generated; by default the mode the table
+        /// records (`init --time-mode`), or wait-for-skew for a table
+        /// another engine made.
+        #[arg(long, value_enum)]
+        time_mode: Option<TimeModeArg>,
+        /// Maximum clock skew between writers, in milliseconds.
+        #[arg(long, default_value_t = 200)]
+        max_clock_skew_ms: u64,
+    },
     /// Read a table and print its rows, ordered by partition then record key.
     Read {
         /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use tributary::{
-    BucketHash, CompactorSettings, CreateOptions, Error, JsonLinesOptions, JsonLinesProgress, MergeMode, PlanSettings,
-    Query, ReadOptions, SequenceGroup, TableSettings, WriteSettings, write_json_lines,
+    ArchiveSettings, BucketHash, CompactorSettings, CreateOptions, Error, JsonLinesOptions, JsonLinesProgress,
+    MergeMode, PlanSettings, Query, ReadOptions, SequenceGroup, TableSettings, WriteSettings, write_json_lines,
 };
 
 use crate::args::{
@@ -126,6 +126,27 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             let settings = TableSettings { time, heartbeat_expiry, ..Default::default() };
             let t = store.open(&table, settings).await?;
             output::cleaned(t.clean(retain_commits).await?.as_ref());
+        }
+        Command::Archive {
+            table,
+            keep_min_commits,
+            keep_max_commits,
+            cleaner_commits_retained,
+            compaction_delta_commits,
+            heartbeat_expiry,
+            time_mode,
+            max_clock_skew_ms,
+        } => {
+            let time = time_settings(time_mode, max_clock_skew_ms);
+            let t = store.open(&table, TableSettings { time, heartbeat_expiry, ..Default::default() }).await?;
+            let settings = ArchiveSettings {
+                keep_min_commits,
+                keep_max_commits,
+                cleaner_commits_retained,
+                compaction_delta_commits,
+                ..Default::default()
+            };
+            output::archived(&t.archive(&settings).await?);
         }
         Command::Read { table, query, as_of, begin, end, format, meta } => {
             let as_of = as_of.map(|t| instant_arg(&t, "--as-of")).transpose()?;

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use tributary::arrow::array::RecordBatch;
-use tributary::{CleanSummary, CompactionSummary, JsonLinesSummary, Table, Timeline, WriterStatus};
+use tributary::{ArchiveSummary, CleanSummary, CompactionSummary, JsonLinesSummary, Table, Timeline, WriterStatus};
 
 use crate::args::{CheckpointFormatArg, FormatArg};
 
@@ -202,6 +202,22 @@ pub(crate) fn cleaned(summary: Option<&CleanSummary>) {
             s.deleted_files.len(),
             if s.earliest_commit_to_retain.is_empty() { "-" } else { &s.earliest_commit_to_retain }
         ),
+    }
+}
+
+/// `archive`: what went into the history, and what kept the rest.
+pub(crate) fn archived(s: &ArchiveSummary) {
+    match (s.archived.first(), s.archived.last(), &s.history_file) {
+        (Some(first), Some(last), Some(file)) => {
+            println!("archived {} instants ({} to {}) into {file}", s.archived.len(), first.requested, last.requested)
+        }
+        _ => println!("nothing to archive"),
+    }
+    if let Some(r) = &s.retained {
+        println!("kept from {}: {}", r.instant(), r.reason());
+    }
+    if !s.history.merged_into.is_empty() || s.history.deleted > 0 {
+        println!("history: merged into {:?}, {} old files deleted", s.history.merged_into, s.history.deleted);
     }
 }
 
