@@ -9,7 +9,10 @@
 //! - **The compactor** runs [`Compactor::run_once`](tributary_compaction::Compactor::run_once)
 //!   now and then: it rolls back writes whose heartbeat expired, finishes
 //!   pending plans, plans at its own instant and executes.
-//! - **The cleaner** runs [`Table::clean`]: the same rollback, then cleaning.
+//! - **The cleaner** runs [`Table::clean`]: the same rollback, then cleaning;
+//!   and every other run [`Table::archive`], with bounds as tight as they
+//!   go (one commit kept at the least), so the history's instants and files
+//!   change under every other process.
 //! - **The crash controller** crashes a random process at random times and
 //!   restarts it after a while. With [`Scale::zombies`], it freezes some
 //!   instead of crashing them: a new incarnation takes the frozen one's
@@ -21,8 +24,8 @@
 //! processes as a host's OS lock is, or the lease lock in the store), clock
 //! offsets and drifts within the skew bound, writer tasks, and the
 //! [`FaultPlan`]. When every writer is done, the world heals: a last process
-//! waits out the heartbeats and leases of the dead, cleans, and compacts
-//! until nothing is left to compact, and the final checks run.
+//! waits out the heartbeats and leases of the dead, cleans, compacts until
+//! nothing is left to compact, and archives, and the final checks run.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::{Range, RangeInclusive};
@@ -35,7 +38,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::task::JoinHandle;
 use tributary::timeline::{ErrorKind, InProcessLock, LockProvider, SequenceGroup, TableLocation, TimeMode};
-use tributary::{CreateOptions, LockKind, Table, TableSettings, TimeSettings};
+use tributary::{ArchiveSettings, CreateOptions, HistorySettings, LockKind, Table, TableSettings, TimeSettings};
 use tributary_compaction::CompactorSettings;
 use tributary_writer::{WriteClient, WriteSettings};
 
@@ -127,6 +130,8 @@ pub struct Outcome {
     pub faults: BTreeMap<FaultKind, u64>,
     /// Checks passed (one per completed instant, and the final one).
     pub checks: usize,
+    /// Instants in the table's LSM history at the end.
+    pub archived: usize,
     /// Store operations that took effect.
     pub ops: u64,
     /// The fingerprint of those operations: a replay must match it.
@@ -220,6 +225,16 @@ struct History {
     /// The heartbeats processes read, and their rollbacks.
     recovery: Mutex<Recovery>,
 }
+
+/// Archiving bounds as tight as they go: archive above two commits, down
+/// to one, with the history merging every two files of a level.
+const TIGHT_ARCHIVING: ArchiveSettings = ArchiveSettings {
+    keep_min_commits: 1,
+    keep_max_commits: 2,
+    cleaner_commits_retained: 0,
+    compaction_delta_commits: 1,
+    history: HistorySettings { compaction_batch_size: 2, compaction_max_file_bytes: 1 << 30, retained_manifests: 3 },
+};
 
 /// Epoch milliseconds when every history starts (2026-01-01).
 const EPOCH_MS: i64 = 1_767_225_600_000;
@@ -536,10 +551,13 @@ impl History {
         let who = format!("cleaner (process {pid})");
         loop {
             tokio::time::sleep(self.pause(1_000..10_000)).await;
-            let retain = self.world.with_rng(|r| r.random_range(1..=3));
+            let (retain, archive) = self.world.with_rng(|r| (r.random_range(1..=3), r.random_bool(0.5)));
             let run = async {
                 let table = self.open(&store, clock.clone(), pid).await?;
                 table.clean(retain).await?;
+                if archive {
+                    table.archive(&TIGHT_ARCHIVING).await?;
+                }
                 Ok::<_, tributary::Error>(())
             };
             if let Err(e) = run.await {
@@ -652,6 +670,9 @@ impl History {
                 return Err("the final compactions never run out of work".into());
             }
         }
+        table.archive(&TIGHT_ARCHIVING).await.map_err(|e| format!("final archiving: {e}"))?;
+        let timeline = table.timeline().await.map_err(|e| format!("final timeline: {e}"))?;
+        let archived = timeline.instants().iter().filter(|i| timeline.is_archived(&i.requested)).count();
         self.check_pending(&mut checker).await?;
         let ledger = self.ledger().clone();
         checker.check(self.world.snapshot(), &ledger, "the end", true).await?;
@@ -660,6 +681,7 @@ impl History {
         Ok(Outcome {
             faults: self.world.faults(),
             checks: checker.checks,
+            archived,
             ops,
             trace,
             virtual_time: self.start.elapsed(),

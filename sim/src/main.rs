@@ -80,11 +80,13 @@ fn main() {
         match run(seed, &scale) {
             Ok(o) => {
                 println!(
-                    "seed {seed}: passed {} checks; {} store operations (trace {:016x}); {:.1} s of virtual time",
+                    "seed {seed}: passed {} checks; {} store operations (trace {:016x}); {:.1} s of virtual time; \
+                     {} instants archived",
                     o.checks,
                     o.ops,
                     o.trace,
-                    o.virtual_time.as_secs_f64()
+                    o.virtual_time.as_secs_f64(),
+                    o.archived
                 );
                 for (k, n) in &o.faults {
                     println!("  {}: {n}", k.name());
@@ -103,6 +105,7 @@ fn main() {
     let stop = AtomicBool::new(false);
     let faults: Mutex<BTreeMap<FaultKind, u64>> = Mutex::new(BTreeMap::new());
     let (passed, checks, ops) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+    let archived = AtomicU64::new(0);
     let failures: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
     let started = std::time::Instant::now();
     std::thread::scope(|s| {
@@ -121,6 +124,7 @@ fn main() {
                             passed.fetch_add(1, Ordering::Relaxed);
                             checks.fetch_add(o.checks as u64, Ordering::Relaxed);
                             ops.fetch_add(o.ops, Ordering::Relaxed);
+                            archived.fetch_add(o.archived as u64, Ordering::Relaxed);
                             let mut f = faults.lock().expect("fault counts");
                             for (k, n) in o.faults {
                                 *f.entry(k).or_default() += n;
@@ -151,10 +155,12 @@ fn main() {
         Err(e) => format!("; CPU time unknown ({e})"),
     };
     println!(
-        "{n} histories passed in {secs:.1} s ({:.0} histories/s on {threads} threads{cpu}); {} checks, {} store operations",
+        "{n} histories passed in {secs:.1} s ({:.0} histories/s on {threads} threads{cpu}); {} checks, {} store operations, \
+         {} instants archived",
         n as f64 / secs,
         checks.load(Ordering::Relaxed),
-        ops.load(Ordering::Relaxed)
+        ops.load(Ordering::Relaxed),
+        archived.load(Ordering::Relaxed)
     );
     let faults = faults.lock().expect("fault counts");
     for k in FaultKind::ALL {

@@ -1,6 +1,7 @@
 //! Whole-table histories against the event-time model: 1 to 4 writers send
-//! out-of-order updates and deletes, and compactions run between and during
-//! their commits. After every compaction and at the end, Tributary's
+//! out-of-order updates and deletes, and compactions and archiving (with
+//! bounds as tight as they go) run between and during their commits. After
+//! every compaction and archiving, and at the end, Tributary's
 //! snapshot equals the model (per key, the event with the largest `ts`; a
 //! key whose largest event is a delete is absent); at the end the official
 //! reader's snapshot does too, and after a final compaction so do both
@@ -12,7 +13,7 @@ use std::collections::BTreeMap;
 
 use arrow::array::RecordBatch;
 use proptest::prelude::*;
-use tributary::{CreateOptions, Query, ReadOptions, Table};
+use tributary::{ArchiveSettings, CreateOptions, Query, ReadOptions, Table};
 use tributary_compaction::CompactorSettings;
 use tributary_writer::{WriteClient, WriteSettings};
 
@@ -35,9 +36,12 @@ enum Step {
     Commit { writer: usize, events: Vec<Event> },
     /// A compaction round.
     Compact,
-    /// Writer `w` writes `events`, a compaction runs, then the writer
-    /// commits: its logs complete after the compaction instant.
+    /// Writer `w` writes `events`, a compaction runs (and archiving, with
+    /// the write pending), then the writer commits: its logs complete after
+    /// the compaction instant.
     Across { writer: usize, events: Vec<Event> },
+    /// Archiving, down to one active commit where the rules allow.
+    Archive,
 }
 
 fn key_of(k: u8) -> String {
@@ -50,7 +54,7 @@ fn history() -> impl Strategy<Value = (usize, Vec<Step>)> {
     (1usize..=4, 8usize..40).prop_flat_map(|(writers, n)| {
         let times = Just((0..n as i64).map(|t| 100 + 7 * t).collect::<Vec<_>>()).prop_shuffle();
         let events = prop::collection::vec((0u8..8, prop::bool::weighted(0.3)), n);
-        let cuts = prop::collection::vec((0u8..5, 0usize..4, 1usize..6), 1..14);
+        let cuts = prop::collection::vec((0u8..6, 0usize..4, 1usize..6), 1..14);
         (Just(writers), times, events, cuts).prop_map(|(writers, times, events, cuts)| {
             let mut events = events
                 .into_iter()
@@ -64,6 +68,12 @@ fn history() -> impl Strategy<Value = (usize, Vec<Step>)> {
                 let take: Vec<Event> = events.by_ref().take(len).collect();
                 match kind {
                     0 => steps.push(Step::Compact),
+                    2 => {
+                        steps.push(Step::Archive);
+                        if !take.is_empty() {
+                            steps.push(Step::Commit { writer, events: take });
+                        }
+                    }
                     _ if take.is_empty() => {}
                     1 => steps.push(Step::Across { writer, events: take }),
                     _ => steps.push(Step::Commit { writer, events: take }),
@@ -128,6 +138,18 @@ async fn compact(t: &Table) {
     t.compactor(CompactorSettings::default()).await.unwrap().run_once().await.unwrap();
 }
 
+/// Archives as much as the rules allow: bounds of one and two commits.
+async fn archive(t: &Table) {
+    let tight = ArchiveSettings {
+        keep_min_commits: 1,
+        keep_max_commits: 2,
+        cleaner_commits_retained: 0,
+        compaction_delta_commits: 1,
+        ..ArchiveSettings::default()
+    };
+    t.archive(&tight).await.unwrap();
+}
+
 async fn commit(client: &WriteClient, events: &[Event]) {
     let mut c = client.start_commit().await.unwrap();
     c.write_batch(&batch(events)).await.unwrap();
@@ -159,8 +181,14 @@ async fn run(place: &Place, writers: usize, steps: &[Step], official_reader: boo
                 c.write_batch(&batch(events)).await.unwrap();
                 compact(&t).await;
                 prop_assert_eq!(ours(&t, Query::Snapshot).await, model.rows(), "after step {} (compaction)", i);
+                archive(&t).await;
+                prop_assert_eq!(ours(&t, Query::Snapshot).await, model.rows(), "after step {} (archiving)", i);
                 c.commit().await.unwrap();
                 model.commit(events);
+            }
+            Step::Archive => {
+                archive(&t).await;
+                prop_assert_eq!(ours(&t, Query::Snapshot).await, model.rows(), "after step {} (archiving)", i);
             }
         }
     }
