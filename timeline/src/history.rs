@@ -53,7 +53,6 @@ use serde::Deserialize;
 
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
-use crate::history_writer::ArchivedRow;
 use crate::instant::{Action, Instant, InstantTime, State};
 use tributary_storage::StoreFile;
 use tributary_storage::TableLocation;
@@ -75,6 +74,21 @@ pub fn history_dir(loc: &TableLocation, config: &TableConfig) -> Option<Path> {
         let timeline = crate::layout::timeline_dir(&loc.root, config.timeline_layout, &config.timeline_path);
         crate::layout::history_dir(&timeline, &config.history_path)
     })
+}
+
+/// One archived instant, a row of a history file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchivedRow {
+    /// The requested time.
+    pub requested: InstantTime,
+    /// The completion time (Java's readers require one).
+    pub completed: InstantTime,
+    /// The completed file's action (`commit` for a compaction).
+    pub action: String,
+    /// The completed file's bytes (`None` for an empty file).
+    pub metadata: Option<bytes::Bytes>,
+    /// The plan: the requested file's bytes for cleans and compactions.
+    pub plan: Option<bytes::Bytes>,
 }
 
 /// One data file of the history's latest snapshot.

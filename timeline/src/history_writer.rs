@@ -37,7 +37,6 @@ use std::sync::Arc;
 
 use arrow::array::{BinaryArray, Int32Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use bytes::Bytes;
 use object_store::path::Path;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_writer::ArrowWriterOptions;
@@ -48,28 +47,14 @@ use serde::Serialize;
 
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
-use crate::history::{HistoryFile, MANIFEST_PREFIX, VERSION_FILE, history_dir, latest_snapshot, read_rows};
-use crate::instant::InstantTime;
+use crate::history::{
+    ArchivedRow, HistoryFile, MANIFEST_PREFIX, VERSION_FILE, history_dir, latest_snapshot, read_rows,
+};
 use tributary_storage::{TableLocation, delete_if_exists};
 
 /// The Avro schema of a history row, as Java's parquet-avro writer records
 /// it in the footer (`parquet.avro.schema`).
 const ROW_AVRO_SCHEMA: &str = r#"{"type":"record","name":"HoodieLSMTimelineInstant","namespace":"org.apache.hudi.avro.model","fields":[{"name":"instantTime","type":["null",{"type":"string","avro.java.string":"String"}],"default":null},{"name":"completionTime","type":["null",{"type":"string","avro.java.string":"String"}],"default":null},{"name":"action","type":["null",{"type":"string","avro.java.string":"String"}],"default":null},{"name":"metadata","type":["null","bytes"],"default":null},{"name":"plan","type":["null","bytes"],"default":null},{"name":"version","type":"int","default":1}]}"#;
-
-/// One archived instant, a row of a history file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArchivedRow {
-    /// The requested time.
-    pub requested: InstantTime,
-    /// The completion time (Java's readers require one).
-    pub completed: InstantTime,
-    /// The completed file's action (`commit` for a compaction).
-    pub action: String,
-    /// The completed file's bytes (`None` for an empty file).
-    pub metadata: Option<Bytes>,
-    /// The plan: the requested file's bytes for cleans and compactions.
-    pub plan: Option<Bytes>,
-}
 
 /// How the history compacts and cleans its own files, with Hudi's names
 /// and defaults.
@@ -341,11 +326,13 @@ pub fn history_file_bytes(rows: &[ArchivedRow]) -> std::result::Result<Vec<u8>, 
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
     use object_store::memory::InMemory;
 
     use super::*;
     use crate::History;
     use crate::config::NewTableConfig;
+    use crate::instant::InstantTime;
 
     fn writer() -> HistoryWriter {
         let loc = TableLocation::new(Arc::new(InMemory::new()), Path::from("t"));

@@ -52,10 +52,10 @@ pub use config::{
 pub use properties::{StoredProperties, read_properties};
 
 // Instants, the timeline and its history, and instant generation.
-pub use history::{History, HistoryFile, MANIFEST_PREFIX, VERSION_FILE, history_dir, latest_snapshot, snapshot_files};
-pub use history_writer::{
-    ArchivedRow, HistoryMaintenance, HistorySettings, HistoryWriter, history_file_bytes, history_schema,
+pub use history::{
+    ArchivedRow, History, HistoryFile, MANIFEST_PREFIX, VERSION_FILE, history_dir, latest_snapshot, snapshot_files,
 };
+pub use history_writer::{HistoryMaintenance, HistorySettings, HistoryWriter, history_file_bytes, history_schema};
 pub use instant::{Action, Instant, InstantTime, State};
 pub use timeline::{Timeline, TimelineFolder};
 pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, FirstHoldHook, TimeGenerator};
