@@ -53,8 +53,9 @@
 //! file in the making. A crash anywhere leaves a table every reader reads:
 //! before `_version_` names the new manifest, the new file is unread and a
 //! retry picks the same instants; after it, the instants are both in the
-//! history and active (readers take the active copy), and a retry finds
-//! the file listed, writes nothing, and deletes what is left.
+//! history and active (readers take the active copy), and the next run
+//! takes those for archived: it deletes their active files and writes no
+//! row for them again (Java's archiver may, which readers tolerate).
 
 use bytes::Bytes;
 use tributary_format::CleanMetadata;
@@ -207,25 +208,31 @@ async fn archive_locked(
     let clean_retained = latest_clean_retained(&folder, &timeline).await?;
     let selection = select(&timeline, &view, clean_retained, settings);
     let mut summary = ArchiveSummary { retained: selection.retained, ..Default::default() };
-    if selection.instants.is_empty() {
+    if selection.instants.is_empty() && selection.leftovers.is_empty() {
         return Ok(summary);
     }
-    let mut rows = Vec::with_capacity(selection.instants.len());
-    for i in &selection.instants {
-        rows.push(row(&folder, i).await?);
-        // What a writer killed before its commit completed could leave.
-        remove_markers(loc, &i.requested).await?;
-        delete_if_exists(loc, &heartbeat_path(loc, &i.requested)).await?;
+    if !selection.instants.is_empty() {
+        let mut rows = Vec::with_capacity(selection.instants.len());
+        for i in &selection.instants {
+            rows.push(row(&folder, i).await?);
+            // What a writer killed before its commit completed could leave.
+            remove_markers(loc, &i.requested).await?;
+            delete_if_exists(loc, &heartbeat_path(loc, &i.requested)).await?;
+        }
+        summary.history_file = Some(history.append(&rows).await?);
     }
-    summary.history_file = Some(history.append(&rows).await?);
-    // Pending states first: an instant whose completed file went first
-    // would look pending to anyone listing meanwhile.
-    for i in &selection.instants {
+    // The instants now in the history, with those an interrupted run
+    // archived but did not delete. Pending states first: an instant whose
+    // completed file went first would look pending to anyone listing
+    // meanwhile.
+    let mut done: Vec<&Instant> = selection.instants.iter().chain(&selection.leftovers).collect();
+    done.sort_by(|a, b| a.requested.cmp(&b.requested));
+    for i in &done {
         for state in [State::Requested, State::Inflight] {
             delete_if_exists(loc, &folder.path_of(i, state)?).await?;
         }
     }
-    for i in &selection.instants {
+    for i in &done {
         delete_if_exists(loc, &folder.path_of(i, State::Completed)?).await?;
     }
     summary.history = history.compact_and_clean().await?;
@@ -287,6 +294,9 @@ async fn latest_clean_retained(folder: &TimelineFolder, timeline: &Timeline) -> 
 pub(crate) struct Selection {
     pub(crate) instants: Vec<Instant>,
     pub(crate) retained: Option<Retained>,
+    /// Instants both active and in the history (a run was interrupted
+    /// after its snapshot): only their active files are left to delete.
+    pub(crate) leftovers: Vec<Instant>,
 }
 
 /// Whether `i` counts as a commit for the archiving bounds: a completed
@@ -303,10 +313,17 @@ pub(crate) fn select(
     clean_retained: Option<InstantTime>,
     settings: &ArchiveSettings,
 ) -> Selection {
-    let active: Vec<&Instant> = timeline.instants().iter().filter(|i| !timeline.is_archived(&i.requested)).collect();
+    let in_history: std::collections::BTreeSet<&InstantTime> =
+        timeline.history().map(|h| h.instants().map(|i| &i.requested).collect()).unwrap_or_default();
+    let (leftovers, active): (Vec<&Instant>, Vec<&Instant>) = timeline
+        .instants()
+        .iter()
+        .filter(|i| !timeline.is_archived(&i.requested))
+        .partition(|i| i.is_completed() && in_history.contains(&i.requested));
+    let leftovers: Vec<Instant> = leftovers.into_iter().cloned().collect();
     let commits: Vec<&Instant> = active.iter().copied().filter(|i| is_commit(i)).collect();
     if commits.len() <= settings.keep_max_commits {
-        return Selection::default();
+        return Selection { leftovers, ..Selection::default() };
     }
     let keep_min = raised_keep_min(&commits, settings);
     let mut bounds: Vec<Retained> = Vec::new();
@@ -345,7 +362,7 @@ pub(crate) fn select(
         .collect();
     let retained = first_kept.filter(|_| chosen.len() < limit);
     let Some(last) = chosen.last().map(|c| c.requested.clone()) else {
-        return Selection { instants: Vec::new(), retained };
+        return Selection { instants: Vec::new(), retained, leftovers };
     };
     let mut instants: Vec<Instant> = chosen.into_iter().cloned().collect();
     instants.extend(
@@ -356,7 +373,7 @@ pub(crate) fn select(
             .map(|i| (*i).clone()),
     );
     instants.sort_by(|a, b| a.requested.cmp(&b.requested));
-    Selection { instants, retained }
+    Selection { instants, retained, leftovers }
 }
 
 /// `keep_min_commits`, raised (as Hudi raises it) when the cleaner keeps

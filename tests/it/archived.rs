@@ -189,3 +189,116 @@ async fn tributary_archives_and_every_reader_reads_the_same() {
         crate::support::assert_same_rows(table.uri(), "after archiving up to the straddling write");
     }
 }
+
+/// Copies the folder `from` to `to`, recursively.
+fn copy_folder(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_folder(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// An archiving process killed after each of its writes in turn (every
+/// later write fails, as a dead process makes none): the table reads as
+/// before, by Tributary and (every third crash point) the official reader;
+/// the same instants stay completed at the same times; and the next run
+/// finishes the archival, each instant once in the history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_after_any_write_of_archiving_leaves_the_table_readable() {
+    use std::sync::Arc;
+
+    use tributary::{LockKind, TableSettings};
+    use tributary_timeline::{History, TableLocation, history_dir, local_location};
+
+    use crate::support::{FaultStore, Store, have_official_reader, official_rows_of};
+
+    let Some(place) = Place::on(Store::Local) else { return };
+    let official = have_official_reader();
+    let settings = TableSettings { lock: LockKind::InProcess, ..hybrid() };
+    let tight =
+        ArchiveSettings { keep_min_commits: 1, keep_max_commits: 2, cleaner_commits_retained: 0, ..Default::default() };
+    let base = place.scratch().join("base");
+    let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
+    o.partition_field = Some("city".into());
+    o.buckets = 2;
+    let t = Table::builder(local_location(&base).unwrap()).with_settings(settings.clone()).create(o).await.unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
+    for n in 0..5i64 {
+        let mut c = client.start_commit().await.unwrap();
+        c.write_batch(&oslo_batch(&[(&format!("k{}", n % 3), n, n as f64)])).await.unwrap();
+        c.commit().await.unwrap();
+        if n == 2 {
+            t.compactor(CompactorSettings::default()).await.unwrap().run_once().await.unwrap();
+        }
+    }
+    let want = rows(&t, Query::Snapshot, None).await;
+    let times = |tl: &tributary_timeline::Timeline| -> Vec<(InstantTime, Option<InstantTime>)> {
+        tl.instants().iter().map(|i| (i.requested.clone(), i.completed.clone())).collect()
+    };
+    let instants = times(&t.timeline().await.unwrap());
+
+    let mut crashes = 0;
+    for writes in 0.. {
+        let dir = place.scratch().join(format!("crash{writes}"));
+        copy_folder(&base, &dir);
+        let healthy = local_location(&dir).unwrap();
+        let dying = Arc::new(FaultStore::crash_after(healthy.store.clone(), writes));
+        let run = async {
+            let t = Table::builder(TableLocation::new(dying, healthy.root.clone()))
+                .with_settings(settings.clone())
+                .open()
+                .await?;
+            t.archive(&tight).await
+        };
+        let finished = run.await.is_ok();
+        let t = Table::builder(healthy.clone()).with_settings(settings.clone()).open().await.unwrap();
+        let what = format!("killed after {writes} writes");
+        assert_eq!(rows(&t, Query::Snapshot, None).await, want, "{what}");
+        assert_eq!(times(&t.timeline().await.unwrap()), instants, "{what}");
+        if official && writes % 3 == 0 {
+            let theirs: Vec<(String, i64, f64)> = official_rows_of(&t, false)
+                .iter()
+                .map(|r| (r["uuid"].as_str().unwrap().into(), r["ts"].as_i64().unwrap(), r["fare"].as_f64().unwrap()))
+                .collect();
+            let mut theirs = theirs;
+            theirs.sort_by(|a, b| a.0.cmp(&b.0));
+            assert_eq!(theirs, want, "{what}: the official reader");
+        }
+        if finished {
+            assert!(writes > 5, "archiving takes more than {writes} writes");
+            break;
+        }
+        crashes += 1;
+        // The next run finishes the job.
+        let summary = t.archive(&tight).await.unwrap();
+        let tl = t.timeline().await.unwrap();
+        assert!(!summary.archived.is_empty() || tl.instants().iter().any(|i| tl.is_archived(&i.requested)), "{what}");
+        let history = History::load(t.location(), &history_dir(t.location(), t.config()).unwrap()).await.unwrap();
+        let mut rows_in_files = Vec::new();
+        for f in history.files() {
+            let bytes = t.location().get(&f.path).await.unwrap();
+            let reader =
+                parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes).unwrap().build().unwrap();
+            for batch in reader {
+                let batch = batch.unwrap();
+                let col = batch.column_by_name("instantTime").unwrap();
+                let col = col.as_any().downcast_ref::<arrow::array::StringArray>().unwrap();
+                rows_in_files.extend(col.iter().map(|v| v.unwrap().to_string()));
+            }
+        }
+        let n = rows_in_files.len();
+        rows_in_files.sort();
+        rows_in_files.dedup();
+        assert_eq!(rows_in_files.len(), n, "{what}: each instant once in the history");
+        assert_eq!(n, history.instants().count(), "{what}");
+        assert_eq!(rows(&t, Query::Snapshot, None).await, want, "{what}, then finished");
+    }
+    eprintln!("archiving was killed at {crashes} points");
+    assert!(crashes > 5, "{crashes} crash points");
+}

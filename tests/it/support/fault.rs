@@ -40,6 +40,9 @@ pub struct FaultStore {
     left: AtomicUsize,
     /// The paths of the puts that met it.
     hit: Mutex<Vec<String>>,
+    /// With [`FaultStore::crash_after`], the writes (puts, deletes,
+    /// copies) left before the process dies; every later one fails.
+    writes_left: Option<Arc<AtomicUsize>>,
 }
 
 /// The name the crash tests know a [`FaultStore`] by: puts that fail.
@@ -71,7 +74,28 @@ impl FaultStore {
         times: usize,
         picks: impl Fn(&str) -> bool + Send + Sync + 'static,
     ) -> Self {
-        Self { inner, what, fault, picks: Box::new(picks), left: AtomicUsize::new(times), hit: Mutex::new(Vec::new()) }
+        Self {
+            inner,
+            what,
+            fault,
+            picks: Box::new(picks),
+            left: AtomicUsize::new(times),
+            hit: Mutex::new(Vec::new()),
+            writes_left: None,
+        }
+    }
+
+    /// A process that dies after `writes` writes (puts, deletes, copies):
+    /// every later write fails, reads go on.
+    pub fn crash_after(inner: Arc<dyn ObjectStore>, writes: usize) -> Self {
+        Self { writes_left: Some(Arc::new(AtomicUsize::new(writes))), ..Self::new(inner, "crashed", |_| false) }
+    }
+
+    /// Whether this write finds the process dead (and counts it).
+    fn dead(&self) -> bool {
+        self.writes_left
+            .as_ref()
+            .is_some_and(|w| w.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_err())
     }
 
     /// A compactor that dies after writing its base files, before its
@@ -120,6 +144,9 @@ impl ObjectStore for FaultStore {
         payload: PutPayload,
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
+        if self.dead() {
+            return Err(self.error());
+        }
         match self.meets(location) {
             None => self.inner.put_opts(location, payload, opts).await,
             Some(Fault::Fail) => Err(self.error()),
@@ -138,6 +165,9 @@ impl ObjectStore for FaultStore {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        if self.dead() {
+            return Err(self.error());
+        }
         match self.meets(location) {
             Some(Fault::Fail) => Err(self.error()),
             Some(Fault::Slow(d)) => {
@@ -156,7 +186,24 @@ impl ObjectStore for FaultStore {
         &self,
         locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
+        use futures::StreamExt;
+        use object_store::ObjectStoreExt;
+        let Some(left) = self.writes_left.clone() else { return self.inner.delete_stream(locations) };
+        // Each delete counts as a write; once the process is dead, the
+        // rest fail without reaching the store.
+        let inner = self.inner.clone();
+        locations
+            .then(move |location| {
+                let (inner, left) = (inner.clone(), left.clone());
+                async move {
+                    let path = location?;
+                    if left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_err() {
+                        return Err(object_store::Error::Generic { store: "fault", source: "crashed".into() });
+                    }
+                    inner.delete(&path).await.map(|()| path)
+                }
+            })
+            .boxed()
     }
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
         self.inner.list(prefix)
@@ -165,6 +212,9 @@ impl ObjectStore for FaultStore {
         self.inner.list_with_delimiter(prefix).await
     }
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
+        if self.dead() {
+            return Err(self.error());
+        }
         self.inner.copy_opts(from, to, options).await
     }
 }
