@@ -47,6 +47,7 @@ mod error;
 mod incremental;
 mod json_lines;
 mod read;
+mod service;
 mod settings;
 mod table;
 
@@ -106,6 +107,9 @@ pub use tributary_compaction::PlanSettings;
 pub use tributary_compaction::{ArchiveSettings, ArchiveSummary, Retained};
 pub use tributary_compaction::{CompactionSummary, Compactor, CompactorSettings};
 pub use tributary_timeline::{HistoryMaintenance, HistorySettings};
+
+// The table services as one long-running loop (`tributary serve`).
+pub use service::{ServiceEvent, ServiceReport, ServiceSchedule, serve};
 
 // Reading ([`Table::read`]).
 pub use read::{Query, ReadOptions};

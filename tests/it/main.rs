@@ -22,6 +22,7 @@ mod read;
 mod recovery;
 mod robustness;
 mod s3;
+mod service;
 mod support;
 mod tombstones;
 mod wide;

@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use tributary::{Error, InstantTime, LockKind, Table, TableSettings, TimeMode, TimeSettings, TombstoneRetention};
+use tributary::{
+    ArchiveSettings, CompactorSettings, Error, InstantTime, LockKind, PlanSettings, Table, TableSettings, TimeMode,
+    TimeSettings, TombstoneRetention,
+};
 
 /// What the exit codes mean; shown by `--help`. Each code is
 /// [`tributary::ErrorKind::exit_code`] of the error's kind.
@@ -261,35 +264,10 @@ pub(crate) enum Command {
         /// Pause between rounds with --watch (e.g. 500ms, 10s, 1m).
         #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
         interval: Duration,
-        /// Compact a file group once it has this many completed logs.
-        #[arg(long, default_value_t = 1)]
-        min_logs: usize,
-        /// At most this many file groups per plan.
-        #[arg(long)]
-        max_groups: Option<usize>,
-        /// File groups compacted at once.
-        #[arg(long, default_value_t = 2)]
-        parallelism: usize,
-        /// Memory budget of the compactor, in MiB, shared by the groups
-        /// compacted at once; larger groups merge through spill files.
-        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
-        memory_mb: u64,
-        /// Local folder for spill files, in a subfolder per table (default:
-        /// the table's `.hoodie/.temp` for a local table, the system's
-        /// temporary folder otherwise).
-        #[arg(long)]
-        spill_dir: Option<PathBuf>,
-        /// How instants are generated; by default the mode the table
-        /// records (`init --time-mode`), or wait-for-skew for a table
-        /// another engine made.
-        #[arg(long, value_enum)]
-        time_mode: Option<TimeModeArg>,
-        /// Maximum clock skew between writers, in milliseconds.
-        #[arg(long, default_value_t = 200)]
-        max_clock_skew_ms: u64,
-        /// A pending write whose heartbeat is older than this has failed.
-        #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
-        heartbeat_expiry: Duration,
+        #[command(flatten)]
+        compactor: CompactorArgs,
+        #[command(flatten)]
+        service: ServiceArgs,
     },
     /// Remove file slices that no retained commit needs (after rolling back failed writes).
     Clean {
@@ -316,30 +294,37 @@ pub(crate) enum Command {
     Archive {
         /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
         table: String,
-        /// `hoodie.keep.min.commits`: completed commits left active.
-        #[arg(long, default_value_t = 20)]
-        keep_min_commits: usize,
-        /// `hoodie.keep.max.commits`: archive once more completed commits than this are active.
-        #[arg(long, default_value_t = 30)]
-        keep_max_commits: usize,
-        /// `hoodie.cleaner.commits.retained`: the cleaner's retention, which raises the bounds when larger.
+        #[command(flatten)]
+        bounds: ArchiveArgs,
+        #[command(flatten)]
+        service: ServiceArgs,
+    },
+    /// Run the table services of one or more tables until stopped (SIGTERM
+    /// or Ctrl-C): rollback of failed writes and compaction, cleaning and
+    /// archiving, each on its own schedule. Two such processes on one
+    /// table are safe: each job takes the lock it needs.
+    Serve {
+        /// Tables: local folders, or URIs (s3://bucket/path, gs://, az://, file://).
+        #[arg(required = true)]
+        tables: Vec<String>,
+        /// How often compaction runs (after rolling back failed writes).
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        compact_every: Duration,
+        /// How often cleaning runs (`0s`: never).
+        #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+        clean_every: Duration,
+        /// What cleaning keeps: the file slices the last N commits need.
         #[arg(long, default_value_t = 10)]
-        cleaner_commits_retained: usize,
-        /// `hoodie.compact.inline.max.delta.commits`: delta commits since the last compaction kept for a
-        /// compaction scheduled by count.
-        #[arg(long, default_value_t = 5)]
-        compaction_delta_commits: usize,
-        /// A pending write whose heartbeat is older than this has failed.
-        #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
-        heartbeat_expiry: Duration,
-        /// How instants are generated; by default the mode the table
-        /// records (`init --time-mode`), or wait-for-skew for a table
-        /// another engine made.
-        #[arg(long, value_enum)]
-        time_mode: Option<TimeModeArg>,
-        /// Maximum clock skew between writers, in milliseconds.
-        #[arg(long, default_value_t = 200)]
-        max_clock_skew_ms: u64,
+        retain_commits: usize,
+        /// How often archiving runs (`0s`: never).
+        #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+        archive_every: Duration,
+        #[command(flatten)]
+        bounds: ArchiveArgs,
+        #[command(flatten)]
+        compactor: CompactorArgs,
+        #[command(flatten)]
+        service: ServiceArgs,
     },
     /// Read a table and print its rows, ordered by partition then record key.
     Read {
@@ -477,4 +462,103 @@ pub(crate) fn checkpointing(
         }
     }
     Ok(Checkpointing { register: writer_id.is_some(), checkpoint, expect })
+}
+
+/// How a table service opens its table: time mode, clock skew, heartbeat
+/// expiry.
+#[derive(clap::Args, Clone)]
+pub(crate) struct ServiceArgs {
+    /// How instants are generated; by default the mode the table
+    /// records (`init --time-mode`), or wait-for-skew for a table
+    /// another engine made.
+    #[arg(long, value_enum)]
+    pub(crate) time_mode: Option<TimeModeArg>,
+    /// Maximum clock skew between writers, in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    pub(crate) max_clock_skew_ms: u64,
+    /// A pending write whose heartbeat is older than this has failed.
+    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+    pub(crate) heartbeat_expiry: Duration,
+}
+
+impl ServiceArgs {
+    /// The table settings these give (with `spill_dir` for a compactor).
+    pub(crate) fn table_settings(&self, spill_dir: Option<PathBuf>) -> TableSettings {
+        TableSettings {
+            time: time_settings(self.time_mode, self.max_clock_skew_ms),
+            heartbeat_expiry: self.heartbeat_expiry,
+            spill_dir,
+            ..Default::default()
+        }
+    }
+}
+
+/// The compactor's settings.
+#[derive(clap::Args, Clone)]
+pub(crate) struct CompactorArgs {
+    /// Compact a file group once it has this many completed logs.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) min_logs: usize,
+    /// At most this many file groups per plan.
+    #[arg(long)]
+    pub(crate) max_groups: Option<usize>,
+    /// File groups compacted at once.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) parallelism: usize,
+    /// Memory budget of the compactor, in MiB, shared by the groups
+    /// compacted at once; larger groups merge through spill files.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) memory_mb: u64,
+    /// Local folder for spill files, in a subfolder per table (default:
+    /// the table's `.hoodie/.temp` for a local table, the system's
+    /// temporary folder otherwise).
+    #[arg(long)]
+    pub(crate) spill_dir: Option<PathBuf>,
+}
+
+impl CompactorArgs {
+    /// The compactor settings these give.
+    pub(crate) fn settings(&self) -> CompactorSettings {
+        CompactorSettings {
+            plan: PlanSettings {
+                min_log_files: self.min_logs,
+                max_groups: self.max_groups.unwrap_or(usize::MAX),
+                ..Default::default()
+            },
+            parallelism: self.parallelism,
+            memory_budget: usize::try_from(self.memory_mb << 20).unwrap_or(usize::MAX),
+            ..Default::default()
+        }
+    }
+}
+
+/// Archiving bounds, with Hudi's names and defaults.
+#[derive(clap::Args, Clone)]
+pub(crate) struct ArchiveArgs {
+    /// `hoodie.keep.min.commits`: completed commits left active.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) keep_min_commits: usize,
+    /// `hoodie.keep.max.commits`: archive once more completed commits than this are active.
+    #[arg(long, default_value_t = 30)]
+    pub(crate) keep_max_commits: usize,
+    /// `hoodie.cleaner.commits.retained`: the cleaner's retention, which raises the bounds when larger.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) cleaner_commits_retained: usize,
+    /// `hoodie.compact.inline.max.delta.commits`: delta commits since the last compaction kept for a
+    /// compaction scheduled by count.
+    #[arg(long, default_value_t = 5)]
+    pub(crate) compaction_delta_commits: usize,
+}
+
+impl ArchiveArgs {
+    /// The archive settings these give.
+    pub(crate) fn settings(&self) -> ArchiveSettings {
+        ArchiveSettings {
+            keep_min_commits: self.keep_min_commits,
+            keep_max_commits: self.keep_max_commits,
+            cleaner_commits_retained: self.cleaner_commits_retained,
+            compaction_delta_commits: self.compaction_delta_commits,
+            ..Default::default()
+        }
+    }
 }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use tributary::{
-    ArchiveSettings, BucketHash, CompactorSettings, CreateOptions, Error, JsonLinesOptions, JsonLinesProgress,
-    MergeMode, PlanSettings, Query, ReadOptions, SequenceGroup, TableSettings, WriteSettings, write_json_lines,
+    BucketHash, CompactorSettings, CreateOptions, Error, JsonLinesOptions, JsonLinesProgress, MergeMode, Query,
+    ReadOptions, SequenceGroup, ServiceSchedule, TableSettings, WriteSettings, serve, write_json_lines,
 };
 
 use crate::args::{
@@ -94,32 +94,9 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             write(store, table, input, settings, commit_every, table_settings, checkpointing).await?;
         }
         Command::Checkpoint { table, writer_id, format } => checkpoint(store, table, writer_id, format).await?,
-        Command::Compact {
-            table,
-            watch,
-            interval,
-            min_logs,
-            max_groups,
-            parallelism,
-            memory_mb,
-            spill_dir,
-            time_mode,
-            max_clock_skew_ms,
-            heartbeat_expiry,
-        } => {
-            let time = time_settings(time_mode, max_clock_skew_ms);
-            let table_settings = TableSettings { time, heartbeat_expiry, spill_dir, ..Default::default() };
-            let settings = CompactorSettings {
-                plan: PlanSettings {
-                    min_log_files: min_logs,
-                    max_groups: max_groups.unwrap_or(usize::MAX),
-                    ..Default::default()
-                },
-                parallelism,
-                memory_budget: usize::try_from(memory_mb << 20).unwrap_or(usize::MAX),
-                ..Default::default()
-            };
-            compact(store, table, watch, interval, table_settings, settings).await?;
+        Command::Compact { table, watch, interval, compactor, service } => {
+            let table_settings = service.table_settings(compactor.spill_dir.clone());
+            compact(store, table, watch, interval, table_settings, compactor.settings()).await?;
         }
         Command::Clean { table, retain_commits, heartbeat_expiry, time_mode, max_clock_skew_ms } => {
             let time = time_settings(time_mode, max_clock_skew_ms);
@@ -127,26 +104,29 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             let t = store.open(&table, settings).await?;
             output::cleaned(t.clean(retain_commits).await?.as_ref());
         }
-        Command::Archive {
-            table,
-            keep_min_commits,
-            keep_max_commits,
-            cleaner_commits_retained,
-            compaction_delta_commits,
-            heartbeat_expiry,
-            time_mode,
-            max_clock_skew_ms,
+        Command::Archive { table, bounds, service } => {
+            let t = store.open(&table, service.table_settings(None)).await?;
+            output::archived(&t.archive(&bounds.settings()).await?);
+        }
+        Command::Serve {
+            tables,
+            compact_every,
+            clean_every,
+            retain_commits,
+            archive_every,
+            bounds,
+            compactor,
+            service,
         } => {
-            let time = time_settings(time_mode, max_clock_skew_ms);
-            let t = store.open(&table, TableSettings { time, heartbeat_expiry, ..Default::default() }).await?;
-            let settings = ArchiveSettings {
-                keep_min_commits,
-                keep_max_commits,
-                cleaner_commits_retained,
-                compaction_delta_commits,
-                ..Default::default()
+            let schedule = ServiceSchedule {
+                compact_every,
+                compactor: compactor.settings(),
+                clean_every: (!clean_every.is_zero()).then_some(clean_every),
+                retain_commits,
+                archive_every: (!archive_every.is_zero()).then_some(archive_every),
+                archive: bounds.settings(),
             };
-            output::archived(&t.archive(&settings).await?);
+            serve_tables(store, tables, schedule, service.table_settings(compactor.spill_dir.clone())).await?;
         }
         Command::Read { table, query, as_of, begin, end, format, meta } => {
             let as_of = as_of.map(|t| instant_arg(&t, "--as-of")).transpose()?;
@@ -252,6 +232,54 @@ async fn compact(
         tokio::time::sleep(interval).await;
     }
     bar.finish_and_clear();
+    Ok(())
+}
+
+/// `serve`: the table services of every table, each its own loop, until
+/// SIGTERM or Ctrl-C; the jobs running then finish first.
+async fn serve_tables(
+    store: &StoreArgs,
+    tables: Vec<String>,
+    schedule: ServiceSchedule,
+    settings: TableSettings,
+) -> Result<(), Failure> {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut loops = Vec::new();
+    for uri in tables {
+        let t = store.open(&uri, settings.clone()).await?;
+        let (schedule, mut stopped) = (schedule.clone(), stopped.clone());
+        loops.push(tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            };
+            let report = serve(&t, &schedule, shutdown, |e| output::service_event(&uri, &e)).await;
+            (uri, report)
+        }));
+    }
+    drop(stopped);
+    let signal = async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r,
+            _ = term.recv() => Ok(()),
+        }
+    };
+    let all = futures::future::join_all(loops);
+    tokio::pin!(all);
+    let done = tokio::select! {
+        r = signal => {
+            r.map_err(|e| Error::Io { what: "waiting for a stop signal".into(), source: e })?;
+            eprintln!("stopping: the running jobs finish first");
+            let _ = stop.send(true);
+            all.await
+        }
+        done = &mut all => done,
+    };
+    for joined in done {
+        let (uri, report) =
+            joined.map_err(|e| Error::TaskFailed { what: "a table service".into(), reason: e.to_string() })?;
+        output::service_report(&uri, &report?);
+    }
     Ok(())
 }
 

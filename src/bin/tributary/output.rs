@@ -6,7 +6,10 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use tributary::arrow::array::RecordBatch;
-use tributary::{ArchiveSummary, CleanSummary, CompactionSummary, JsonLinesSummary, Table, Timeline, WriterStatus};
+use tributary::{
+    ArchiveSummary, CleanSummary, CompactionSummary, JsonLinesSummary, ServiceEvent, ServiceReport, Table, Timeline,
+    WriterStatus,
+};
 
 use crate::args::{CheckpointFormatArg, FormatArg};
 
@@ -203,6 +206,32 @@ pub(crate) fn cleaned(summary: Option<&CleanSummary>) {
             if s.earliest_commit_to_retain.is_empty() { "-" } else { &s.earliest_commit_to_retain }
         ),
     }
+}
+
+/// `serve`: one job of one table's services, a line each (a compaction
+/// or clean that found nothing to do prints nothing).
+pub(crate) fn service_event(table: &str, event: &ServiceEvent) {
+    match event {
+        ServiceEvent::Compacted(done) if done.is_empty() => {}
+        ServiceEvent::Compacted(done) => {
+            let groups: usize = done.iter().map(|c| c.groups).sum();
+            println!("{table}: compacted {groups} file groups in {} compactions", done.len());
+        }
+        ServiceEvent::Cleaned(None) => {}
+        ServiceEvent::Cleaned(Some(c)) => println!("{table}: cleaned {} files", c.deleted_files.len()),
+        ServiceEvent::Archived(a) if a.archived.is_empty() => {}
+        ServiceEvent::Archived(a) => println!("{table}: archived {} instants", a.archived.len()),
+        ServiceEvent::Failed { job, error } => eprintln!("{table}: {job} failed (retried next round): {error}"),
+        _ => {}
+    }
+}
+
+/// `serve`: what one table's services did, at the stop.
+pub(crate) fn service_report(table: &str, r: &ServiceReport) {
+    println!(
+        "{table}: stopped after {} compaction rounds, {} cleans, {} archivings ({} failed)",
+        r.compactions, r.cleans, r.archives, r.failures
+    );
 }
 
 /// `archive`: what went into the history, and what kept the rest.

@@ -1,0 +1,166 @@
+//! The table services as one long-running loop: rollback of failed writes,
+//! compaction, cleaning and archiving of one table, each on its own
+//! schedule ([`ServiceSchedule`]), until a shutdown signal. `tributary
+//! serve` runs one per table.
+//!
+//! Each job runs to its end; the shutdown signal is looked at between
+//! jobs and while waiting, so a stop takes at most one job's time. Two
+//! such loops on one table are safe: the compactor and the cleaner take
+//! the compaction lock, archiving the table lock, so only one does each
+//! job at a time and the other finds nothing left. A job's error is
+//! reported ([`ServiceEvent::Failed`]) and the loop goes on: the next
+//! round retries it, as an unavailable store or a lost lock asks. Only
+//! invalid settings end it.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tributary_compaction::{ArchiveSettings, ArchiveSummary, CleanSummary, CompactionSummary, CompactorSettings};
+
+use crate::error::{Error, Result};
+use crate::table::Table;
+
+/// Which services run, and how often.
+#[derive(Debug, Clone)]
+pub struct ServiceSchedule {
+    /// How often compaction runs (it rolls back failed writes first).
+    pub compact_every: Duration,
+    /// The compactor's settings.
+    pub compactor: CompactorSettings,
+    /// How often cleaning runs; `None` for never.
+    pub clean_every: Option<Duration>,
+    /// What cleaning keeps: the file slices the last N commits need.
+    pub retain_commits: usize,
+    /// How often archiving runs; `None` for never.
+    pub archive_every: Option<Duration>,
+    /// What archiving keeps.
+    pub archive: ArchiveSettings,
+}
+
+impl Default for ServiceSchedule {
+    /// Compaction every 10 s, cleaning every 5 minutes (keeping 10
+    /// commits, Hudi's default), archiving every 5 minutes (Hudi's bounds).
+    fn default() -> Self {
+        Self {
+            compact_every: Duration::from_secs(10),
+            compactor: CompactorSettings::default(),
+            clean_every: Some(Duration::from_secs(300)),
+            retain_commits: 10,
+            archive_every: Some(Duration::from_secs(300)),
+            archive: ArchiveSettings::default(),
+        }
+    }
+}
+
+impl ServiceSchedule {
+    /// Checks the schedule, naming what is wrong.
+    pub fn validate(&self) -> Result<()> {
+        let invalid = |what: &str, reason: &str| Error::InvalidInput { what: what.into(), reason: reason.into() };
+        if self.compact_every.is_zero() {
+            return Err(invalid("compaction interval", "must be above zero"));
+        }
+        if self.clean_every.is_some_and(|d| d.is_zero()) {
+            return Err(invalid("cleaning interval", "must be above zero"));
+        }
+        if self.archive_every.is_some_and(|d| d.is_zero()) {
+            return Err(invalid("archiving interval", "must be above zero"));
+        }
+        if self.retain_commits == 0 {
+            return Err(invalid("retain commits", "must be at least 1"));
+        }
+        Ok(self.archive.validate()?)
+    }
+}
+
+/// A job a service loop ran, as it reports it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ServiceEvent {
+    /// Compaction ran (with the rollback of failed writes before it).
+    Compacted(Vec<CompactionSummary>),
+    /// Cleaning ran; `None` when nothing needed removing.
+    Cleaned(Option<CleanSummary>),
+    /// Archiving ran.
+    Archived(ArchiveSummary),
+    /// A job failed; the loop goes on and the next round retries it.
+    Failed {
+        /// The job: `compaction`, `cleaning` or `archiving`.
+        job: &'static str,
+        /// Why.
+        error: Error,
+    },
+}
+
+/// What a service loop did before it stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServiceReport {
+    /// Compaction rounds run.
+    pub compactions: u64,
+    /// Cleaning rounds run.
+    pub cleans: u64,
+    /// Archiving rounds run.
+    pub archives: u64,
+    /// Jobs that failed.
+    pub failures: u64,
+}
+
+/// Runs the table services of `table` on `schedule` until `shutdown`
+/// completes, reporting each job to `on_event`. Returns what it did; an
+/// error only for an invalid schedule.
+pub async fn serve(
+    table: &Table,
+    schedule: &ServiceSchedule,
+    shutdown: impl Future<Output = ()>,
+    mut on_event: impl FnMut(ServiceEvent),
+) -> Result<ServiceReport> {
+    schedule.validate()?;
+    let compactor = table.compactor(schedule.compactor.clone()).await?;
+    let mut report = ServiceReport::default();
+    let start = tokio::time::Instant::now();
+    let mut next_compact = start;
+    let mut next_clean = schedule.clean_every.map(|d| start + d);
+    let mut next_archive = schedule.archive_every.map(|d| start + d);
+    tokio::pin!(shutdown);
+    loop {
+        let now = tokio::time::Instant::now();
+        if now >= next_compact {
+            report.compactions += 1;
+            match compactor.run_once().await {
+                Ok(done) => on_event(ServiceEvent::Compacted(done)),
+                Err(e) => fail(&mut report, &mut on_event, "compaction", e.into()),
+            }
+            next_compact = tokio::time::Instant::now() + schedule.compact_every;
+        } else if let Some(due) = next_clean.filter(|d| now >= *d) {
+            report.cleans += 1;
+            match table.clean(schedule.retain_commits).await {
+                Ok(done) => on_event(ServiceEvent::Cleaned(done)),
+                Err(e) => fail(&mut report, &mut on_event, "cleaning", e),
+            }
+            next_clean = schedule.clean_every.map(|d| due.max(tokio::time::Instant::now()) + d);
+        } else if let Some(due) = next_archive.filter(|d| now >= *d) {
+            report.archives += 1;
+            match table.archive(&schedule.archive).await {
+                Ok(done) => on_event(ServiceEvent::Archived(done)),
+                Err(e) => fail(&mut report, &mut on_event, "archiving", e),
+            }
+            next_archive = schedule.archive_every.map(|d| due.max(tokio::time::Instant::now()) + d);
+        } else {
+            let wake = [Some(next_compact), next_clean, next_archive].into_iter().flatten().min().unwrap_or(now);
+            tokio::select! {
+                () = &mut shutdown => return Ok(report),
+                () = tokio::time::sleep_until(wake) => {}
+            }
+            continue;
+        }
+        // Between jobs: a stop that came meanwhile ends the loop here.
+        if futures::poll!(&mut shutdown).is_ready() {
+            return Ok(report);
+        }
+    }
+}
+
+fn fail(report: &mut ServiceReport, on_event: &mut impl FnMut(ServiceEvent), job: &'static str, error: Error) {
+    report.failures += 1;
+    tracing::warn!(job, error = %error, "table service job failed; the next round retries it");
+    on_event(ServiceEvent::Failed { job, error });
+}
