@@ -18,16 +18,18 @@
 //! - the latest clean's retained range (from its earliest commit to
 //!   retain);
 //! - the first savepoint and everything after it;
-//! - a delta commit with a log in a latest file slice whose base instant
-//!   is newer than the delta commit. The official reader (hudi-rs) places
-//!   an archived log by its requested time, not its completion time, so it
-//!   would put such a log (a write requested before a compaction and
-//!   completed after it, which non-blocking concurrency allows) in the
-//!   older slice and lose its records. Every other archived file it reads
-//!   right: it takes files older than the first active instant as
-//!   committed. While compaction keeps up, this holds the timeline back to
-//!   the oldest such log, which the next compaction of its file group
-//!   moves out of the latest slice.
+//! - a delta commit with a log in a latest file slice that has no base
+//!   file, or whose base instant is newer than the delta commit. The
+//!   official reader (hudi-rs) places an archived log by its requested
+//!   time, not its completion time, so it would put such a log (a write
+//!   requested before a compaction and completed after it, which
+//!   non-blocking concurrency allows; or any log of a file group never
+//!   compacted, whose slices it keys by the logs' own instants) in an older
+//!   slice and lose its records. Every other archived file it reads right:
+//!   it takes files older than the first active instant as committed.
+//!   While compaction keeps up, this holds the timeline back to the oldest
+//!   such log, which the next compaction of its file group moves out of
+//!   the latest slice.
 //!
 //! A writer's checkpoint needs nothing kept: the state file holds the
 //! checkpoint itself, and a pending entry's commit is looked for in the
@@ -135,7 +137,8 @@ pub enum Retained {
     CleanRetained(InstantTime),
     /// The first savepoint.
     Savepoint(InstantTime),
-    /// A delta commit with a log in a latest file slice with a newer base.
+    /// A delta commit with a log in a latest file slice with no base file,
+    /// or with a newer base.
     LatestSliceLog(InstantTime),
 }
 
@@ -159,7 +162,7 @@ impl Retained {
             Retained::CleanRetained(_) => "the latest clean's earliest retained commit",
             Retained::Savepoint(_) => "the first savepoint",
             Retained::LatestSliceLog(_) => {
-                "a log in a newer file slice than its request, which the official reader would misplace"
+                "a log in a latest file slice with no base file or a newer one, which the official reader would misplace"
             }
         }
     }
@@ -345,8 +348,11 @@ pub(crate) fn select(
         .latest_slices()
         .into_iter()
         .flat_map(|s| {
-            let base = s.base_instant.clone();
-            s.logs.into_iter().map(|l| l.name.instant.clone()).filter(move |t| *t < base)
+            // A slice without a base file (a file group never compacted)
+            // keeps every log's delta commit; one with a base keeps those
+            // requested before it.
+            let base = s.base.is_some().then(|| s.base_instant.clone());
+            s.logs.into_iter().map(|l| l.name.instant.clone()).filter(move |t| base.as_ref().is_none_or(|b| t < b))
         })
         .min();
     if let Some(t) = straddling {
@@ -418,7 +424,7 @@ mod tests {
     use crate::test_util::{Table, compaction, delta_commit, table, timeline, ts, writer};
 
     /// Small bounds: archive above 4 commits, down to 2; compactions by
-    /// count need no delta commits.
+    /// count need one delta commit.
     fn small() -> ArchiveSettings {
         ArchiveSettings {
             keep_min_commits: 2,
@@ -429,13 +435,13 @@ mod tests {
         }
     }
 
-    /// `n` delta commits to buckets 0 and 1, requested at 100, 110, ...,
-    /// each completed 5 ms later.
-    async fn commits(tb: &Table, n: u32) -> Vec<InstantTime> {
+    /// `n` delta commits to bucket 0, requested at `first`, `first + 10`,
+    /// ..., each completed 5 ms later.
+    async fn commits_from(tb: &Table, first: u32, n: u32) -> Vec<InstantTime> {
         let mut out = Vec::new();
         for k in 0..n {
-            let t = 100 + 10 * k;
-            delta_commit(tb, t, Some(t + 5), &[0, 1]).await;
+            let t = first + 10 * k;
+            delta_commit(tb, t, Some(t + 5), &[0]).await;
             out.push(ts(t));
         }
         out
@@ -452,7 +458,8 @@ mod tests {
     #[tokio::test]
     async fn nothing_is_archived_until_the_commits_pass_the_upper_bound() {
         let tb = table().await;
-        commits(&tb, 4).await;
+        commits_from(&tb, 100, 3).await;
+        compaction(&tb, 140, 141).await;
         let s = run(&tb, &small()).await;
         assert!(s.archived.is_empty() && s.history_file.is_none(), "{s:?}");
         assert!(History::load(&tb.loc, &history_dir(&tb.loc, &tb.config).unwrap()).await.unwrap().files().is_empty());
@@ -461,13 +468,14 @@ mod tests {
     #[tokio::test]
     async fn the_oldest_go_down_to_the_lower_bound_and_stay_readable() {
         let tb = table().await;
-        let times = commits(&tb, 5).await;
+        let times = commits_from(&tb, 100, 5).await;
+        compaction(&tb, 150, 151).await;
         let before = timeline(&tb).await;
         let s = run(&tb, &small()).await;
-        assert_eq!(requested(&s), times[..3].to_vec());
+        assert_eq!(requested(&s), times[..4].to_vec());
         assert_eq!(s.retained, None);
         let after = timeline(&tb).await;
-        for t in &times[..3] {
+        for t in &times[..4] {
             assert!(after.is_archived(t), "{t}");
             for state in [State::Requested, State::Inflight, State::Completed] {
                 let path = writer(&tb).path_of(before.get(t).unwrap(), state).unwrap();
@@ -476,7 +484,7 @@ mod tests {
         }
         // Same instants, same completion times: the table reads the same.
         assert_eq!(after.instants(), before.instants());
-        assert_eq!(after.completed().count(), 5);
+        assert_eq!(after.completed().count(), 6);
         // Archiving again finds 2 commits: nothing to do.
         assert!(run(&tb, &small()).await.archived.is_empty());
     }
@@ -484,26 +492,18 @@ mod tests {
     #[tokio::test]
     async fn a_pending_write_keeps_the_commit_before_it() {
         let tb = table().await;
-        let times = commits(&tb, 2).await;
+        let times = commits_from(&tb, 100, 2).await;
+        compaction(&tb, 117, 118).await;
         delta_commit(&tb, 125, None, &[0]).await; // a write still in flight
         let later = commits_from(&tb, 130, 4).await;
         let s = run(&tb, &small()).await;
-        // The pending write at 125 keeps 110 (the commit before it) and on.
-        assert_eq!(requested(&s), vec![times[0].clone()]);
-        assert_eq!(s.retained, Some(Retained::PendingWrite(times[1].clone())));
+        // The pending write at 125 keeps the compaction at 117 (the commit
+        // before it) and on.
+        assert_eq!(requested(&s), times);
+        assert_eq!(s.retained, Some(Retained::PendingWrite(ts(117))));
         let tl = timeline(&tb).await;
-        assert!(tl.is_archived(&times[0]));
-        assert!(!tl.is_archived(&times[1]) && later.iter().all(|t| !tl.is_archived(t)));
-    }
-
-    async fn commits_from(tb: &Table, first: u32, n: u32) -> Vec<InstantTime> {
-        let mut out = Vec::new();
-        for k in 0..n {
-            let t = first + 10 * k;
-            delta_commit(tb, t, Some(t + 5), &[0, 1]).await;
-            out.push(ts(t));
-        }
-        out
+        assert!(times.iter().all(|t| tl.is_archived(t)));
+        assert!(!tl.is_archived(&ts(117)) && later.iter().all(|t| !tl.is_archived(t)));
     }
 
     /// A delta commit requested before a compaction and completed after it
@@ -512,9 +512,9 @@ mod tests {
     #[tokio::test]
     async fn a_log_in_a_newer_slice_than_its_request_stays_active() {
         let tb = table().await;
-        let times = commits(&tb, 3).await; // 100, 110, 120
+        let times = commits_from(&tb, 100, 3).await; // 100, 110, 120
         delta_commit(&tb, 130, None, &[0]).await;
-        compaction(&tb, 140, 145).await; // bucket 0
+        compaction(&tb, 140, 145).await;
         let mut i = Instant::requested(ts(130), Action::DeltaCommit);
         i.completed = Some(ts(150));
         writer(&tb).create(&i, State::Completed, Vec::new()).await.unwrap();
@@ -525,13 +525,28 @@ mod tests {
         assert!(!timeline(&tb).await.is_archived(&ts(130)));
     }
 
+    /// The logs of a file group never compacted: the official reader keys
+    /// its slices by the logs' own instants, so none of them is archived.
+    #[tokio::test]
+    async fn logs_of_a_file_group_without_a_base_stay_active() {
+        let tb = table().await;
+        commits_from(&tb, 100, 2).await;
+        delta_commit(&tb, 120, Some(125), &[0, 1]).await; // bucket 1: logs only
+        commits_from(&tb, 130, 3).await;
+        compaction(&tb, 170, 171).await;
+        let s = run(&tb, &small()).await;
+        assert_eq!(s.retained, Some(Retained::LatestSliceLog(ts(120))));
+        assert_eq!(requested(&s), vec![ts(100), ts(110)]);
+    }
+
     #[tokio::test]
     async fn archived_contents_and_plans_are_in_the_history() {
         let tb = table().await;
         compaction(&tb, 90, 95).await;
-        let times = commits(&tb, 5).await;
+        let times = commits_from(&tb, 100, 5).await;
+        compaction(&tb, 150, 151).await;
         let s = run(&tb, &small()).await;
-        assert_eq!(requested(&s), vec![ts(90), times[0].clone(), times[1].clone(), times[2].clone()]);
+        assert_eq!(requested(&s), [vec![ts(90)], times[..4].to_vec()].concat());
         let dir = history_dir(&tb.loc, &tb.config).unwrap();
         let history = History::load(&tb.loc, &dir).await.unwrap();
         assert_eq!(history.files().len(), 1);
@@ -547,6 +562,7 @@ mod tests {
         let mut t = 100;
         for _ in 0..4 {
             commits_from(&tb, t, 3).await;
+            compaction(&tb, t + 25, t + 26).await;
             t += 30;
             run(&tb, &settings).await;
         }
@@ -560,7 +576,7 @@ mod tests {
             listing.objects.iter().filter(|m| m.location.filename().unwrap().starts_with("manifest_")).count();
         assert!(manifests <= 4, "{manifests} manifests kept");
         let tl = timeline(&tb).await;
-        assert_eq!(tl.completed().count(), 12, "every commit is still in the timeline");
+        assert_eq!(tl.completed().count(), 16, "every commit is still in the timeline");
         let active = tl.instants().iter().filter(|i| !tl.is_archived(&i.requested)).count();
         assert_eq!(active, 2);
     }
