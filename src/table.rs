@@ -170,6 +170,32 @@ impl Table {
     /// needs, recording a clean instant. `None` when there was nothing to
     /// remove.
     pub async fn clean(&self, retain_commits: usize) -> Result<Option<tributary_compaction::CleanSummary>> {
+        self.after_rollback(|generator| async move {
+            Ok(tributary_compaction::clean(&self.loc, &self.config, &generator, retain_commits).await?)
+        })
+        .await
+    }
+
+    /// Under the compaction lock, rolls back failed writes (they would keep
+    /// every later instant active), then moves the oldest completed
+    /// instants into the table's LSM history as [`ArchiveSettings`] allow
+    /// (`compaction/src/archive.rs` says which are kept and why).
+    pub async fn archive(&self, settings: &ArchiveSettings) -> Result<ArchiveSummary> {
+        self.after_rollback(|generator| async move {
+            Ok(tributary_compaction::archive(&self.loc, &self.config, &generator, settings).await?)
+        })
+        .await
+    }
+
+    /// Runs the table service `job` under the compaction lock, after the
+    /// rollback of failed writes (heartbeats older than the table's
+    /// [`TableSettings::heartbeat_expiry`]), with the table's time
+    /// generator.
+    async fn after_rollback<T, F, Fut>(&self, job: F) -> Result<T>
+    where
+        F: FnOnce(TimeGenerator) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
         let generator = self.time_generator();
         let Components { settings, clock, compaction_lock, .. } = &self.components;
         let guard = compaction_lock.acquire().await?;
@@ -182,31 +208,7 @@ impl Table {
                 settings.heartbeat_expiry,
             )
             .await?;
-            Ok::<_, Error>(tributary_compaction::clean(&self.loc, &self.config, &generator, retain_commits).await?)
-        }
-        .await;
-        guard.release().await?;
-        result
-    }
-
-    /// Under the compaction lock, rolls back failed writes (they would keep
-    /// every later instant active), then moves the oldest completed
-    /// instants into the table's LSM history as [`ArchiveSettings`] allow
-    /// (`compaction/src/archive.rs` says which are kept and why).
-    pub async fn archive(&self, settings: &ArchiveSettings) -> Result<ArchiveSummary> {
-        let generator = self.time_generator();
-        let Components { settings: table, clock, compaction_lock, .. } = &self.components;
-        let guard = compaction_lock.acquire().await?;
-        let result = async {
-            tributary_compaction::rollback_failed_writes(
-                &self.loc,
-                &self.config,
-                &generator,
-                clock.as_ref(),
-                table.heartbeat_expiry,
-            )
-            .await?;
-            Ok::<_, Error>(tributary_compaction::archive(&self.loc, &self.config, &generator, settings).await?)
+            job(generator).await
         }
         .await;
         guard.release().await?;

@@ -4,13 +4,13 @@
 //! `tests/spark/test_archived_timeline.py` checks real ones). Every read and
 //! the compactor see the table as before the archival.
 
-use tributary::{ArchiveSettings, CreateOptions, Query, ReadOptions, Retained, Table};
+use tributary::{ArchiveSettings, Query, ReadOptions, Retained, Table};
 use tributary_compaction::CompactorSettings;
 use tributary_testkit::history::archive;
 use tributary_timeline::{Instant, InstantTime};
 use tributary_writer::WriteSettings;
 
-use crate::support::{FARES_SCHEMA, Place, fares_rows, hybrid, oslo_batch};
+use crate::support::{Place, fares_options, fares_rows, hybrid, oslo_batch};
 
 async fn rows(t: &Table, query: Query, as_of: Option<&InstantTime>) -> Vec<(String, i64, f64)> {
     fares_rows(&t.read(&ReadOptions { query, as_of: as_of.cloned(), ..Default::default() }).await.unwrap())
@@ -24,9 +24,7 @@ async fn rows(t: &Table, query: Query, as_of: Option<&InstantTime>) -> Vec<(Stri
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn archived_instants_keep_their_slices() {
     let Some(place) = Place::new() else { return };
-    let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
-    o.partition_field = Some("city".into());
-    o.buckets = 2;
+    let o = fares_options();
     let t = place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap();
     let client = t.write_client(WriteSettings::default()).await.unwrap();
     let mut c1 = client.start_commit().await.unwrap();
@@ -112,9 +110,7 @@ async fn archived_instants_keep_their_slices() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tributary_archives_and_every_reader_reads_the_same() {
     let Some(place) = Place::new() else { return };
-    let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
-    o.partition_field = Some("city".into());
-    o.buckets = 2;
+    let o = fares_options();
     let table = place.table("t");
     let t = table.builder().with_settings(hybrid()).create(o).await.unwrap();
     let client = t.write_client(WriteSettings::default()).await.unwrap();
@@ -224,9 +220,7 @@ async fn a_crash_after_any_write_of_archiving_leaves_the_table_readable() {
     let tight =
         ArchiveSettings { keep_min_commits: 1, keep_max_commits: 2, cleaner_commits_retained: 0, ..Default::default() };
     let base = place.scratch().join("base");
-    let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
-    o.partition_field = Some("city".into());
-    o.buckets = 2;
+    let o = fares_options();
     let t = Table::builder(local_location(&base).unwrap()).with_settings(settings.clone()).create(o).await.unwrap();
     let client = t.write_client(WriteSettings::default()).await.unwrap();
     for n in 0..5i64 {

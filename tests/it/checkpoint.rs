@@ -148,9 +148,7 @@ async fn a_restart_resumes_from_the_printed_checkpoint_without_loss_or_duplicate
 async fn a_newer_writer_with_the_same_id_fences_the_older_one() {
     let Some(place) = Place::new() else { return };
     let root = place.table("t");
-    let mut options = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
-    options.partition_field = Some("city".into());
-    options.buckets = 2;
+    let options = fares_options();
     let t = root.builder().with_settings(hybrid()).create(options).await.unwrap();
     let a = t.write_client(WriteSettings { buffer_bytes: 1, ..settings("x") }).await.unwrap();
     assert_eq!(a.register().await.unwrap().generation, 1);

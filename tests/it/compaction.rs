@@ -11,15 +11,13 @@ use tributary_timeline::{Action, State};
 use tributary_writer::WriteSettings;
 
 use crate::support::{
-    FARES_SCHEMA, FailPuts, Place, batch_with_deletes, fares_rows, hybrid, official_rows_of, oslo_batch,
+    FARES_SCHEMA, FailPuts, Place, batch_with_deletes, fares_options, fares_rows, hybrid, official_rows_of, oslo_batch,
 };
 use tributary_timeline::ManualClock;
 
 /// A fares table `t` in `place`, two buckets per city.
 async fn table(place: &Place) -> Table {
-    let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
-    o.partition_field = Some("city".into());
-    o.buckets = 2;
+    let o = fares_options();
     place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap()
 }
 

@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 
 use arrow::array::RecordBatch;
 use proptest::prelude::*;
-use tributary::{ArchiveSettings, CreateOptions, Query, ReadOptions, Table};
+use tributary::{ArchiveSettings, Query, ReadOptions, Table};
 use tributary_compaction::CompactorSettings;
 use tributary_writer::{WriteClient, WriteSettings};
 
 use crate::support::{
-    FARES_SCHEMA, Place, batch_with_flags, fares_rows, have_official_reader, hybrid, official_rows_of,
+    Place, batch_with_flags, fares_options, fares_rows, have_official_reader, hybrid, official_rows_of,
 };
 
 /// One event: key number, event time, and whether it deletes the key.
@@ -157,9 +157,7 @@ async fn commit(client: &WriteClient, events: &[Event]) {
 }
 
 async fn run(place: &Place, writers: usize, steps: &[Step], official_reader: bool) -> Result<(), TestCaseError> {
-    let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
-    o.partition_field = Some("city".into());
-    o.buckets = 2;
+    let o = fares_options();
     let t = place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap();
     let mut clients: Vec<WriteClient> = Vec::with_capacity(writers);
     for _ in 0..writers {

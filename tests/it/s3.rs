@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tributary::{CreateOptions, Query, ReadOptions, Table, TableSettings};
+use tributary::{Query, ReadOptions, Table, TableSettings};
 use tributary_timeline::{State, TableLocation};
 use tributary_writer::WriteSettings;
 
@@ -322,9 +322,7 @@ async fn faults_on_every_file_a_commit_writes_leave_it_visible_once_or_not_at_al
         for fault in [Fault::Fail, Fault::Slow(Duration::from_millis(300)), Fault::LostAnswer] {
             let name = format!("{}-{fault:?}", kind.replace(' ', "-")).replace(['(', ')', ' '], "");
             let healthy = place.table(&name).location();
-            let mut options = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
-            options.partition_field = Some("city".into());
-            options.buckets = 2;
+            let options = fares_options();
             Table::builder(healthy.clone()).with_settings(settings.clone()).create(options).await.unwrap();
             let store = Arc::new(FaultStore::once(healthy.store.clone(), fault, *picks));
             let faulty = Table::builder(TableLocation::new(store.clone(), healthy.root.clone()))

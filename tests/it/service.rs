@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use tributary::{ArchiveSettings, CreateOptions, Query, ReadOptions, ServiceSchedule, serve};
+use tributary::{ArchiveSettings, Query, ReadOptions, ServiceSchedule, serve};
 use tributary_compaction::CompactorSettings;
 use tributary_writer::WriteSettings;
 
-use crate::support::{FARES_SCHEMA, Place, fares_rows, hybrid, init_trips, oslo_batch, tributary_ok};
+use crate::support::{Place, fares_options, fares_rows, hybrid, init_trips, oslo_batch, tributary_ok};
 
 /// Archiving bounds tight enough to run within a test.
 fn tight() -> ArchiveSettings {
@@ -19,9 +19,7 @@ fn tight() -> ArchiveSettings {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_compacts_cleans_and_archives_while_a_writer_commits() {
     let Some(place) = Place::new() else { return };
-    let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
-    o.partition_field = Some("city".into());
-    o.buckets = 2;
+    let o = fares_options();
     let table = place.table("t");
     let t = table.builder().with_settings(hybrid()).create(o).await.unwrap();
     let schedule = ServiceSchedule {

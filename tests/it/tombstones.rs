@@ -11,13 +11,13 @@ use tributary::{CreateOptions, Query, ReadOptions, Table, TombstoneRetention};
 use tributary_compaction::CompactorSettings;
 use tributary_writer::WriteSettings;
 
-use crate::support::{FARES_SCHEMA, Place, batch_with_deletes, have_official_reader, hybrid, official_rows_of};
+use crate::support::{
+    FARES_SCHEMA, Place, batch_with_deletes, fares_options, have_official_reader, hybrid, official_rows_of,
+};
 
 /// A fares table `t` in `place` with `retention`.
 async fn fares(place: &Place, retention: TombstoneRetention) -> Table {
-    let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
-    o.partition_field = Some("city".into());
-    o.buckets = 2;
+    let mut o = fares_options();
     o.tombstone_retention = retention;
     place.table("t").builder().with_settings(hybrid()).create(o).await.unwrap()
 }

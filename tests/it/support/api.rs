@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, AsArray, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
-use tributary::{TableSettings, TimeSettings};
+use tributary::{CreateOptions, TableSettings, TimeSettings};
 use tributary_timeline::TimeMode;
 
 /// Table settings with hybrid-logical instants (no 200 ms wait per instant).
@@ -15,6 +15,15 @@ pub fn hybrid() -> TableSettings {
         time: TimeSettings { mode: Some(TimeMode::HybridLogical), ..Default::default() },
         ..Default::default()
     }
+}
+
+/// Options of a fares table: keyed by `uuid`, ordered by `ts`,
+/// partitioned by `city`, 2 buckets.
+pub fn fares_options() -> CreateOptions {
+    let mut o = CreateOptions::new(FARES_SCHEMA, "uuid", "ts");
+    o.partition_field = Some("city".into());
+    o.buckets = 2;
+    o
 }
 
 /// A fares table's Avro schema: `uuid`, `ts`, `fare`, `city`.
