@@ -1,7 +1,9 @@
 //! Writes LSM history folders as Java lays them out (Hudi 1.x
-//! `LSMTimelineFolder`), for tests: Tributary itself never archives. The
-//! layout is the one `tributary_timeline::history` documents, checked
-//! against folders Spark wrote.
+//! `LSMTimelineFolder`), for tests: chosen instants archived as a Java
+//! writer would (through the library's `HistoryWriter`), and files of any
+//! rows, malformed ones included. The layout is the one
+//! `tributary_timeline::History` documents, checked against folders Spark
+//! wrote.
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! The timeline crate through its public surface, with what only a test
 //! needs: a history that Java's writers archived (written by
-//! `tributary_testkit::history`, since Tributary never archives), and the
+//! `tributary_testkit::history`, instants chosen by the test), and the
 //! writer-state protocol end to end.
 
 // Test helpers unwrap what tests set up themselves, as the tests do.
