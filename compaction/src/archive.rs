@@ -203,8 +203,16 @@ async fn archive_locked(
     history: &HistoryWriter,
     settings: &ArchiveSettings,
 ) -> Result<ArchiveSummary> {
-    let files = list_data_files(loc).await?;
+    // The data files are listed (under the lock, which every commit
+    // waits for) only when the timeline is over its bound: most runs of a
+    // service find nothing to do and cost one timeline load. Under the
+    // lock no instant is requested or completes, so the timeline loaded
+    // first still holds for the files listed after it.
     let timeline = Timeline::load(loc, config).await?;
+    if !has_work(&timeline, settings) {
+        return Ok(ArchiveSummary::default());
+    }
+    let files = list_data_files(loc).await?;
     let planned = planned_groups(loc, config, &timeline).await?;
     let view = FileSystemView::build(&timeline, files, &planned);
     let folder = TimelineFolder::new(loc, config);
@@ -309,6 +317,26 @@ fn is_commit(i: &Instant) -> bool {
     i.is_completed() && i.action.writes_data()
 }
 
+/// The active instants of `timeline`, split into those an interrupted run
+/// already put in the history (only their active files are left to
+/// delete) and the rest.
+fn split_active(timeline: &Timeline) -> (Vec<&Instant>, Vec<&Instant>) {
+    let in_history: std::collections::BTreeSet<&InstantTime> =
+        timeline.history().map(|h| h.instants().map(|i| &i.requested).collect()).unwrap_or_default();
+    timeline
+        .instants()
+        .iter()
+        .filter(|i| !timeline.is_archived(&i.requested))
+        .partition(|i| i.is_completed() && in_history.contains(&i.requested))
+}
+
+/// Whether a run has anything to do: leftovers of an interrupted run, or
+/// more active commits than the upper bound.
+fn has_work(timeline: &Timeline, settings: &ArchiveSettings) -> bool {
+    let (leftovers, active) = split_active(timeline);
+    !leftovers.is_empty() || active.iter().filter(|i| is_commit(i)).count() > settings.keep_max_commits
+}
+
 /// The pure selection (module notes).
 pub(crate) fn select(
     timeline: &Timeline,
@@ -316,13 +344,7 @@ pub(crate) fn select(
     clean_retained: Option<InstantTime>,
     settings: &ArchiveSettings,
 ) -> Selection {
-    let in_history: std::collections::BTreeSet<&InstantTime> =
-        timeline.history().map(|h| h.instants().map(|i| &i.requested).collect()).unwrap_or_default();
-    let (leftovers, active): (Vec<&Instant>, Vec<&Instant>) = timeline
-        .instants()
-        .iter()
-        .filter(|i| !timeline.is_archived(&i.requested))
-        .partition(|i| i.is_completed() && in_history.contains(&i.requested));
+    let (leftovers, active) = split_active(timeline);
     let leftovers: Vec<Instant> = leftovers.into_iter().cloned().collect();
     let commits: Vec<&Instant> = active.iter().copied().filter(|i| is_commit(i)).collect();
     if commits.len() <= settings.keep_max_commits {
