@@ -295,7 +295,7 @@ pub fn history_schema() -> SchemaRef {
 
 /// The rows as a Parquet file of [`history_schema`], gzip-compressed, with
 /// the Avro schema in the footer, as Java's archiver writes them.
-pub fn history_file_bytes(rows: &[ArchivedRow]) -> std::result::Result<Vec<u8>, String> {
+pub(crate) fn history_file_bytes(rows: &[ArchivedRow]) -> std::result::Result<Vec<u8>, String> {
     let schema = history_schema();
     let batch = RecordBatch::try_new(
         schema.clone(),

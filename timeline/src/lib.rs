@@ -55,7 +55,7 @@ pub use properties::{StoredProperties, read_properties};
 pub use history::{
     ArchivedRow, History, HistoryFile, MANIFEST_PREFIX, VERSION_FILE, history_dir, latest_snapshot, snapshot_files,
 };
-pub use history_writer::{HistoryMaintenance, HistorySettings, HistoryWriter, history_file_bytes, history_schema};
+pub use history_writer::{HistoryMaintenance, HistorySettings, HistoryWriter, history_schema};
 pub use instant::{Action, Instant, InstantTime, State};
 pub use timeline::{Timeline, TimelineFolder};
 pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, FirstHoldHook, TimeGenerator};
