@@ -192,7 +192,7 @@ impl TableBuilder {
         let src = options.schema_source.as_str();
         let name = match &options.name {
             Some(n) => n.clone(),
-            None => default_name(&loc),
+            None => loc.name(),
         };
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(Error::InvalidInput {
@@ -213,6 +213,7 @@ impl TableBuilder {
             sequence_groups: options.sequence_groups.clone(),
             tombstone_retention: options.tombstone_retention,
             time_mode: Some(options.time_mode),
+            max_logs_per_file_group: options.max_logs_per_file_group,
         });
         // The creation time makes the file this create's own, so a retried
         // create that finds it knows whether it wrote it or found a table.
@@ -245,6 +246,8 @@ impl TableBuilder {
             Target::Local(dir) => tributary_timeline::local_location(dir)?,
             Target::Uri(uri, options) => tributary_timeline::parse_location_with(&uri, options)?,
         };
+        // Every request the table's store answers is counted in metrics.
+        let loc = loc.metered();
         let invalid = |what: &str, reason: String| Error::InvalidInput {
             what: format!("table settings of {loc}: {what}"),
             reason,
@@ -362,17 +365,6 @@ fn spill_subfolder(loc: &TableLocation) -> String {
 fn default_owner() -> String {
     let host = std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "host".into());
     format!("{host}-{}", std::process::id())
-}
-
-/// The last folder of the table's path, with every character other than
-/// ASCII letters and digits made `_`: the local folder's name when the
-/// builder was given one, else the root path's last segment.
-fn default_name(loc: &TableLocation) -> String {
-    let last = match loc.local_folder() {
-        Some(p) => p.file_name().map(|s| s.to_string_lossy().into_owned()),
-        None => loc.root.filename().map(String::from),
-    };
-    last.unwrap_or_default().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
 }
 
 /// The ways to a [`TableBuilder`], and the shortcuts through one with

@@ -51,6 +51,11 @@ pub struct CreateOptions {
     /// table Hudi's Java writers share needs [`TimeMode::WaitForSkew`], the
     /// mode they use (under a lock both sides take).
     pub time_mode: TimeMode,
+    /// The bound on committed, uncompacted log files per file group, at
+    /// which writers wait for compaction (`tributary.max.logs.per.file.group`);
+    /// `None` for no bound. By default
+    /// [`DEFAULT_MAX_LOGS_PER_FILE_GROUP`](crate::DEFAULT_MAX_LOGS_PER_FILE_GROUP).
+    pub max_logs_per_file_group: Option<usize>,
 }
 
 impl CreateOptions {
@@ -78,6 +83,7 @@ impl CreateOptions {
             sequence_groups: Vec::new(),
             tombstone_retention: TombstoneRetention::Forever,
             time_mode: TimeMode::HybridLogical,
+            max_logs_per_file_group: Some(tributary_timeline::DEFAULT_MAX_LOGS_PER_FILE_GROUP),
         }
     }
 

@@ -108,7 +108,12 @@ pub async fn write_json_lines<R: BufRead>(
     let mut queue: VecDeque<Decoded> = VecDeque::new();
     let (mut assigned, mut at_end) = (0usize, false);
     loop {
-        while !at_end && queue.len() < depth {
+        // Reading stops at the end of a commit until it is committed: the
+        // input may be a stream (a pipe), whose next lines may be long in
+        // coming, and what was read must not wait for them.
+        let commit_ready =
+            |q: &VecDeque<Decoded>| q.iter().any(|d| matches!(d, Decoded::Block { ends_commit: true, .. }));
+        while !at_end && queue.len() < depth && !commit_ready(&queue) {
             match lines.next_block((limit - assigned).min(JSON_BLOCK_RECORDS)) {
                 Ok(Some(block)) => {
                     assigned += block.records;

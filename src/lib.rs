@@ -57,8 +57,8 @@ pub use create_options::CreateOptions;
 pub use settings::{LockKind, TableSettings, TimeSettings};
 pub use table::Table;
 pub use tributary_timeline::{
-    BucketHash, BucketSpec, MergeMode, SequenceGroup, TableConfig, TableLocation, TableType, TombstoneRetention,
-    local_location, parse_location, parse_location_with,
+    BucketHash, BucketSpec, DEFAULT_MAX_LOGS_PER_FILE_GROUP, MergeMode, SequenceGroup, TableConfig, TableLocation,
+    TableType, TombstoneRetention, local_location, parse_location, parse_location_with,
 };
 
 // Errors: the root crate's error, what the caller can do about it, and the
@@ -101,12 +101,16 @@ pub use tributary_writer::{Checkpoint, Commit, CommitSummary, Rows, WriteClient,
 pub use json_lines::{JsonLinesOptions, JsonLinesProgress, JsonLinesSummary, write_json_lines};
 
 // Compaction, cleaning and archiving ([`Table::compactor`],
-// [`Table::clean`], [`Table::archive`]).
-pub use tributary_compaction::CleanSummary;
-pub use tributary_compaction::PlanSettings;
+// [`Table::clean`] and [`Table::clean_with`], [`Table::archive`]).
 pub use tributary_compaction::{ArchiveSettings, ArchiveSummary, Retained};
+pub use tributary_compaction::{CleanRetention, CleanSummary};
 pub use tributary_compaction::{CompactionSummary, Compactor, CompactorSettings};
+pub use tributary_compaction::{LogSpread, PlanSettings};
 pub use tributary_timeline::{HistoryMaintenance, HistorySettings};
+
+// The metrics the library records through the `metrics` facade: their
+// names, and `metrics::describe` for an installed recorder.
+pub use tributary_timeline::metrics;
 
 // The table services as one long-running loop (`tributary serve`).
 pub use service::{ServiceEvent, ServiceReport, ServiceSchedule, serve};

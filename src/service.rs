@@ -15,7 +15,9 @@
 use std::future::Future;
 use std::time::Duration;
 
-use tributary_compaction::{ArchiveSettings, ArchiveSummary, CleanSummary, CompactionSummary, CompactorSettings};
+use tributary_compaction::{
+    ArchiveSettings, ArchiveSummary, CleanRetention, CleanSummary, CompactionSummary, CompactorSettings,
+};
 
 use crate::error::{Error, Result};
 use crate::table::Table;
@@ -29,8 +31,9 @@ pub struct ServiceSchedule {
     pub compactor: CompactorSettings,
     /// How often cleaning runs; `None` for never.
     pub clean_every: Option<Duration>,
-    /// What cleaning keeps: the file slices the last N commits need.
-    pub retain_commits: usize,
+    /// What cleaning keeps: the file slices the last N commits need, or
+    /// those the commits of the last N hours need.
+    pub retention: CleanRetention,
     /// How often archiving runs; `None` for never.
     pub archive_every: Option<Duration>,
     /// What archiving keeps.
@@ -45,7 +48,7 @@ impl Default for ServiceSchedule {
             compact_every: Duration::from_secs(10),
             compactor: CompactorSettings::default(),
             clean_every: Some(Duration::from_secs(300)),
-            retain_commits: 10,
+            retention: CleanRetention::Commits(10),
             archive_every: Some(Duration::from_secs(300)),
             archive: ArchiveSettings::default(),
         }
@@ -65,9 +68,7 @@ impl ServiceSchedule {
         if self.archive_every.is_some_and(|d| d.is_zero()) {
             return Err(invalid("archiving interval", "must be above zero"));
         }
-        if self.retain_commits == 0 {
-            return Err(invalid("retain commits", "must be at least 1"));
-        }
+        self.retention.validate()?;
         Ok(self.archive.validate()?)
     }
 }
@@ -77,11 +78,26 @@ impl ServiceSchedule {
 #[non_exhaustive]
 pub enum ServiceEvent {
     /// Compaction ran (with the rollback of failed writes before it).
-    Compacted(Vec<CompactionSummary>),
-    /// Cleaning ran; `None` when nothing needed removing.
-    Cleaned(Option<CleanSummary>),
+    Compacted {
+        /// The compactions it completed.
+        done: Vec<CompactionSummary>,
+        /// How long the job took.
+        took: Duration,
+    },
+    /// Cleaning ran.
+    Cleaned {
+        /// What it removed; `None` when nothing needed removing.
+        done: Option<CleanSummary>,
+        /// How long the job took.
+        took: Duration,
+    },
     /// Archiving ran.
-    Archived(ArchiveSummary),
+    Archived {
+        /// What it archived.
+        done: ArchiveSummary,
+        /// How long the job took.
+        took: Duration,
+    },
     /// A job failed; the loop goes on and the next round retries it.
     Failed {
         /// The job: `compaction`, `cleaning` or `archiving`.
@@ -125,23 +141,30 @@ pub async fn serve(
         let now = tokio::time::Instant::now();
         if now >= next_compact {
             report.compactions += 1;
-            match compactor.run_once().await {
-                Ok(done) => on_event(ServiceEvent::Compacted(done)),
-                Err(e) => fail(&mut report, &mut on_event, "compaction", e.into()),
+            let mut again = false;
+            let (result, took) = timed(table, "compaction", compactor.run_once()).await;
+            match result {
+                Ok(done) => {
+                    // Writers wait at the bound on logs per file group:
+                    // when a group is halfway there, compact again at once.
+                    again = !done.is_empty() && near_bound(table, compactor.last_spread().as_ref());
+                    on_event(ServiceEvent::Compacted { done, took });
+                }
+                Err(e) => fail(&mut report, &mut on_event, table, "compaction", e.into()),
             }
-            next_compact = tokio::time::Instant::now() + schedule.compact_every;
+            next_compact = tokio::time::Instant::now() + if again { Duration::ZERO } else { schedule.compact_every };
         } else if let Some(due) = next_clean.filter(|d| now >= *d) {
             report.cleans += 1;
-            match table.clean(schedule.retain_commits).await {
-                Ok(done) => on_event(ServiceEvent::Cleaned(done)),
-                Err(e) => fail(&mut report, &mut on_event, "cleaning", e),
+            match timed(table, "cleaning", table.clean_with(schedule.retention)).await {
+                (Ok(done), took) => on_event(ServiceEvent::Cleaned { done, took }),
+                (Err(e), _) => fail(&mut report, &mut on_event, table, "cleaning", e),
             }
             next_clean = schedule.clean_every.map(|d| due.max(tokio::time::Instant::now()) + d);
         } else if let Some(due) = next_archive.filter(|d| now >= *d) {
             report.archives += 1;
-            match table.archive(&schedule.archive).await {
-                Ok(done) => on_event(ServiceEvent::Archived(done)),
-                Err(e) => fail(&mut report, &mut on_event, "archiving", e),
+            match timed(table, "archiving", table.archive(&schedule.archive)).await {
+                (Ok(done), took) => on_event(ServiceEvent::Archived { done, took }),
+                (Err(e), _) => fail(&mut report, &mut on_event, table, "archiving", e),
             }
             next_archive = schedule.archive_every.map(|d| due.max(tokio::time::Instant::now()) + d);
         } else {
@@ -159,8 +182,34 @@ pub async fn serve(
     }
 }
 
-fn fail(report: &mut ServiceReport, on_event: &mut impl FnMut(ServiceEvent), job: &'static str, error: Error) {
+/// Runs `job`, recording how long it took as
+/// `tributary_service_job_seconds{job}`.
+async fn timed<T>(table: &Table, job: &'static str, run: impl Future<Output = T>) -> (T, Duration) {
+    let start = std::time::Instant::now();
+    let out = run.await;
+    let took = start.elapsed();
+    metrics::histogram!(crate::metrics::SERVICE_JOB, "table" => table.location().name(), "job" => job).record(took);
+    (out, took)
+}
+
+/// Whether the compactor's last plan found a file group holding at least
+/// half the table's bound on uncompacted logs.
+fn near_bound(table: &Table, spread: Option<&tributary_compaction::LogSpread>) -> bool {
+    match (table.config().max_logs_per_file_group, spread) {
+        (Some(bound), Some(s)) => s.max * 2 >= bound,
+        _ => false,
+    }
+}
+
+fn fail(
+    report: &mut ServiceReport,
+    on_event: &mut impl FnMut(ServiceEvent),
+    table: &Table,
+    job: &'static str,
+    error: Error,
+) {
     report.failures += 1;
+    metrics::counter!(crate::metrics::SERVICE_FAILURES, "table" => table.location().name(), "job" => job).increment(1);
     tracing::warn!(job, error = %error, "table service job failed; the next round retries it");
     on_event(ServiceEvent::Failed { job, error });
 }

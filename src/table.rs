@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use object_store::ObjectStore;
 use object_store::path::Path;
-use tributary_compaction::{ArchiveSettings, ArchiveSummary, Compactor, CompactorSettings};
+use tributary_compaction::{
+    ArchiveSettings, ArchiveSummary, CleanRetention, CleanSummary, Compactor, CompactorSettings,
+};
 use tributary_timeline::TableConfig;
 use tributary_timeline::create_folder;
 use tributary_timeline::{Clock, FileSystemView, LockProvider, TableLocation, TimeGenerator, TimeMode, Timeline};
@@ -85,6 +87,7 @@ impl Table {
         let Components { settings, clock, lock, .. } = &self.components;
         TimeGenerator::new(self.time_mode(), settings.time.max_clock_skew, clock.clone(), lock.clone())
             .with_first_hold_hook(Arc::new(self.components.metadata_table.clone()))
+            .metered(&self.loc.name())
     }
 
     /// A write client for this table, taking instants from
@@ -168,12 +171,27 @@ impl Table {
     /// older than the table's [`TableSettings::heartbeat_expiry`]), then
     /// removes file slices that none of the last `retain_commits` commits
     /// needs, recording a clean instant. `None` when there was nothing to
-    /// remove.
-    pub async fn clean(&self, retain_commits: usize) -> Result<Option<tributary_compaction::CleanSummary>> {
-        self.after_rollback(|generator| async move {
-            Ok(tributary_compaction::clean(&self.loc, &self.config, &generator, retain_commits).await?)
-        })
-        .await
+    /// remove. [`Table::clean_with`] with [`CleanRetention::Commits`].
+    pub async fn clean(&self, retain_commits: usize) -> Result<Option<CleanSummary>> {
+        self.clean_with(CleanRetention::Commits(retain_commits)).await
+    }
+
+    /// [`Table::clean`] keeping what `retention` keeps: the file slices the
+    /// last N commits need (Hudi's `KEEP_LATEST_COMMITS`), or those the
+    /// commits requested in the last N hours by the table's clock need
+    /// (`KEEP_LATEST_BY_HOURS`). An invalid `retention` is refused before
+    /// anything runs.
+    pub async fn clean_with(&self, retention: CleanRetention) -> Result<Option<CleanSummary>> {
+        retention.validate()?;
+        let cleaned = self
+            .after_rollback(|generator| async move {
+                Ok(tributary_compaction::clean(&self.loc, &self.config, &generator, retention).await?)
+            })
+            .await?;
+        if cleaned.is_some() {
+            metrics::counter!(crate::metrics::CLEANS, "table" => self.loc.name()).increment(1);
+        }
+        Ok(cleaned)
     }
 
     /// Under the compaction lock, rolls back failed writes (they would keep
@@ -181,10 +199,17 @@ impl Table {
     /// instants into the table's LSM history as [`ArchiveSettings`] allow
     /// (`compaction/src/archive.rs` says which are kept and why).
     pub async fn archive(&self, settings: &ArchiveSettings) -> Result<ArchiveSummary> {
-        self.after_rollback(|generator| async move {
-            Ok(tributary_compaction::archive(&self.loc, &self.config, &generator, settings).await?)
-        })
-        .await
+        let done = self
+            .after_rollback(|generator| async move {
+                Ok(tributary_compaction::archive(&self.loc, &self.config, &generator, settings).await?)
+            })
+            .await?;
+        let table = self.loc.name();
+        metrics::counter!(crate::metrics::ARCHIVES, "table" => table.clone()).increment(1);
+        metrics::counter!(crate::metrics::ARCHIVED_INSTANTS, "table" => table.clone())
+            .increment(done.archived.len() as u64);
+        metrics::gauge!(crate::metrics::ACTIVE_INSTANTS, "table" => table).set(done.active as f64);
+        Ok(done)
     }
 
     /// Runs the table service `job` under the compaction lock, after the

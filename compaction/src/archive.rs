@@ -16,7 +16,9 @@
 //! - the delta commits a compaction scheduled by count still needs (the
 //!   last `compaction_delta_commits` since the last compaction), as Hudi;
 //! - the latest clean's retained range (from its earliest commit to
-//!   retain);
+//!   retain, which its metadata records under either cleaning policy, so
+//!   an hours policy's window holds archiving back as a commit count
+//!   does);
 //! - the first savepoint and everything after it;
 //! - a delta commit with a log in a latest file slice that has no base
 //!   file, or whose base instant is newer than the delta commit. The
@@ -79,7 +81,13 @@ pub struct ArchiveSettings {
     pub keep_max_commits: usize,
     /// `hoodie.cleaner.commits.retained`: the cleaner's retention (10).
     /// When it keeps more commits than `keep_min_commits` allows, the
-    /// bounds rise to match, as Hudi raises them.
+    /// bounds rise to match, as Hudi raises them; 0 raises nothing. This
+    /// is the `KEEP_LATEST_COMMITS` raise: for a `KEEP_LATEST_BY_HOURS`
+    /// cleaner Hudi raises the bounds to the commits requested in the N
+    /// hours before the latest commit, which archiving here does not;
+    /// the latest clean's retained range ([`Retained::CleanRetained`])
+    /// keeps that cleaner's window instead. (Tributary's cleaner counts
+    /// archived commits too, so archiving never moves what it retains.)
     pub cleaner_commits_retained: usize,
     /// `hoodie.compact.inline.max.delta.commits`: the delta commits since
     /// the last compaction that a compaction scheduled by count needs (5).
@@ -180,6 +188,8 @@ pub struct ArchiveSummary {
     pub retained: Option<Retained>,
     /// The history's own compaction and cleaning.
     pub history: HistoryMaintenance,
+    /// Instants left on the active timeline after the run.
+    pub active: usize,
 }
 
 /// Archives what [`ArchiveSettings`] and the rules of the module notes
@@ -209,8 +219,9 @@ async fn archive_locked(
     // lock no instant is requested or completes, so the timeline loaded
     // first still holds for the files listed after it.
     let timeline = Timeline::load(loc, config).await?;
+    let active = timeline.instants().iter().filter(|i| !timeline.is_archived(&i.requested)).count();
     if !has_work(&timeline, settings) {
-        return Ok(ArchiveSummary::default());
+        return Ok(ArchiveSummary { active, ..Default::default() });
     }
     let files = list_data_files(loc).await?;
     let planned = planned_groups(loc, config, &timeline).await?;
@@ -218,7 +229,7 @@ async fn archive_locked(
     let folder = TimelineFolder::new(loc, config);
     let clean_retained = latest_clean_retained(&folder, &timeline).await?;
     let selection = select(&timeline, &view, clean_retained, settings);
-    let mut summary = ArchiveSummary { retained: selection.retained, ..Default::default() };
+    let mut summary = ArchiveSummary { retained: selection.retained, active, ..Default::default() };
     if selection.instants.is_empty() && selection.leftovers.is_empty() {
         return Ok(summary);
     }
@@ -247,6 +258,7 @@ async fn archive_locked(
         delete_if_exists(loc, &folder.path_of(i, State::Completed)?).await?;
     }
     summary.history = history.compact_and_clean().await?;
+    summary.active = active.saturating_sub(selection.instants.len());
     tracing::info!(
         instants = selection.instants.len(),
         file = summary.history_file.as_deref().unwrap_or_default(),
@@ -440,9 +452,13 @@ fn compaction_retained(commits: &[&Instant], needed: usize) -> Option<InstantTim
 
 #[cfg(test)]
 mod tests {
-    use tributary_timeline::{History, history_dir};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use tributary_timeline::{History, InProcessLock, ManualClock, TimeMode, history_dir};
 
     use super::*;
+    use crate::CleanRetention;
     use crate::test_util::{Table, compaction, delta_commit, table, timeline, ts, writer};
 
     /// Small bounds: archive above 4 commits, down to 2; compactions by
@@ -601,6 +617,30 @@ mod tests {
         assert_eq!(tl.completed().count(), 16, "every commit is still in the timeline");
         let active = tl.instants().iter().filter(|i| !tl.is_archived(&i.requested)).count();
         assert_eq!(active, 2);
+    }
+
+    /// An hours clean records its earliest commit to retain as a commits
+    /// clean does, and that holds archiving back to its window.
+    #[tokio::test]
+    async fn an_hours_clean_holds_archiving_back_to_its_window() {
+        let tb = table().await;
+        let old = commits_from(&tb, 100, 3).await;
+        compaction(&tb, 130, 131).await;
+        commits_from(&tb, 140, 3).await;
+        compaction(&tb, 170, 171).await;
+        // 24 hours before the cleaner's clock is the delta commit at 150.
+        let clock = Arc::new(ManualClock::new(ts(150).to_millis().unwrap() + 24 * 3_600_000));
+        let time = TimeGenerator::new(TimeMode::HybridLogical, Duration::ZERO, clock, Arc::new(InProcessLock::new()));
+        let cleaned = crate::clean(&tb.loc, &tb.config, &time, CleanRetention::Hours(24)).await.unwrap().unwrap();
+        assert_eq!(cleaned.earliest_commit_to_retain, ts(150).to_string());
+        assert_eq!(cleaned.deleted_files.len(), old.len(), "the logs before the base at 130");
+
+        // Six of the eight commits could go; the clean's window keeps 150 on.
+        let s = run(&tb, &small()).await;
+        assert_eq!(s.retained, Some(Retained::CleanRetained(ts(150))));
+        assert_eq!(requested(&s), [old, vec![ts(130), ts(140)]].concat());
+        let tl = timeline(&tb).await;
+        assert!([150, 160, 170].iter().all(|&t| !tl.is_archived(&ts(t))));
     }
 
     #[test]

@@ -1,18 +1,33 @@
-//! Cleaning: deleting the file slices no retained commit needs (Hudi's
-//! `KEEP_LATEST_COMMITS` policy).
+//! Cleaning: deleting the file slices no retained commit needs, under
+//! Hudi's two policies that retain by commits ([`CleanRetention`]):
+//! `KEEP_LATEST_COMMITS` and `KEEP_LATEST_BY_HOURS`.
 //!
-//! The last `retain_commits` completed data commits (delta commits and
-//! compactions, by completion time) must stay readable: time travel to their
-//! instants and incremental reads over them. The oldest of them is the
-//! *earliest commit to retain*; like Hudi, it is moved back to the oldest
-//! pending data instant when that is older. Then, conservatively, a file
+//! Each policy names the *earliest commit to retain*; every completed data
+//! commit (delta commit or compaction) from it on must stay readable: time
+//! travel to its instant and incremental reads over it.
+//!
+//! - `KEEP_LATEST_COMMITS` (`hoodie.cleaner.commits.retained`): the oldest
+//!   of the last N completed data commits, by completion time.
+//! - `KEEP_LATEST_BY_HOURS` (`hoodie.cleaner.hours.retained`), as Hudi's
+//!   `CleanerUtils.getEarliestCommitToRetain`: the completed data commit
+//!   with the smallest *requested* time at or after now minus N hours, read
+//!   from the clock of the clean's time generator (never the system's) and
+//!   compared as instant times (UTC, as Tributary issues them). With no
+//!   commit requested in the window there is none, and, as in Hudi,
+//!   nothing is cleaned.
+//!
+//! Like Hudi's commits policy, the earliest commit to retain is then moved
+//! back to the oldest pending data instant when that is older; Tributary
+//! does so under both policies (Hudi's hours policy does not, and moving
+//! back only ever keeps more). Then, conservatively, a file
 //! slice (its base file and logs) is deleted only when a newer slice of its
 //! file group has a base file whose commit completed before the earliest
 //! commit to retain was requested. Every reader of a retained instant sees
 //! that newer base, and every log that completed after it sits in its slice
 //! or a later one, so nothing a retained instant needs is removed. Slices
 //! behind a pending compaction stay (its slice has no completed base), and so
-//! do log-only file groups.
+//! do log-only file groups. The plan and the clean metadata record the
+//! policy by Hudi's name.
 //!
 //! ```text
 //!  clean                                      table lock          storage
@@ -56,6 +71,72 @@ use tributary_timeline::{Completion, complete_instant, delete_if_exists};
 use crate::rollback::{file_name, fs_path};
 use tributary_timeline::partition_file;
 
+/// Hudi's name of the hours policy (`HoodieCleaningPolicy`), as plans and
+/// clean metadata record it.
+const KEEP_LATEST_BY_HOURS: &str = "KEEP_LATEST_BY_HOURS";
+
+/// An hour, in milliseconds.
+const HOUR_MILLIS: i64 = 3_600_000;
+
+/// What a clean keeps: one of Hudi's cleaning policies that retain by
+/// commits (`hoodie.cleaner.policy`), with its setting. The default is
+/// Hudi's: the last 10 commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CleanRetention {
+    /// `KEEP_LATEST_COMMITS` with `hoodie.cleaner.commits.retained`: the
+    /// file slices the last N completed data commits need. At least 1.
+    Commits(usize),
+    /// `KEEP_LATEST_BY_HOURS` with `hoodie.cleaner.hours.retained` (Hudi's
+    /// default is [`CleanRetention::DEFAULT_HOURS`]): the file slices every
+    /// completed data commit requested in the last N hours needs, by the
+    /// clock of the clean's time generator. With no commit requested in
+    /// that window nothing is cleaned, as in Hudi. At least 1.
+    Hours(u32),
+}
+
+impl Default for CleanRetention {
+    /// `KEEP_LATEST_COMMITS`, 10 commits (Hudi's defaults).
+    fn default() -> Self {
+        CleanRetention::Commits(10)
+    }
+}
+
+impl CleanRetention {
+    /// Hudi's default `hoodie.cleaner.hours.retained`.
+    pub const DEFAULT_HOURS: u32 = 24;
+
+    /// The policy's name as Hudi writes it (`hoodie.cleaner.policy`, and
+    /// `policy` in cleaner plans and clean metadata).
+    pub fn policy(&self) -> &'static str {
+        match self {
+            CleanRetention::Commits(_) => KEEP_LATEST_COMMITS,
+            CleanRetention::Hours(_) => KEEP_LATEST_BY_HOURS,
+        }
+    }
+
+    /// Checks the setting, naming it when it is wrong.
+    pub fn validate(&self) -> Result<()> {
+        let (what, zero) = match self {
+            CleanRetention::Commits(n) => ("hoodie.cleaner.commits.retained", *n == 0),
+            CleanRetention::Hours(h) => ("hoodie.cleaner.hours.retained", *h == 0),
+        };
+        if zero {
+            return Err(Error::Invalid { what: what.into(), reason: "must be at least 1".into() });
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for CleanRetention {
+    /// The policy and its setting: `KEEP_LATEST_BY_HOURS (24 hours)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CleanRetention::Commits(n) => write!(f, "{} ({n} commits)", self.policy()),
+            CleanRetention::Hours(h) => write!(f, "{} ({h} hours)", self.policy()),
+        }
+    }
+}
+
 /// What one clean did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CleanSummary {
@@ -69,21 +150,20 @@ pub struct CleanSummary {
     pub deleted_files: Vec<String>,
 }
 
-/// Deletes the file slices that none of the last `retain_commits` completed
-/// data commits needs, recording a `clean` instant. Returns `None`, having
-/// written nothing, when there is nothing to delete.
+/// Deletes the file slices that no commit `retention` keeps needs (the
+/// last N completed data commits, or those requested in the last N hours
+/// by the clock of `time`), recording a `clean` instant. Returns `None`,
+/// having written nothing, when there is nothing to delete.
 ///
 /// A clean left pending by an earlier call is finished first, and that call
-/// plans nothing new. `retain_commits` must be at least 1.
+/// plans nothing new. `retention` must be valid ([`CleanRetention::validate`]).
 pub async fn clean(
     loc: &TableLocation,
     config: &TableConfig,
     time: &TimeGenerator,
-    retain_commits: usize,
+    retention: CleanRetention,
 ) -> Result<Option<CleanSummary>> {
-    if retain_commits == 0 {
-        return Err(Error::Invalid { what: "retain_commits".into(), reason: "must be at least 1".into() });
-    }
+    retention.validate()?;
     // Listed before the timeline is loaded, as the orphan sweep needs.
     let files = list_data_files(loc).await?;
     let timeline = Timeline::load(loc, config).await?;
@@ -101,7 +181,8 @@ pub async fn clean(
     }
     let planned = planned_groups(loc, config, &timeline).await?;
     let view = FileSystemView::build(&timeline, files, &planned);
-    let Some(plan) = plan_clean(loc, &timeline, &view, retain_commits) else { return Ok(None) };
+    let now = time.clock().now_millis();
+    let Some(plan) = plan_clean(loc, &timeline, &view, retention, now) else { return Ok(None) };
     let content = plan.to_avro_container()?;
     let w = writer.clone();
     let requested_content = content.clone();
@@ -119,14 +200,16 @@ pub async fn clean(
     execute(loc, config, time, &r, &plan, content).await.map(Some)
 }
 
-/// Plans a clean keeping what the last `retain_commits` completed data
-/// commits need (see the module notes); `None` when nothing is to be
-/// deleted. Pure: `loc` only names the files.
+/// Plans a clean keeping what the commits `retention` keeps need, with
+/// `now_millis` the time the hours policy counts back from (see the module
+/// notes); `None` when nothing is to be deleted. Pure: `loc` only names the
+/// files.
 pub(crate) fn plan_clean(
     loc: &TableLocation,
     timeline: &Timeline,
     view: &FileSystemView,
-    retain_commits: usize,
+    retention: CleanRetention,
+    now_millis: i64,
 ) -> Option<CleanerPlan> {
     if timeline.instants().iter().any(|i| i.action == Action::Savepoint) {
         tracing::warn!("table has savepoints; not cleaning");
@@ -134,10 +217,7 @@ pub(crate) fn plan_clean(
     }
     let mut commits: Vec<&Instant> = timeline.completed().filter(|i| i.action.writes_data()).collect();
     commits.sort_by(|a, b| a.completed.cmp(&b.completed).then_with(|| a.requested.cmp(&b.requested)));
-    if retain_commits == 0 || commits.len() <= retain_commits {
-        return None;
-    }
-    let mut earliest = commits[commits.len() - retain_commits];
+    let mut earliest = earliest_commit_to_retain(&commits, retention, now_millis)?;
     if let Some(pending) =
         timeline.pending().filter(|i| i.action.writes_data()).min_by(|a, b| a.requested.cmp(&b.requested))
         && pending.requested < earliest.requested
@@ -181,10 +261,45 @@ pub(crate) fn plan_clean(
             state: earliest.state.to_string(),
         }),
         last_completed_commit_timestamp: last_completed,
-        policy: KEEP_LATEST_COMMITS.into(),
+        policy: retention.policy().into(),
         file_paths_to_be_deleted_per_partition: files,
         ..Default::default()
     })
+}
+
+/// The earliest commit `retention` keeps among the completed data
+/// `commits` (sorted by completion time), before the move back to a
+/// pending instant; `None` when the policy names none.
+fn earliest_commit_to_retain<'a>(
+    commits: &[&'a Instant],
+    retention: CleanRetention,
+    now_millis: i64,
+) -> Option<&'a Instant> {
+    match retention {
+        CleanRetention::Commits(n) => {
+            if n == 0 || commits.len() <= n {
+                return None;
+            }
+            Some(commits[commits.len() - n])
+        }
+        CleanRetention::Hours(h) => {
+            // Hudi: now minus N hours as an instant time, and the first
+            // completed commit, by requested time, requested at or after
+            // it. A start with no instant time (outside years 1000 to
+            // 9999) is before every commit, or after every one.
+            let start = now_millis.saturating_sub(i64::from(h) * HOUR_MILLIS);
+            let start = match InstantTime::from_millis(start) {
+                Ok(s) => Some(s),
+                Err(_) if start < 0 => None,
+                Err(_) => return None,
+            };
+            commits
+                .iter()
+                .copied()
+                .filter(|c| start.as_ref().is_none_or(|s| &c.requested >= s))
+                .min_by(|a, b| a.requested.cmp(&b.requested))
+        }
+    }
 }
 
 /// Carries out a requested clean and completes it. `content` is the
@@ -239,8 +354,13 @@ async fn execute(
 
 #[cfg(test)]
 mod tests {
-    use object_store::ObjectStoreExt;
+    use std::sync::Arc;
+    use std::time::Duration;
 
+    use object_store::ObjectStoreExt;
+    use tributary_timeline::{InProcessLock, ManualClock, TimeMode};
+
+    use super::CleanRetention::{Commits, Hours};
     use super::*;
     use crate::test_util::{
         PARTITION, Table, base, compaction, delta_commit, exists, log, put, table, timeline, ts, writer,
@@ -263,7 +383,7 @@ mod tests {
 
         // Keep 2 commits: the compaction at 400 and the delta commit at 500.
         // Only the slice before the base at 200 (completed at 210 < 400) goes.
-        let s = clean(&tb.loc, &tb.config, &tb.time, 2).await.unwrap().unwrap();
+        let s = clean(&tb.loc, &tb.config, &tb.time, Commits(2)).await.unwrap().unwrap();
         assert_eq!(s.deleted_files, vec![partition_file(PARTITION, &log(0, 100))]);
         assert_eq!(s.earliest_commit_to_retain, ts(400).to_string());
         assert!(!exists(&tb, &log(0, 100)).await);
@@ -297,12 +417,12 @@ mod tests {
 
         // Again with the same retention: nothing left, nothing written.
         let before = timeline(&tb).await.instants().to_vec();
-        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, 2).await.unwrap(), None);
+        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, Commits(2)).await.unwrap(), None);
         assert_eq!(timeline(&tb).await.instants(), &before[..]);
 
         // Keep 1 commit (500): the base at 400 completed at 410 < 500, so
         // the slice at 200 goes, base and log. Log-only bucket 1 stays.
-        let s = clean(&tb.loc, &tb.config, &tb.time, 1).await.unwrap().unwrap();
+        let s = clean(&tb.loc, &tb.config, &tb.time, Commits(1)).await.unwrap().unwrap();
         assert_eq!(
             s.deleted_files,
             vec![partition_file(PARTITION, &base(0, 200)), partition_file(PARTITION, &log(0, 300))]
@@ -324,7 +444,11 @@ mod tests {
         put(&tb, &log(1, 350)).await;
         // A pending write's log is no orphan.
         delta_commit(&tb, 600, None, &[1]).await;
-        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, 5).await.unwrap(), None, "nothing to clean but orphans");
+        assert_eq!(
+            clean(&tb.loc, &tb.config, &tb.time, Commits(5)).await.unwrap(),
+            None,
+            "nothing to clean but orphans"
+        );
         assert!(!exists(&tb, &log(0, 50)).await && !exists(&tb, &log(1, 350)).await);
         for kept in [log(0, 100), base(0, 200), log(1, 500), log(1, 600)] {
             assert!(exists(&tb, &kept).await, "{kept}");
@@ -335,15 +459,15 @@ mod tests {
     async fn nothing_to_clean_writes_nothing() {
         let tb = table().await;
         // An empty table, and a table with fewer commits than retained.
-        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, 1).await.unwrap(), None);
+        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, Commits(1)).await.unwrap(), None);
         three_slices(&tb).await;
-        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, 5).await.unwrap(), None);
+        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, Commits(5)).await.unwrap(), None);
         // Commits retained up to the compaction at 200: its own slice stays.
-        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, 4).await.unwrap(), None);
-        assert!(clean(&tb.loc, &tb.config, &tb.time, 0).await.is_err());
+        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, Commits(4)).await.unwrap(), None);
+        assert!(clean(&tb.loc, &tb.config, &tb.time, Commits(0)).await.is_err());
         // A pending write older than the retained commits holds the clean back.
         delta_commit(&tb, 150, None, &[]).await;
-        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, 2).await.unwrap(), None);
+        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, Commits(2)).await.unwrap(), None);
         let tl = timeline(&tb).await;
         assert!(tl.instants().iter().all(|i| i.action != Action::Clean));
         assert!(exists(&tb, &log(0, 100)).await);
@@ -355,7 +479,7 @@ mod tests {
         three_slices(&tb).await;
         let tl = timeline(&tb).await;
         let view = FileSystemView::load(&tb.loc, &tb.config, &tl).await.unwrap();
-        let plan = plan_clean(&tb.loc, &tl, &view, 1).unwrap();
+        let plan = plan_clean(&tb.loc, &tl, &view, Commits(1), 0).unwrap();
         // A clean that stopped after its plan and one deletion.
         let r = tb.time.new_instant().await.unwrap();
         let i = Instant::requested(r.clone(), Action::Clean);
@@ -363,13 +487,137 @@ mod tests {
         tb.loc.store.delete(&tb.loc.join(&partition_file(PARTITION, &base(0, 200)))).await.unwrap();
 
         // The next call finishes it (with any retention) and plans nothing new.
-        let s = clean(&tb.loc, &tb.config, &tb.time, 3).await.unwrap().unwrap();
+        let s = clean(&tb.loc, &tb.config, &tb.time, Commits(3)).await.unwrap().unwrap();
         assert_eq!(s.instant, r);
         assert_eq!(s.deleted_files.len(), 3, "{:?}", s.deleted_files);
         assert!(!exists(&tb, &log(0, 100)).await && !exists(&tb, &log(0, 300)).await);
         let tl = timeline(&tb).await;
         assert_eq!(tl.instants().iter().filter(|i| i.action == Action::Clean).count(), 1);
         assert!(tl.get(&r).is_some_and(Instant::is_completed));
-        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, 1).await.unwrap(), None);
+        assert_eq!(clean(&tb.loc, &tb.config, &tb.time, Commits(1)).await.unwrap(), None);
+    }
+
+    /// The clock reading at which a window of `hours` starts exactly at
+    /// the hand-made instant `t`.
+    fn window_starts_at(t: u32, hours: u32) -> i64 {
+        ts(t).to_millis().unwrap() + i64::from(hours) * 3_600_000
+    }
+
+    /// A generator of its own, reading a manual clock set to `millis`.
+    fn generator_at(millis: i64) -> (Arc<ManualClock>, TimeGenerator) {
+        let clock = Arc::new(ManualClock::new(millis));
+        let lock = Arc::new(InProcessLock::new());
+        (clock.clone(), TimeGenerator::new(TimeMode::HybridLogical, Duration::ZERO, clock, lock))
+    }
+
+    #[tokio::test]
+    async fn hours_keep_what_the_commits_requested_in_the_window_need() {
+        let tb = table().await;
+        three_slices(&tb).await;
+
+        // 24 hours back from the injected clock is the compaction requested
+        // at 400: it and the delta commit at 500 are retained, and only the
+        // slice before the base at 200 (completed at 210 < 400) goes.
+        let (clock, time) = generator_at(window_starts_at(400, 24));
+        let s = clean(&tb.loc, &tb.config, &time, Hours(24)).await.unwrap().unwrap();
+        assert_eq!(s.earliest_commit_to_retain, ts(400).to_string());
+        assert_eq!(s.deleted_files, vec![partition_file(PARTITION, &log(0, 100))]);
+        let ci = timeline(&tb).await.get(&s.instant).cloned().unwrap();
+        let plan =
+            CleanerPlan::from_avro_container(&writer(&tb).read(&ci, State::Requested).await.unwrap(), "p").unwrap();
+        assert_eq!(plan.policy, KEEP_LATEST_BY_HOURS);
+        assert_eq!(
+            plan.earliest_instant_to_retain,
+            Some(ActionInstant { timestamp: ts(400).to_string(), action: "commit".into(), state: "COMPLETED".into() })
+        );
+        let meta =
+            CleanMetadata::from_avro_container(&writer(&tb).read(&ci, State::Completed).await.unwrap(), "m").unwrap();
+        assert_eq!(meta.earliest_commit_to_retain, ts(400).to_string());
+        assert_eq!(meta.partition_metadata[PARTITION].policy, KEEP_LATEST_BY_HOURS);
+
+        // One millisecond later the compaction was requested before the
+        // window (it completed at 410, inside it, but requested times
+        // count): the delta commit at 500 is the earliest retained, and the
+        // slice at 200 goes too.
+        clock.advance(1);
+        let s = clean(&tb.loc, &tb.config, &time, Hours(24)).await.unwrap().unwrap();
+        assert_eq!(s.earliest_commit_to_retain, ts(500).to_string());
+        assert_eq!(
+            s.deleted_files,
+            vec![partition_file(PARTITION, &base(0, 200)), partition_file(PARTITION, &log(0, 300))]
+        );
+        for kept in [base(0, 400), log(0, 500), log(1, 100), log(1, 300), log(1, 500)] {
+            assert!(exists(&tb, &kept).await, "{kept}");
+        }
+
+        // With no commit requested in the window, Hudi names no commit to
+        // retain and cleans nothing; neither does this, though 1 commit
+        // kept would remove more.
+        delta_commit(&tb, 600, Some(610), &[0]).await;
+        compaction(&tb, 700, 710).await;
+        delta_commit(&tb, 800, Some(810), &[0]).await;
+        let before = timeline(&tb).await.instants().to_vec();
+        clock.set(window_starts_at(801, 24));
+        assert_eq!(clean(&tb.loc, &tb.config, &time, Hours(24)).await.unwrap(), None);
+        assert_eq!(timeline(&tb).await.instants(), &before[..]);
+        // A window reaching before year 1000 keeps every commit.
+        assert_eq!(clean(&tb.loc, &tb.config, &time, Hours(u32::MAX)).await.unwrap(), None);
+        assert!(clean(&tb.loc, &tb.config, &time, Hours(0)).await.is_err());
+        // The same table cleaned by commits: the slice at 400 goes.
+        let s = clean(&tb.loc, &tb.config, &time, Commits(1)).await.unwrap().unwrap();
+        assert_eq!(s.earliest_commit_to_retain, ts(800).to_string());
+        assert!(!exists(&tb, &base(0, 400)).await && exists(&tb, &base(0, 700)).await);
+    }
+
+    /// A write requested before the window and still pending moves the
+    /// earliest commit to retain back to it, as under the commits policy;
+    /// one requested inside the window moves nothing.
+    #[tokio::test]
+    async fn hours_move_back_to_the_oldest_pending_write() {
+        let now = window_starts_at(401, 24); // the window holds the delta commit at 500 alone
+        let plan_of = |tb: &Table| {
+            let (loc, config) = (tb.loc.clone(), tb.config.clone());
+            async move {
+                let tl = Timeline::load(&loc, &config).await.unwrap();
+                let view = FileSystemView::load(&loc, &config, &tl).await.unwrap();
+                plan_clean(&loc, &tl, &view, Hours(24), now).unwrap()
+            }
+        };
+        let inside = table().await;
+        three_slices(&inside).await;
+        delta_commit(&inside, 600, None, &[1]).await;
+        let plan = plan_of(&inside).await;
+        assert_eq!(plan.earliest_instant_to_retain.as_ref().unwrap().timestamp, ts(500).to_string());
+        let deleted: Vec<String> = plan.files().into_iter().map(|(_, f)| file_name(&f).to_string()).collect();
+        assert_eq!(deleted, vec![base(0, 200), log(0, 300), log(0, 100)]);
+
+        let before = table().await;
+        three_slices(&before).await;
+        delta_commit(&before, 350, None, &[1]).await;
+        let plan = plan_of(&before).await;
+        // Back to 350: the base at 400 completed after it and supersedes
+        // nothing; the base at 200 still supersedes the slice before it.
+        assert_eq!(
+            plan.earliest_instant_to_retain,
+            Some(ActionInstant {
+                timestamp: ts(350).to_string(),
+                action: "deltacommit".into(),
+                state: "INFLIGHT".into()
+            })
+        );
+        assert_eq!(plan.files(), vec![(PARTITION.to_string(), format!("/warehouse/t/{PARTITION}/{}", log(0, 100)))]);
+        assert_eq!(plan.policy, KEEP_LATEST_BY_HOURS);
+    }
+
+    #[test]
+    fn retention_is_checked_and_named_as_hudi_names_it() {
+        for (r, key) in [(Commits(0), "hoodie.cleaner.commits.retained"), (Hours(0), "hoodie.cleaner.hours.retained")] {
+            let err = r.validate().unwrap_err().to_string();
+            assert!(err.contains(key), "{err}");
+        }
+        assert!(Commits(1).validate().is_ok() && Hours(1).validate().is_ok());
+        assert_eq!((Commits(3).policy(), Hours(24).policy()), ("KEEP_LATEST_COMMITS", "KEEP_LATEST_BY_HOURS"));
+        assert_eq!(CleanRetention::default(), Commits(10));
+        assert_eq!(Hours(CleanRetention::DEFAULT_HOURS).to_string(), "KEEP_LATEST_BY_HOURS (24 hours)");
     }
 }

@@ -29,6 +29,7 @@ use tributary_timeline::{MARKER_APPEND, MARKER_CREATE, create_marker, remove_mar
 
 use crate::base_file::BaseFileWriter;
 use crate::error::{Error, Result};
+use crate::health::{CompactionMeters, LogSpread};
 use crate::plan::{PlanSettings, plan};
 use tributary_merge::{BaseRows, Budget, RowOrder, Share, SliceFiles, SliceMerge, SpillArea, merge_slice};
 use tributary_timeline::partition_file;
@@ -114,6 +115,10 @@ pub struct Compactor {
     spill_dir: object_store::path::Path,
     timeline: TimelineFolder,
     settings: CompactorSettings,
+    /// What it records as metrics.
+    meters: CompactionMeters,
+    /// The log spread its last plan saw.
+    last_spread: Arc<std::sync::Mutex<Option<LogSpread>>>,
 }
 
 /// Builds a [`Compactor`]: the table and its schema, the components it
@@ -215,6 +220,7 @@ impl CompactorBuilder {
         let (spill_store, spill_dir) =
             spill.unwrap_or_else(|| (loc.store.clone(), tributary_timeline::temp_dir(&loc.root)));
         let timeline = TimelineFolder::new(&loc, &config);
+        let meters = CompactionMeters::new(&loc);
         Ok(Compactor {
             loc,
             config,
@@ -226,6 +232,8 @@ impl CompactorBuilder {
             spill_dir,
             timeline,
             settings,
+            meters,
+            last_spread: Arc::default(),
         })
     }
 }
@@ -265,6 +273,12 @@ impl Compactor {
         Ok((timeline, view))
     }
 
+    /// The uncompacted logs its last plan saw (before that plan merged
+    /// them); `None` before it planned.
+    pub fn last_spread(&self) -> Option<LogSpread> {
+        self.last_spread.lock().ok().and_then(|l| l.clone())
+    }
+
     /// Takes a compaction instant and writes its plan. `None` when no file
     /// group qualifies, or when another compactor scheduled a compaction
     /// meanwhile (nothing is written then). The caller holds the execution
@@ -285,6 +299,10 @@ impl Compactor {
         // Listed after the instant was issued: every delta commit that
         // completed before it is visible now (see docs/design.md).
         let (seen, view) = self.view().await?;
+        let spread = self.meters.observe(&seen, &view, self.clock.now_millis());
+        if let Ok(mut last) = self.last_spread.lock() {
+            *last = Some(spread);
+        }
         let Some(plan) = plan(&view, &instant, &self.settings.plan) else { return Ok(None) };
         let requested = Instant::requested(instant.clone(), Action::Compaction);
         let content = plan.to_avro_container()?;
@@ -424,6 +442,9 @@ impl Compactor {
         }
         if let Some((c, _)) = self.schedule_fenced(fence).await? {
             done.push(self.execute_fenced(&c, fence).await?);
+        }
+        for d in &done {
+            self.meters.compacted(d.records, d.tombstones);
         }
         Ok(done)
     }

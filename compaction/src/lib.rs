@@ -9,7 +9,8 @@
 //!   compaction it executes is reported by a [`CompactionSummary`];
 //! - [`plan`], the pure planner the compactor runs, for planning without
 //!   executing;
-//! - [`clean`], reporting a [`CleanSummary`];
+//! - [`clean`], keeping what a [`CleanRetention`] keeps and reporting a
+//!   [`CleanSummary`];
 //! - [`rollback_failed_writes`], reporting each rollback as [`RolledBack`];
 //! - [`archive`], set by [`ArchiveSettings`] and reporting an
 //!   [`ArchiveSummary`] (with the [`Retained`] rule that stopped it).
@@ -30,6 +31,7 @@ mod base_file;
 mod clean;
 mod error;
 mod execute;
+mod health;
 mod plan;
 mod rollback;
 #[cfg(test)]
@@ -40,10 +42,11 @@ pub use error::{Error, Result};
 
 // Compaction: the compactor, its settings and what a run did.
 pub use execute::{CompactionSummary, Compactor, CompactorBuilder, CompactorSettings};
+pub use health::LogSpread;
 pub use plan::{PlanSettings, plan};
 
 // Cleaning old file slices.
-pub use clean::{CleanSummary, clean};
+pub use clean::{CleanRetention, CleanSummary, clean};
 
 // Archiving old instants into the history.
 pub use archive::{ArchiveSettings, ArchiveSummary, Retained, archive};

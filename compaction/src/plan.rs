@@ -17,7 +17,8 @@ pub struct PlanSettings {
     pub min_log_files: usize,
     /// ... or at least this many bytes of eligible logs (0: no byte rule).
     pub min_log_bytes: u64,
-    /// At most this many groups per plan (largest log volume first).
+    /// At most this many groups per plan (those with the most logs first,
+    /// then the largest log volume).
     pub max_groups: usize,
 }
 
@@ -77,9 +78,15 @@ pub fn plan(view: &FileSystemView, instant: &InstantTime, settings: &PlanSetting
     if candidates.is_empty() {
         return None;
     }
-    // Largest log volume first under a cap; then a stable order.
+    // Under a cap, the groups holding the most logs first (those nearest
+    // the table's bound, where writers wait), then the largest log volume;
+    // then a stable order.
     candidates.sort_by(|a, b| {
-        b.0.cmp(&a.0).then_with(|| (&a.1.partition_path, &a.1.file_id).cmp(&(&b.1.partition_path, &b.1.file_id)))
+        let logs = |c: &(u64, CompactionOperation)| c.1.delta_file_paths.len();
+        logs(b)
+            .cmp(&logs(a))
+            .then_with(|| b.0.cmp(&a.0))
+            .then_with(|| (&a.1.partition_path, &a.1.file_id).cmp(&(&b.1.partition_path, &b.1.file_id)))
     });
     candidates.truncate(settings.max_groups.max(1));
     let mut operations: Vec<CompactionOperation> = candidates.into_iter().map(|(_, op)| op).collect();

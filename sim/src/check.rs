@@ -10,7 +10,7 @@ use object_store::path::Path;
 use tributary::timeline::{
     Action, BaseFileName, InstantTime, LogFileName, ManualClock, State, TableLocation, Timeline, TimelineFolder,
 };
-use tributary::{LockKind, Query, ReadOptions, Table, TableSettings};
+use tributary::{LockKind, LogSpread, Query, ReadOptions, Table, TableSettings};
 use tributary_format::{CommitMetadata, CompactionPlan};
 use tributary_writer::CHECKPOINT_PREFIX;
 
@@ -133,6 +133,16 @@ impl Checker {
             let c = &self.commits[&i.requested];
             if let Some(other) = visible.insert(c.batch, i.requested.clone()) {
                 return Err(format!("batch {:?} is visible twice: delta commits {other} and {}", c.batch, i.requested));
+            }
+        }
+        // Backpressure: no file group holds more uncompacted logs than the
+        // table's bound, at any completion.
+        if let Some(bound) = table.config().max_logs_per_file_group {
+            let (timeline, view) = table.file_system_view().await.map_err(err("file-system view"))?;
+            let pending = timeline.pending_compactions().map(|i| i.requested.clone()).collect();
+            let spread = LogSpread::of(&view, &pending);
+            if spread.max > bound {
+                return Err(format!("a file group holds {} uncompacted logs, above the bound {bound}", spread.max));
             }
         }
         // A compaction plan names only logs of delta commits that completed

@@ -13,6 +13,9 @@
 //!   and every other run [`Table::archive`], with bounds as tight as they
 //!   go (one commit kept at the least), so the history's instants and files
 //!   change under every other process.
+//! - **Or one service process** in place of those two, in some histories:
+//!   [`tributary::serve`] with schedules drawn from the seed, doing all of
+//!   it (rollback, compaction, cleaning and archiving) in one loop.
 //! - **The crash controller** crashes a random process at random times and
 //!   restarts it after a while. With [`Scale::zombies`], it freezes some
 //!   instead of crashing them: a new incarnation takes the frozen one's
@@ -38,7 +41,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::task::JoinHandle;
 use tributary::timeline::{ErrorKind, InProcessLock, LockProvider, SequenceGroup, TableLocation, TimeMode};
-use tributary::{ArchiveSettings, CreateOptions, HistorySettings, LockKind, Table, TableSettings, TimeSettings};
+use tributary::{
+    ArchiveSettings, CleanRetention, CreateOptions, HistorySettings, LockKind, ServiceEvent, ServiceSchedule, Table,
+    TableSettings, TimeSettings,
+};
 use tributary_compaction::CompactorSettings;
 use tributary_writer::{WriteClient, WriteSettings};
 
@@ -182,6 +188,8 @@ enum Part {
     Writer(usize),
     Compactor,
     Cleaner,
+    /// `serve`: compaction, cleaning and archiving in one process.
+    Service,
 }
 
 /// A process slot: its part, its current incarnation's view and task.
@@ -224,6 +232,9 @@ struct History {
     clocks: Vec<(i64, i64)>,
     /// The heartbeats processes read, and their rollbacks.
     recovery: Mutex<Recovery>,
+    /// The table's bound on uncompacted logs per file group, when the
+    /// history draws a tight one (writers then wait for compaction).
+    bound: Option<usize>,
 }
 
 /// Archiving bounds as tight as they go: archive above two commits, down
@@ -272,8 +283,16 @@ impl History {
             (a, b)
         });
         let writer_tasks = (0..writers).map(|_| rng.random_range(1..=3)).collect();
+        // Drawn apart from the rest, so that a seed's other choices stay
+        // what they were before these were drawn.
+        let mut services = StdRng::seed_from_u64(seed ^ 0x0053_4552_5649_4345);
+        let bound = services.random_bool(0.5).then(|| services.random_range(2..=6));
         let mut parts: Vec<Part> = (0..writers).map(Part::Writer).collect();
-        parts.extend([Part::Compactor, Part::Cleaner]);
+        if services.random_bool(0.4) {
+            parts.push(Part::Service);
+        } else {
+            parts.extend([Part::Compactor, Part::Cleaner]);
+        }
         let slots: Vec<Slot> = parts
             .into_iter()
             .map(|part| Slot {
@@ -305,6 +324,7 @@ impl History {
             zombies: Mutex::new(Vec::new()),
             clocks,
             recovery: Mutex::new(Recovery::new(HEARTBEAT_EXPIRY)),
+            bound,
         })
     }
 
@@ -366,6 +386,9 @@ impl History {
         let mut options = CreateOptions::new(crate::workload::SCHEMA, "id", "ts");
         options.partition_field = Some("region".into());
         options.buckets = 2;
+        if let Some(bound) = self.bound {
+            options.max_logs_per_file_group = Some(bound);
+        }
         options.sequence_groups = ["ts_a=a1", "ts_b=b1"]
             .iter()
             .map(|g| SequenceGroup::parse(g).ok_or(format!("sequence group `{g}`")))
@@ -394,6 +417,7 @@ impl History {
                 Part::Writer(w) => this.writer(w, s, clock, pid).await,
                 Part::Compactor => this.compactor(s, clock, pid).await,
                 Part::Cleaner => this.cleaner(s, clock, pid).await,
+                Part::Service => this.service(s, clock, pid).await,
             }
         }));
         slot.store = Some(store);
@@ -563,6 +587,44 @@ impl History {
             if let Err(e) = run.await {
                 self.expect(&who, e);
             }
+        }
+    }
+
+    /// `serve` on schedules drawn from the seed; a job's failure is
+    /// judged as any actor's error, and the loop goes on.
+    async fn service(self: Arc<Self>, store: ProcessStore, clock: Arc<SimClock>, pid: u32) {
+        let who = format!("service (process {pid})");
+        loop {
+            let table = match self.open(&store, clock.clone(), pid).await {
+                Ok(t) => t,
+                Err(e) => {
+                    self.expect(&who, e);
+                    tokio::time::sleep(self.pause(500..3_000)).await;
+                    continue;
+                }
+            };
+            let schedule = ServiceSchedule {
+                compact_every: self.pause(500..8_000),
+                compactor: CompactorSettings {
+                    parallelism: self.world.with_rng(|r| r.random_range(1..=2)),
+                    ..CompactorSettings::default()
+                },
+                clean_every: Some(self.pause(1_000..10_000)),
+                retention: CleanRetention::Commits(self.world.with_rng(|r| r.random_range(1..=3))),
+                archive_every: Some(self.pause(1_000..10_000)),
+                archive: TIGHT_ARCHIVING,
+            };
+            let served = tributary::serve(&table, &schedule, std::future::pending(), |event| {
+                if let ServiceEvent::Failed { job, error } = event {
+                    self.expect(&format!("{who}, {job}"), error);
+                }
+            })
+            .await;
+            // It returns only on a failure to start (the compactor's).
+            if let Err(e) = served {
+                self.expect(&who, e);
+            }
+            tokio::time::sleep(self.pause(500..3_000)).await;
         }
     }
 

@@ -1,6 +1,8 @@
 //! [`CountingStore`]: counts the requests made through a store, by kind,
 //! so that what an operation costs on an object store (where requests are
-//! billed and each one is a round trip) can be shown and checked.
+//! billed and each one is a round trip) can be shown and checked. A
+//! metered one ([`CountingStore::metered`]) also records every request and
+//! every failed one through the metrics facade ([`crate::metrics`]).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -73,7 +75,7 @@ impl std::ops::Sub for Requests {
 #[derive(Debug)]
 pub struct CountingStore {
     inner: Arc<dyn ObjectStore>,
-    counts: Arc<[AtomicUsize; 5]>,
+    counts: Arc<Tally>,
     /// The bytes of object data the GETs asked for.
     bytes: AtomicU64,
 }
@@ -83,19 +85,74 @@ const HEAD: usize = 1;
 const LIST: usize = 2;
 const PUT: usize = 3;
 const DELETE: usize = 4;
+/// The `kind` label of each request kind, by index.
+const KINDS: [&str; 5] = ["get", "head", "list", "put", "delete"];
+
+/// The counts by kind, and the metrics they are also recorded to.
+#[derive(Debug, Default)]
+struct Tally {
+    counts: [AtomicUsize; 5],
+    /// Requests and failed requests by kind; `None` when not metered.
+    meters: Option<[(metrics::Counter, metrics::Counter); 5]>,
+}
+
+impl Tally {
+    fn add(&self, kind: usize) {
+        self.counts[kind].fetch_add(1, Ordering::Relaxed);
+        if let Some(m) = &self.meters {
+            m[kind].0.increment(1);
+        }
+    }
+
+    /// Records a failed request. A missing object or a create that finds
+    /// one are answers, not failures.
+    fn failed(&self, kind: usize, e: &object_store::Error) {
+        if let Some(m) = &self.meters
+            && !matches!(
+                e,
+                object_store::Error::NotFound { .. }
+                    | object_store::Error::AlreadyExists { .. }
+                    | object_store::Error::Precondition { .. }
+                    | object_store::Error::NotModified { .. }
+            )
+        {
+            m[kind].1.increment(1);
+        }
+    }
+
+    /// Passes `r` on, recording it as failed when it is an error.
+    fn check<T>(&self, kind: usize, r: object_store::Result<T>) -> object_store::Result<T> {
+        if let Err(e) = &r {
+            self.failed(kind, e);
+        }
+        r
+    }
+}
 
 impl CountingStore {
     /// Counts the requests made to `inner`.
     pub fn new(inner: Arc<dyn ObjectStore>) -> Self {
-        Self { inner, counts: Arc::new(Default::default()), bytes: AtomicU64::new(0) }
+        Self { inner, counts: Arc::new(Tally::default()), bytes: AtomicU64::new(0) }
+    }
+
+    /// Counts the requests made to `inner`, and records them (and the
+    /// failed ones) as [`STORE_REQUESTS`](crate::metrics::STORE_REQUESTS)
+    /// and [`STORE_FAILURES`](crate::metrics::STORE_FAILURES) of table
+    /// `table`, to the metrics recorder installed when this is called.
+    pub fn metered(inner: Arc<dyn ObjectStore>, table: &str) -> Self {
+        let meter = |name: &'static str, kind: &'static str| metrics::counter!(name, "table" => table.to_string(), "kind" => kind);
+        let meters =
+            KINDS.map(|k| (meter(crate::metrics::STORE_REQUESTS, k), meter(crate::metrics::STORE_FAILURES, k)));
+        let counts = Tally { meters: Some(meters), ..Tally::default() };
+        Self { inner, counts: Arc::new(counts), bytes: AtomicU64::new(0) }
     }
 
     fn add(&self, kind: usize) {
-        self.counts[kind].fetch_add(1, Ordering::Relaxed);
+        self.counts.add(kind);
     }
 
     fn read(&self, f: impl Fn(&AtomicUsize) -> usize) -> Requests {
-        let c = &self.counts;
+        let c = &self.counts.counts;
         Requests { gets: f(&c[GET]), heads: f(&c[HEAD]), lists: f(&c[LIST]), puts: f(&c[PUT]), deletes: f(&c[DELETE]) }
     }
 
@@ -131,7 +188,7 @@ impl ObjectStore for CountingStore {
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
         self.add(PUT);
-        self.inner.put_opts(location, payload, opts).await
+        self.counts.check(PUT, self.inner.put_opts(location, payload, opts).await)
     }
     async fn put_multipart_opts(
         &self,
@@ -139,12 +196,13 @@ impl ObjectStore for CountingStore {
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
         self.add(PUT);
-        self.inner.put_multipart_opts(location, opts).await
+        self.counts.check(PUT, self.inner.put_multipart_opts(location, opts).await)
     }
     async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
         let head = options.head;
-        self.add(if head { HEAD } else { GET });
-        let got = self.inner.get_opts(location, options).await?;
+        let kind = if head { HEAD } else { GET };
+        self.add(kind);
+        let got = self.counts.check(kind, self.inner.get_opts(location, options).await)?;
         if !head {
             self.bytes.fetch_add(got.range.end - got.range.start, Ordering::Relaxed);
         }
@@ -157,21 +215,37 @@ impl ObjectStore for CountingStore {
         let counts = self.counts.clone();
         let counted = locations.inspect(move |l| {
             if l.is_ok() {
-                counts[DELETE].fetch_add(1, Ordering::Relaxed);
+                counts.add(DELETE);
             }
         });
-        self.inner.delete_stream(counted.boxed())
+        let counts = self.counts.clone();
+        self.inner
+            .delete_stream(counted.boxed())
+            .inspect(move |r| {
+                if let Err(e) = r {
+                    counts.failed(DELETE, e);
+                }
+            })
+            .boxed()
     }
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
         self.add(LIST);
-        self.inner.list(prefix)
+        let counts = self.counts.clone();
+        self.inner
+            .list(prefix)
+            .inspect(move |r| {
+                if let Err(e) = r {
+                    counts.failed(LIST, e);
+                }
+            })
+            .boxed()
     }
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
         self.add(LIST);
-        self.inner.list_with_delimiter(prefix).await
+        self.counts.check(LIST, self.inner.list_with_delimiter(prefix).await)
     }
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
         self.add(PUT);
-        self.inner.copy_opts(from, to, options).await
+        self.counts.check(PUT, self.inner.copy_opts(from, to, options).await)
     }
 }

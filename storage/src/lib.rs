@@ -12,7 +12,8 @@
 //! - the table locks behind [`LockProvider`]: [`InProcessLock`], the OS file
 //!   lock [`FileLock`], the object-store lease [`LeaseLock`], and Hudi's
 //!   lock file [`HudiFileLock`];
-//! - [`CountingStore`]: a store wrapper that counts requests.
+//! - [`CountingStore`]: a store wrapper that counts requests;
+//! - [`metrics`]: the names of the metrics every crate records.
 //!
 //! The only IO is [`object_store`], plus the local OS file lock of
 //! [`FileLock`] and the fsyncs of [`DurableLocalStore`].
@@ -26,6 +27,7 @@ mod hudi_lock;
 mod lease;
 mod location;
 mod lock;
+pub mod metrics;
 mod parquet_file;
 mod store;
 

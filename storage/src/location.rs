@@ -265,6 +265,27 @@ impl TableLocation {
         self.local.as_deref()
     }
 
+    /// The table's short name: its folder's name (the local folder's, else
+    /// the root path's last segment), every character other than ASCII
+    /// letters and digits made `_`. A new table is named so by default,
+    /// and metrics label the table so ([`crate::metrics`]).
+    pub fn name(&self) -> String {
+        let last = match self.local_folder() {
+            Some(p) => p.file_name().map(|s| s.to_string_lossy().into_owned()),
+            None => self.root.filename().map(String::from),
+        };
+        last.unwrap_or_default().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+    }
+
+    /// This location with its store wrapped in a metered
+    /// [`CountingStore`](crate::CountingStore), recording the requests made
+    /// through it under the table's [`name`](TableLocation::name).
+    pub fn metered(mut self) -> Self {
+        let name = self.name();
+        self.store = Arc::new(crate::CountingStore::metered(self.store, &name));
+        self
+    }
+
     /// The path of `relative` (slash-separated) under the table root.
     pub fn join(&self, relative: &str) -> Path {
         join_relative(&self.root, relative)

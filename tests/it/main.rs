@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod archived;
+mod backpressure;
 mod builder;
 mod checkpoint;
 mod client;

@@ -1,13 +1,14 @@
 //! Recovery of failed writes and cleaning, through the CLI (and a compactor
-//! whose clock runs ahead, to age a heartbeat), on the store
-//! `TRIBUTARY_TEST_STORE` names (see [`Place`]).
+//! whose clock runs ahead, to age a heartbeat, and cleans by hours under a
+//! manual clock), on the store `TRIBUTARY_TEST_STORE` names (see [`Place`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tributary::TableSettings;
+use tributary::{Action, CleanRetention, InstantTime, ReadOptions, TableSettings};
 use tributary_compaction::CompactorSettings;
-use tributary_timeline::{Clock, OffsetClock, SystemClock};
+use tributary_timeline::{Clock, ManualClock, OffsetClock, SystemClock};
+use tributary_writer::WriteSettings;
 
 use crate::support::*;
 
@@ -127,4 +128,89 @@ fn clean_removes_old_slices_and_keeps_reads() {
         let rows = assert_same_rows(t, "after cleaning");
         assert_eq!(rows.len(), before.lines().count());
     }
+}
+
+/// The hours policy (`Table::clean_with`, `clean --retain-hours`), on a
+/// table whose clock is injected: three rounds of a write and a
+/// compaction two hours apart, then cleans as the clock moves on. Each
+/// keeps the slices the commits requested within the window need (time
+/// travel to them reads as before) and removes the older ones; with no
+/// commit in the window nothing is cleaned. The CLI refuses both
+/// retentions at once, and zero hours.
+#[test]
+fn clean_by_hours_follows_the_table_clock() {
+    let Some(place) = Place::new() else { return };
+    let table = place.table("t");
+    const HOUR: i64 = 3_600_000;
+    const START: i64 = 1_735_689_600_000; // 2025-01-01T00:00:00Z
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let clock = Arc::new(ManualClock::new(START));
+        let t =
+            table.builder().with_settings(hybrid()).with_clock(clock.clone()).create(fares_options()).await.unwrap();
+        let keys = ["k0", "k1", "k2", "k3", "k4", "k5"];
+        let mut writes = Vec::new();
+        for round in 0..3i64 {
+            clock.set(START + 2 * HOUR * round);
+            let client = t.write_client(WriteSettings::default()).await.unwrap();
+            let rows: Vec<(&str, i64, f64)> = keys.iter().map(|k| (*k, round, round as f64)).collect();
+            let mut c = client.start_commit().await.unwrap();
+            c.write_batch(&oslo_batch(&rows)).await.unwrap();
+            writes.push(c.commit().await.unwrap().instant);
+            let done = t.compactor(CompactorSettings::default()).await.unwrap().run_once().await.unwrap();
+            assert_eq!(done.len(), 1, "round {round} compacted");
+        }
+        let as_of = |w: &InstantTime| ReadOptions { as_of: Some(w.clone()), ..Default::default() };
+        let read = |w: InstantTime| {
+            let t = t.clone();
+            async move { fares_rows(&t.read(&as_of(&w)).await.unwrap()) }
+        };
+        let (at_1, at_2) = (read(writes[1].clone()).await, read(writes[2].clone()).await);
+        let logs_of = |w: &InstantTime| table.file_names(|n| is_log(n) && n.contains(&format!("_{w}.log.")));
+        let bases_of = |w: &InstantTime| table.file_names(|n| n.ends_with(".parquet") && n.contains(w.as_str()));
+        let compactions: Vec<InstantTime> = {
+            let tl = t.timeline().await.unwrap();
+            tl.completed().filter(|i| i.action == Action::Compaction).map(|i| i.requested.clone()).collect()
+        };
+        assert_eq!(compactions.len(), 3);
+        assert!(!logs_of(&writes[0]).is_empty() && !bases_of(&compactions[0]).is_empty());
+
+        // 4 hours back from 5.5 hours: the window starts at 1.5 hours and
+        // holds the writes from the second on. Only the first write's logs
+        // (before the first base, which completed before the window) go.
+        clock.set(START + 11 * HOUR / 2);
+        let s = t.clean_with(CleanRetention::Hours(4)).await.unwrap().expect("a clean ran");
+        assert_eq!(s.earliest_commit_to_retain, writes[1].to_string());
+        let first_logs: Vec<String> = logs_of(&writes[0]);
+        assert!(first_logs.is_empty(), "the first write's logs are cleaned: {first_logs:?}");
+        assert!(!bases_of(&compactions[0]).is_empty() && !logs_of(&writes[1]).is_empty());
+        assert_eq!(read(writes[1].clone()).await, at_1, "the window's first write reads as before");
+
+        // Two hours on, the window holds the third write alone: the first
+        // base and the second write's logs go; the second base stays.
+        clock.advance(2 * HOUR);
+        let s = t.clean_with(CleanRetention::Hours(4)).await.unwrap().expect("a clean ran");
+        assert_eq!(s.earliest_commit_to_retain, writes[2].to_string());
+        assert!(bases_of(&compactions[0]).is_empty() && logs_of(&writes[1]).is_empty());
+        assert!(!bases_of(&compactions[1]).is_empty() && !logs_of(&writes[2]).is_empty());
+        assert_eq!(read(writes[2].clone()).await, at_2, "the window's write reads as before");
+
+        // Past every commit: nothing to clean, nothing written.
+        clock.advance(10 * HOUR);
+        let before = t.timeline().await.unwrap().instants().to_vec();
+        assert_eq!(t.clean_with(CleanRetention::Hours(4)).await.unwrap(), None);
+        assert_eq!(t.timeline().await.unwrap().instants(), &before[..]);
+        assert!(t.clean_with(CleanRetention::Hours(0)).await.is_err());
+    });
+
+    // The CLI, reading the system clock, years after these commits.
+    let t = table.uri();
+    let both = tributary_err(&["clean", t, "--retain-hours", "1", "--retain-commits", "2"]);
+    assert!(both.contains("cannot be used with"), "{both}");
+    let both = tributary_err(&["serve", t, "--retain-hours", "1", "--retain-commits", "2"]);
+    assert!(both.contains("cannot be used with"), "{both}");
+    let zero = tributary_err(&["clean", t, "--retain-hours", "0"]);
+    assert!(zero.contains("hoodie.cleaner.hours.retained"), "{zero}");
+    let out = tributary_ok(&["clean", t, "--retain-hours", "1", "--time-mode", "hybrid-logical"]);
+    assert_eq!(out.trim(), "nothing to clean", "no commit in the last hour");
 }

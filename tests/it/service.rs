@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use tributary::{ArchiveSettings, Query, ReadOptions, ServiceSchedule, serve};
+use tributary::{ArchiveSettings, CleanRetention, Query, ReadOptions, ServiceSchedule, serve};
 use tributary_compaction::CompactorSettings;
 use tributary_writer::WriteSettings;
 
@@ -26,7 +26,7 @@ async fn serve_compacts_cleans_and_archives_while_a_writer_commits() {
         compact_every: Duration::from_millis(20),
         compactor: CompactorSettings::default(),
         clean_every: Some(Duration::from_millis(100)),
-        retain_commits: 2,
+        retention: CleanRetention::Commits(2),
         archive_every: Some(Duration::from_millis(100)),
         archive: tight(),
     };
@@ -123,4 +123,93 @@ fn has_base_file(table: &std::path::Path) -> bool {
         })
     }
     walk(table)
+}
+
+/// A free local port: bound, then let go for the process under test.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The value of the sample of `name` whose labels include every one of
+/// `labels` (`key="value"`) in the Prometheus text `page`; `None` when
+/// there is none.
+fn sample(page: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    page.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
+        let (series, value) = l.rsplit_once(' ')?;
+        let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
+        (metric == name && labels.iter().all(|want| rest.contains(want))).then(|| value.parse().ok())?
+    })
+}
+
+/// Reads the endpoint at `port` with a real HTTP client until `done`
+/// holds for its page (or 10 minutes pass); returns that page.
+fn scrape_until(port: u16, done: impl Fn(&str) -> bool) -> String {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(600);
+    let mut last = String::new();
+    loop {
+        let url = format!("http://127.0.0.1:{port}/metrics");
+        if let Ok(page) = runtime.block_on(async { reqwest::get(&url).await?.error_for_status()?.text().await }) {
+            if done(&page) {
+                return page;
+            }
+            last = page;
+        }
+        assert!(std::time::Instant::now() < deadline, "hang guard: the endpoint never showed it; last page:\n{last}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `write --metrics-addr` and `serve --metrics-addr`: what each endpoint
+/// shows, read with an HTTP client, is what the test did: 3 commits of 6
+/// records, then one compaction of a file group holding 3 logs.
+#[test]
+fn the_metrics_endpoints_show_what_the_processes_did() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let t = init_trips(dir.path(), "m", &["--buckets", "1"]);
+    let table = t.to_str().unwrap();
+    let port = free_port();
+    let mut writer = std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
+        .args(["write", table, "--input", "-", "--commit-every", "2", "--metrics-addr"])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = writer.stdin.take().unwrap();
+    for n in 0..6 {
+        writeln!(stdin, "{{\"ts\":{n},\"uuid\":\"u{n}\",\"rider\":null,\"fare\":1.0,\"city\":\"oslo\"}}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let table_label = "table=\"m\"";
+    let page = scrape_until(port, |p| sample(p, "tributary_commits_total", &[table_label]) == Some(3.0));
+    assert_eq!(sample(&page, "tributary_records_written_total", &[table_label, "op=\"upsert\""]), Some(6.0));
+    assert_eq!(sample(&page, "tributary_file_group_logs_max", &[table_label]), Some(3.0), "{page}");
+    assert!(sample(&page, "tributary_store_requests_total", &[table_label, "kind=\"put\""]).unwrap() >= 3.0);
+    assert!(sample(&page, "tributary_lock_hold_seconds_count", &[table_label]).unwrap() >= 3.0, "{page}");
+    assert!(page.contains("# TYPE tributary_lock_wait_seconds histogram"), "{page}");
+    drop(stdin);
+    let out = writer.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let port = free_port();
+    let server = std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
+        .args(["serve", table, "--compact-every", "1h", "--clean-every", "0s", "--archive-every", "0s"])
+        .arg("--metrics-addr")
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let page = scrape_until(port, |p| sample(p, "tributary_compactions_total", &[table_label]) == Some(1.0));
+    assert_eq!(sample(&page, "tributary_file_group_logs_max", &[table_label]), Some(3.0), "{page}");
+    assert_eq!(sample(&page, "tributary_compacted_records_total", &[table_label]), Some(6.0), "{page}");
+    assert_eq!(sample(&page, "tributary_compactions_pending", &[table_label]), Some(0.0), "{page}");
+    assert!(sample(&page, "tributary_compaction_lag_seconds", &[table_label]).unwrap() > 0.0, "{page}");
+    assert_eq!(sample(&page, "tributary_commits_total", &[table_label]), None, "serve commits nothing");
+    let term = std::process::Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    assert!(term.success());
+    let out = server.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }

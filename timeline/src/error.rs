@@ -102,6 +102,30 @@ pub enum Error {
         /// The generation this writer registered (0: it never registered).
         held: u64,
     },
+    /// A commit would pass the table's bound on uncompacted logs per file
+    /// group (`tributary.max.logs.per.file.group`) and waited for
+    /// compaction as long as it may: nothing of it is visible. Retry once
+    /// compaction has caught up (is a compactor, `tributary serve`,
+    /// running?).
+    #[error(
+        "{table}: commit {instant}: file group {file_group} holds {logs} uncompacted log files, at the table's bound \
+         of {bound}; waited {waited_ms} ms for compaction, which has not caught up (is a compactor running?); nothing \
+         of the commit is visible, retry it"
+    )]
+    Backpressure {
+        /// The table.
+        table: String,
+        /// The commit's requested instant.
+        instant: String,
+        /// The file group (`partition/file id`).
+        file_group: String,
+        /// Its committed, uncompacted log files.
+        logs: usize,
+        /// The bound.
+        bound: usize,
+        /// How long the commit waited.
+        waited_ms: u64,
+    },
     /// A Hudi file format (timeline metadata, schema) could not be encoded or decoded.
     #[error(transparent)]
     Format(#[from] tributary_format::Error),
@@ -123,6 +147,7 @@ impl Error {
             | Error::InvalidInput { .. } => ErrorKind::InvalidInput,
             Error::Withdrawn { .. } | Error::Fenced { .. } => ErrorKind::Conflict,
             Error::Corrupt { .. } => ErrorKind::Corrupt,
+            Error::Backpressure { .. } => ErrorKind::Unavailable,
             Error::Format(e) => e.kind(),
             Error::Storage(e) => e.kind(),
         }

@@ -305,6 +305,22 @@ pub async fn planned_groups(loc: &TableLocation, config: &TableConfig, timeline:
     Ok(planned)
 }
 
+/// Lists the files of one partition (`""` for the table's own folder), with
+/// one listing of its folder: no other partition's files, and nothing under
+/// `.hoodie/`. A partition not yet made lists empty.
+pub async fn list_partition_files(loc: &TableLocation, partition: &str) -> Result<Vec<DataFile>> {
+    let dir = if partition.is_empty() { loc.root.clone() } else { loc.join(partition) };
+    let listing = loc.store.list_with_delimiter(Some(&dir)).await.map_err(|e| Error::store("list", &dir, e))?;
+    Ok(listing
+        .objects
+        .into_iter()
+        .filter_map(|m| {
+            let name = m.location.filename()?.to_string();
+            Some(DataFile { partition: partition.to_string(), name, path: m.location, size: m.size })
+        })
+        .collect())
+}
+
 /// Lists every file in every partition (folder holding `.hoodie_partition_metadata`).
 pub async fn list_data_files(loc: &TableLocation) -> Result<Vec<DataFile>> {
     let meta = crate::layout::meta_dir(&loc.root);

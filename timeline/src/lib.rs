@@ -46,8 +46,8 @@ pub use error::{Error, ErrorKind, Result};
 
 // `hoodie.properties`: the table's configuration and its stored settings.
 pub use config::{
-    BucketHash, BucketSpec, MergeMode, NewTableConfig, SEQUENCE_GROUPS_STRATEGY_ID, SequenceGroup, TableConfig,
-    TableType, TimeMode, TombstoneRetention, split_fields,
+    BucketHash, BucketSpec, DEFAULT_MAX_LOGS_PER_FILE_GROUP, MergeMode, NewTableConfig, SEQUENCE_GROUPS_STRATEGY_ID,
+    SequenceGroup, TableConfig, TableType, TimeMode, TombstoneRetention, split_fields,
 };
 pub use properties::{StoredProperties, read_properties};
 
@@ -62,7 +62,10 @@ pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, FirstHoldHook, TimeGenerator};
 
 // Data files: names, partitions and the file-system view.
 pub use file_name::{BaseFileName, LogFileName, WriteToken, bucket_of_file_id, nbcc_file_id};
-pub use fs_view::{DataFile, FileGroup, FileSlice, FileSystemView, PlannedGroups, list_data_files, planned_groups};
+pub use fs_view::{
+    DataFile, FileGroup, FileSlice, FileSystemView, PlannedGroups, list_data_files, list_partition_files,
+    planned_groups,
+};
 pub use partition::ensure_partition;
 
 // Every path under `.hoodie/`.
@@ -82,6 +85,8 @@ pub use protocol::{
 
 // Storage and locks live in `tributary-storage`; the types the layers above
 // take and return are re-exported here.
+/// The names of the metrics Tributary records, and their descriptions.
+pub use tributary_storage::metrics;
 pub use tributary_storage::{
     Clock, CountingStore, DurableLocalStore, Fence, FenceCheck, FileLock, HUDI_CLOCK_DRIFT, HudiFileLock,
     InProcessLock, LeaseLock, LeaseSettings, LockGuard, LockProvider, ManualClock, OffsetClock, RETRY, Requests,

@@ -486,6 +486,13 @@ impl TimelineFolder {
     pub async fn load(&self) -> Result<Timeline> {
         Timeline::load_dir(&self.loc, &self.dir, self.layout, self.history.as_ref()).await
     }
+
+    /// Lists the active timeline alone: one listing, and no instant of the
+    /// history, for a step that needs only what is not archived (the
+    /// backpressure count of uncompacted logs).
+    pub async fn load_active(&self) -> Result<Timeline> {
+        Timeline::load_dir(&self.loc, &self.dir, self.layout, None).await
+    }
 }
 
 #[cfg(test)]

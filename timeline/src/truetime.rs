@@ -58,12 +58,64 @@ pub struct TimeGenerator {
     /// Runs at the start of each hold until it succeeded once (see
     /// [`TimeGenerator::with_first_hold_hook`]).
     first_hold: Option<Arc<dyn FirstHoldHook>>,
+    /// Lock wait, lock hold and skew wait; no-ops unless metered.
+    meters: LockMeters,
+}
+
+/// The histograms a metered generator records ([`TimeGenerator::metered`]).
+#[derive(Debug, Clone)]
+struct LockMeters {
+    wait: metrics::Histogram,
+    hold: metrics::Histogram,
+    skew: metrics::Histogram,
+}
+
+impl LockMeters {
+    fn noop() -> Self {
+        Self { wait: metrics::Histogram::noop(), hold: metrics::Histogram::noop(), skew: metrics::Histogram::noop() }
+    }
 }
 
 impl TimeGenerator {
     /// A generator reading `clock` and serialising on `lock`.
     pub fn new(mode: TimeMode, max_skew: Duration, clock: Arc<dyn Clock>, lock: Arc<dyn LockProvider>) -> Self {
-        Self { mode, max_skew, clock, lock, behind_reports: Arc::new(AtomicU64::new(0)), first_hold: None }
+        Self {
+            mode,
+            max_skew,
+            clock,
+            lock,
+            behind_reports: Arc::new(AtomicU64::new(0)),
+            first_hold: None,
+            meters: LockMeters::noop(),
+        }
+    }
+
+    /// This generator recording how long it waits for the lock, holds it
+    /// and waits out the clock skew under it, as the metrics
+    /// `tributary_lock_wait_seconds`, `tributary_lock_hold_seconds` and
+    /// `tributary_clock_skew_wait_seconds` of table `table`
+    /// ([`tributary_storage::metrics`]), to the recorder installed now.
+    pub fn metered(mut self, table: &str) -> Self {
+        use tributary_storage::metrics::{LOCK_HOLD, LOCK_WAIT, SKEW_WAIT};
+        let h = |name: &'static str| metrics::histogram!(name, "table" => table.to_string());
+        self.meters = LockMeters { wait: h(LOCK_WAIT), hold: h(LOCK_HOLD), skew: h(SKEW_WAIT) };
+        self
+    }
+
+    /// Takes the lock, recording the wait; the hold starts on return.
+    async fn acquire(&self) -> Result<(Box<dyn LockGuard>, std::time::Instant)> {
+        let start = std::time::Instant::now();
+        let guard = self.lock.acquire().await?;
+        let held = std::time::Instant::now();
+        self.meters.wait.record(held - start);
+        Ok((guard, held))
+    }
+
+    /// Releases a lock taken by [`TimeGenerator::acquire`] at `held`,
+    /// recording the hold.
+    async fn release(&self, guard: Box<dyn LockGuard>, held: std::time::Instant) {
+        release(guard).await;
+        self.meters.hold.record(held.elapsed());
     }
 
     /// This generator with `hook` run at the start of each of its lock
@@ -131,14 +183,14 @@ impl TimeGenerator {
         Fut: Future<Output = Result<T>>,
     {
         self.check_lock()?;
-        let mut guard = self.lock.acquire().await?;
+        let (mut guard, held) = self.acquire().await?;
         let fence = guard.fence();
         let result = async {
             self.before_hold().await?;
             self.issue_and_run(guard.as_mut(), |t| f(t, fence)).await
         }
         .await;
-        release(guard).await;
+        self.release(guard, held).await;
         result
     }
 
@@ -167,13 +219,13 @@ impl TimeGenerator {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let guard = self.lock.acquire().await?;
+        let (guard, held) = self.acquire().await?;
         let result = async {
             self.before_hold().await?;
             f().await
         }
         .await;
-        release(guard).await;
+        self.release(guard, held).await;
         result
     }
 
@@ -201,6 +253,7 @@ impl TimeGenerator {
         guard.set_last_issued(t);
         if self.mode == TimeMode::WaitForSkew {
             tokio::time::sleep(self.max_skew).await;
+            self.meters.skew.record(self.max_skew);
         }
         f(instant).await
     }

@@ -29,13 +29,14 @@ use tributary_timeline::Heartbeat;
 use tributary_timeline::{Action, Instant, State, TableConfig, TableLocation, TimeGenerator, TimelineFolder};
 use tributary_timeline::{WriterState, WriterStatus, lookup_writer};
 
+use crate::backpressure::LogTally;
 use crate::block_buffer::BlockBuffers;
 use crate::bucket::BucketIndex;
 pub use crate::commit::CHECKPOINT_PREFIX;
 use crate::commit::Commit;
 use crate::error::{Error, Result};
 pub(crate) use crate::settings::WriteSettings;
-use crate::shared::Shared;
+use crate::shared::{Shared, WriteMeters};
 
 /// Writes commits into one table.
 #[derive(Debug, Clone)]
@@ -99,6 +100,8 @@ impl WriteClient {
         });
         let timeline = TimelineFolder::new(&loc, &config);
         let writer = WriterState::new(&loc, &config, &settings.writer_id)?;
+        let meters = WriteMeters::new(&loc);
+        let backpressure = config.max_logs_per_file_group.map(|b| tokio::sync::Mutex::new(LogTally::new(b)));
         let combines = settings.combine && Combiner::combines_writes(&schema, &config, schema.is_partial());
         Ok(Self {
             shared: Arc::new(Shared {
@@ -114,6 +117,8 @@ impl WriteClient {
                 encoders: std::sync::Mutex::new(Vec::new()),
                 buffers: BlockBuffers::default(),
                 combines,
+                meters,
+                backpressure,
             }),
         })
     }

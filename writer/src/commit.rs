@@ -12,8 +12,12 @@ use tributary_format::{CommitMetadata, WriteStat};
 use tributary_format::{TableDatumEncoder, TableDatums};
 use tributary_timeline::partition_file;
 use tributary_timeline::{Action, Instant, InstantTime, State};
-use tributary_timeline::{Completion, Heartbeat, complete_instant, complete_instant_with, delete_if_exists};
+use tributary_timeline::{Completion, Heartbeat, complete_instant_with, delete_if_exists};
 use tributary_timeline::{remove_markers, rollback_files};
+
+use std::collections::HashMap;
+
+use crate::backpressure::{Group, LogTally, at_bound, logs_per_group, next_poll};
 
 use tributary_timeline::CHECKPOINT_KEY_PREFIX;
 
@@ -328,23 +332,71 @@ impl Commit {
         }
         let content = meta.to_avro_container()?;
         let pending = Instant::requested(self.instant.clone(), Action::DeltaCommit);
-        let done = if self.generation > 0 || checkpoint.is_some() {
-            // Fence and record the checkpoint in the completion's lock hold.
+        let ours = logs_per_group(&files);
+        let partitions: Vec<&str> = {
+            let mut p: Vec<&str> = ours.keys().map(|g| g.0.as_str()).collect();
+            p.sort_unstable();
+            p.dedup();
+            p
+        };
+        let started = tokio::time::Instant::now();
+        let mut waited = false;
+        let mut attempts = 0;
+        let done = loop {
+            // Backpressure: wait, outside the lock, until every group this
+            // commit writes is below the bound.
+            if let Some(tally) = &s.backpressure {
+                let look = attempts > 0 || tally.lock().await.look_ahead(&partitions);
+                if look && let Err(e) = self.wait_below(tally, &ours, &partitions, started, &mut waited).await {
+                    break Err(e);
+                }
+            }
+            attempts += 1;
             let (writer, generation, instant) = (&s.writer, self.generation, &self.instant);
             let checkpoint = checkpoint.as_deref();
-            let before_visible =
-                |c: InstantTime| async move { writer.before_visible(generation, instant, &c, checkpoint).await };
-            complete_instant_with(&s.loc, &s.timeline, &s.time, &pending, content, Completion::Owned, before_visible)
-                .await
-        } else {
-            complete_instant(&s.loc, &s.timeline, &s.time, &pending, content, Completion::Owned).await
+            let (ours, tally, folder) = (&ours, s.backpressure.as_ref(), &s.timeline);
+            let (loc, config, partitions) = (&s.loc, &s.config, &partitions);
+            let name = s.loc.to_string();
+            let before_visible = |c: InstantTime| async move {
+                // Again under the lock, with the commits completed since.
+                if let Some(tally) = tally {
+                    let mut tally = tally.lock().await;
+                    let reads = tally.refresh(loc, config, folder, partitions).await?;
+                    tally.looked_under_lock(reads);
+                    if let Some((g, logs)) = tally.over(ours) {
+                        return Err(at_bound(&name, instant, g, logs, tally.bound(), started.elapsed()));
+                    }
+                }
+                if generation > 0 || checkpoint.is_some() {
+                    // Fence and record the checkpoint in the same hold.
+                    writer.before_visible(generation, instant, &c, checkpoint).await?;
+                }
+                Ok(())
+            };
+            match complete_instant_with(
+                &s.loc,
+                &s.timeline,
+                &s.time,
+                &pending,
+                content.clone(),
+                Completion::Owned,
+                before_visible,
+            )
+            .await
+            {
+                Err(tributary_timeline::Error::Backpressure { .. }) => continue,
+                other => break other,
+            }
         };
+        if waited {
+            s.meters.backpressure_wait.record(started.elapsed());
+        }
         let completed = match done {
             Ok(c) => {
                 s.writer.completed(&self.instant);
                 c
             }
-            Err(e @ tributary_timeline::Error::Fenced { .. }) => {
+            Err(e @ (tributary_timeline::Error::Fenced { .. } | tributary_timeline::Error::Backpressure { .. })) => {
                 self.cleanup().await;
                 return Err(e.into());
             }
@@ -358,7 +410,64 @@ impl Commit {
         if let Some(h) = self.heartbeat.take() {
             h.stop().await?;
         }
+        if let Some(tally) = &s.backpressure {
+            let mut tally = tally.lock().await;
+            tally.committed(&self.instant, &completed, &ours);
+            let (max, p99) = tally.spread();
+            s.meters.logs_max.set(max as f64);
+            s.meters.logs_p99.set(p99 as f64);
+        }
+        s.meters.commits.increment(1);
+        s.meters.upserts.increment(files.iter().map(|f| f.records).sum());
+        s.meters.deletes.increment(files.iter().map(|f| f.deletes).sum());
         Ok(CommitSummary { instant: self.instant.clone(), completed, files, rows: self.rows })
+    }
+
+    /// Waits, outside the table lock, until every file group of `ours`
+    /// is below the table's bound on uncompacted logs, or fails with
+    /// [`tributary_timeline::Error::Backpressure`] once the commit has waited
+    /// [`WriteSettings::backpressure_timeout`](crate::WriteSettings::backpressure_timeout)
+    /// since `started`. The first wait is logged and counted; `waited`
+    /// records that there was one.
+    async fn wait_below(
+        &self,
+        tally: &tokio::sync::Mutex<LogTally>,
+        ours: &HashMap<Group, usize>,
+        partitions: &[&str],
+        started: tokio::time::Instant,
+        waited: &mut bool,
+    ) -> tributary_timeline::Result<()> {
+        let s = &self.shared;
+        let mut poll = None;
+        loop {
+            // The tally is not held while sleeping: the client's other
+            // commits check it under the table lock.
+            let (g, logs, bound) = {
+                let mut tally = tally.lock().await;
+                tally.refresh(&s.loc, &s.config, &s.timeline, partitions).await?;
+                let Some((g, logs)) = tally.over(ours) else { return Ok(()) };
+                (g, logs, tally.bound())
+            };
+            let elapsed = started.elapsed();
+            if elapsed >= s.settings.backpressure_timeout {
+                return Err(at_bound(&s.loc.to_string(), &self.instant, g, logs, bound, elapsed));
+            }
+            if !*waited {
+                *waited = true;
+                s.meters.backpressure_waits.increment(1);
+                tracing::warn!(
+                    table = %s.loc,
+                    instant = %self.instant,
+                    file_group = %format!("{}/{}", g.0, g.1),
+                    logs,
+                    bound,
+                    "commit waits for compaction: the file group is at the table's bound on uncompacted log files"
+                );
+            }
+            let next = next_poll(poll);
+            poll = Some(next);
+            tokio::time::sleep(next.min(s.settings.backpressure_timeout.saturating_sub(elapsed))).await;
+        }
     }
 
     /// Abandons the commit: stops the tasks and deletes every file they wrote

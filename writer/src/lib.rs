@@ -8,6 +8,7 @@
 
 #![warn(unreachable_pub)]
 
+mod backpressure;
 mod block_buffer;
 mod bucket;
 mod client;

@@ -36,6 +36,11 @@ pub struct WriteSettings {
     /// groups or a custom merger store every version regardless (see
     /// [`tributary_merge::Combiner`]). Default true.
     pub combine: bool,
+    /// How long a commit waits for compaction at the table's bound on
+    /// uncompacted logs per file group before it gives up with an
+    /// unavailable error naming the group (`docs/design.md`,
+    /// "Backpressure"). Default 10 minutes.
+    pub backpressure_timeout: Duration,
 }
 
 impl Default for WriteSettings {
@@ -49,6 +54,7 @@ impl Default for WriteSettings {
             columns: None,
             buckets: None,
             combine: true,
+            backpressure_timeout: Duration::from_secs(600),
         }
     }
 }

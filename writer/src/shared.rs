@@ -12,6 +12,7 @@ use tributary_merge::Combiner;
 use tributary_timeline::WriterState;
 use tributary_timeline::{TableConfig, TableLocation, TimeGenerator, TimelineFolder};
 
+use crate::backpressure::LogTally;
 use crate::block_buffer::BlockBuffers;
 use crate::bucket::BucketIndex;
 use crate::error::Result;
@@ -47,6 +48,43 @@ pub(crate) struct Shared {
     /// [`WriteSettings::combine`]): then writer tasks encode the rows they
     /// keep; else a write encodes its rows as they come.
     pub(crate) combines: bool,
+    /// Commits and records written, recorded as metrics.
+    pub(crate) meters: WriteMeters,
+    /// The uncompacted logs per file group, when the table bounds them
+    /// (`crate::backpressure`).
+    pub(crate) backpressure: Option<tokio::sync::Mutex<LogTally>>,
+}
+
+/// The counters a write client records ([`tributary_timeline::metrics`]),
+/// for the recorder installed when the client was made.
+#[derive(Debug)]
+pub(crate) struct WriteMeters {
+    pub(crate) commits: metrics::Counter,
+    pub(crate) upserts: metrics::Counter,
+    pub(crate) deletes: metrics::Counter,
+    pub(crate) logs_max: metrics::Gauge,
+    pub(crate) logs_p99: metrics::Gauge,
+    pub(crate) backpressure_waits: metrics::Counter,
+    pub(crate) backpressure_wait: metrics::Histogram,
+}
+
+impl WriteMeters {
+    /// The counters of the table at `loc`.
+    pub(crate) fn new(loc: &TableLocation) -> Self {
+        use tributary_timeline::metrics::{
+            BACKPRESSURE_WAIT, BACKPRESSURE_WAITS, COMMITS, LOGS_PER_GROUP_MAX, LOGS_PER_GROUP_P99, RECORDS_WRITTEN,
+        };
+        let table = loc.name();
+        Self {
+            commits: metrics::counter!(COMMITS, "table" => table.clone()),
+            upserts: metrics::counter!(RECORDS_WRITTEN, "table" => table.clone(), "op" => "upsert"),
+            deletes: metrics::counter!(RECORDS_WRITTEN, "table" => table.clone(), "op" => "delete"),
+            logs_max: metrics::gauge!(LOGS_PER_GROUP_MAX, "table" => table.clone()),
+            logs_p99: metrics::gauge!(LOGS_PER_GROUP_P99, "table" => table.clone()),
+            backpressure_waits: metrics::counter!(BACKPRESSURE_WAITS, "table" => table.clone()),
+            backpressure_wait: metrics::histogram!(BACKPRESSURE_WAIT, "table" => table),
+        }
+    }
 }
 
 /// Encoders a client keeps for its next commits.

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use tributary::{
-    ArchiveSettings, CompactorSettings, Error, InstantTime, LockKind, PlanSettings, Table, TableSettings, TimeMode,
-    TimeSettings, TombstoneRetention,
+    ArchiveSettings, CleanRetention, CompactorSettings, Error, InstantTime, LockKind, PlanSettings, Table,
+    TableSettings, TimeMode, TimeSettings, TombstoneRetention,
 };
 
 /// What the exit codes mean; shown by `--help`. Each code is
@@ -184,6 +184,11 @@ pub(crate) enum Command {
         /// their algorithm.
         #[arg(long, value_enum, default_value = "hybrid-logical")]
         time_mode: TimeModeArg,
+        /// The most committed log files a file group holds before
+        /// compaction merges them: a writer that would pass it waits for
+        /// compaction (backpressure). 0 for no bound.
+        #[arg(long, default_value_t = tributary::DEFAULT_MAX_LOGS_PER_FILE_GROUP)]
+        max_logs_per_file_group: usize,
     },
     /// Print the timeline: requested time, action, state, completion time; instants a Java writer archived into the LSM history (`.hoodie/timeline/history/`) are COMPLETED and end with `archived` (an archived compaction shows as `commit`, the action the history records).
     Timeline {
@@ -241,6 +246,12 @@ pub(crate) enum Command {
         /// Maximum clock skew between writers, in milliseconds.
         #[arg(long, default_value_t = 200)]
         max_clock_skew_ms: u64,
+        /// How long a commit waits for compaction at the table's bound on
+        /// uncompacted logs per file group before it fails.
+        #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+        backpressure_timeout: Duration,
+        #[command(flatten)]
+        metrics: MetricsArgs,
     },
     /// Print the last committed checkpoint of a writer ID: the checkpoint
     /// and a newline, or nothing when it has none (exit code 0 either way).
@@ -273,9 +284,14 @@ pub(crate) enum Command {
     Clean {
         /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
         table: String,
-        /// Keep what the last N commits need.
+        /// Keep what the last N commits need (Hudi's KEEP_LATEST_COMMITS).
         #[arg(long, default_value_t = 10)]
         retain_commits: usize,
+        /// Keep instead what the commits requested in the last N hours need
+        /// (Hudi's KEEP_LATEST_BY_HOURS, whose default is 24); with no
+        /// commit requested in them, nothing is cleaned.
+        #[arg(long, conflicts_with = "retain_commits")]
+        retain_hours: Option<u32>,
         /// A pending write whose heartbeat is older than this has failed.
         #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
         heartbeat_expiry: Duration,
@@ -316,6 +332,10 @@ pub(crate) enum Command {
         /// What cleaning keeps: the file slices the last N commits need.
         #[arg(long, default_value_t = 10)]
         retain_commits: usize,
+        /// What cleaning keeps instead: the file slices the commits
+        /// requested in the last N hours need (Hudi's KEEP_LATEST_BY_HOURS).
+        #[arg(long, conflicts_with = "retain_commits")]
+        retain_hours: Option<u32>,
         /// How often archiving runs (`0s`: never).
         #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
         archive_every: Duration,
@@ -325,6 +345,8 @@ pub(crate) enum Command {
         compactor: CompactorArgs,
         #[command(flatten)]
         service: ServiceArgs,
+        #[command(flatten)]
+        metrics: MetricsArgs,
     },
     /// Read a table and print its rows, ordered by partition then record key.
     Read {
@@ -395,6 +417,12 @@ impl From<TimeModeArg> for TimeMode {
             TimeModeArg::HybridLogical => TimeMode::HybridLogical,
         }
     }
+}
+
+/// The cleaner's retention: `--retain-hours` when given, else
+/// `--retain-commits`.
+pub(crate) fn retention(retain_commits: usize, retain_hours: Option<u32>) -> CleanRetention {
+    retain_hours.map_or(CleanRetention::Commits(retain_commits), CleanRetention::Hours)
 }
 
 pub(crate) fn time_settings(mode: Option<TimeModeArg>, max_clock_skew_ms: u64) -> TimeSettings {
@@ -561,4 +589,13 @@ impl ArchiveArgs {
             ..Default::default()
         }
     }
+}
+
+/// Where a long-running command serves its metrics.
+#[derive(Debug, clap::Args)]
+pub(crate) struct MetricsArgs {
+    /// Serve the metrics in Prometheus' text format over HTTP at this
+    /// address (`127.0.0.1:9464`; any path answers).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub(crate) metrics_addr: Option<std::net::SocketAddr>,
 }

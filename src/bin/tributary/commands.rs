@@ -12,7 +12,7 @@ use tributary::{
 
 use crate::args::{
     BucketHashArg, CheckpointFormatArg, Checkpointing, Cli, Command, DEFAULT_CLI_WRITER, FormatArg, MergeModeArg,
-    QueryArg, StoreArgs, checkpointing, instant_arg, time_settings,
+    QueryArg, StoreArgs, checkpointing, instant_arg, retention, time_settings,
 };
 use crate::output::{self, Failure};
 
@@ -35,6 +35,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             sequence_groups,
             tombstone_retention,
             time_mode,
+            max_logs_per_file_group,
         } => {
             let schema_json = std::fs::read_to_string(&schema)
                 .map_err(|e| Error::Io { what: format!("cannot read schema {}", schema.display()), source: e })?;
@@ -47,6 +48,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             options.hive_style_partitioning = !no_hive_style;
             options.tombstone_retention = tombstone_retention;
             options.time_mode = time_mode.into();
+            options.max_logs_per_file_group = (max_logs_per_file_group > 0).then_some(max_logs_per_file_group);
             options.sequence_groups = sequence_groups
                 .iter()
                 .map(|g| {
@@ -84,11 +86,24 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             keep_every_version,
             time_mode,
             max_clock_skew_ms,
+            backpressure_timeout,
+            metrics,
         } => {
+            if let Some(addr) = metrics.metrics_addr {
+                crate::metrics::serve_metrics(addr)?;
+            }
             let checkpointing = checkpointing(&writer_id, checkpoint, expect_checkpoint, commit_every)?;
             let writer_id = writer_id.unwrap_or_else(|| DEFAULT_CLI_WRITER.into());
             let combine = !keep_every_version;
-            let settings = WriteSettings { tasks, writer_id, columns, buckets, combine, ..Default::default() };
+            let settings = WriteSettings {
+                tasks,
+                writer_id,
+                columns,
+                buckets,
+                combine,
+                backpressure_timeout,
+                ..Default::default()
+            };
             let table_settings =
                 TableSettings { time: time_settings(time_mode, max_clock_skew_ms), ..Default::default() };
             write(store, table, input, settings, commit_every, table_settings, checkpointing).await?;
@@ -98,11 +113,11 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             let table_settings = service.table_settings(compactor.spill_dir.clone());
             compact(store, table, watch, interval, table_settings, compactor.settings()).await?;
         }
-        Command::Clean { table, retain_commits, heartbeat_expiry, time_mode, max_clock_skew_ms } => {
+        Command::Clean { table, retain_commits, retain_hours, heartbeat_expiry, time_mode, max_clock_skew_ms } => {
             let time = time_settings(time_mode, max_clock_skew_ms);
             let settings = TableSettings { time, heartbeat_expiry, ..Default::default() };
             let t = store.open(&table, settings).await?;
-            output::cleaned(t.clean(retain_commits).await?.as_ref());
+            output::cleaned(t.clean_with(retention(retain_commits, retain_hours)).await?.as_ref());
         }
         Command::Archive { table, bounds, service } => {
             let t = store.open(&table, service.table_settings(None)).await?;
@@ -113,16 +128,21 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             compact_every,
             clean_every,
             retain_commits,
+            retain_hours,
             archive_every,
             bounds,
             compactor,
             service,
+            metrics,
         } => {
+            if let Some(addr) = metrics.metrics_addr {
+                crate::metrics::serve_metrics(addr)?;
+            }
             let schedule = ServiceSchedule {
                 compact_every,
                 compactor: compactor.settings(),
                 clean_every: (!clean_every.is_zero()).then_some(clean_every),
-                retain_commits,
+                retention: retention(retain_commits, retain_hours),
                 archive_every: (!archive_every.is_zero()).then_some(archive_every),
                 archive: bounds.settings(),
             };

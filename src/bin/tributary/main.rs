@@ -7,6 +7,7 @@
 
 mod args;
 mod commands;
+mod metrics;
 mod output;
 
 use std::process::ExitCode;

@@ -212,15 +212,15 @@ pub(crate) fn cleaned(summary: Option<&CleanSummary>) {
 /// or clean that found nothing to do prints nothing).
 pub(crate) fn service_event(table: &str, event: &ServiceEvent) {
     match event {
-        ServiceEvent::Compacted(done) if done.is_empty() => {}
-        ServiceEvent::Compacted(done) => {
+        ServiceEvent::Compacted { done, .. } if done.is_empty() => {}
+        ServiceEvent::Compacted { done, .. } => {
             let groups: usize = done.iter().map(|c| c.groups).sum();
             println!("{table}: compacted {groups} file groups in {} compactions", done.len());
         }
-        ServiceEvent::Cleaned(None) => {}
-        ServiceEvent::Cleaned(Some(c)) => println!("{table}: cleaned {} files", c.deleted_files.len()),
-        ServiceEvent::Archived(a) if a.archived.is_empty() => {}
-        ServiceEvent::Archived(a) => println!("{table}: archived {} instants", a.archived.len()),
+        ServiceEvent::Cleaned { done: None, .. } => {}
+        ServiceEvent::Cleaned { done: Some(c), .. } => println!("{table}: cleaned {} files", c.deleted_files.len()),
+        ServiceEvent::Archived { done: a, .. } if a.archived.is_empty() => {}
+        ServiceEvent::Archived { done: a, .. } => println!("{table}: archived {} instants", a.archived.len()),
         ServiceEvent::Failed { job, error } => eprintln!("{table}: {job} failed (retried next round): {error}"),
         _ => {}
     }

@@ -82,6 +82,12 @@ pub struct TableConfig {
     /// (`tributary.time.mode`); `None` for a table that records none (one
     /// another engine made), whose writers use wait-for-skew.
     pub time_mode: Option<TimeMode>,
+    /// The bound on committed, uncompacted log files per file group that
+    /// writers wait at for compaction (`tributary.max.logs.per.file.group`;
+    /// `None`, written `0`, for no bound). Absent from a table's
+    /// properties, [`DEFAULT_MAX_LOGS_PER_FILE_GROUP`]; `docs/design.md`,
+    /// "Backpressure".
+    pub max_logs_per_file_group: Option<usize>,
     /// Every other key, kept verbatim.
     pub other: BTreeMap<String, String>,
 }
@@ -114,7 +120,15 @@ pub struct NewTableConfig {
     pub tombstone_retention: TombstoneRetention,
     /// The time mode to record, if any.
     pub time_mode: Option<TimeMode>,
+    /// The bound on uncompacted logs per file group; `None` for none.
+    pub max_logs_per_file_group: Option<usize>,
 }
+
+/// The bound on committed, uncompacted log files per file group of a
+/// table that names none: a reader merges at most this many logs per file
+/// group, and writers wait for compaction there (`docs/design.md`,
+/// "Backpressure").
+pub const DEFAULT_MAX_LOGS_PER_FILE_GROUP: usize = 256;
 
 impl NewTableConfig {
     /// A table keyed by `record_key` (one field, or several separated by
@@ -135,6 +149,7 @@ impl NewTableConfig {
             schema_json: schema_json.into(),
             tombstone_retention: TombstoneRetention::Forever,
             time_mode: None,
+            max_logs_per_file_group: Some(DEFAULT_MAX_LOGS_PER_FILE_GROUP),
         }
     }
 }
@@ -378,6 +393,14 @@ impl TableConfig {
                     .ok_or_else(|| p.bad(keys::TIME_MODE, "expected `wait-for-skew` or `hybrid-logical`"))?,
             ),
         };
+        let max_logs_per_file_group = match p.take(keys::MAX_LOGS_PER_FILE_GROUP) {
+            None => Some(DEFAULT_MAX_LOGS_PER_FILE_GROUP),
+            Some(v) => match v.trim().parse::<usize>() {
+                Ok(0) => None,
+                Ok(n) => Some(n),
+                Err(_) => return Err(p.bad(keys::MAX_LOGS_PER_FILE_GROUP, "expected a count (0 for no bound)")),
+            },
+        };
         let unknown: Vec<&String> = p.map.keys().filter(|k| k.starts_with("tributary.")).collect();
         if let Some(k) = unknown.first() {
             return Err(p.bad(k, "unknown tributary key (written by a newer version?)"));
@@ -403,6 +426,7 @@ impl TableConfig {
             create_schema,
             tombstone_retention,
             time_mode,
+            max_logs_per_file_group,
             other: p.map,
         })
     }
@@ -446,6 +470,7 @@ impl TableConfig {
             create_schema: Some(new.schema_json.clone()),
             tombstone_retention: new.tombstone_retention,
             time_mode: new.time_mode,
+            max_logs_per_file_group: new.max_logs_per_file_group,
             other,
         }
     }
@@ -497,6 +522,7 @@ impl TableConfig {
         if let Some(mode) = self.time_mode {
             put(keys::TIME_MODE, mode.name().into());
         }
+        put(keys::MAX_LOGS_PER_FILE_GROUP, self.max_logs_per_file_group.unwrap_or(0).to_string());
         m
     }
 
@@ -615,6 +641,7 @@ mod tests {
             schema_json: r#"{"type":"record","name":"r","fields":[{"name":"a:b","type":"string"}]}"#.into(),
             tombstone_retention: TombstoneRetention::Lateness(std::time::Duration::from_secs(7 * 86_400)),
             time_mode: Some(TimeMode::HybridLogical),
+            max_logs_per_file_group: Some(40),
         }
     }
 

@@ -1,0 +1,225 @@
+//! A table that lives for months, compressed: one writer commits small
+//! commits (4 records each, 200 keys) as fast as it can while `serve`
+//! compacts, cleans and archives beside it in the same process, with the
+//! metrics recorder installed. At each checkpoint it measures what a long
+//! life costs: the commit rate since the last checkpoint, a snapshot read,
+//! compaction planning (timeline and file-system view loaded, plan made),
+//! the active timeline's size, and archiving's cost per instant.
+//!
+//! `cargo bench --bench longevity`. Environment:
+//! - `TRIBUTARY_BENCH_COMMITS`: checkpoints, default `500,5000,20000,100000`;
+//! - `TRIBUTARY_BENCH_TABLE`: where the table goes, a local folder (default
+//!   a temporary one) or a URI such as `s3://bucket/prefix/t` (the S3
+//!   server of `.ci/s3.sh`, reached through its `AWS_*` variables);
+//! - `TRIBUTARY_BENCH_SERVE=0`: no `serve` and no metrics recorder, and a
+//!   table without a bound on logs per file group (nothing would compact
+//!   them): the writer's throughput without services, to compare.
+//!
+//! It measures; it asserts only that the table stays readable and that
+//! its active timeline stays bounded while `serve` runs (the test
+//! `service::serve_compacts_cleans_and_archives_while_a_writer_commits`
+//! checks the behaviour).
+
+use std::time::{Duration, Instant};
+
+use arrow::array::{Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use std::sync::Arc;
+use tributary::{
+    ArchiveSettings, CleanRetention, CompactorSettings, CreateOptions, PlanSettings, ReadOptions, ServiceEvent,
+    ServiceSchedule, Table, TableBuilder, TableSettings, TimeSettings, WriteSettings,
+};
+use tributary_timeline::TimeMode;
+
+const SCHEMA: &str = r#"{"type":"record","name":"trips","fields":[
+    {"name":"uuid","type":"string"},{"name":"ts","type":"long"},
+    {"name":"fare","type":"double"},{"name":"city","type":"string"}]}"#;
+const KEYS: u64 = 200;
+const RECORDS_PER_COMMIT: u64 = 4;
+
+fn batch(schema: &Arc<Schema>, commit: u64) -> RecordBatch {
+    let first = commit * RECORDS_PER_COMMIT;
+    let n = first..first + RECORDS_PER_COMMIT;
+    RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from_iter_values(n.clone().map(|i| format!("k{}", i % KEYS)))),
+            Arc::new(Int64Array::from_iter_values(n.clone().map(|i| i as i64))),
+            Arc::new(Float64Array::from_iter_values(n.map(|i| i as f64))),
+            Arc::new(StringArray::from_iter_values((0..RECORDS_PER_COMMIT).map(|_| "oslo"))),
+        ],
+    )
+    .expect("batch")
+}
+
+fn builder(target: &str) -> TableBuilder {
+    let settings = TableSettings {
+        time: TimeSettings { mode: Some(TimeMode::HybridLogical), ..Default::default() },
+        ..Default::default()
+    };
+    if target.contains("://") { Table::builder_uri(target) } else { Table::builder_local(target) }
+        .with_settings(settings)
+}
+
+/// The median of `n` runs of `f`, in milliseconds.
+async fn median_ms<F, Fut>(n: usize, mut f: F) -> f64
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut took = Vec::with_capacity(n);
+    for _ in 0..n {
+        let start = Instant::now();
+        f().await;
+        took.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    took.sort_by(f64::total_cmp);
+    took[n / 2]
+}
+
+/// Files in the active timeline folder (not its history).
+async fn active_timeline_files(t: &Table) -> usize {
+    let loc = t.location();
+    let dir = loc.root.clone().join(".hoodie").join("timeline");
+    let listed = loc.store.list_with_delimiter(Some(&dir)).await.expect("list the timeline");
+    listed.objects.len()
+}
+
+#[derive(Default)]
+struct ServiceTally {
+    archived: usize,
+    archive_time: Duration,
+    compactions: usize,
+    failures: Vec<String>,
+}
+
+fn main() {
+    let checkpoints: Vec<u64> = std::env::var("TRIBUTARY_BENCH_COMMITS")
+        .unwrap_or_else(|_| "500,5000,20000,100000".into())
+        .split(',')
+        .map(|c| c.trim().parse().expect("TRIBUTARY_BENCH_COMMITS: counts separated by `,`"))
+        .collect();
+    let serve_on = std::env::var("TRIBUTARY_BENCH_SERVE").map_or(true, |v| v != "0");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let target = std::env::var("TRIBUTARY_BENCH_TABLE")
+        .unwrap_or_else(|_| dir.path().join("t").to_str().expect("UTF-8 path").to_string());
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    rt.block_on(async move {
+        if serve_on {
+            // As `--metrics-addr` installs it, without the listener.
+            let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+            metrics::set_global_recorder(recorder).expect("install the metrics recorder");
+        }
+        let mut options = CreateOptions::new(SCHEMA, "uuid", "ts");
+        options.partition_field = Some("city".into());
+        options.buckets = 4;
+        if !serve_on {
+            options.max_logs_per_file_group = None;
+        }
+        let t = builder(&target).create(options).await.expect("create the table");
+        let tally = Arc::new(std::sync::Mutex::new(ServiceTally::default()));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let service = serve_on.then(|| {
+            let (target, tally) = (target.clone(), tally.clone());
+            tokio::spawn(async move {
+                let table = builder(&target).open().await.expect("open for serve");
+                let schedule = ServiceSchedule {
+                    compact_every: Duration::from_secs(1),
+                    compactor: CompactorSettings::default(),
+                    clean_every: Some(Duration::from_secs(5)),
+                    retention: CleanRetention::Commits(10),
+                    archive_every: Some(Duration::from_secs(5)),
+                    archive: ArchiveSettings::default(),
+                };
+                tributary::serve(
+                    &table,
+                    &schedule,
+                    async {
+                        let _ = stopped.await;
+                    },
+                    |e| {
+                        let mut t = tally.lock().expect("tally");
+                        match e {
+                            ServiceEvent::Archived { done, took } => {
+                                t.archived += done.archived.len();
+                                t.archive_time += took;
+                            }
+                            ServiceEvent::Compacted { done, .. } => t.compactions += done.len(),
+                            ServiceEvent::Failed { job, error } => t.failures.push(format!("{job}: {error}")),
+                            _ => {}
+                        }
+                    },
+                )
+                .await
+                .expect("serve")
+            })
+        });
+        let client = t.write_client(WriteSettings::default()).await.expect("write client");
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("uuid", DataType::Utf8, false),
+            Field::new("ts", DataType::Int64, false),
+            Field::new("fare", DataType::Float64, false),
+            Field::new("city", DataType::Utf8, false),
+        ]));
+        println!(
+            "longevity: {} ({}), {RECORDS_PER_COMMIT} records per commit, {KEYS} keys",
+            t.location(),
+            if serve_on { "serve and metrics on" } else { "no serve, no metrics" }
+        );
+        println!(
+            "{:>8} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>12}",
+            "commits", "commits/s", "read ms", "plan ms", "timeline", "active", "archived", "archive ms/i"
+        );
+        let (mut commit, mut window) = (0u64, Instant::now());
+        for &until in &checkpoints {
+            let from = commit;
+            while commit < until {
+                let mut c = client.start_commit().await.expect("start commit");
+                c.write_batch(&batch(&schema, commit)).await.expect("write");
+                c.commit().await.expect("commit");
+                commit += 1;
+            }
+            let rate = (commit - from) as f64 / window.elapsed().as_secs_f64();
+            let read_ms = median_ms(3, || async {
+                let rows = t.read(&ReadOptions::default()).await.expect("read").num_rows();
+                assert_eq!(rows as u64, KEYS.min(commit * RECORDS_PER_COMMIT));
+            })
+            .await;
+            let plan_ms = median_ms(3, || async {
+                let (_, view) = t.file_system_view().await.expect("view");
+                let now = t.time_generator().new_instant().await.expect("instant");
+                std::hint::black_box(tributary_compaction::plan(&view, &now, &PlanSettings::default()));
+            })
+            .await;
+            let timeline_ms = median_ms(3, || async {
+                std::hint::black_box(t.timeline().await.expect("timeline"));
+            })
+            .await;
+            let files = active_timeline_files(&t).await;
+            let tl = t.timeline().await.expect("timeline");
+            let active = tl.instants().iter().filter(|i| !tl.is_archived(&i.requested)).count();
+            let (archived, per_instant) = {
+                let s = tally.lock().expect("tally");
+                let per = s.archive_time.as_secs_f64() * 1000.0 / s.archived.max(1) as f64;
+                (s.archived, per)
+            };
+            println!(
+                "{commit:>8} {rate:>10.1} {read_ms:>9.1} {plan_ms:>9.1} {timeline_ms:>8.1}ms {active:>9} {archived:>9} \
+                 {per_instant:>12.2}   ({files} files in .hoodie/timeline)"
+            );
+            window = Instant::now();
+        }
+        let _ = stop.send(());
+        if let Some(s) = service {
+            let report = s.await.expect("serve task");
+            let t = tally.lock().expect("tally");
+            println!(
+                "serve: {} compaction rounds ({} compactions), {} cleaning, {} archiving rounds, {} failures",
+                report.compactions, t.compactions, report.cleans, report.archives, report.failures
+            );
+            for f in t.failures.iter().take(5) {
+                println!("  failed: {f}");
+            }
+        }
+    });
+}
