@@ -137,7 +137,8 @@ impl ArchiveSettings {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Retained {
-    /// The commit before the oldest pending write (or that write).
+    /// The commit before the oldest pending write (or that write), or an
+    /// older commit that completed after that write was requested.
     PendingWrite(InstantTime),
     /// The delta commits a compaction scheduled by count needs.
     CompactionDeltaCommits(InstantTime),
@@ -165,7 +166,9 @@ impl Retained {
     /// The rule, in words.
     pub fn reason(&self) -> &'static str {
         match self {
-            Retained::PendingWrite(_) => "the commit before the oldest pending write",
+            Retained::PendingWrite(_) => {
+                "the commit before the oldest pending write, or one that completed after that write was requested"
+            }
             Retained::CompactionDeltaCommits(_) => "the delta commits a compaction scheduled by count needs",
             Retained::CleanRetained(_) => "the latest clean's earliest retained commit",
             Retained::Savepoint(_) => "the first savepoint",
@@ -364,10 +367,20 @@ pub(crate) fn select(
     }
     let keep_min = raised_keep_min(&commits, settings);
     let mut bounds: Vec<Retained> = Vec::new();
-    // The oldest pending write, and the commit before it.
+    // The oldest pending write, and the commit before it; and every
+    // commit that completed after that write was requested: the write
+    // loaded the timeline with it pending, and a Java writer reads a
+    // pending compaction's plan when it commits (its requested file must
+    // still be there).
     if let Some(p) = active.iter().find(|i| !i.is_completed() && i.action.writes_data()) {
         let before = commits.iter().rev().find(|c| c.requested < p.requested);
-        bounds.push(Retained::PendingWrite(before.map_or(&p.requested, |c| &c.requested).clone()));
+        let mut kept = before.map_or(&p.requested, |c| &c.requested);
+        if let Some(c) = commits.iter().find(|c| c.completed.as_ref().is_some_and(|d| d > &p.requested))
+            && &c.requested < kept
+        {
+            kept = &c.requested;
+        }
+        bounds.push(Retained::PendingWrite(kept.clone()));
     }
     if let Some(t) = compaction_retained(&commits, settings.compaction_delta_commits) {
         bounds.push(Retained::CompactionDeltaCommits(t));
@@ -542,6 +555,26 @@ mod tests {
         let tl = timeline(&tb).await;
         assert!(times.iter().all(|t| tl.is_archived(t)));
         assert!(!tl.is_archived(&ts(117)) && later.iter().all(|t| !tl.is_archived(t)));
+    }
+
+    /// A compaction requested before a pending write and completed after
+    /// that write was requested stays: the write saw it pending and reads
+    /// its plan (Java's writers do) when it commits.
+    #[tokio::test]
+    async fn a_commit_completed_after_a_pending_write_began_stays() {
+        let tb = table().await;
+        let first = commits_from(&tb, 100, 1).await; // 100
+        compaction(&tb, 105, 130).await; // completes after the write at 125 began
+        commits_from(&tb, 110, 2).await; // 110, 120: the commit before the write is 120
+        delta_commit(&tb, 125, None, &[0]).await; // a write still in flight
+        compaction(&tb, 135, 136).await; // the latest compaction
+        commits_from(&tb, 140, 4).await;
+        let s = run(&tb, &small()).await;
+        // Without the rule, 105 and 110 would go too (the commit before
+        // the write is 120).
+        assert_eq!(requested(&s), first);
+        assert_eq!(s.retained, Some(Retained::PendingWrite(ts(105))));
+        assert!(!timeline(&tb).await.is_archived(&ts(105)));
     }
 
     /// A delta commit requested before a compaction and completed after it

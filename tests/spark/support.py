@@ -154,6 +154,42 @@ def timeline(table) -> list[dict]:
     return rows
 
 
+def timeline_rows(table) -> list[dict]:
+    """`tributary timeline` with its `archived` column: instants in the LSM
+    history are marked `archived`."""
+    rows = []
+    for line in tributary("timeline", table).splitlines():
+        p = line.split()
+        rows.append(
+            {"requested": p[0], "action": p[1], "state": p[2], "completed": p[3], "archived": p[4:] == ["archived"]}
+        )
+    return rows
+
+
+def archived(table) -> list[dict]:
+    """The instants `tributary timeline` marks archived."""
+    return [i for i in timeline_rows(table) if i["archived"]]
+
+
+def history_folder(table) -> Path:
+    return Path(table) / ".hoodie" / "timeline" / "history"
+
+
+def history_rows(table) -> list[dict]:
+    """The instants of the history's latest snapshot (the files the manifest
+    `_version_` names lists), read with pyarrow, sorted by requested time."""
+    import pyarrow.parquet as pq
+
+    folder = history_folder(table)
+    version = (folder / "_version_").read_text().strip()
+    manifest = json.loads((folder / f"manifest_{version}").read_text())
+    rows = []
+    for f in manifest["files"]:
+        t = pq.read_table(folder / f["fileName"], columns=["instantTime", "completionTime", "action"])
+        rows += t.to_pylist()
+    return sorted(rows, key=lambda r: r["instantTime"])
+
+
 def spark_rows(spark, path, **options) -> list[dict]:
     """Spark's rows of the Hudi table at `path`, read with Hudi `options`."""
     reader = spark.read.format("hudi")

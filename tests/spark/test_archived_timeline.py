@@ -8,12 +8,13 @@ survives the archival of the commit that recorded it. Both a table
 Tributary wrote (then Spark wrote into it), a table Spark wrote alone, and a
 table Tributary archived itself (then Spark wrote and archived too)."""
 
-import json
 import random
 
 from support import (
     Model,
+    archived,
     data_rows,
+    history_rows,
     init_table,
     meta_rows,
     nbcc_options,
@@ -24,6 +25,7 @@ from support import (
     spark_write,
     start_writers,
     timeline,
+    timeline_rows,
     tributary,
     wait_writers,
     write_jsonl,
@@ -42,35 +44,6 @@ ARCHIVE_SOON = {
 }
 
 METADATA_OFF = {"hoodie.metadata.enable": "false"}
-
-
-def archived(table):
-    return [i for i in timeline_rows(table) if i["archived"]]
-
-
-def timeline_rows(table):
-    """`tributary timeline` with its `archived` column."""
-    rows = []
-    for line in tributary("timeline", table).splitlines():
-        p = line.split()
-        rows.append(
-            {"requested": p[0], "action": p[1], "state": p[2], "completed": p[3], "archived": p[4:] == ["archived"]}
-        )
-    return rows
-
-
-def history_rows(table):
-    """The history's instants as Spark wrote them, read with pyarrow."""
-    import pyarrow.parquet as pq
-
-    folder = table / ".hoodie" / "timeline" / "history"
-    version = (folder / "_version_").read_text().strip()
-    manifest = json.loads((folder / f"manifest_{version}").read_text())
-    rows = []
-    for f in manifest["files"]:
-        t = pq.read_table(folder / f["fileName"], columns=["instantTime", "completionTime", "action"])
-        rows += t.to_pylist()
-    return sorted(rows, key=lambda r: r["instantTime"])
 
 
 def check_snapshot(spark, table, model, what):

@@ -9,7 +9,9 @@
 //! when a commit of the client first writes there, then keeps the count
 //! from the commit metadata of the active timeline, each completed instant
 //! read once per client: a refresh costs one listing of the active timeline
-//! and one read per instant completed since the last.
+//! and one read per instant completed since the last. After archiving
+//! moved every commit it listed before, it counts from listings again,
+//! since archiving may move a commit whose logs are still uncompacted.
 //!
 //! A commit checks its file groups under the table lock, right before it
 //! becomes visible, so that every commit completed before it is counted and
@@ -48,6 +50,9 @@ pub(crate) struct LogTally {
     /// The partitions counted: each listed once when a commit first writes
     /// it, and kept from the timeline after that.
     known: HashSet<String>,
+    /// The commits (any state) the last refresh listed on the active
+    /// timeline.
+    listed: HashSet<InstantTime>,
     /// The completion times of each group's uncompacted logs.
     logs: HashMap<Group, Vec<InstantTime>>,
     /// The latest completed compaction of each group: a log that completed
@@ -65,6 +70,7 @@ impl LogTally {
             bound,
             counted: HashSet::new(),
             known: HashSet::new(),
+            listed: HashSet::new(),
             logs: HashMap::new(),
             compacted: HashMap::new(),
             read_under_lock: 0,
@@ -95,7 +101,14 @@ impl LogTally {
     /// counted yet from a listing of each. Before any partition is counted
     /// no commit metadata is read, so a new client costs the same however
     /// long the timeline: one listing of it, one of each partition it
-    /// writes, and a read of each pending compaction plan.
+    /// writes, the history's snapshot, and a read of each pending
+    /// compaction plan. Returns how many commit metadata files it read.
+    ///
+    /// Archiving may move a delta commit whose logs a latest slice still
+    /// reads (one after the slice's base file), and may do so between two
+    /// refreshes, before this client saw it complete. So when every commit
+    /// the last refresh listed has left the active timeline, the count
+    /// starts over from listings, at the timeline with its history.
     pub(crate) async fn refresh(
         &mut self,
         loc: &TableLocation,
@@ -103,11 +116,26 @@ impl LogTally {
         folder: &TimelineFolder,
         partitions: &[&str],
     ) -> Result<usize> {
-        let timeline = folder.load_active().await?;
+        let mut timeline = folder.load_active().await?;
+        let listed: HashSet<InstantTime> =
+            timeline.instants().iter().filter(|i| is_commit(i.action)).map(|i| i.requested.clone()).collect();
+        // Archiving moves the oldest commits first and stops at a pending
+        // one, so it can have moved a commit this client never saw only
+        // once every commit of the last listing is gone.
+        if self.listed.iter().all(|t| !listed.contains(t)) {
+            self.forget();
+        }
+        self.listed = listed;
+        let missing: Vec<&str> = partitions.iter().copied().filter(|p| !self.known.contains(*p)).collect();
+        if !missing.is_empty() {
+            // Listed again with the history, which the view needs for the
+            // completion times of archived commits' logs.
+            timeline = folder.load().await?;
+        }
         let mut new: Vec<&Instant> = timeline
             .completed()
-            .filter(|i| matches!(i.action, Action::DeltaCommit | Action::Commit | Action::Compaction))
-            .filter(|i| !self.counted.contains(&i.requested))
+            .filter(|i| is_commit(i.action))
+            .filter(|i| !timeline.is_archived(&i.requested) && !self.counted.contains(&i.requested))
             .collect();
         new.sort_by(|a, b| a.completed.cmp(&b.completed));
         let mut reads = 0;
@@ -122,13 +150,20 @@ impl LogTally {
             }
         }
         self.counted.extend(new.iter().map(|i| i.requested.clone()));
-        let active: HashSet<&InstantTime> = timeline.instants().iter().map(|i| &i.requested).collect();
-        self.counted.retain(|t| active.contains(t));
-        let missing: Vec<&str> = partitions.iter().copied().filter(|p| !self.known.contains(*p)).collect();
+        self.counted.retain(|t| timeline.get(t).is_some_and(|i| !timeline.is_archived(&i.requested)));
         if !missing.is_empty() {
             self.count_listed(loc, config, &timeline, &missing).await?;
         }
         Ok(reads)
+    }
+
+    /// Forgets every count: each partition is counted again from a listing
+    /// when a commit next writes it.
+    fn forget(&mut self) {
+        self.known.clear();
+        self.counted.clear();
+        self.logs.clear();
+        self.compacted.clear();
     }
 
     /// Counts the groups of `partitions` from a listing of each, at
@@ -240,6 +275,12 @@ impl LogTally {
         };
         (max, p99)
     }
+}
+
+/// Whether instants of `action` write data files: delta commits, and
+/// compactions (completed as commits).
+fn is_commit(action: Action) -> bool {
+    matches!(action, Action::DeltaCommit | Action::Commit | Action::Compaction)
 }
 
 /// A commit's log files per file group.

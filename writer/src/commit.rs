@@ -16,6 +16,7 @@ use tributary_timeline::{Completion, Heartbeat, complete_instant_with, delete_if
 use tributary_timeline::{remove_markers, rollback_files};
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::backpressure::{Group, LogTally, at_bound, logs_per_group, next_poll};
 
@@ -342,6 +343,7 @@ impl Commit {
         let started = tokio::time::Instant::now();
         let mut waited = false;
         let mut attempts = 0;
+        let look_failed = AtomicBool::new(false);
         let done = loop {
             // Backpressure: wait, outside the lock, until every group this
             // commit writes is below the bound.
@@ -357,11 +359,19 @@ impl Commit {
             let (ours, tally, folder) = (&ours, s.backpressure.as_ref(), &s.timeline);
             let (loc, config, partitions) = (&s.loc, &s.config, &partitions);
             let name = s.loc.to_string();
+            let look_failed = &look_failed;
             let before_visible = |c: InstantTime| async move {
                 // Again under the lock, with the commits completed since.
                 if let Some(tally) = tally {
                     let mut tally = tally.lock().await;
-                    let reads = tally.refresh(loc, config, folder, partitions).await?;
+                    let reads = match tally.refresh(loc, config, folder, partitions).await {
+                        Ok(reads) => reads,
+                        Err(e) => {
+                            look_failed
+                                .store(e.kind() == tributary_timeline::ErrorKind::Unavailable, Ordering::Relaxed);
+                            return Err(e);
+                        }
+                    };
                     tally.looked_under_lock(reads);
                     if let Some((g, logs)) = tally.over(ours) {
                         return Err(at_bound(&name, instant, g, logs, tally.bound(), started.elapsed()));
@@ -385,6 +395,14 @@ impl Commit {
             .await
             {
                 Err(tributary_timeline::Error::Backpressure { .. }) => continue,
+                // The look under the lock failed on the store: nothing
+                // was completed; look again from outside the lock.
+                Err(_)
+                    if look_failed.swap(false, Ordering::Relaxed)
+                        && started.elapsed() < s.settings.backpressure_timeout =>
+                {
+                    continue;
+                }
                 other => break other,
             }
         };
@@ -442,13 +460,32 @@ impl Commit {
         loop {
             // The tally is not held while sleeping: the client's other
             // commits check it under the table lock.
-            let (g, logs, bound) = {
+            let looked = {
                 let mut tally = tally.lock().await;
-                tally.refresh(&s.loc, &s.config, &s.timeline, partitions).await?;
-                let Some((g, logs)) = tally.over(ours) else { return Ok(()) };
-                (g, logs, tally.bound())
+                match tally.refresh(&s.loc, &s.config, &s.timeline, partitions).await {
+                    Ok(_) => match tally.over(ours) {
+                        None => return Ok(()),
+                        Some((g, logs)) => Ok((g, logs, tally.bound())),
+                    },
+                    // A look the store failed is tried again at the next
+                    // poll, until the timeout: the wait is no reason to
+                    // fail a commit a retry would let through.
+                    Err(e) if e.kind() == tributary_timeline::ErrorKind::Unavailable => Err(e),
+                    Err(e) => return Err(e),
+                }
             };
             let elapsed = started.elapsed();
+            let (g, logs, bound) = match looked {
+                Ok(found) => found,
+                Err(e) if elapsed >= s.settings.backpressure_timeout => return Err(e),
+                Err(e) => {
+                    tracing::debug!(instant = %self.instant, error = %e, "looking at the log bound failed; looking again");
+                    let next = next_poll(poll);
+                    poll = Some(next);
+                    tokio::time::sleep(next).await;
+                    continue;
+                }
+            };
             if elapsed >= s.settings.backpressure_timeout {
                 return Err(at_bound(&s.loc.to_string(), &self.instant, g, logs, bound, elapsed));
             }
