@@ -286,7 +286,7 @@ impl History {
         // Drawn apart from the rest, so that a seed's other choices stay
         // what they were before these were drawn.
         let mut services = StdRng::seed_from_u64(seed ^ 0x0053_4552_5649_4345);
-        let bound = services.random_bool(0.3).then(|| services.random_range(4..=8));
+        let bound = services.random_bool(0.3).then(|| services.random_range(12..=24));
         let mut parts: Vec<Part> = (0..writers).map(Part::Writer).collect();
         if services.random_bool(0.4) {
             parts.push(Part::Service);
