@@ -232,9 +232,6 @@ struct History {
     clocks: Vec<(i64, i64)>,
     /// The heartbeats processes read, and their rollbacks.
     recovery: Mutex<Recovery>,
-    /// The table's bound on uncompacted logs per file group, when the
-    /// history draws a tight one (writers then wait for compaction).
-    bound: Option<usize>,
 }
 
 /// Archiving bounds as tight as they go: archive above two commits, down
@@ -286,7 +283,6 @@ impl History {
         // Drawn apart from the rest, so that a seed's other choices stay
         // what they were before these were drawn.
         let mut services = StdRng::seed_from_u64(seed ^ 0x0053_4552_5649_4345);
-        let bound = services.random_bool(0.3).then(|| services.random_range(12..=24));
         let mut parts: Vec<Part> = (0..writers).map(Part::Writer).collect();
         if services.random_bool(0.4) {
             parts.push(Part::Service);
@@ -324,7 +320,6 @@ impl History {
             zombies: Mutex::new(Vec::new()),
             clocks,
             recovery: Mutex::new(Recovery::new(HEARTBEAT_EXPIRY)),
-            bound,
         })
     }
 
@@ -386,9 +381,6 @@ impl History {
         let mut options = CreateOptions::new(crate::workload::SCHEMA, "id", "ts");
         options.partition_field = Some("region".into());
         options.buckets = 2;
-        if let Some(bound) = self.bound {
-            options.max_logs_per_file_group = Some(bound);
-        }
         options.sequence_groups = ["ts_a=a1", "ts_b=b1"]
             .iter()
             .map(|g| SequenceGroup::parse(g).ok_or(format!("sequence group `{g}`")))
