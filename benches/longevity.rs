@@ -26,8 +26,8 @@ use arrow::array::{Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use std::sync::Arc;
 use tributary::{
-    ArchiveSettings, CleanRetention, CompactorSettings, CreateOptions, PlanSettings, ReadOptions, ServiceEvent,
-    ServiceSchedule, Table, TableBuilder, TableSettings, TimeSettings, WriteSettings,
+    CreateOptions, PlanSettings, ReadOptions, ServiceEvent, ServiceSchedule, Table, TableBuilder, TableSettings,
+    TimeSettings, WriteSettings,
 };
 use tributary_timeline::TimeMode;
 
@@ -123,13 +123,12 @@ fn main() {
             let (target, tally) = (target.clone(), tally.clone());
             tokio::spawn(async move {
                 let table = builder(&target).open().await.expect("open for serve");
+                // Hudi's retention and archiving bounds; services more often.
                 let schedule = ServiceSchedule {
                     compact_every: Duration::from_secs(1),
-                    compactor: CompactorSettings::default(),
                     clean_every: Some(Duration::from_secs(5)),
-                    retention: CleanRetention::Commits(10),
                     archive_every: Some(Duration::from_secs(5)),
-                    archive: ArchiveSettings::default(),
+                    ..ServiceSchedule::default()
                 };
                 tributary::serve(
                     &table,
