@@ -90,12 +90,33 @@ impl Table {
         self.read_at(&self.timeline().await?, options).await
     }
 
+    /// Refuses time travel to `t` when the latest clean removed what `t`
+    /// saw: `t` is before the earliest commit that clean retains (Hudi's
+    /// `validateTimestampAsOf`). Older file slices are gone, and a read
+    /// would return a partial table without telling.
+    async fn check_not_cleaned(&self, timeline: &Timeline, t: &InstantTime) -> Result<()> {
+        let folder = TimelineFolder::new(self.location(), self.config());
+        match tributary_compaction::latest_clean_retained(&folder, timeline).await? {
+            Some(retained) if *t < retained => Err(Error::InvalidInput {
+                what: format!("time travel to {t} in {}", self.location()),
+                reason: format!(
+                    "the cleaner removed the file slices of that instant (the latest clean retains commits from \
+                     {retained} on); travel to {retained} or later, or have the cleaner retain more commits"
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// [`Table::read`] at `full`, a timeline of this table the caller
     /// loaded ([`Table::timeline`]): several queries at one timeline see
     /// the same completed instants, and none loads it again.
     pub async fn read_at(&self, full: &Timeline, options: &ReadOptions) -> Result<RecordBatch> {
         let timeline = match &options.as_of {
-            Some(t) => full.filtered(|i| &i.requested <= t),
+            Some(t) => {
+                self.check_not_cleaned(full, t).await?;
+                full.filtered(|i| &i.requested <= t)
+            }
             None => full.clone(),
         };
         let schema = self.schema(full).await?;

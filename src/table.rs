@@ -225,7 +225,7 @@ impl Table {
         let Components { settings, clock, compaction_lock, .. } = &self.components;
         let guard = compaction_lock.acquire().await?;
         let result = async {
-            tributary_compaction::rollback_failed_writes(
+            tributary_compaction::rollback_before_service(
                 &self.loc,
                 &self.config,
                 &generator,

@@ -62,7 +62,6 @@
 //! row for them again (Java's archiver may, which readers tolerate).
 
 use bytes::Bytes;
-use tributary_format::CleanMetadata;
 use tributary_timeline::{
     Action, ArchivedRow, FileSystemView, HistoryMaintenance, HistorySettings, HistoryWriter, Instant, InstantTime,
     State, TableConfig, TableLocation, TimeGenerator, Timeline, TimelineFolder, delete_if_exists, heartbeat_path,
@@ -230,7 +229,7 @@ async fn archive_locked(
     let planned = planned_groups(loc, config, &timeline).await?;
     let view = FileSystemView::build(&timeline, files, &planned);
     let folder = TimelineFolder::new(loc, config);
-    let clean_retained = latest_clean_retained(&folder, &timeline).await?;
+    let clean_retained = crate::clean::latest_clean_retained(&folder, &timeline).await?;
     let selection = select(&timeline, &view, clean_retained, settings);
     let mut summary = ArchiveSummary { retained: selection.retained, active, ..Default::default() };
     if selection.instants.is_empty() && selection.leftovers.is_empty() {
@@ -299,20 +298,6 @@ async fn row(folder: &TimelineFolder, i: &Instant) -> Result<ArchivedRow> {
 
 fn non_empty(bytes: Bytes) -> Option<Bytes> {
     (!bytes.is_empty()).then_some(bytes)
-}
-
-/// The earliest commit the latest active completed clean retains, if it
-/// names one.
-async fn latest_clean_retained(folder: &TimelineFolder, timeline: &Timeline) -> Result<Option<InstantTime>> {
-    let latest = timeline
-        .completed()
-        .filter(|i| i.action == Action::Clean && !timeline.is_archived(&i.requested))
-        .max_by(|a, b| a.completed.cmp(&b.completed));
-    let Some(clean) = latest else { return Ok(None) };
-    let bytes = folder.read(clean, State::Completed).await?;
-    let path = folder.path_of(clean, State::Completed)?;
-    let meta = CleanMetadata::from_avro_container(&bytes, path.as_ref())?;
-    Ok(InstantTime::parse(&meta.earliest_commit_to_retain).ok())
 }
 
 /// The instants to archive, and the rule that stopped the selection.

@@ -352,6 +352,21 @@ async fn execute(
     Ok(CleanSummary { instant: r.clone(), completed, earliest_commit_to_retain: earliest, deleted_files: deleted })
 }
 
+/// The earliest commit the latest active completed clean retains, if it
+/// names one: the oldest instant whose file slices cleaning kept, so the
+/// oldest that archiving keeps active and that time travel can reach.
+pub async fn latest_clean_retained(folder: &TimelineFolder, timeline: &Timeline) -> Result<Option<InstantTime>> {
+    let latest = timeline
+        .completed()
+        .filter(|i| i.action == Action::Clean && !timeline.is_archived(&i.requested))
+        .max_by(|a, b| a.completed.cmp(&b.completed));
+    let Some(clean) = latest else { return Ok(None) };
+    let bytes = folder.read(clean, State::Completed).await?;
+    let path = folder.path_of(clean, State::Completed)?;
+    let meta = CleanMetadata::from_avro_container(&bytes, path.as_ref())?;
+    Ok(InstantTime::parse(&meta.earliest_commit_to_retain).ok())
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

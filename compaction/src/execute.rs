@@ -425,8 +425,8 @@ impl Compactor {
     }
 
     async fn run_locked(&self, fence: &Fence) -> Result<Vec<CompactionSummary>> {
-        // Failed writes first, so their files never join a slice.
-        crate::rollback::rollback_failed_writes(
+        // A few failed writes first, so that their files leave soon.
+        crate::rollback::rollback_before_service(
             &self.loc,
             &self.config,
             &self.time,

@@ -11,7 +11,9 @@
 //!   executing;
 //! - [`clean`], keeping what a [`CleanRetention`] keeps and reporting a
 //!   [`CleanSummary`];
-//! - [`rollback_failed_writes`], reporting each rollback as [`RolledBack`];
+//! - [`rollback_failed_writes`], reporting each rollback as [`RolledBack`],
+//!   and [`rollback_before_service`], the few a table service rolls back
+//!   before its own job;
 //! - [`archive`], set by [`ArchiveSettings`] and reporting an
 //!   [`ArchiveSummary`] (with the [`Retained`] rule that stopped it).
 //!
@@ -46,10 +48,10 @@ pub use health::LogSpread;
 pub use plan::{PlanSettings, plan};
 
 // Cleaning old file slices.
-pub use clean::{CleanRetention, CleanSummary, clean};
+pub use clean::{CleanRetention, CleanSummary, clean, latest_clean_retained};
 
 // Archiving old instants into the history.
 pub use archive::{ArchiveSettings, ArchiveSummary, Retained, archive};
 
 // Rolling back failed writes.
-pub use rollback::{RolledBack, rollback_failed_writes};
+pub use rollback::{ROLLBACKS_PER_SERVICE_RUN, RolledBack, rollback_before_service, rollback_failed_writes};

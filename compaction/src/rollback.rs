@@ -96,12 +96,61 @@ pub async fn rollback_failed_writes(
     clock: &dyn Clock,
     expiry: Duration,
 ) -> Result<Vec<RolledBack>> {
+    rollback_at_most(loc, config, time, clock, expiry, usize::MAX).await
+}
+
+/// How many failed writes a table service rolls back before its own job
+/// ([`rollback_before_service`]).
+pub const ROLLBACKS_PER_SERVICE_RUN: usize = 4;
+
+/// The rollback a table service (compaction, cleaning, archiving) runs
+/// before its own job: [`rollback_failed_writes`] of at most
+/// [`ROLLBACKS_PER_SERVICE_RUN`] instants (pending rollbacks first, then
+/// the oldest failed writes), so that a pile of failed writes (a crash
+/// loop, a flaky store) delays the job by a few rollbacks, not by all of
+/// them. When the store or the lock is unavailable meanwhile, the failure
+/// is logged and the job goes on: a failed write's files belong to no file
+/// slice, since its instant never completed, so compaction, cleaning and
+/// archiving (which stops at the oldest pending instant) are right without
+/// its rollback, and the next run tries again. Any other error is
+/// returned.
+pub async fn rollback_before_service(
+    loc: &TableLocation,
+    config: &TableConfig,
+    time: &TimeGenerator,
+    clock: &dyn Clock,
+    expiry: Duration,
+) -> Result<Vec<RolledBack>> {
+    match rollback_at_most(loc, config, time, clock, expiry, ROLLBACKS_PER_SERVICE_RUN).await {
+        Err(e) if e.kind() == tributary_format::ErrorKind::Unavailable => {
+            tracing::warn!(table = %loc, error = %e, "rolling back failed writes failed; the job goes on, and the next run tries again");
+            Ok(Vec::new())
+        }
+        done => done,
+    }
+}
+
+/// [`rollback_failed_writes`] of at most `at_most` instants.
+async fn rollback_at_most(
+    loc: &TableLocation,
+    config: &TableConfig,
+    time: &TimeGenerator,
+    clock: &dyn Clock,
+    expiry: Duration,
+    at_most: usize,
+) -> Result<Vec<RolledBack>> {
     let timeline = Timeline::load(loc, config).await?;
     let writer = TimelineFolder::new(loc, config);
     let mut done = Vec::new();
     let mut targeted = BTreeSet::new();
+    let mut runs = 0;
     for (rollback, plan) in pending_rollbacks(loc, &writer, &timeline).await? {
         let Some(target) = deltacommit_target(&plan) else { continue };
+        if runs == at_most {
+            // Left for a later call; the instant stays targeted.
+            targeted.insert(target);
+            continue;
+        }
         targeted.insert(target.clone());
         if timeline.get(&target).is_some_and(Instant::is_completed) {
             if timeline.get(&rollback).is_some_and(|r| r.state == State::Requested) {
@@ -111,6 +160,7 @@ pub async fn rollback_failed_writes(
             }
             continue;
         }
+        runs += 1;
         done.extend(execute(loc, config, time, clock, &rollback, &target, &plan).await?);
     }
     let failed: Vec<InstantTime> = timeline
@@ -119,11 +169,15 @@ pub async fn rollback_failed_writes(
         .map(|i| i.requested.clone())
         .collect();
     for t in failed {
+        if runs == at_most {
+            break;
+        }
         if !heartbeat_expired(loc, &t, clock, expiry).await? {
             continue;
         }
         let plan = plan_for(loc, &t).await?;
         let Some(rollback) = request(loc, config, time, &t, &plan).await? else { continue };
+        runs += 1;
         done.extend(execute(loc, config, time, clock, &rollback, &t, &plan).await?);
     }
     done.sort_by(|a, b| a.instant.cmp(&b.instant));
@@ -478,6 +532,39 @@ mod tests {
 
     async fn timeline(tb: &Table) -> Timeline {
         Timeline::load(&tb.loc, &tb.config).await.unwrap()
+    }
+
+    /// A table service rolls back the oldest few failed writes a run, and
+    /// the next run the next few, until none is left.
+    #[tokio::test]
+    async fn a_service_rolls_back_a_few_failed_writes_a_run_oldest_first() {
+        let tb = table().await;
+        let now = tb.clock.now_millis();
+        tb.clock.set(now - 10 * 60_000);
+        let mut dead = Vec::new();
+        for _ in 0..ROLLBACKS_PER_SERVICE_RUN + 2 {
+            dead.push(start_write(&tb, &[0], false).await);
+        }
+        tb.clock.set(now);
+        let run = || async {
+            rollback_before_service(
+                &tb.loc,
+                &tb.config,
+                &tb.time,
+                tb.clock.as_ref(),
+                tributary_timeline::DEFAULT_HEARTBEAT_EXPIRY,
+            )
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.instant)
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(run().await, dead[..ROLLBACKS_PER_SERVICE_RUN]);
+        assert!(data_file_exists(&tb, &dead[ROLLBACKS_PER_SERVICE_RUN], 0).await, "left for the next run");
+        assert_eq!(run().await, dead[ROLLBACKS_PER_SERVICE_RUN..]);
+        assert!(run().await.is_empty());
+        assert!(timeline(&tb).await.pending().next().is_none());
     }
 
     #[tokio::test]

@@ -26,7 +26,9 @@
 //! or of one sequence group, the time mode, the lock (one shared by the
 //! processes as a host's OS lock is, or the lease lock in the store), clock
 //! offsets and drifts within the skew bound, writer tasks, and the
-//! [`FaultPlan`]. When every writer is done, the world heals: a last process
+//! [`FaultPlan`]; and, in 30 % of the histories, a tight bound of 4 to 8
+//! uncompacted logs per file group, so that writers wait at it for
+//! compaction, and every completion is checked against it. When every writer is done, the world heals: a last process
 //! waits out the heartbeats and leases of the dead, cleans, compacts until
 //! nothing is left to compact, and archives, and the final checks run.
 
@@ -232,6 +234,9 @@ struct History {
     clocks: Vec<(i64, i64)>,
     /// The heartbeats processes read, and their rollbacks.
     recovery: Mutex<Recovery>,
+    /// The table's bound on uncompacted logs per file group, when the
+    /// history draws a tight one (writers then wait for compaction).
+    bound: Option<usize>,
 }
 
 /// Archiving bounds as tight as they go: archive above two commits, down
@@ -283,6 +288,7 @@ impl History {
         // Drawn apart from the rest, so that a seed's other choices stay
         // what they were before these were drawn.
         let mut services = StdRng::seed_from_u64(seed ^ 0x0053_4552_5649_4345);
+        let bound = services.random_bool(0.3).then(|| services.random_range(4..=8));
         let mut parts: Vec<Part> = (0..writers).map(Part::Writer).collect();
         if services.random_bool(0.4) {
             parts.push(Part::Service);
@@ -320,6 +326,7 @@ impl History {
             zombies: Mutex::new(Vec::new()),
             clocks,
             recovery: Mutex::new(Recovery::new(HEARTBEAT_EXPIRY)),
+            bound,
         })
     }
 
@@ -381,6 +388,9 @@ impl History {
         let mut options = CreateOptions::new(crate::workload::SCHEMA, "id", "ts");
         options.partition_field = Some("region".into());
         options.buckets = 2;
+        if let Some(bound) = self.bound {
+            options.max_logs_per_file_group = Some(bound);
+        }
         options.sequence_groups = ["ts_a=a1", "ts_b=b1"]
             .iter()
             .map(|g| SequenceGroup::parse(g).ok_or(format!("sequence group `{g}`")))

@@ -116,7 +116,14 @@ pub struct TableLocation {
     label: Option<Arc<str>>,
     /// The folder, for a table in a local folder written durably.
     local: Option<Arc<std::path::Path>>,
+    /// Parsed forms of objects, shared by every clone
+    /// ([`TableLocation::remember`]).
+    memo: Arc<Memo>,
 }
+
+/// Values kept by key for a location and its clones.
+#[derive(Default)]
+struct Memo(std::sync::Mutex<std::collections::HashMap<String, Arc<dyn std::any::Any + Send + Sync>>>);
 
 impl fmt::Debug for TableLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -145,7 +152,7 @@ fn process_memory() -> Arc<dyn ObjectStore> {
 impl TableLocation {
     /// A table in an arbitrary store.
     pub fn new(store: Arc<dyn ObjectStore>, root: Path) -> Self {
-        Self { store, root, label: None, local: None }
+        Self { store, root, label: None, local: None, memo: Arc::default() }
     }
 
     /// A table in a local folder, written durably ([`DurableLocalStore`]),
@@ -158,7 +165,7 @@ impl TableLocation {
             .map_err(|e| Error::InvalidInput { what: dir.display().to_string(), reason: e.to_string() })?;
         let label = Some(Arc::from(dir.display().to_string()));
         let store = Arc::new(DurableLocalStore::with_tidy(tidy));
-        Ok(Self { store, root, label, local: Some(Arc::from(dir.as_path())) })
+        Ok(Self { store, root, label, local: Some(Arc::from(dir.as_path())), memo: Arc::default() })
     }
 
     /// The table at `uri`, with its store configured from the environment
@@ -256,7 +263,7 @@ impl TableLocation {
             }
             _ => return Err(unknown_scheme()),
         };
-        Ok(Self { store, root, label, local: None })
+        Ok(Self { store, root, label, local: None, memo: Arc::default() })
     }
 
     /// The folder of a table in a local folder ([`TableLocation::local`]):
@@ -275,6 +282,21 @@ impl TableLocation {
             None => self.root.filename().map(String::from),
         };
         last.unwrap_or_default().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+    }
+
+    /// Keeps `value` under `key` for this location and every clone of it,
+    /// replacing what was kept there: for the parsed form of objects that
+    /// the caller can tell unchanged (a history snapshot, by its files),
+    /// so that loading them again reads and parses nothing. A location
+    /// made anew starts with nothing kept.
+    pub fn remember<T: std::any::Any + Send + Sync>(&self, key: &str, value: Arc<T>) {
+        self.memo.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.to_string(), value);
+    }
+
+    /// What [`TableLocation::remember`] kept under `key`, if it is a `T`.
+    pub fn recall<T: std::any::Any + Send + Sync>(&self, key: &str) -> Option<Arc<T>> {
+        let kept = self.memo.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(key).cloned()?;
+        kept.downcast::<T>().ok()
     }
 
     /// This location with its store wrapped in a metered

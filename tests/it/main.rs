@@ -17,6 +17,7 @@ mod init;
 mod instants;
 mod keys;
 mod live;
+mod long_lived;
 mod merge_model;
 mod metadata_table;
 mod read;

@@ -214,6 +214,19 @@ async fn latest_version(loc: &TableLocation, dir: &Path, listed: Option<&[Object
     Ok(objects.iter().filter_map(|m| m.location.filename()?.strip_prefix(MANIFEST_PREFIX)?.parse::<u64>().ok()).max())
 }
 
+/// Every archived instant of a snapshot with its row, by requested time.
+type Index = BTreeMap<InstantTime, (Instant, RowAt)>;
+
+/// A loaded snapshot's instants, kept for its location
+/// ([`TableLocation::remember`]) with the files they were read from:
+/// history files never change once listed in a manifest, so the next load
+/// that finds the same files reads none of them again.
+struct Loaded {
+    files: Vec<HistoryFile>,
+    index: Arc<Index>,
+    warnings: Vec<String>,
+}
+
 /// Where an archived instant's row is: a file of the snapshot (an index
 /// into its files) and the row in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,7 +246,7 @@ pub struct History {
     /// Every archived instant with its row, by requested time, once
     /// [`History::load`] read them all; `None` for a snapshot only opened,
     /// whose lookups read the files covering the instants asked for.
-    index: Option<BTreeMap<InstantTime, (Instant, RowAt)>>,
+    index: Option<Arc<Index>>,
     /// The rows loading skipped (unknown actions, bad times).
     warnings: Vec<String>,
 }
@@ -261,9 +274,17 @@ impl History {
     }
 
     /// [`History::open`], then the instants of every file (the first three
-    /// columns), a few files at a time.
+    /// columns), a few files at a time; or, when the last load through
+    /// this location (or a clone of it) found the same files, its
+    /// instants, without reading a file.
     pub async fn load(loc: &TableLocation, dir: &Path) -> Result<Self> {
         let mut history = Self::open(loc, dir).await?;
+        let key = format!("history instants: {dir}");
+        if let Some(kept) = loc.recall::<Loaded>(&key).filter(|k| k.files == history.files) {
+            history.index = Some(kept.index.clone());
+            history.warnings = kept.warnings.clone();
+            return Ok(history);
+        }
         let every: Vec<usize> = (0..history.files.len()).collect();
         let mut index = BTreeMap::new();
         for (file, found, skipped) in history.read_instants_of(&every).await? {
@@ -272,6 +293,9 @@ impl History {
                 index.entry(i.requested.clone()).or_insert((i, RowAt { file, row }));
             }
         }
+        let index = Arc::new(index);
+        let kept = Loaded { files: history.files.clone(), index: index.clone(), warnings: history.warnings.clone() };
+        loc.remember(&key, Arc::new(kept));
         history.index = Some(index);
         Ok(history)
     }

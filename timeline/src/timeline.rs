@@ -95,16 +95,50 @@ impl Timeline {
     /// (completed, with their completion times); an instant also on the
     /// active timeline keeps its active entry. `warnings` name the history
     /// rows that were skipped.
+    ///
+    /// One merge of two sorted lists: a history holds every instant a
+    /// table ever archived, and each load of the timeline adds them.
     pub fn with_archived(mut self, archived: impl IntoIterator<Item = Instant>, warnings: Vec<String>) -> Self {
-        let mut by_time: BTreeMap<InstantTime, Instant> =
-            self.instants.drain(..).map(|i| (i.requested.clone(), i)).collect();
-        for i in archived {
-            if let std::collections::btree_map::Entry::Vacant(e) = by_time.entry(i.requested.clone()) {
-                self.archived.insert(i.requested.clone());
-                e.insert(i);
+        use std::cmp::Ordering;
+        let by_time = |a: &Instant, b: &Instant| a.requested.cmp(&b.requested);
+        let mut archived: Vec<Instant> = archived.into_iter().collect();
+        // Both sorts find their input sorted (a timeline's instants, a
+        // history's index) and only check it.
+        archived.sort_by(by_time);
+        archived.dedup_by(|a, b| a.requested == b.requested);
+        let mut active = std::mem::take(&mut self.instants);
+        active.sort_by(by_time);
+        let mut merged = Vec::with_capacity(active.len() + archived.len());
+        let mut added = Vec::new();
+        let (mut a, mut h) = (active.into_iter().peekable(), archived.into_iter().peekable());
+        loop {
+            let next = match (a.peek(), h.peek()) {
+                (Some(x), Some(y)) => by_time(x, y),
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (None, None) => break,
+            };
+            match next {
+                Ordering::Less => merged.extend(a.next()),
+                // An instant also on the active timeline keeps its entry.
+                Ordering::Equal => {
+                    merged.extend(a.next());
+                    h.next();
+                }
+                Ordering::Greater => {
+                    let i = h.next().expect("peeked");
+                    added.push(i.requested.clone());
+                    merged.push(i);
+                }
             }
         }
-        self.instants = by_time.into_values().collect();
+        self.instants = merged;
+        if self.archived.is_empty() {
+            // Built at once from sorted times.
+            self.archived = added.into_iter().collect();
+        } else {
+            self.archived.extend(added);
+        }
         self.archive_known &= warnings.is_empty();
         self.warnings.extend(warnings);
         self

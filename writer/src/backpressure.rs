@@ -9,9 +9,11 @@
 //! when a commit of the client first writes there, then keeps the count
 //! from the commit metadata of the active timeline, each completed instant
 //! read once per client: a refresh costs one listing of the active timeline
-//! and one read per instant completed since the last. After archiving
-//! moved every commit it listed before, it counts from listings again,
-//! since archiving may move a commit whose logs are still uncompacted.
+//! and one read per instant completed since the last. When archiving may
+//! have moved a commit the client never took in (a commit the last refresh
+//! saw pending is gone, or every commit it listed is), it counts from
+//! listings again, since archiving may move a commit whose logs are still
+//! uncompacted.
 //!
 //! A commit checks its file groups under the table lock, right before it
 //! becomes visible, so that every commit completed before it is counted and
@@ -53,6 +55,8 @@ pub(crate) struct LogTally {
     /// The commits (any state) the last refresh listed on the active
     /// timeline.
     listed: HashSet<InstantTime>,
+    /// Those of them that were pending then.
+    listed_pending: HashSet<InstantTime>,
     /// The completion times of each group's uncompacted logs.
     logs: HashMap<Group, Vec<InstantTime>>,
     /// The latest completed compaction of each group: a log that completed
@@ -71,6 +75,7 @@ impl LogTally {
             counted: HashSet::new(),
             known: HashSet::new(),
             listed: HashSet::new(),
+            listed_pending: HashSet::new(),
             logs: HashMap::new(),
             compacted: HashMap::new(),
             read_under_lock: 0,
@@ -106,9 +111,14 @@ impl LogTally {
     ///
     /// Archiving may move a delta commit whose logs a latest slice still
     /// reads (one after the slice's base file), and may do so between two
-    /// refreshes, before this client saw it complete. So when every commit
-    /// the last refresh listed has left the active timeline, the count
-    /// starts over from listings, at the timeline with its history.
+    /// refreshes, before this client saw it complete. It moves completed
+    /// commits oldest first and stops at a pending one, so such a commit
+    /// was either pending at the last refresh or requested after it, and
+    /// then every commit the last refresh listed went before it. So when a
+    /// commit the last refresh saw pending has left the active timeline
+    /// without being taken in (archived, or rolled back), or every commit
+    /// it listed has, the count starts over from listings, at the timeline
+    /// with its history.
     pub(crate) async fn refresh(
         &mut self,
         loc: &TableLocation,
@@ -117,15 +127,16 @@ impl LogTally {
         partitions: &[&str],
     ) -> Result<usize> {
         let mut timeline = folder.load_active().await?;
-        let listed: HashSet<InstantTime> =
-            timeline.instants().iter().filter(|i| is_commit(i.action)).map(|i| i.requested.clone()).collect();
-        // Archiving moves the oldest commits first and stops at a pending
-        // one, so it can have moved a commit this client never saw only
-        // once every commit of the last listing is gone.
-        if self.listed.iter().all(|t| !listed.contains(t)) {
+        let commits = || timeline.instants().iter().filter(|i| is_commit(i.action));
+        let listed: HashSet<InstantTime> = commits().map(|i| i.requested.clone()).collect();
+        let pending: HashSet<InstantTime> =
+            commits().filter(|i| !i.is_completed()).map(|i| i.requested.clone()).collect();
+        let missed = self.listed_pending.iter().any(|t| !listed.contains(t) && !self.counted.contains(t));
+        if missed || self.listed.iter().all(|t| !listed.contains(t)) {
             self.forget();
         }
         self.listed = listed;
+        self.listed_pending = pending;
         let missing: Vec<&str> = partitions.iter().copied().filter(|p| !self.known.contains(*p)).collect();
         if !missing.is_empty() {
             // Listed again with the history, which the view needs for the
