@@ -167,9 +167,11 @@ impl Table {
         }
     }
 
-    /// Under the compaction lock, rolls back failed writes (heartbeats
-    /// older than the table's [`TableSettings::heartbeat_expiry`]), then
-    /// removes file slices that none of the last `retain_commits` commits
+    /// Under the compaction lock, rolls back a few failed writes
+    /// (heartbeats older than the table's
+    /// [`TableSettings::heartbeat_expiry`];
+    /// [`tributary_compaction::rollback_before_service`]), then removes
+    /// file slices that none of the last `retain_commits` commits
     /// needs, recording a clean instant. `None` when there was nothing to
     /// remove. [`Table::clean_with`] with [`CleanRetention::Commits`].
     pub async fn clean(&self, retain_commits: usize) -> Result<Option<CleanSummary>> {
@@ -194,8 +196,9 @@ impl Table {
         Ok(cleaned)
     }
 
-    /// Under the compaction lock, rolls back failed writes (they would keep
-    /// every later instant active), then moves the oldest completed
+    /// Under the compaction lock, rolls back a few failed writes (they
+    /// keep every later instant active;
+    /// [`tributary_compaction::rollback_before_service`]), then moves the oldest completed
     /// instants into the table's LSM history as [`ArchiveSettings`] allow
     /// (`compaction/src/archive.rs` says which are kept and why).
     pub async fn archive(&self, settings: &ArchiveSettings) -> Result<ArchiveSummary> {
@@ -213,9 +216,9 @@ impl Table {
     }
 
     /// Runs the table service `job` under the compaction lock, after the
-    /// rollback of failed writes (heartbeats older than the table's
-    /// [`TableSettings::heartbeat_expiry`]), with the table's time
-    /// generator.
+    /// rollback of a few failed writes (heartbeats older than the table's
+    /// [`TableSettings::heartbeat_expiry`]; the next run takes the next
+    /// few), with the table's time generator.
     async fn after_rollback<T, F, Fut>(&self, job: F) -> Result<T>
     where
         F: FnOnce(TimeGenerator) -> Fut,
