@@ -519,15 +519,14 @@ mod tests {
     }
 
     async fn rollback(tb: &Table) -> Vec<RolledBack> {
-        rollback_failed_writes(
-            &tb.loc,
-            &tb.config,
-            &tb.time,
-            tb.clock.as_ref(),
-            tributary_timeline::DEFAULT_HEARTBEAT_EXPIRY,
-        )
-        .await
-        .unwrap()
+        rollback_at(tb, usize::MAX).await
+    }
+
+    /// Rolls back at most `at_most` failed writes, as a table service
+    /// does with [`ROLLBACKS_PER_SERVICE_RUN`].
+    async fn rollback_at(tb: &Table, at_most: usize) -> Vec<RolledBack> {
+        let expiry = tributary_timeline::DEFAULT_HEARTBEAT_EXPIRY;
+        rollback_at_most(&tb.loc, &tb.config, &tb.time, tb.clock.as_ref(), expiry, at_most).await.unwrap()
     }
 
     async fn timeline(tb: &Table) -> Timeline {
@@ -547,18 +546,8 @@ mod tests {
         }
         tb.clock.set(now);
         let run = || async {
-            rollback_before_service(
-                &tb.loc,
-                &tb.config,
-                &tb.time,
-                tb.clock.as_ref(),
-                tributary_timeline::DEFAULT_HEARTBEAT_EXPIRY,
-            )
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|r| r.instant)
-            .collect::<Vec<_>>()
+            let done = rollback_at(&tb, ROLLBACKS_PER_SERVICE_RUN).await;
+            done.into_iter().map(|r| r.instant).collect::<Vec<_>>()
         };
         assert_eq!(run().await, dead[..ROLLBACKS_PER_SERVICE_RUN]);
         assert!(data_file_exists(&tb, &dead[ROLLBACKS_PER_SERVICE_RUN], 0).await, "left for the next run");
