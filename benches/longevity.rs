@@ -1,10 +1,13 @@
 //! A table that lives for months, compressed: one writer commits small
 //! commits (4 records each, 200 keys) as fast as it can while `serve`
 //! compacts, cleans and archives beside it in the same process, with the
-//! metrics recorder installed. At each checkpoint it measures what a long
-//! life costs: the commit rate since the last checkpoint, a snapshot read,
-//! compaction planning (timeline and file-system view loaded, plan made),
-//! the active timeline's size, and archiving's cost per instant.
+//! metrics recorder installed. For each window between checkpoints it
+//! measures what a long life costs: the commit rate (sampling time left
+//! out); the medians of a snapshot read, compaction planning (timeline and
+//! file-system view loaded, plan made) and a timeline load, each timed every
+//! 100 commits while the services run, so that every window sees the table
+//! at every point of the services' cycle; and at the checkpoint, the active
+//! timeline's size and archiving's cost per instant.
 //!
 //! `cargo bench --bench longevity`. Environment:
 //! - `TRIBUTARY_BENCH_COMMITS`: checkpoints, default `500,5000,20000,100000`;
@@ -61,20 +64,66 @@ fn builder(target: &str) -> TableBuilder {
         .with_settings(settings)
 }
 
-/// The median of `n` runs of `f`, in milliseconds.
-async fn median_ms<F, Fut>(n: usize, mut f: F) -> f64
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    let mut took = Vec::with_capacity(n);
-    for _ in 0..n {
+/// How often, in commits, the writer pauses to time a snapshot read,
+/// compaction planning and a timeline load.
+const SAMPLE_EVERY: u64 = 100;
+
+/// The time `f` took, in milliseconds.
+async fn time_ms<F: std::future::Future<Output = ()>>(f: F) -> f64 {
+    let start = Instant::now();
+    f.await;
+    start.elapsed().as_secs_f64() * 1000.0
+}
+
+/// The median of `samples`.
+fn median(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples.get(samples.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// A window's samples: read, plan and timeline-load times.
+#[derive(Default)]
+struct Samples {
+    read: Vec<f64>,
+    plan: Vec<f64>,
+    timeline: Vec<f64>,
+    /// The most uncompacted logs of one file group, at each plan.
+    logs: Vec<f64>,
+    /// Time the writer spent sampling, left out of its commit rate.
+    spent: Duration,
+}
+
+impl Samples {
+    /// Times one read, one plan and one timeline load of `t` now, with
+    /// `commits` made so far.
+    async fn take(&mut self, t: &Table, commits: u64) {
         let start = Instant::now();
-        f().await;
-        took.push(start.elapsed().as_secs_f64() * 1000.0);
+        let mut logs = 0;
+        self.read.push(
+            time_ms(async {
+                let rows = t.read(&ReadOptions::default()).await.expect("read").num_rows();
+                assert_eq!(rows as u64, KEYS.min(commits * RECORDS_PER_COMMIT));
+            })
+            .await,
+        );
+        self.plan.push(
+            time_ms(async {
+                let (_, view) = t.file_system_view().await.expect("view");
+                let now = t.time_generator().new_instant().await.expect("instant");
+                std::hint::black_box(tributary_compaction::plan(&view, &now, &PlanSettings::default()));
+                logs = tributary_compaction::LogSpread::of(&view, &Default::default()).max;
+            })
+            .await,
+        );
+        self.logs.push(logs as f64);
+        self.timeline.push(
+            time_ms(async {
+                std::hint::black_box(t.timeline().await.expect("timeline"));
+            })
+            .await,
+        );
+        self.spent += start.elapsed();
     }
-    took.sort_by(f64::total_cmp);
-    took[n / 2]
 }
 
 /// Files in the active timeline folder (not its history).
@@ -166,34 +215,28 @@ fn main() {
             if serve_on { "serve and metrics on" } else { "no serve, no metrics" }
         );
         println!(
-            "{:>8} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>12}",
-            "commits", "commits/s", "read ms", "plan ms", "timeline", "active", "archived", "archive ms/i"
+            "{:>8} {:>10} {:>9} {:>9} {:>10} {:>6} {:>9} {:>9} {:>12}",
+            "commits", "commits/s", "read ms", "plan ms", "timeline", "logs", "active", "archived", "archive ms/i"
         );
         let (mut commit, mut window) = (0u64, Instant::now());
         for &until in &checkpoints {
             let from = commit;
+            let mut samples = Samples::default();
             while commit < until {
                 let mut c = client.start_commit().await.expect("start commit");
                 c.write_batch(&batch(&schema, commit)).await.expect("write");
                 c.commit().await.expect("commit");
                 commit += 1;
+                if commit % SAMPLE_EVERY == 0 {
+                    samples.take(&t, commit).await;
+                }
             }
-            let rate = (commit - from) as f64 / window.elapsed().as_secs_f64();
-            let read_ms = median_ms(3, || async {
-                let rows = t.read(&ReadOptions::default()).await.expect("read").num_rows();
-                assert_eq!(rows as u64, KEYS.min(commit * RECORDS_PER_COMMIT));
-            })
-            .await;
-            let plan_ms = median_ms(3, || async {
-                let (_, view) = t.file_system_view().await.expect("view");
-                let now = t.time_generator().new_instant().await.expect("instant");
-                std::hint::black_box(tributary_compaction::plan(&view, &now, &PlanSettings::default()));
-            })
-            .await;
-            let timeline_ms = median_ms(3, || async {
-                std::hint::black_box(t.timeline().await.expect("timeline"));
-            })
-            .await;
+            let writing = window.elapsed().saturating_sub(samples.spent);
+            let rate = (commit - from) as f64 / writing.as_secs_f64();
+            let read_ms = median(&mut samples.read);
+            let plan_ms = median(&mut samples.plan);
+            let timeline_ms = median(&mut samples.timeline);
+            let logs = median(&mut samples.logs);
             let files = active_timeline_files(&t).await;
             let tl = t.timeline().await.expect("timeline");
             let active = tl.instants().iter().filter(|i| !tl.is_archived(&i.requested)).count();
@@ -203,7 +246,7 @@ fn main() {
                 (s.archived, per)
             };
             println!(
-                "{commit:>8} {rate:>10.1} {read_ms:>9.1} {plan_ms:>9.1} {timeline_ms:>8.1}ms {active:>9} {archived:>9} \
+                "{commit:>8} {rate:>10.1} {read_ms:>9.1} {plan_ms:>9.1} {timeline_ms:>8.1}ms {logs:>6} {active:>9} {archived:>9} \
                  {per_instant:>12.2}   ({files} files in .hoodie/timeline)"
             );
             window = Instant::now();

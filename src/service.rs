@@ -29,12 +29,23 @@ pub struct ServiceSchedule {
     pub compact_every: Duration,
     /// The compactor's settings.
     pub compactor: CompactorSettings,
-    /// How often cleaning runs; `None` for never.
+    /// How often cleaning runs at the least; `None` for never. It also
+    /// runs, before archiving, whenever archiving is due early (see
+    /// `archive_every`).
     pub clean_every: Option<Duration>,
     /// What cleaning keeps: the file slices the last N commits need, or
     /// those the commits of the last N hours need.
     pub retention: CleanRetention,
-    /// How often archiving runs; `None` for never.
+    /// How often archiving runs at the least; `None` for never. As Hudi
+    /// archives after any commit that leaves more than
+    /// `hoodie.keep.max.commits` commits active, archiving
+    /// (with cleaning first, whose retained range it must not pass) also
+    /// runs as soon as a compaction round sees that many, and at least
+    /// `keep.max − keep.min` more than the last archiving run left (so a
+    /// run that could archive nothing is not repeated every round), at most
+    /// once a second. The
+    /// active timeline, which every commit and read lists, then stays near
+    /// what the rules of archiving must keep, whatever the commit rate.
     pub archive_every: Option<Duration>,
     /// What archiving keeps.
     pub archive: ArchiveSettings,
@@ -136,6 +147,7 @@ pub async fn serve(
     let mut next_compact = start;
     let mut next_clean = schedule.clean_every.map(|d| start + d);
     let mut next_archive = schedule.archive_every.map(|d| start + d);
+    let mut archiving = ArchiveTrigger::new(&schedule.archive);
     tokio::pin!(shutdown);
     loop {
         let now = tokio::time::Instant::now();
@@ -147,7 +159,12 @@ pub async fn serve(
                 Ok(done) => {
                     // Writers wait at the bound on logs per file group:
                     // when a group is halfway there, compact again at once.
-                    again = !done.is_empty() && near_bound(table, compactor.last_spread().as_ref());
+                    let spread = compactor.last_spread();
+                    again = !done.is_empty() && near_bound(table, spread.as_ref());
+                    if next_archive.is_some() && spread.is_some_and(|s| archiving.due(s.active_commits)) {
+                        next_clean = next_clean.map(|_| now);
+                        next_archive = Some(now);
+                    }
                     on_event(ServiceEvent::Compacted { done, took });
                 }
                 Err(e) => fail(&mut report, &mut on_event, table, "compaction", e.into()),
@@ -163,7 +180,10 @@ pub async fn serve(
         } else if let Some(due) = next_archive.filter(|d| now >= *d) {
             report.archives += 1;
             match timed(table, "archiving", table.archive(&schedule.archive)).await {
-                (Ok(done), took) => on_event(ServiceEvent::Archived { done, took }),
+                (Ok(done), took) => {
+                    archiving.ran(done.active_commits);
+                    on_event(ServiceEvent::Archived { done, took })
+                }
                 (Err(e), _) => fail(&mut report, &mut on_event, table, "archiving", e),
             }
             next_archive = schedule.archive_every.map(|d| due.max(tokio::time::Instant::now()) + d);
@@ -190,6 +210,44 @@ async fn timed<T>(table: &Table, job: &'static str, run: impl Future<Output = T>
     let took = start.elapsed();
     metrics::histogram!(crate::metrics::SERVICE_JOB, "table" => table.location().name(), "job" => job).record(took);
     (out, took)
+}
+
+/// When archiving is due before its interval: Hudi's trigger (more than
+/// `keep.max` commits active), once the active commits have also grown by
+/// `keep.max − keep.min` since the last run left them.
+///
+/// Early runs are at most one per [`EARLY_ARCHIVING_GAP`].
+#[derive(Debug)]
+struct ArchiveTrigger {
+    keep_max: usize,
+    step: usize,
+    left: usize,
+    last: Option<tokio::time::Instant>,
+}
+
+/// The least time between two archiving runs that [`ArchiveTrigger`]
+/// starts early. A run holds the table lock, which every commit waits for,
+/// and costs a history file whatever it archives; at one a second the
+/// active timeline still stays within a second's commits of the bound.
+const EARLY_ARCHIVING_GAP: Duration = Duration::from_secs(1);
+
+impl ArchiveTrigger {
+    fn new(settings: &ArchiveSettings) -> Self {
+        let step = settings.keep_max_commits.saturating_sub(settings.keep_min_commits).max(1);
+        Self { keep_max: settings.keep_max_commits, step, left: 0, last: None }
+    }
+
+    /// Whether `active` commits call for archiving now.
+    fn due(&self, active: usize) -> bool {
+        let rested = self.last.is_none_or(|l| l.elapsed() >= EARLY_ARCHIVING_GAP);
+        rested && active > self.keep_max && active >= self.left + self.step
+    }
+
+    /// An archiving run left `active` commits active.
+    fn ran(&mut self, active: usize) {
+        self.left = active;
+        self.last = Some(tokio::time::Instant::now());
+    }
 }
 
 /// Whether the compactor's last plan found a file group holding at least

@@ -62,10 +62,11 @@
 //! row for them again (Java's archiver may, which readers tolerate).
 
 use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
 use tributary_timeline::{
     Action, ArchivedRow, FileSystemView, HistoryMaintenance, HistorySettings, HistoryWriter, Instant, InstantTime,
-    State, TableConfig, TableLocation, TimeGenerator, Timeline, TimelineFolder, delete_if_exists, heartbeat_path,
-    list_data_files, planned_groups, remove_markers,
+    State, TableConfig, TableLocation, TimeGenerator, Timeline, TimelineFolder, delete_all_if_exist, list_data_files,
+    planned_groups, remove_leftovers,
 };
 
 use crate::error::{Error, Result};
@@ -192,6 +193,9 @@ pub struct ArchiveSummary {
     pub history: HistoryMaintenance,
     /// Instants left on the active timeline after the run.
     pub active: usize,
+    /// Of them, the commits that archiving's bounds count
+    /// (completed, and writing data).
+    pub active_commits: usize,
 }
 
 /// Archives what [`ArchiveSettings`] and the rules of the module notes
@@ -222,8 +226,9 @@ async fn archive_locked(
     // first still holds for the files listed after it.
     let timeline = Timeline::load(loc, config).await?;
     let active = timeline.instants().iter().filter(|i| !timeline.is_archived(&i.requested)).count();
+    let active_commits = active_commits(&timeline);
     if !has_work(&timeline, settings) {
-        return Ok(ArchiveSummary { active, ..Default::default() });
+        return Ok(ArchiveSummary { active, active_commits, ..Default::default() });
     }
     let files = list_data_files(loc).await?;
     let planned = planned_groups(loc, config, &timeline).await?;
@@ -231,36 +236,35 @@ async fn archive_locked(
     let folder = TimelineFolder::new(loc, config);
     let clean_retained = crate::clean::latest_clean_retained(&folder, &timeline).await?;
     let selection = select(&timeline, &view, clean_retained, settings);
-    let mut summary = ArchiveSummary { retained: selection.retained, active, ..Default::default() };
+    let mut summary = ArchiveSummary { retained: selection.retained, active, active_commits, ..Default::default() };
     if selection.instants.is_empty() && selection.leftovers.is_empty() {
         return Ok(summary);
     }
     if !selection.instants.is_empty() {
-        let mut rows = Vec::with_capacity(selection.instants.len());
-        for i in &selection.instants {
-            rows.push(row(&folder, i).await?);
-            // What a writer killed before its commit completed could leave.
-            remove_markers(loc, &i.requested).await?;
-            delete_if_exists(loc, &heartbeat_path(loc, &i.requested)).await?;
-        }
+        // Read several at once: on an object store each is a round trip,
+        // and every commit waits for the lock this run holds.
+        let reads: Vec<_> = selection.instants.iter().map(|i| row(&folder, i)).collect();
+        let rows: Vec<ArchivedRow> = futures::stream::iter(reads).buffered(16).try_collect().await?;
+        let archived: Vec<InstantTime> = selection.instants.iter().map(|i| i.requested.clone()).collect();
+        remove_leftovers(loc, &archived).await?;
         summary.history_file = Some(history.append(&rows).await?);
     }
     // The instants now in the history, with those an interrupted run
     // archived but did not delete. Pending states first: an instant whose
     // completed file went first would look pending to anyone listing
     // meanwhile.
-    let mut done: Vec<&Instant> = selection.instants.iter().chain(&selection.leftovers).collect();
-    done.sort_by(|a, b| a.requested.cmp(&b.requested));
+    let done: Vec<&Instant> = selection.instants.iter().chain(&selection.leftovers).collect();
+    let mut pending_states = Vec::with_capacity(done.len() * 2);
     for i in &done {
-        for state in [State::Requested, State::Inflight] {
-            delete_if_exists(loc, &folder.path_of(i, state)?).await?;
-        }
+        pending_states.push(folder.path_of(i, State::Requested)?);
+        pending_states.push(folder.path_of(i, State::Inflight)?);
     }
-    for i in &done {
-        delete_if_exists(loc, &folder.path_of(i, State::Completed)?).await?;
-    }
+    delete_all_if_exist(loc, pending_states).await?;
+    let completed: Vec<_> = done.iter().map(|i| folder.path_of(i, State::Completed)).collect::<Result<_, _>>()?;
+    delete_all_if_exist(loc, completed).await?;
     summary.history = history.compact_and_clean().await?;
     summary.active = active.saturating_sub(selection.instants.len());
+    summary.active_commits = active_commits.saturating_sub(selection.instants.iter().filter(|i| is_commit(i)).count());
     tracing::info!(
         instants = selection.instants.len(),
         file = summary.history_file.as_deref().unwrap_or_default(),
@@ -317,6 +321,13 @@ fn is_commit(i: &Instant) -> bool {
     i.is_completed() && i.action.writes_data()
 }
 
+/// The completed commits (of any action that writes data) on `timeline`'s
+/// active part: what `hoodie.keep.max.commits` bounds.
+pub(crate) fn active_commits(timeline: &Timeline) -> usize {
+    let (_, active) = split_active(timeline);
+    active.iter().filter(|i| is_commit(i)).count()
+}
+
 /// The active instants of `timeline`, split into those an interrupted run
 /// already put in the history (only their active files are left to
 /// delete) and the rest.
@@ -333,8 +344,8 @@ fn split_active(timeline: &Timeline) -> (Vec<&Instant>, Vec<&Instant>) {
 /// Whether a run has anything to do: leftovers of an interrupted run, or
 /// more active commits than the upper bound.
 fn has_work(timeline: &Timeline, settings: &ArchiveSettings) -> bool {
-    let (leftovers, active) = split_active(timeline);
-    !leftovers.is_empty() || active.iter().filter(|i| is_commit(i)).count() > settings.keep_max_commits
+    let (leftovers, _) = split_active(timeline);
+    !leftovers.is_empty() || active_commits(timeline) > settings.keep_max_commits
 }
 
 /// The pure selection (module notes).

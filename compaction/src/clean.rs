@@ -66,7 +66,7 @@ use tributary_timeline::{
 use tributary_timeline::{FileSystemView, list_data_files, planned_groups};
 
 use crate::error::{Error, Result};
-use tributary_timeline::{Completion, complete_instant, delete_if_exists};
+use tributary_timeline::{Completion, complete_instant, delete_all_if_exist};
 
 use crate::rollback::{file_name, fs_path};
 use tributary_timeline::partition_file;
@@ -318,12 +318,15 @@ async fn execute(
     let instant = Instant::requested(r.clone(), Action::Clean);
     writer.create_if_absent(&instant, State::Inflight, content).await?;
 
+    let files = plan.files();
+    // In one batch: a request per thousand files on S3.
+    let paths = files.iter().map(|(partition, path)| loc.join(&partition_file(partition, file_name(path))));
+    delete_all_if_exist(loc, paths).await?;
     let mut partitions: BTreeMap<String, CleanPartitionMetadata> = BTreeMap::new();
     let mut deleted = Vec::new();
-    for (partition, path) in plan.files() {
+    for (partition, path) in files {
         let name = file_name(&path).to_string();
         let rel = partition_file(&partition, &name);
-        delete_if_exists(loc, &loc.join(&rel)).await?;
         let m = partitions.entry(partition.clone()).or_insert_with(|| CleanPartitionMetadata {
             partition_path: partition.clone(),
             policy: plan.policy.clone(),

@@ -26,6 +26,9 @@ pub struct LogSpread {
     pub oldest: Option<InstantTime>,
     /// Bytes of the tombstone logs of the latest slices.
     pub tombstone_log_bytes: u64,
+    /// The commits on the active timeline the view was loaded with, as
+    /// archiving's bounds count them (commits completed and not archived).
+    pub active_commits: usize,
 }
 
 impl LogSpread {
@@ -97,7 +100,8 @@ impl CompactionMeters {
     /// Records what a plan saw: `view` at `timeline`, at `now_ms`.
     pub(crate) fn observe(&self, timeline: &Timeline, view: &FileSystemView, now_ms: i64) -> LogSpread {
         let pending: BTreeSet<InstantTime> = timeline.pending_compactions().map(|i| i.requested.clone()).collect();
-        let spread = LogSpread::of(view, &pending);
+        let mut spread = LogSpread::of(view, &pending);
+        spread.active_commits = crate::archive::active_commits(timeline);
         self.logs_max.set(spread.max as f64);
         self.logs_p99.set(spread.p99 as f64);
         let lag_ms = spread.oldest.as_ref().and_then(InstantTime::to_millis).map_or(0, |t| (now_ms - t).max(0));

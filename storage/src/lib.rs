@@ -35,7 +35,9 @@ pub use error::{Error, ErrorKind, Result};
 
 // Where a table lives, and its store.
 pub use counting::{CountingStore, Requests};
-pub use location::{RETRY, RetryPolicy, TableLocation, delete_if_exists, join_relative, partition_file};
+pub use location::{
+    RETRY, RetryPolicy, TableLocation, delete_all_if_exist, delete_if_exists, join_relative, partition_file,
+};
 pub use parquet_file::{StoreFile, TAIL_BYTES, arrow_metadata_of_file};
 pub use store::{DurableLocalStore, FOLDER_PLACEHOLDER, LocalTidy, create_folder};
 

@@ -260,16 +260,11 @@ fn remove_empty_tree(dir: &std::path::Path) -> bool {
 /// deleted, these are what a writer killed while creating a marker left:
 /// nobody else can see or remove them. Stops at the first other entry.
 fn only_staging_files(dir: &std::path::Path) -> bool {
-    let is_staging = |name: &std::ffi::OsStr| {
-        name.to_str()
-            .and_then(|n| n.rsplit_once('#'))
-            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    };
     let Ok(entries) = std::fs::read_dir(dir) else { return false };
     let mut staged = Vec::new();
     for e in entries {
         let Ok(e) = e else { return false };
-        if !is_staging(&e.file_name()) || e.file_type().map_or(true, |t| !t.is_file()) {
+        if !e.file_name().to_str().is_some_and(is_staging) || e.file_type().map_or(true, |t| !t.is_file()) {
             return false;
         }
         staged.push(e.path());
@@ -288,6 +283,149 @@ fn sweep_staging_folders(dir: &std::path::Path) -> bool {
         }
     }
     only_staging_files(dir)
+}
+
+/// Whether `name` is a staging file, `<file>#<n>`: where `LocalFileSystem`
+/// writes a file before moving it into place. Listings never show them.
+fn is_staging(name: &str) -> bool {
+    name.rsplit_once('#').is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// One folder's listing, as `LocalFileSystem::list_with_delimiter` gives it
+/// (files as objects, sub-folders as common prefixes, symbolic links
+/// followed and broken ones skipped, staging files and checksum sidecars
+/// hidden, a missing folder empty), read with one `read_dir` and one stat
+/// of each file relative to the folder. `LocalFileSystem` stats each entry
+/// by its full path three times and converts it through a URL, which made
+/// listing the active timeline most of a commit's cost. `None` when a name
+/// is not a valid path part (not UTF-8, or with a control character), which
+/// `LocalFileSystem`'s own listing then reports.
+fn list_folder(dir: &std::path::Path, prefix: &Path) -> std::io::Result<Option<ListResult>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+            return Ok(Some(ListResult { common_prefixes: Vec::new(), objects: Vec::new() }));
+        }
+        Err(e) => return Err(e),
+    };
+    let mut common_prefixes = std::collections::BTreeSet::new();
+    let mut objects = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        // `LocalFileSystem` names an entry by the raw name; one it cannot
+        // (a control character) is its own listing's error to report.
+        let Some(part) = name.to_str().and_then(|n| object_store::path::PathPart::parse(n).ok()) else {
+            return Ok(None);
+        };
+        let name = part.as_ref();
+        let kind = entry.file_type()?;
+        let metadata = if kind.is_symlink() { std::fs::metadata(entry.path()) } else { entry.metadata() };
+        let metadata = match metadata {
+            Ok(m) => m,
+            // Deleted since the folder was read, or a broken link.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        if metadata.is_dir() {
+            common_prefixes.insert(prefix.clone().join(part.clone()));
+        } else if !is_staging(name) && !is_checksum_sidecar(name) {
+            objects.push(object_meta(prefix.clone().join(part.clone()), &metadata));
+        }
+    }
+    Ok(Some(ListResult { common_prefixes: common_prefixes.into_iter().collect(), objects }))
+}
+
+/// Every file below `dir`, as `LocalFileSystem::list` gives them (symbolic
+/// links followed, a link back to a folder above an error, broken links,
+/// staging files and checksum sidecars skipped, a missing folder empty), in
+/// batches sent on `tx`; read as [`list_folder`] reads one folder. Stops
+/// when the receiver is gone.
+fn walk_folders(dir: PathBuf, prefix: Path, tx: &tokio::sync::mpsc::Sender<object_store::Result<Vec<ObjectMeta>>>) {
+    use std::os::unix::fs::MetadataExt;
+    const BATCH: usize = 1000;
+    let generic = |e: Box<dyn std::error::Error + Send + Sync>| object_store::Error::Generic {
+        store: "DurableLocalStore",
+        source: e,
+    };
+    let mut batch = Vec::new();
+    // Each folder to read, with its object path and the folders above it
+    // (device and inode), against which a linked folder is checked.
+    let mut stack = vec![(dir, prefix, Vec::<(u64, u64)>::new())];
+    while let Some((dir, prefix, above)) = stack.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => continue,
+            Err(e) => {
+                let _ = tx.blocking_send(Err(generic(format!("{}: {e}", dir.display()).into())));
+                return;
+            }
+        };
+        let here = match std::fs::metadata(&dir) {
+            Ok(m) => (m.dev(), m.ino()),
+            Err(_) => continue,
+        };
+        for entry in entries {
+            let found = entry.map_err(|e| format!("{}: {e}", dir.display())).and_then(|entry| {
+                let name = entry.file_name();
+                let part = name
+                    .to_str()
+                    .and_then(|n| object_store::path::PathPart::parse(n).ok())
+                    .ok_or_else(|| format!("{}: not a valid object path", entry.path().display()))?;
+                let kind = entry.file_type().map_err(|e| format!("{}: {e}", entry.path().display()))?;
+                let metadata = if kind.is_symlink() { std::fs::metadata(entry.path()) } else { entry.metadata() };
+                let location = prefix.clone().join(part.clone());
+                match metadata {
+                    Ok(m) => Ok(Some((entry, part.as_ref().to_string(), location, m))),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(e) => Err(format!("{}: {e}", entry.path().display())),
+                }
+            });
+            let (entry, name, location, metadata) = match found {
+                Ok(Some(found)) => found,
+                Ok(None) => continue,
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(generic(e.into())));
+                    return;
+                }
+            };
+            if metadata.is_dir() {
+                let id = (metadata.dev(), metadata.ino());
+                if id == here || above.contains(&id) {
+                    let loop_err = format!("{}: a link back to a folder above it", entry.path().display());
+                    let _ = tx.blocking_send(Err(generic(loop_err.into())));
+                    return;
+                }
+                let mut chain = above.clone();
+                chain.push(here);
+                stack.push((entry.path(), location, chain));
+            } else if !is_staging(&name) && !is_checksum_sidecar(&name) {
+                batch.push(object_meta(location, &metadata));
+                if batch.len() == BATCH && tx.blocking_send(Ok(std::mem::take(&mut batch))).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    if !batch.is_empty() {
+        let _ = tx.blocking_send(Ok(batch));
+    }
+}
+
+/// A file's [`ObjectMeta`], with the e-tag `LocalFileSystem` gives it
+/// (inode, modification time in microseconds and size, in hex), so that
+/// conditional requests match either way.
+fn object_meta(location: Path, metadata: &std::fs::Metadata) -> ObjectMeta {
+    use std::os::unix::fs::MetadataExt;
+    let modified = metadata.modified().unwrap_or(std::time::SystemTime::UNIX_EPOCH);
+    let micros = modified.duration_since(std::time::SystemTime::UNIX_EPOCH).unwrap_or_default().as_micros();
+    ObjectMeta {
+        location,
+        last_modified: modified.into(),
+        size: metadata.len(),
+        e_tag: Some(format!("{:x}-{micros:x}-{:x}", metadata.ino(), metadata.len())),
+        version: None,
+    }
 }
 
 /// Whether `name` is a Hadoop checksum sidecar: Hadoop's `ChecksumFileSystem`
@@ -410,59 +548,82 @@ impl ObjectStore for DurableLocalStore {
         locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
         use futures::StreamExt;
-        // Before each delete, the file's checksum sidecar and the staging
-        // files beside it (they must go even when the file itself never
-        // appeared); after it, the folders it emptied. Both touch the file
-        // system directly, off the async threads.
-        let (before, after, known) = (self.inner.clone(), self.inner.clone(), self.durable_dirs.clone());
-        let tidy = self.tidy;
-        let locations = locations
-            .then(move |location| {
-                let file = location.as_ref().ok().and_then(|l| before.path_to_filesystem(l).ok());
+        // Each delete in one trip to a blocking thread, ten at once as
+        // `LocalFileSystem` runs them: first the file's checksum sidecar and
+        // the staging files beside it (they must go even when the file
+        // itself never appeared), then the file, then the folders it
+        // emptied.
+        let (inner, known, tidy) = (self.inner.clone(), self.durable_dirs.clone(), self.tidy);
+        locations
+            .map(move |location| {
+                let (inner, known) = (inner.clone(), known.clone());
                 async move {
-                    if let Some(file) = file {
-                        let _ = tokio::task::spawn_blocking(move || {
-                            let _ = remove_checksum_sidecar(&file);
-                            remove_staging(&file)
-                        })
-                        .await;
-                    }
-                    location
+                    let location = location?;
+                    let file = inner.path_to_filesystem(&location)?;
+                    tokio::task::spawn_blocking(move || {
+                        let _ = remove_checksum_sidecar(&file);
+                        remove_staging(&file);
+                        match std::fs::remove_file(&file) {
+                            Ok(()) => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                                return Err(object_store::Error::NotFound {
+                                    path: location.to_string(),
+                                    source: Box::new(e),
+                                });
+                            }
+                            Err(e) => {
+                                return Err(object_store::Error::Generic {
+                                    store: "DurableLocalStore",
+                                    source: format!("deleting {}: {e}", file.display()).into(),
+                                });
+                            }
+                        }
+                        if let Some(scratch) = tidy.scratch_folder {
+                            remove_emptied_scratch_folders(&file, scratch, &known);
+                        }
+                        if let Some(disposable) = tidy.disposable_folder {
+                            remove_emptied_disposable_folders(&file, disposable, &known);
+                        }
+                        Ok(location)
+                    })
+                    .await
+                    .map_err(|e| object_store::Error::Generic { store: "DurableLocalStore", source: Box::new(e) })?
                 }
             })
-            .boxed();
-        self.inner
-            .delete_stream(locations)
-            .then(move |deleted| {
-                let file = deleted.as_ref().ok().and_then(|l| after.path_to_filesystem(l).ok());
-                let known = known.clone();
-                async move {
-                    if let Some(file) = file {
-                        let _ = tokio::task::spawn_blocking(move || {
-                            if let Some(scratch) = tidy.scratch_folder {
-                                remove_emptied_scratch_folders(&file, scratch, &known);
-                            }
-                            if let Some(disposable) = tidy.disposable_folder {
-                                remove_emptied_disposable_folders(&file, disposable, &known);
-                            }
-                        })
-                        .await;
-                    }
-                    deleted
-                }
-            })
+            .buffered(10)
             .boxed()
     }
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
         use futures::StreamExt;
-        self.inner
-            .list(prefix)
-            .filter(|m| {
-                std::future::ready(!matches!(m, Ok(m) if m.location.filename().is_some_and(is_checksum_sidecar)))
-            })
-            .boxed()
+        let folder = prefix.cloned().unwrap_or_default();
+        let dir = match self.inner.path_to_filesystem(&folder) {
+            Ok(dir) => dir,
+            Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
+        };
+        // Walked as `list_with_delimiter` reads a folder, for the same
+        // reason: `LocalFileSystem` stats each entry three times by path.
+        futures::stream::once(async move {
+            let (tx, rx) = tokio::sync::mpsc::channel(2);
+            tokio::task::spawn_blocking(move || walk_folders(dir, folder, &tx));
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|batch| (batch, rx)) })
+        })
+        .flatten()
+        .flat_map(|batch| match batch {
+            Ok(objects) => futures::stream::iter(objects.into_iter().map(Ok)).boxed(),
+            Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+        })
+        .boxed()
     }
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        let folder = prefix.cloned().unwrap_or_default();
+        let dir = self.inner.path_to_filesystem(&folder)?;
+        let listed = tokio::task::spawn_blocking(move || list_folder(&dir, &folder))
+            .await
+            .map_err(|e| object_store::Error::Generic { store: "DurableLocalStore", source: Box::new(e) })?
+            .map_err(|e| object_store::Error::Generic { store: "DurableLocalStore", source: Box::new(e) })?;
+        if let Some(listing) = listed {
+            return Ok(listing);
+        }
         let mut listing = self.inner.list_with_delimiter(prefix).await?;
         listing.objects.retain(|m| !m.location.filename().is_some_and(is_checksum_sidecar));
         Ok(listing)
@@ -657,5 +818,58 @@ mod tests {
         store.delete(&path(&files[1])).await.unwrap();
         assert!(!meta.exists(), "the metadata folder goes with its last file");
         assert!(dir.path().join("t/.hoodie").is_dir());
+    }
+
+    /// The store's own listings, of one folder and recursive, give what
+    /// `LocalFileSystem`'s do (less the sidecars they hide), for files,
+    /// folders, links, broken links, staging files and a missing folder.
+    #[tokio::test]
+    async fn listings_are_the_local_file_systems() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        std::fs::create_dir_all(t.join("sub/deeper")).unwrap();
+        for name in ["a.log.1_0-1-0", "b 100%.parquet", "c#12", "d#x", ".a.log.1_0-1-0.crc", "sub/in.txt"] {
+            std::fs::write(t.join(name), name.as_bytes()).unwrap();
+        }
+        std::os::unix::fs::symlink(t.join("a.log.1_0-1-0"), t.join("link")).unwrap();
+        std::os::unix::fs::symlink(t.join("sub"), t.join("linked-sub")).unwrap();
+        std::os::unix::fs::symlink(t.join("gone"), t.join("broken")).unwrap();
+        let (ours, theirs) = (DurableLocalStore::new(), LocalFileSystem::new());
+        let path = |p: &std::path::Path| Path::from_absolute_path(p).unwrap();
+        let sorted = |mut l: ListResult| {
+            l.objects.sort_by(|a, b| a.location.cmp(&b.location));
+            l
+        };
+        for folder in [t.clone(), t.join("sub"), t.join("missing"), t.join("a.log.1_0-1-0")] {
+            let prefix = path(&folder);
+            let got = sorted(ours.list_with_delimiter(Some(&prefix)).await.unwrap());
+            let mut want = sorted(theirs.list_with_delimiter(Some(&prefix)).await.unwrap());
+            want.objects.retain(|m| !m.location.filename().is_some_and(is_checksum_sidecar));
+            assert_eq!(got.common_prefixes, want.common_prefixes, "{}", folder.display());
+            assert_eq!(got.objects, want.objects, "{}", folder.display());
+        }
+        let names: Vec<_> = sorted(ours.list_with_delimiter(Some(&path(&t))).await.unwrap())
+            .objects
+            .iter()
+            .map(|m| m.location.filename().unwrap().to_string())
+            .collect();
+        assert_eq!(names, ["a.log.1_0-1-0", "b 100%.parquet", "d#x", "link"]);
+
+        // Recursively, the same files (in any order), through the linked folder too.
+        use futures::TryStreamExt;
+        for folder in [dir.path().to_path_buf(), t.join("sub"), t.join("missing")] {
+            let prefix = path(&folder);
+            let mut got: Vec<ObjectMeta> = ours.list(Some(&prefix)).try_collect::<Vec<_>>().await.unwrap();
+            let mut want: Vec<ObjectMeta> = theirs.list(Some(&prefix)).try_collect::<Vec<_>>().await.unwrap();
+            want.retain(|m| !m.location.filename().is_some_and(is_checksum_sidecar));
+            got.sort_by(|a, b| a.location.cmp(&b.location));
+            want.sort_by(|a, b| a.location.cmp(&b.location));
+            assert_eq!(got, want, "{}", folder.display());
+        }
+        let all: Vec<ObjectMeta> = ours.list(Some(&path(&t))).try_collect::<Vec<_>>().await.unwrap();
+        assert_eq!(all.len(), 6, "{all:?}");
+        std::os::unix::fs::symlink(&t, t.join("sub/deeper/up")).unwrap();
+        let looped: object_store::Result<Vec<ObjectMeta>> = ours.list(Some(&path(&t))).try_collect::<Vec<_>>().await;
+        assert!(looped.is_err(), "a link to a folder above is an error, as LocalFileSystem's walk says");
     }
 }

@@ -202,7 +202,8 @@ fn copy_folder(from: &std::path::Path, to: &std::path::Path) {
 
 /// An archiving process killed after each of its writes in turn (every
 /// later write fails, as a dead process makes none): the table reads as
-/// before, by Tributary and (every third crash point) the official reader;
+/// before, by Tributary and (every third crash point) the official reader
+/// and Spark (the Spark suite reads the states this test leaves it);
 /// the same instants stay completed at the same times; and the next run
 /// finishes the archival, each instant once in the history.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -212,7 +213,7 @@ async fn a_crash_after_any_write_of_archiving_leaves_the_table_readable() {
     use tributary::{LockKind, TableSettings};
     use tributary_timeline::{History, TableLocation, history_dir, local_location};
 
-    use crate::support::{FaultStore, Store, have_official_reader, official_rows_of};
+    use crate::support::{FaultStore, Store, fares_json, have_official_reader, official_rows_of, spark_handoff};
 
     let Some(place) = Place::on(Store::Local) else { return };
     let official = have_official_reader();
@@ -237,6 +238,9 @@ async fn a_crash_after_any_write_of_archiving_leaves_the_table_readable() {
     };
     let instants = times(&t.timeline().await.unwrap());
 
+    // Every third state is also left for Spark to read.
+    let handoff = spark_handoff("archive_crashes");
+    let mut handed = Vec::new();
     let mut crashes = 0;
     for writes in 0.. {
         let dir = place.scratch().join(format!("crash{writes}"));
@@ -268,6 +272,11 @@ async fn a_crash_after_any_write_of_archiving_leaves_the_table_readable() {
             assert!(writes > 5, "archiving takes more than {writes} writes");
             break;
         }
+        if let Some(h) = handoff.as_ref().filter(|_| writes % 3 == 0) {
+            let name = format!("killed_after_{writes}_writes");
+            copy_folder(&dir, &h.join(&name));
+            handed.push(name);
+        }
         crashes += 1;
         // The next run finishes the job.
         let summary = t.archive(&tight).await.unwrap();
@@ -295,4 +304,8 @@ async fn a_crash_after_any_write_of_archiving_leaves_the_table_readable() {
     }
     eprintln!("archiving was killed at {crashes} points");
     assert!(crashes > 5, "{crashes} crash points");
+    if let Some(h) = handoff {
+        let expected = serde_json::json!({ "snapshot": fares_json(&want), "tables": handed });
+        std::fs::write(h.join("expected.json"), expected.to_string()).unwrap();
+    }
 }

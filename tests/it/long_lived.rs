@@ -2,9 +2,12 @@
 //! (200 keys) with `serve` compacting, cleaning and archiving beside the
 //! writer on Hudi's default bounds. Every 2,000 commits, once an archiving
 //! round has run, the active timeline holds at most a fixed number of
-//! instants however many commits came before; at the end, snapshot, time
-//! travel to an archived instant and an incremental read from one equal
-//! the model, by Tributary and (snapshot) by the official reader. The
+//! instants however many commits came before. At the end, the snapshot,
+//! time travel back to the oldest commit cleaning kept, and an incremental
+//! read from the newest archived commit equal the model, and time travel to
+//! an archived instant (whose files the cleaner removed) is refused, as
+//! Hudi refuses it. The official reader reads the same snapshot, and the
+//! test leaves the table and those reads for the Spark suite. The
 //! table lives in memory, so the test pays for the protocol and not for
 //! the disk; `benches/longevity.rs` measures the same life on disk and on
 //! S3, with its rates and read times.
@@ -12,8 +15,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-
-use futures::TryStreamExt;
 
 use object_store::memory::InMemory;
 use object_store::path::Path;
@@ -24,7 +25,7 @@ use tributary::{
 use tributary_timeline::{InstantTime, TableLocation};
 use tributary_writer::WriteSettings;
 
-use crate::support::{fares_options, fares_rows, hybrid, oslo_batch};
+use crate::support::{copy_table_to, fares_json, fares_options, fares_rows, hybrid, oslo_batch, spark_handoff};
 
 const COMMITS: u64 = 20_000;
 const CHECK_EVERY: u64 = 2_000;
@@ -171,19 +172,26 @@ async fn twenty_thousand_commits_with_serve_keep_the_timeline_bounded_and_the_ro
     // The official reader, on a copy in a local folder: the same snapshot.
     if crate::support::have_official_reader() {
         let dir = tempfile::tempdir().unwrap();
-        let root = t.location().root.clone();
-        let objects: Vec<_> = t.location().store.list(Some(&root)).try_collect().await.unwrap();
-        for o in objects {
-            let relative = o.location.prefix_match(&root).unwrap().map(|p| p.as_ref().to_string());
-            let file = dir.path().join(relative.collect::<Vec<_>>().join("/"));
-            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-            std::fs::write(&file, t.location().get(&o.location).await.unwrap()).unwrap();
-        }
+        copy_table_to(&t, dir.path()).await;
         let mut theirs: Vec<(String, i64, f64)> = crate::support::official_rows(dir.path(), "")
             .iter()
             .map(|r| (r["uuid"].as_str().unwrap().into(), r["ts"].as_i64().unwrap(), r["fare"].as_f64().unwrap()))
             .collect();
         theirs.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(theirs, snapshot, "the official reader's snapshot");
+    }
+    // Spark reads the same table, with what each read must return.
+    if let Some(dir) = spark_handoff("long_lived") {
+        copy_table_to(&t, &dir.join("table")).await;
+        let expected = serde_json::json!({
+            "snapshot": fares_json(&snapshot),
+            "as_of": travel.to_string(),
+            "as_of_rows": fares_json(&model(0, oldest as u64 + 1)),
+            "cleaned_as_of": early.to_string(),
+            "incremental_begin": begin.completed.to_string(),
+            "incremental_end": instants.last().unwrap().completed.to_string(),
+            "incremental_rows": fares_json(&window),
+        });
+        std::fs::write(dir.join("expected.json"), expected.to_string()).unwrap();
     }
 }

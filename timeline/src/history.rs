@@ -218,14 +218,21 @@ async fn latest_version(loc: &TableLocation, dir: &Path, listed: Option<&[Object
 type Index = BTreeMap<InstantTime, (Instant, RowAt)>;
 
 /// A loaded snapshot's instants, kept for its location
-/// ([`TableLocation::remember`]) with the files they were read from:
-/// history files never change once listed in a manifest, so the next load
-/// that finds the same files reads none of them again.
+/// ([`TableLocation::remember`]) with the files they were read from, and
+/// each file's instants: history files never change once listed in a
+/// manifest, so the next load that finds the same files reads none of them
+/// again, and one that finds new files (an archiving run appended one, or
+/// merged some into one) reads only those. Only the latest snapshot's files
+/// are kept, so files the history cleaned go with it.
 struct Loaded {
     files: Vec<HistoryFile>,
     index: Arc<Index>,
     warnings: Vec<String>,
+    by_file: std::collections::HashMap<Path, Arc<FileInstants>>,
 }
+
+/// One history file's instants, each with its row, and the rows skipped.
+type FileInstants = (Vec<(Instant, usize)>, Vec<String>);
 
 /// Where an archived instant's row is: a file of the snapshot (an index
 /// into its files) and the row in it.
@@ -274,27 +281,36 @@ impl History {
     }
 
     /// [`History::open`], then the instants of every file (the first three
-    /// columns), a few files at a time; or, when the last load through
-    /// this location (or a clone of it) found the same files, its
-    /// instants, without reading a file.
+    /// columns), a few files at a time. Files the last load through this
+    /// location (or a clone of it) read are not read again: when it found
+    /// the same files, this load reads none.
     pub async fn load(loc: &TableLocation, dir: &Path) -> Result<Self> {
         let mut history = Self::open(loc, dir).await?;
         let key = format!("history instants: {dir}");
-        if let Some(kept) = loc.recall::<Loaded>(&key).filter(|k| k.files == history.files) {
+        let kept = loc.recall::<Loaded>(&key);
+        if let Some(kept) = kept.as_ref().filter(|k| k.files == history.files) {
             history.index = Some(kept.index.clone());
             history.warnings = kept.warnings.clone();
             return Ok(history);
         }
-        let every: Vec<usize> = (0..history.files.len()).collect();
+        let known = |f: &HistoryFile| kept.as_ref().and_then(|k| k.by_file.get(&f.path).cloned());
+        let unread: Vec<usize> = (0..history.files.len()).filter(|&n| known(&history.files[n]).is_none()).collect();
+        let mut by_file: std::collections::HashMap<Path, Arc<FileInstants>> =
+            history.files.iter().filter_map(|f| Some((f.path.clone(), known(f)?))).collect();
+        for (file, found, skipped) in history.read_instants_of(&unread).await? {
+            by_file.insert(history.files[file].path.clone(), Arc::new((found, skipped)));
+        }
         let mut index = BTreeMap::new();
-        for (file, found, skipped) in history.read_instants_of(&every).await? {
-            history.warnings.extend(skipped);
+        for (file, f) in history.files.iter().enumerate() {
+            let (found, skipped) = by_file[&f.path].as_ref();
+            history.warnings.extend(skipped.iter().cloned());
             for (i, row) in found {
-                index.entry(i.requested.clone()).or_insert((i, RowAt { file, row }));
+                index.entry(i.requested.clone()).or_insert_with(|| (i.clone(), RowAt { file, row: *row }));
             }
         }
         let index = Arc::new(index);
-        let kept = Loaded { files: history.files.clone(), index: index.clone(), warnings: history.warnings.clone() };
+        let warnings = history.warnings.clone();
+        let kept = Loaded { files: history.files.clone(), index: index.clone(), warnings, by_file };
         loc.remember(&key, Arc::new(kept));
         history.index = Some(index);
         Ok(history)

@@ -138,9 +138,14 @@ pub(crate) fn marker_dir(root: &Path, instant: &InstantTime) -> Path {
     temp_dir(root).join(instant.as_str())
 }
 
+/// `<root>/.hoodie/.heartbeat`: the writers' heartbeat files.
+pub(crate) fn heartbeat_dir(root: &Path) -> Path {
+    meta_dir(root).join(HEARTBEAT_FOLDER)
+}
+
 /// `<root>/.hoodie/.heartbeat/<t>`.
 pub(crate) fn heartbeat_file(root: &Path, instant: &InstantTime) -> Path {
-    meta_dir(root).join(HEARTBEAT_FOLDER).join(instant.as_str())
+    heartbeat_dir(root).join(instant.as_str())
 }
 
 /// `<root>/.hoodie/metadata`: Hudi's metadata table.

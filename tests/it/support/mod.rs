@@ -8,6 +8,7 @@ mod corpus;
 mod counting;
 mod fault;
 mod files;
+mod handoff;
 pub mod live_events;
 mod oracle;
 mod place;
@@ -20,6 +21,7 @@ pub use corpus::*;
 pub use counting::*;
 pub use fault::*;
 pub use files::*;
+pub use handoff::*;
 pub use oracle::*;
 pub use place::*;
 

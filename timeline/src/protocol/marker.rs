@@ -81,8 +81,29 @@ pub async fn rollback_files(loc: &TableLocation, instant: &InstantTime) -> Resul
 }
 
 async fn delete_all(loc: &TableLocation, paths: &[Path]) -> Result<()> {
-    for p in paths {
-        tributary_storage::delete_if_exists(loc, p).await?;
+    Ok(tributary_storage::delete_all_if_exist(loc, paths.iter().cloned()).await?)
+}
+
+/// Removes what the writers of the completed `instants` may have left (a
+/// writer killed after its commit completed, before it tidied up): their
+/// markers and heartbeat files. One listing of the marker folder and one of
+/// the heartbeat folder, not one per instant.
+pub async fn remove_leftovers(loc: &TableLocation, instants: &[InstantTime]) -> Result<()> {
+    let marked: std::collections::BTreeSet<Path> =
+        list_folder(loc, crate::layout::temp_dir(&loc.root)).await?.common_prefixes.into_iter().collect();
+    for t in instants.iter().filter(|t| marked.contains(&marker_dir(loc, t))) {
+        remove_markers(loc, t).await?;
     }
-    Ok(())
+    let beating: std::collections::BTreeSet<Path> = list_folder(loc, crate::layout::heartbeat_dir(&loc.root))
+        .await?
+        .objects
+        .into_iter()
+        .map(|m| m.location)
+        .collect();
+    let beats = instants.iter().map(|t| crate::layout::heartbeat_file(&loc.root, t)).filter(|p| beating.contains(p));
+    Ok(tributary_storage::delete_all_if_exist(loc, beats).await?)
+}
+
+async fn list_folder(loc: &TableLocation, dir: Path) -> Result<object_store::ListResult> {
+    loc.store.list_with_delimiter(Some(&dir)).await.map_err(|e| Error::store("list", &dir, e))
 }

@@ -32,9 +32,10 @@ pub(crate) mod writer_state;
 pub use complete::{Completion, complete_instant, complete_instant_with};
 pub use heartbeat::{DEFAULT_HEARTBEAT_EXPIRY, Heartbeat, heartbeat_expired, heartbeat_path};
 pub use marker::{
-    MARKER_APPEND, MARKER_CREATE, create_marker, list_markers, marked_file, marker_dir, remove_markers, rollback_files,
+    MARKER_APPEND, MARKER_CREATE, create_marker, list_markers, marked_file, marker_dir, remove_leftovers,
+    remove_markers, rollback_files,
 };
 pub use metadata_table::MetadataTableGuard;
 pub use writer_state::{CHECKPOINT_KEY_PREFIX, Checkpoint, WriterState, WriterStatus, lookup_writer, mark_new_table};
 
-pub use tributary_storage::delete_if_exists;
+pub use tributary_storage::{delete_all_if_exist, delete_if_exists};
