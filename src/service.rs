@@ -151,7 +151,13 @@ pub async fn serve(
     tokio::pin!(shutdown);
     loop {
         let now = tokio::time::Instant::now();
-        if now >= next_compact {
+        // The job due the longest runs first (compaction, then cleaning,
+        // then archiving on a tie): a job that takes longer than its
+        // interval, or compaction again at once near the bound, never
+        // keeps the others from their turn.
+        let jobs = [(Some(next_compact), Job::Compact), (next_clean, Job::Clean), (next_archive, Job::Archive)];
+        let next = jobs.into_iter().filter_map(|(due, job)| Some((due.filter(|d| now >= *d)?, job))).min();
+        if let Some((_, Job::Compact)) = next {
             report.compactions += 1;
             let mut again = false;
             let (result, took) = timed(table, "compaction", compactor.run_once()).await;
@@ -170,15 +176,16 @@ pub async fn serve(
                 Err(e) => fail(&mut report, &mut on_event, table, "compaction", e.into()),
             }
             next_compact = tokio::time::Instant::now() + if again { Duration::ZERO } else { schedule.compact_every };
-        } else if let Some(due) = next_clean.filter(|d| now >= *d) {
+        } else if let Some((due, Job::Clean)) = next {
             report.cleans += 1;
             match timed(table, "cleaning", table.clean_with(schedule.retention)).await {
                 (Ok(done), took) => on_event(ServiceEvent::Cleaned { done, took }),
                 (Err(e), _) => fail(&mut report, &mut on_event, table, "cleaning", e),
             }
             next_clean = schedule.clean_every.map(|d| due.max(tokio::time::Instant::now()) + d);
-        } else if let Some(due) = next_archive.filter(|d| now >= *d) {
+        } else if let Some((due, Job::Archive)) = next {
             report.archives += 1;
+            archiving.started();
             match timed(table, "archiving", table.archive(&schedule.archive)).await {
                 (Ok(done), took) => {
                     archiving.ran(done.active_commits);
@@ -212,6 +219,14 @@ async fn timed<T>(table: &Table, job: &'static str, run: impl Future<Output = T>
     (out, took)
 }
 
+/// The jobs of a service loop, in the order they run when due at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Job {
+    Compact,
+    Clean,
+    Archive,
+}
+
 /// When archiving is due before its interval: Hudi's trigger (more than
 /// `keep.max` commits active), once the active commits have also grown by
 /// `keep.max − keep.min` since the last run left them.
@@ -243,10 +258,14 @@ impl ArchiveTrigger {
         rested && active > self.keep_max && active >= self.left + self.step
     }
 
+    /// An archiving run starts (whether it then succeeds or not).
+    fn started(&mut self) {
+        self.last = Some(tokio::time::Instant::now());
+    }
+
     /// An archiving run left `active` commits active.
     fn ran(&mut self, active: usize) {
         self.left = active;
-        self.last = Some(tokio::time::Instant::now());
     }
 }
 
