@@ -1,13 +1,21 @@
 //! A table that lives for months, compressed: one writer commits small
 //! commits (4 records each, 200 keys) as fast as it can while `serve`
 //! compacts, cleans and archives beside it in the same process, with the
-//! metrics recorder installed. For each window between checkpoints it
-//! measures what a long life costs: the commit rate (sampling time left
-//! out); the medians of a snapshot read, compaction planning (timeline and
-//! file-system view loaded, plan made) and a timeline load, each timed every
-//! 100 commits while the services run, so that every window sees the table
-//! at every point of the services' cycle; and at the checkpoint, the active
-//! timeline's size and archiving's cost per instant.
+//! metrics recorder installed. At each checkpoint it measures the table
+//! as it is at that age: over the last fifth of the window before the
+//! checkpoint, the commit rate (sampling time left out) and the medians of
+//! ten samples, evenly spaced, of a snapshot read, compaction planning
+//! (timeline and file-system view loaded, an instant taken, plan made) and
+//! a timeline load, timed while the services run; at the checkpoint, the
+//! active timeline's size and archiving's cost per instant. The whole
+//! window's commit rate is printed beside, warm-up included.
+//!
+//! A read under load costs what the logs piled up since the last
+//! compaction cost, which depends on where in the services' cycle it
+//! falls. So at each checkpoint the writer also pauses until `serve` has
+//! run two compaction rounds, and times ten more reads and plans back to
+//! back ("at rest"): what the table's age alone costs (its timeline, its
+//! history, its files).
 //!
 //! `cargo bench --bench longevity`. Environment:
 //! - `TRIBUTARY_BENCH_COMMITS`: checkpoints, default `500,5000,20000,100000`;
@@ -64,9 +72,17 @@ fn builder(target: &str) -> TableBuilder {
         .with_settings(settings)
 }
 
-/// How often, in commits, the writer pauses to time a snapshot read,
-/// compaction planning and a timeline load.
-const SAMPLE_EVERY: u64 = 100;
+/// How many times, in the last fifth of each window, the writer pauses to
+/// time a snapshot read, compaction planning and a timeline load.
+const SAMPLES: u64 = 10;
+
+/// The commit after which the writer times its first sample of the window
+/// `from..until`, and the commits between samples: the last fifth of the
+/// window, ending at its checkpoint.
+fn sampling(from: u64, until: u64) -> (u64, u64) {
+    let step = ((until - from) / 5 / SAMPLES).max(1);
+    (until.saturating_sub(step * (SAMPLES - 1)).max(from + 1), step)
+}
 
 /// The time `f` took, in milliseconds.
 async fn time_ms<F: std::future::Future<Output = ()>>(f: F) -> f64 {
@@ -134,6 +150,13 @@ async fn active_timeline_files(t: &Table) -> usize {
     listed.objects.len()
 }
 
+impl Samples {
+    /// The medians of the read, plan and timeline-load times.
+    fn medians(&mut self) -> (f64, f64, f64) {
+        (median(&mut self.read), median(&mut self.plan), median(&mut self.timeline))
+    }
+}
+
 #[derive(Default)]
 struct ServiceTally {
     archived: usize,
@@ -167,9 +190,12 @@ fn main() {
         }
         let t = builder(&target).create(options).await.expect("create the table");
         let tally = Arc::new(std::sync::Mutex::new(ServiceTally::default()));
+        // Compaction rounds run, for the writer to wait on.
+        let (rounds_tx, mut rounds) = tokio::sync::watch::channel(0u64);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let service = serve_on.then(|| {
             let (target, tally) = (target.clone(), tally.clone());
+            let rounds_tx = rounds_tx.clone();
             tokio::spawn(async move {
                 let table = builder(&target).open().await.expect("open for serve");
                 // Hudi's retention and archiving bounds; services more often.
@@ -192,7 +218,10 @@ fn main() {
                                 t.archived += done.archived.len();
                                 t.archive_time += took;
                             }
-                            ServiceEvent::Compacted { done, .. } => t.compactions += done.len(),
+                            ServiceEvent::Compacted { done, .. } => {
+                                t.compactions += done.len();
+                                rounds_tx.send_modify(|r| *r += 1);
+                            }
                             ServiceEvent::Failed { job, error } => t.failures.push(format!("{job}: {error}")),
                             _ => {}
                         }
@@ -215,41 +244,68 @@ fn main() {
             if serve_on { "serve and metrics on" } else { "no serve, no metrics" }
         );
         println!(
-            "{:>8} {:>10} {:>9} {:>9} {:>10} {:>6} {:>9} {:>9} {:>12}",
-            "commits", "commits/s", "read ms", "plan ms", "timeline", "logs", "active", "archived", "archive ms/i"
+            "{:>8} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10} {:>6} {:>9} {:>9} {:>12} {:>10}",
+            "commits",
+            "commits/s",
+            "read ms",
+            "at rest",
+            "plan ms",
+            "at rest",
+            "timeline",
+            "logs",
+            "active",
+            "archived",
+            "archive ms/i",
+            "window c/s"
         );
-        let (mut commit, mut window) = (0u64, Instant::now());
+        let mut commit = 0u64;
         for &until in &checkpoints {
-            let from = commit;
+            let (from, window) = (commit, Instant::now());
+            let (first_sample, step) = sampling(from, until);
+            // The last fifth's start: where its rate is measured from.
+            let tail_from = first_sample.saturating_sub(step).max(from);
+            let mut tail = Instant::now();
             let mut samples = Samples::default();
             while commit < until {
                 let mut c = client.start_commit().await.expect("start commit");
                 c.write_batch(&batch(&schema, commit)).await.expect("write");
                 c.commit().await.expect("commit");
                 commit += 1;
-                if commit % SAMPLE_EVERY == 0 {
+                if commit == tail_from {
+                    tail = Instant::now();
+                }
+                if commit >= first_sample && (commit - first_sample).is_multiple_of(step) {
                     samples.take(&t, commit).await;
                 }
             }
-            let writing = window.elapsed().saturating_sub(samples.spent);
-            let rate = (commit - from) as f64 / writing.as_secs_f64();
-            let read_ms = median(&mut samples.read);
-            let plan_ms = median(&mut samples.plan);
-            let timeline_ms = median(&mut samples.timeline);
+            let whole = (commit - from) as f64 / window.elapsed().saturating_sub(samples.spent).as_secs_f64();
+            let rate = (commit - tail_from) as f64 / tail.elapsed().saturating_sub(samples.spent).as_secs_f64();
+            let (read_ms, plan_ms, timeline_ms) = samples.medians();
             let logs = median(&mut samples.logs);
+            let mut rest = Samples::default();
+            if serve_on {
+                let seen = *rounds.borrow_and_update();
+                tokio::time::timeout(Duration::from_secs(60), rounds.wait_for(|r| *r >= seen + 2))
+                    .await
+                    .expect("serve compacts within a minute")
+                    .expect("serve runs");
+                for _ in 0..SAMPLES {
+                    rest.take(&t, commit).await;
+                }
+            }
+            let (rest_read, rest_plan, _) = rest.medians();
             let files = active_timeline_files(&t).await;
             let tl = t.timeline().await.expect("timeline");
-            let active = tl.instants().iter().filter(|i| !tl.is_archived(&i.requested)).count();
+            let active = tl.active().len();
             let (archived, per_instant) = {
                 let s = tally.lock().expect("tally");
                 let per = s.archive_time.as_secs_f64() * 1000.0 / s.archived.max(1) as f64;
                 (s.archived, per)
             };
             println!(
-                "{commit:>8} {rate:>10.1} {read_ms:>9.1} {plan_ms:>9.1} {timeline_ms:>8.1}ms {logs:>6} {active:>9} {archived:>9} \
-                 {per_instant:>12.2}   ({files} files in .hoodie/timeline)"
+                "{commit:>8} {rate:>10.1} {read_ms:>9.1} {rest_read:>9.1} {plan_ms:>9.1} {rest_plan:>9.1} {timeline_ms:>8.1}ms {logs:>6} {active:>9} {archived:>9} \
+                 {per_instant:>12.2} {whole:>10.1}   ({files} files in .hoodie/timeline)"
             );
-            window = Instant::now();
         }
         let _ = stop.send(());
         if let Some(s) = service {

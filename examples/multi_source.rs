@@ -106,8 +106,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let timeline = table.timeline().await?;
-    println!("\ntimeline (last 6 of {} instants):", timeline.instants().len());
-    for i in timeline.instants().iter().rev().take(6).rev() {
+    println!("\ntimeline (last 6 of {} instants):", timeline.len());
+    let last: Vec<_> = timeline.instants().rev().take(6).collect();
+    for i in last.into_iter().rev() {
         println!(
             "  {}  {}  {}  completed {}",
             i.requested,

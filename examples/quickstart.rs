@@ -55,7 +55,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let timeline = table.timeline().await?;
-    println!("\ntimeline has {} instants (no commits yet)", timeline.instants().len());
+    println!("\ntimeline has {} instants (no commits yet)", timeline.len());
     println!("inspect it with: cargo run -- timeline {}", dir.display());
     Ok(())
 }

@@ -34,7 +34,7 @@
 //! // Instants come from the injected clock, under the table's lock.
 //! let t = table.time_generator().new_instant().await?;
 //! assert_eq!(t.as_str(), "20251220210108078");
-//! assert!(table.timeline().await?.instants().is_empty());
+//! assert!(table.timeline().await?.is_empty());
 //! # std::fs::remove_dir_all(&dir).ok();
 //! # Ok(()) }
 //! ```

@@ -67,9 +67,13 @@ impl Table {
         let key = &cfg.record_key_fields;
         let partition = cfg.partition_fields.first().map(String::as_str);
         let folder = TimelineFolder::new(self.location(), cfg);
-        let mut done: Vec<_> = timeline.completed().filter(|i| i.action.writes_data()).collect();
-        done.sort_by(|a, b| b.completed.cmp(&a.completed));
-        for i in done.into_iter().take(1) {
+        // The write that became visible last (layout 1 has no completion
+        // times: the latest requested).
+        let latest = timeline
+            .completed()
+            .filter(|i| i.action.writes_data())
+            .max_by(|a, b| a.completed.cmp(&b.completed).then(a.requested.cmp(&b.requested)));
+        if let Some(i) = latest {
             let bytes = folder.read(i, State::Completed).await?;
             if let Ok(meta) = commit_metadata_shared(&bytes, i.requested.as_str())
                 && let Some(json) = meta.schema_json()

@@ -211,7 +211,7 @@ pub(crate) fn plan_clean(
     retention: CleanRetention,
     now_millis: i64,
 ) -> Option<CleanerPlan> {
-    if timeline.instants().iter().any(|i| i.action == Action::Savepoint) {
+    if timeline.instants().any(|i| i.action == Action::Savepoint) {
         tracing::warn!("table has savepoints; not cleaning");
         return None;
     }
@@ -434,9 +434,9 @@ mod tests {
         assert!(pm.failed_delete_files.is_empty());
 
         // Again with the same retention: nothing left, nothing written.
-        let before = timeline(&tb).await.instants().to_vec();
+        let before = timeline(&tb).await.instants().cloned().collect::<Vec<_>>();
         assert_eq!(clean(&tb.loc, &tb.config, &tb.time, Commits(2)).await.unwrap(), None);
-        assert_eq!(timeline(&tb).await.instants(), &before[..]);
+        assert_eq!(timeline(&tb).await.instants().cloned().collect::<Vec<_>>(), before);
 
         // Keep 1 commit (500): the base at 400 completed at 410 < 500, so
         // the slice at 200 goes, base and log. Log-only bucket 1 stays.
@@ -487,7 +487,7 @@ mod tests {
         delta_commit(&tb, 150, None, &[]).await;
         assert_eq!(clean(&tb.loc, &tb.config, &tb.time, Commits(2)).await.unwrap(), None);
         let tl = timeline(&tb).await;
-        assert!(tl.instants().iter().all(|i| i.action != Action::Clean));
+        assert!(tl.instants().all(|i| i.action != Action::Clean));
         assert!(exists(&tb, &log(0, 100)).await);
     }
 
@@ -510,7 +510,7 @@ mod tests {
         assert_eq!(s.deleted_files.len(), 3, "{:?}", s.deleted_files);
         assert!(!exists(&tb, &log(0, 100)).await && !exists(&tb, &log(0, 300)).await);
         let tl = timeline(&tb).await;
-        assert_eq!(tl.instants().iter().filter(|i| i.action == Action::Clean).count(), 1);
+        assert_eq!(tl.instants().filter(|i| i.action == Action::Clean).count(), 1);
         assert!(tl.get(&r).is_some_and(Instant::is_completed));
         assert_eq!(clean(&tb.loc, &tb.config, &tb.time, Commits(1)).await.unwrap(), None);
     }
@@ -574,10 +574,10 @@ mod tests {
         delta_commit(&tb, 600, Some(610), &[0]).await;
         compaction(&tb, 700, 710).await;
         delta_commit(&tb, 800, Some(810), &[0]).await;
-        let before = timeline(&tb).await.instants().to_vec();
+        let before = timeline(&tb).await.instants().cloned().collect::<Vec<_>>();
         clock.set(window_starts_at(801, 24));
         assert_eq!(clean(&tb.loc, &tb.config, &time, Hours(24)).await.unwrap(), None);
-        assert_eq!(timeline(&tb).await.instants(), &before[..]);
+        assert_eq!(timeline(&tb).await.instants().cloned().collect::<Vec<_>>(), before);
         // A window reaching before year 1000 keeps every commit.
         assert_eq!(clean(&tb.loc, &tb.config, &time, Hours(u32::MAX)).await.unwrap(), None);
         assert!(clean(&tb.loc, &tb.config, &time, Hours(0)).await.is_err());

@@ -312,7 +312,7 @@ impl Compactor {
             .time
             .with_time_fenced(|_, table_fence| async move {
                 let now = writer.load().await?;
-                if now.instants().iter().any(|i| i.action == Action::Compaction && seen.get(&i.requested).is_none()) {
+                if now.instants().any(|i| i.action == Action::Compaction && seen.get(&i.requested).is_none()) {
                     return Ok(false);
                 }
                 fence.check().await?;

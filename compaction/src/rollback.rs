@@ -625,9 +625,9 @@ mod tests {
         assert!(pm.failed_delete_files.is_empty());
 
         // Nothing left to do: a second call changes nothing.
-        let before = timeline(&tb).await.instants().to_vec();
+        let before = timeline(&tb).await.instants().cloned().collect::<Vec<_>>();
         assert!(rollback(&tb).await.is_empty());
-        assert_eq!(timeline(&tb).await.instants(), &before[..]);
+        assert_eq!(timeline(&tb).await.instants().cloned().collect::<Vec<_>>(), before);
 
         // Once the expiry passes, the silent writers go too; the live one's
         // heartbeat is now stale as well.
@@ -661,7 +661,7 @@ mod tests {
         assert_eq!(rolled[0].deleted_files.len(), 2, "already-gone files count as deleted");
         assert!(!data_file_exists(&tb, &dead, 1).await);
         let tl = timeline(&tb).await;
-        assert_eq!(tl.instants().len(), 1);
+        assert_eq!(tl.len(), 1);
         assert!(tl.get(&r).is_some_and(Instant::is_completed));
         assert!(rollback(&tb).await.is_empty());
 

@@ -147,7 +147,7 @@ impl Checker {
         }
         // A compaction plan names only logs of delta commits that completed
         // before its instant: later ones belong to the slice it opens.
-        for i in timeline.instants().iter().filter(|i| i.action == Action::Compaction) {
+        for i in timeline.instants().filter(|i| i.action == Action::Compaction) {
             if !self.plans.contains_key(&i.requested) {
                 let bytes = reader.read(i, State::Requested).await.map_err(|e| format!("compaction plan: {e}"))?;
                 let plan = CompactionPlan::from_avro_container(&bytes, i.requested.as_str())

@@ -736,7 +736,7 @@ impl History {
         }
         table.archive(&TIGHT_ARCHIVING).await.map_err(|e| format!("final archiving: {e}"))?;
         let timeline = table.timeline().await.map_err(|e| format!("final timeline: {e}"))?;
-        let archived = timeline.instants().iter().filter(|i| timeline.is_archived(&i.requested)).count();
+        let archived = timeline.instants().filter(|i| timeline.is_archived(&i.requested)).count();
         self.check_pending(&mut checker).await?;
         let ledger = self.ledger().clone();
         checker.check(self.world.snapshot(), &ledger, "the end", true).await?;

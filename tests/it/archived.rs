@@ -71,7 +71,7 @@ async fn archived_instants_keep_their_slices() {
     archive(t.location(), t.config(), &to_archive).await.unwrap();
     let after = t.timeline().await.unwrap();
     let times = |tl: &tributary_timeline::Timeline| -> Vec<(InstantTime, Option<InstantTime>)> {
-        tl.instants().iter().map(|i| (i.requested.clone(), i.completed.clone())).collect()
+        tl.instants().map(|i| (i.requested.clone(), i.completed.clone())).collect()
     };
     assert_eq!(times(&after), times(&timeline), "the same instants, with the same completion times");
     // The history records a compaction by its completed action.
@@ -156,7 +156,7 @@ async fn tributary_archives_and_every_reader_reads_the_same() {
     assert!(!summary.archived.is_empty(), "{summary:?}");
     let after = t.timeline().await.unwrap();
     let times = |tl: &tributary_timeline::Timeline| -> Vec<(InstantTime, Option<InstantTime>)> {
-        tl.instants().iter().map(|i| (i.requested.clone(), i.completed.clone())).collect()
+        tl.instants().map(|i| (i.requested.clone(), i.completed.clone())).collect()
     };
     assert_eq!(times(&after), times(&timeline), "the same instants, with the same completion times");
     assert!(after.is_archived(&early) && !after.is_archived(&late.instant), "{summary:?}");
@@ -234,7 +234,7 @@ async fn a_crash_after_any_write_of_archiving_leaves_the_table_readable() {
     }
     let want = rows(&t, Query::Snapshot, None).await;
     let times = |tl: &tributary_timeline::Timeline| -> Vec<(InstantTime, Option<InstantTime>)> {
-        tl.instants().iter().map(|i| (i.requested.clone(), i.completed.clone())).collect()
+        tl.instants().map(|i| (i.requested.clone(), i.completed.clone())).collect()
     };
     let instants = times(&t.timeline().await.unwrap());
 
@@ -281,7 +281,7 @@ async fn a_crash_after_any_write_of_archiving_leaves_the_table_readable() {
         // The next run finishes the job.
         let summary = t.archive(&tight).await.unwrap();
         let tl = t.timeline().await.unwrap();
-        assert!(!summary.archived.is_empty() || tl.instants().iter().any(|i| tl.is_archived(&i.requested)), "{what}");
+        assert!(!summary.archived.is_empty() || tl.instants().any(|i| tl.is_archived(&i.requested)), "{what}");
         let history = History::load(t.location(), &history_dir(t.location(), t.config()).unwrap()).await.unwrap();
         let mut rows_in_files = Vec::new();
         for f in history.files() {

@@ -151,12 +151,12 @@ async fn abort_leaves_nothing_behind() {
     }
     let heartbeat = format!(".hoodie/.heartbeat/{instant}");
     assert!(root.exists(&heartbeat), "the commit's heartbeat runs");
-    let pending: Vec<String> = t.timeline().await.unwrap().instants().iter().map(|i| i.requested.to_string()).collect();
+    let pending: Vec<String> = t.timeline().await.unwrap().instants().map(|i| i.requested.to_string()).collect();
     assert_eq!(pending, vec![instant.clone()], "the commit's instant is pending");
 
     c.abort().await.unwrap();
     assert_eq!(t.read(&ReadOptions::default()).await.unwrap().num_rows(), 0);
-    assert!(t.timeline().await.unwrap().instants().is_empty(), "the instant is withdrawn");
+    assert!(t.timeline().await.unwrap().is_empty(), "the instant is withdrawn");
     let leftovers = root.file_paths(|n| is_log(n) || is_marker(n));
     assert!(leftovers.is_empty(), "{leftovers:?}");
     assert!(!root.exists(&heartbeat), "the heartbeat is stopped");

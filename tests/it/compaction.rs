@@ -105,7 +105,7 @@ async fn crash_before_commit_is_invisible_and_the_rerun_finishes() {
     assert_eq!(rows(&t, Query::Snapshot).await, before);
     assert_eq!(rows(&t, Query::ReadOptimized).await, before);
     let timeline = t.timeline().await.unwrap();
-    assert!(timeline.instants().iter().filter(|i| i.action == Action::Compaction).all(|i| i.is_completed()));
+    assert!(timeline.instants().filter(|i| i.action == Action::Compaction).all(|i| i.is_completed()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

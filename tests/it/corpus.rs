@@ -50,7 +50,6 @@ async fn timeline_loader_reads_every_v8_table() {
         assert!(timeline.warnings().is_empty(), "{}: {:?}", zip.display(), timeline.warnings());
         let got: BTreeMap<String, (State, Option<String>)> = timeline
             .instants()
-            .iter()
             .map(|i| (i.requested.to_string(), (i.state, i.completed.as_ref().map(|c| c.to_string()))))
             .collect();
         let dir = base.join(".hoodie/timeline");

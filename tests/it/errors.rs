@@ -138,5 +138,5 @@ async fn a_commit_whose_writer_task_failed_cannot_complete() {
     let err = commit.commit().await.unwrap_err();
     assert!(err.to_string().contains(instant.as_str()), "{err}");
     let timeline = table.timeline().await.unwrap();
-    assert!(timeline.instants().is_empty(), "nothing of the commit stays: {:?}", timeline.instants());
+    assert!(timeline.is_empty(), "nothing of the commit stays: {:?}", timeline.instants());
 }

@@ -115,12 +115,8 @@ async fn twenty_thousand_commits_with_serve_keep_the_timeline_bounded_and_the_ro
             let seen = *rounds.borrow_and_update();
             rounds.wait_for(|r| *r >= seen + 2).await.unwrap();
             let tl = t.timeline().await.unwrap();
-            let active: Vec<String> = tl
-                .instants()
-                .iter()
-                .filter(|i| !tl.is_archived(&i.requested))
-                .map(|i| format!("{}.{:?}.{:?}", i.requested, i.action, i.state))
-                .collect();
+            let active: Vec<String> =
+                tl.active().iter().map(|i| format!("{}.{:?}.{:?}", i.requested, i.action, i.state)).collect();
             active_at_checks.push((n + 1, active));
         }
     }

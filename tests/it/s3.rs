@@ -284,7 +284,7 @@ async fn a_frozen_holder_is_fenced_when_it_thaws() {
     let timeline = t.timeline().await.unwrap();
     assert_eq!(timeline.completed().count(), 1, "only b's commit completed: {:?}", timeline.instants());
     assert!(
-        timeline.instants().iter().any(|i| i.state == State::Inflight),
+        timeline.instants().any(|i| i.state == State::Inflight),
         "a's write stays inflight, for recovery to roll back"
     );
 }

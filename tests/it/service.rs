@@ -61,7 +61,7 @@ async fn serve_compacts_cleans_and_archives_while_a_writer_commits() {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
     loop {
         let tl = t.timeline().await.unwrap();
-        if tl.instants().iter().any(|i| tl.is_archived(&i.requested)) {
+        if tl.instants().any(|i| tl.is_archived(&i.requested)) {
             break;
         }
         assert!(tokio::time::Instant::now() < deadline, "hang guard: nothing archived in 10 minutes");

@@ -227,6 +227,7 @@ type Index = BTreeMap<InstantTime, (Instant, RowAt)>;
 struct Loaded {
     files: Vec<HistoryFile>,
     index: Arc<Index>,
+    instants: Arc<[Instant]>,
     warnings: Vec<String>,
     by_file: std::collections::HashMap<Path, Arc<FileInstants>>,
 }
@@ -254,6 +255,9 @@ pub struct History {
     /// [`History::load`] read them all; `None` for a snapshot only opened,
     /// whose lookups read the files covering the instants asked for.
     index: Option<Arc<Index>>,
+    /// The index's instants as one list, by requested time, shared by
+    /// every timeline loaded from this snapshot; empty unless loaded.
+    instants: Arc<[Instant]>,
     /// The rows loading skipped (unknown actions, bad times).
     warnings: Vec<String>,
 }
@@ -264,7 +268,7 @@ impl History {
     /// For a folder known to exist; [`History::probe`] first looks.
     pub async fn open(loc: &TableLocation, dir: &Path) -> Result<Self> {
         let files = snapshot(loc, dir, None).await?.map(|(_, files)| files).unwrap_or_default();
-        Ok(Self { loc: loc.clone(), files, index: None, warnings: Vec::new() })
+        Ok(Self { loc: loc.clone(), files, index: None, instants: Arc::from([]), warnings: Vec::new() })
     }
 
     /// [`History::open`] for a folder that may not exist: one listing of
@@ -277,7 +281,7 @@ impl History {
         } else {
             snapshot(loc, dir, Some(&listing.objects)).await?.map(|(_, files)| files).unwrap_or_default()
         };
-        Ok(Self { loc: loc.clone(), files, index: None, warnings: Vec::new() })
+        Ok(Self { loc: loc.clone(), files, index: None, instants: Arc::from([]), warnings: Vec::new() })
     }
 
     /// [`History::open`], then the instants of every file (the first three
@@ -290,6 +294,7 @@ impl History {
         let kept = loc.recall::<Loaded>(&key);
         if let Some(kept) = kept.as_ref().filter(|k| k.files == history.files) {
             history.index = Some(kept.index.clone());
+            history.instants = kept.instants.clone();
             history.warnings = kept.warnings.clone();
             return Ok(history);
         }
@@ -309,10 +314,18 @@ impl History {
             }
         }
         let index = Arc::new(index);
+        let instants: Arc<[Instant]> = index.values().map(|(i, _)| i.clone()).collect();
         let warnings = history.warnings.clone();
-        let kept = Loaded { files: history.files.clone(), index: index.clone(), warnings, by_file };
+        let kept = Loaded {
+            files: history.files.clone(),
+            index: index.clone(),
+            instants: instants.clone(),
+            warnings,
+            by_file,
+        };
         loc.remember(&key, Arc::new(kept));
         history.index = Some(index);
+        history.instants = instants;
         Ok(history)
     }
 
@@ -323,7 +336,19 @@ impl History {
 
     /// The archived instants, by requested time; empty unless loaded.
     pub fn instants(&self) -> impl Iterator<Item = &Instant> {
-        self.index.iter().flat_map(|index| index.values().map(|(i, _)| i))
+        self.instants.iter()
+    }
+
+    /// Whether the loaded snapshot holds the instant requested at `t`.
+    pub fn holds(&self, t: &InstantTime) -> bool {
+        self.instants.binary_search_by(|i| i.requested.cmp(t)).is_ok()
+    }
+
+    /// [`History::instants`] as one list shared by every caller, and by
+    /// every load of the same snapshot through this location: what a
+    /// timeline holds of the history, never copied.
+    pub fn shared_instants(&self) -> Arc<[Instant]> {
+        self.instants.clone()
     }
 
     /// The rows loading skipped, with the reason.

@@ -57,7 +57,7 @@ pub use history::{
 };
 pub use history_writer::{HistoryMaintenance, HistorySettings, HistoryWriter, history_schema};
 pub use instant::{Action, Instant, InstantTime, State};
-pub use timeline::{Timeline, TimelineFolder};
+pub use timeline::{Instants, Timeline, TimelineFolder};
 pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, FirstHoldHook, TimeGenerator};
 
 // Data files: names, partitions and the file-system view.

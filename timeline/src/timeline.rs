@@ -31,24 +31,118 @@ use crate::instant::{Action, Instant, InstantTime, State, TimelineFile};
 use tributary_storage::FOLDER_PLACEHOLDER;
 use tributary_storage::TableLocation;
 
-/// The instants of a table, sorted by requested time.
+/// The instants of a table, sorted by requested time: those of the active
+/// timeline, and those read from the LSM history.
+///
+/// The archived instants are shared, never copied: every timeline loaded
+/// from one history snapshot holds the same list
+/// ([`History::shared_instants`]), so loading, cloning and querying a
+/// timeline cost what its active part costs, however long the history
+/// grew. [`Timeline::instants`] merges the two lists as it walks them.
 #[derive(Debug, Clone, Default)]
 pub struct Timeline {
-    instants: Vec<Instant>,
-    /// The requested times of the instants read from the LSM history.
-    archived: BTreeSet<InstantTime>,
+    /// The active timeline's instants, by requested time.
+    active: Vec<Instant>,
+    /// The completed instants read from the LSM history, by requested
+    /// time; one also on the active timeline is passed over (the active
+    /// entry wins).
+    archived: Archived,
     /// The history snapshot the archived instants were read from.
     history: Option<Arc<History>>,
     /// The requested time of the first instant on the active timeline
     /// that writes data, which [`Timeline::is_completed`] compares with;
     /// computed once (adding archived instants does not change it).
     first_active_write: Option<InstantTime>,
-    /// Whether every archived instant is among `instants`: a layout-2
+    /// Whether every archived instant is among the instants: a layout-2
     /// timeline whose history (if any) was read without skipping a row.
     /// Layout 1 keeps its archive elsewhere, unread.
     archive_known: bool,
     warnings: Vec<String>,
     layout: u32,
+}
+
+/// Archived instants, by requested time, shared between timelines, with
+/// the one that became visible last.
+#[derive(Debug, Clone, Default)]
+struct Archived {
+    instants: Arc<[Instant]>,
+    /// Index of the instant with the largest completion time.
+    latest: Option<usize>,
+}
+
+impl Archived {
+    /// From instants sorted by requested time, each completed, no two
+    /// requested at one time.
+    fn new(instants: Arc<[Instant]>) -> Self {
+        let latest = (0..instants.len()).max_by(|&a, &b| {
+            let (a, b) = (&instants[a], &instants[b]);
+            completion_or_requested(a).cmp(completion_or_requested(b)).then(a.requested.cmp(&b.requested))
+        });
+        Self { instants, latest }
+    }
+
+    fn get(&self, t: &InstantTime) -> Option<&Instant> {
+        self.instants.binary_search_by(|i| i.requested.cmp(t)).ok().map(|n| &self.instants[n])
+    }
+}
+
+/// The instants of a [`Timeline`], active and archived, by requested time
+/// ([`Timeline::instants`]): one walk of both lists, from either end.
+#[derive(Debug, Clone)]
+pub struct Instants<'a> {
+    active: &'a [Instant],
+    archived: &'a [Instant],
+}
+
+impl<'a> Iterator for Instants<'a> {
+    type Item = &'a Instant;
+
+    fn next(&mut self) -> Option<&'a Instant> {
+        use std::cmp::Ordering;
+        let order = match (self.active.first(), self.archived.first()) {
+            (Some(a), Some(h)) => a.requested.cmp(&h.requested),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => return None,
+        };
+        if order != Ordering::Less {
+            let (h, rest) = self.archived.split_first()?;
+            self.archived = rest;
+            if order == Ordering::Greater {
+                return Some(h);
+            }
+        }
+        let (a, rest) = self.active.split_first()?;
+        self.active = rest;
+        Some(a)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let (a, h) = (self.active.len(), self.archived.len());
+        (a.max(h), Some(a + h))
+    }
+}
+
+impl DoubleEndedIterator for Instants<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        use std::cmp::Ordering;
+        let order = match (self.active.last(), self.archived.last()) {
+            (Some(a), Some(h)) => a.requested.cmp(&h.requested),
+            (Some(_), None) => Ordering::Greater,
+            (None, Some(_)) => Ordering::Less,
+            (None, None) => return None,
+        };
+        if order != Ordering::Greater {
+            let (h, rest) = self.archived.split_last()?;
+            self.archived = rest;
+            if order == Ordering::Less {
+                return Some(h);
+            }
+        }
+        let (a, rest) = self.active.split_last()?;
+        self.active = rest;
+        Some(a)
+    }
 }
 
 impl Timeline {
@@ -82,63 +176,40 @@ impl Timeline {
         }
     }
 
-    /// [`Timeline::with_archived`] with the instants of a loaded history
-    /// snapshot, which the timeline keeps for reading their contents.
-    fn with_history(self, history: History) -> Self {
-        let archived: Vec<Instant> = history.instants().cloned().collect();
-        let mut timeline = self.with_archived(archived, history.warnings().to_vec());
-        timeline.history = Some(Arc::new(history));
-        timeline
+    /// This timeline with the instants of a loaded history snapshot, which
+    /// the timeline keeps for reading their contents; the list of them is
+    /// the snapshot's own, shared.
+    fn with_history(mut self, history: History) -> Self {
+        if self.archived.instants.is_empty() {
+            self.archive_known &= history.warnings().is_empty();
+            self.warnings.extend(history.warnings().iter().cloned());
+            self.archived = Archived::new(history.shared_instants());
+        } else {
+            self = self.with_archived(history.instants().cloned(), history.warnings().to_vec());
+        }
+        self.history = Some(Arc::new(history));
+        self
     }
 
     /// This timeline with the instants archived into the history added
     /// (completed, with their completion times); an instant also on the
     /// active timeline keeps its active entry. `warnings` name the history
-    /// rows that were skipped.
-    ///
-    /// One merge of two sorted lists: a history holds every instant a
-    /// table ever archived, and each load of the timeline adds them.
-    pub fn with_archived(mut self, archived: impl IntoIterator<Item = Instant>, warnings: Vec<String>) -> Self {
-        use std::cmp::Ordering;
+    /// rows that were skipped. An instant that is not completed is no
+    /// archived instant: it is skipped with a warning.
+    pub fn with_archived(mut self, archived: impl IntoIterator<Item = Instant>, mut warnings: Vec<String>) -> Self {
         let by_time = |a: &Instant, b: &Instant| a.requested.cmp(&b.requested);
-        let mut archived: Vec<Instant> = archived.into_iter().collect();
-        // Both sorts find their input sorted (a timeline's instants, a
-        // history's index) and only check it.
-        archived.sort_by(by_time);
-        archived.dedup_by(|a, b| a.requested == b.requested);
-        let mut active = std::mem::take(&mut self.instants);
-        active.sort_by(by_time);
-        let mut merged = Vec::with_capacity(active.len() + archived.len());
-        let mut added = Vec::new();
-        let (mut a, mut h) = (active.into_iter().peekable(), archived.into_iter().peekable());
-        loop {
-            let next = match (a.peek(), h.peek()) {
-                (Some(x), Some(y)) => by_time(x, y),
-                (Some(_), None) => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (None, None) => break,
-            };
-            match next {
-                Ordering::Less => merged.extend(a.next()),
-                // An instant also on the active timeline keeps its entry.
-                Ordering::Equal => {
-                    merged.extend(a.next());
-                    h.next();
-                }
-                Ordering::Greater => {
-                    let i = h.next().expect("peeked");
-                    added.push(i.requested.clone());
-                    merged.push(i);
-                }
+        let mut all: Vec<Instant> = self.archived.instants.iter().cloned().collect();
+        for i in archived {
+            if i.is_completed() {
+                all.push(i);
+            } else {
+                warnings.push(format!("skipping archived instant {}: not completed", i.requested));
             }
         }
-        self.instants = merged;
-        if self.archived.is_empty() {
-            // Built at once from sorted times.
-            self.archived = added.into_iter().collect();
-        } else {
-            self.archived.extend(added);
-        }
+        // Stable: of two entries for one time, the one added first stays.
+        all.sort_by(by_time);
+        all.dedup_by(|a, b| a.requested == b.requested);
+        self.archived = Archived::new(all.into());
         self.archive_known &= warnings.is_empty();
         self.warnings.extend(warnings);
         self
@@ -214,10 +285,10 @@ impl Timeline {
         for w in &warnings {
             tracing::warn!("{w}");
         }
-        let first_active_write = first_write(&instants, &BTreeSet::new());
+        let first_active_write = first_write(&instants);
         Self {
-            instants,
-            archived: BTreeSet::new(),
+            active: instants,
+            archived: Archived::default(),
             history: None,
             first_active_write,
             archive_known: layout >= 2,
@@ -228,13 +299,17 @@ impl Timeline {
 
     /// The timeline restricted to the instants `keep` accepts; the others
     /// are treated as if they never happened (their files are invisible).
+    /// The archived instants stay shared when `keep` accepts them all.
     pub fn filtered(&self, keep: impl Fn(&Instant) -> bool) -> Timeline {
-        let instants: Vec<Instant> = self.instants.iter().filter(|i| keep(i)).cloned().collect();
-        let archived: BTreeSet<InstantTime> =
-            instants.iter().filter(|i| self.is_archived(&i.requested)).map(|i| i.requested.clone()).collect();
+        let active: Vec<Instant> = self.active.iter().filter(|i| keep(i)).cloned().collect();
+        let archived = if self.archived.instants.iter().all(&keep) {
+            self.archived.clone()
+        } else {
+            Archived::new(self.archived.instants.iter().filter(|i| keep(i)).cloned().collect())
+        };
         Timeline {
-            first_active_write: first_write(&instants, &archived),
-            instants,
+            first_active_write: first_write(&active),
+            active,
             archived,
             history: self.history.clone(),
             archive_known: self.archive_known,
@@ -244,8 +319,25 @@ impl Timeline {
     }
 
     /// Every instant, active and archived, by requested time.
-    pub fn instants(&self) -> &[Instant] {
-        &self.instants
+    pub fn instants(&self) -> Instants<'_> {
+        Instants { active: &self.active, archived: &self.archived.instants }
+    }
+
+    /// The instants of the active timeline, by requested time: every
+    /// instant that is not archived.
+    pub fn active(&self) -> &[Instant] {
+        &self.active
+    }
+
+    /// How many instants the timeline holds, active and archived.
+    pub fn len(&self) -> usize {
+        let both = self.active.iter().filter(|i| self.archived.get(&i.requested).is_some()).count();
+        self.active.len() + self.archived.instants.len() - both
+    }
+
+    /// Whether the timeline holds no instant.
+    pub fn is_empty(&self) -> bool {
+        self.active.is_empty() && self.archived.instants.is_empty()
     }
 
     /// Files that were skipped, with the reason.
@@ -255,42 +347,47 @@ impl Timeline {
 
     /// The instant requested at `t`.
     pub fn get(&self, t: &InstantTime) -> Option<&Instant> {
-        self.instants.binary_search_by(|i| i.requested.cmp(t)).ok().map(|i| &self.instants[i])
+        match self.active.binary_search_by(|i| i.requested.cmp(t)) {
+            Ok(n) => Some(&self.active[n]),
+            Err(_) => self.archived.get(t),
+        }
     }
 
     /// Completed instants, by requested time.
-    pub fn completed(&self) -> impl Iterator<Item = &Instant> {
-        self.instants.iter().filter(|i| i.is_completed())
+    pub fn completed(&self) -> impl DoubleEndedIterator<Item = &Instant> {
+        self.instants().filter(|i| i.is_completed())
     }
 
-    /// Requested or inflight instants, by requested time.
-    pub fn pending(&self) -> impl Iterator<Item = &Instant> {
-        self.instants.iter().filter(|i| !i.is_completed())
+    /// Requested or inflight instants, by requested time: all on the
+    /// active timeline.
+    pub fn pending(&self) -> impl DoubleEndedIterator<Item = &Instant> {
+        self.active.iter().filter(|i| !i.is_completed())
     }
 
     /// The completed instant that became visible last (largest completion
     /// time; for layout 1, largest requested time).
     pub fn latest_completed(&self) -> Option<&Instant> {
-        self.completed().max_by(|a, b| {
-            self.completion_or_requested(a).cmp(self.completion_or_requested(b)).then(a.requested.cmp(&b.requested))
-        })
+        let later = |a: &&Instant, b: &&Instant| {
+            completion_or_requested(a).cmp(completion_or_requested(b)).then(a.requested.cmp(&b.requested))
+        };
+        let active = self.active.iter().filter(|i| i.is_completed()).max_by(later);
+        let archived = self.archived.latest.map(|n| &self.archived.instants[n]);
+        // The active entry of an instant in both places wins.
+        let archived = archived.map(|h| self.get(&h.requested).unwrap_or(h));
+        active.into_iter().chain(archived).max_by(later)
     }
 
     /// The completion time of the instant requested at `t`, if it completed.
     /// Layout-1 instants have none; their requested time stands in.
     pub fn completion_time(&self, t: &InstantTime) -> Option<&InstantTime> {
         let i = self.get(t).filter(|i| i.is_completed())?;
-        Some(self.completion_or_requested(i))
-    }
-
-    fn completion_or_requested<'a>(&self, i: &'a Instant) -> &'a InstantTime {
-        i.completed.as_ref().unwrap_or(&i.requested)
+        Some(completion_or_requested(i))
     }
 
     /// Whether the instant requested at `t` was read from the LSM history
     /// (Java archived it), not from the active timeline.
     pub fn is_archived(&self, t: &InstantTime) -> bool {
-        self.archived.contains(t)
+        self.active.binary_search_by(|i| i.requested.cmp(t)).is_err() && self.archived.get(t).is_some()
     }
 
     /// The history snapshot the archived instants were read from, when the
@@ -336,10 +433,16 @@ impl Timeline {
     }
 }
 
-/// The requested time of the first instant of `instants` (by requested
-/// time) that writes data and is not in `archived`.
-fn first_write(instants: &[Instant], archived: &BTreeSet<InstantTime>) -> Option<InstantTime> {
-    instants.iter().find(|i| i.action.writes_data() && !archived.contains(&i.requested)).map(|i| i.requested.clone())
+/// The requested time of the first instant of `active` (by requested
+/// time) that writes data.
+fn first_write(active: &[Instant]) -> Option<InstantTime> {
+    active.iter().find(|i| i.action.writes_data()).map(|i| i.requested.clone())
+}
+
+/// When `i` became visible: its completion time; layout-1 instants have
+/// none, and their requested time stands in.
+fn completion_or_requested(i: &Instant) -> &InstantTime {
+    i.completed.as_ref().unwrap_or(&i.requested)
 }
 
 fn assemble(t: &InstantTime, files: &[TimelineFile]) -> std::result::Result<Instant, String> {
@@ -552,7 +655,6 @@ mod tests {
         ]);
         let got: Vec<(String, Action, State, Option<String>)> = tl
             .instants()
-            .iter()
             .map(|i| (i.requested.to_string(), i.action, i.state, i.completed.as_ref().map(|c| c.to_string())))
             .collect();
         assert_eq!(
@@ -580,7 +682,7 @@ mod tests {
     #[test]
     fn the_folder_placeholder_is_skipped_without_a_warning() {
         let tl = Timeline::from_layout2_names([FOLDER_PLACEHOLDER, "20251220210108078.deltacommit.requested"]);
-        assert_eq!(tl.instants().len(), 1);
+        assert_eq!(tl.len(), 1);
         assert!(tl.warnings().is_empty(), "{:?}", tl.warnings());
     }
 
@@ -591,7 +693,7 @@ mod tests {
             "20251220210108078_20251220210109593.commit",
             "20251220210108079.frobnicate.requested",
         ]);
-        assert!(tl.instants().is_empty());
+        assert!(tl.is_empty());
         assert_eq!(tl.warnings().len(), 2, "{:?}", tl.warnings());
     }
 }
@@ -631,7 +733,7 @@ mod archived_tests {
     #[test]
     fn archived_instants_are_completed_with_their_completion_times() {
         let tl = timeline();
-        let times: Vec<&str> = tl.instants().iter().map(|i| i.requested.as_str()).collect();
+        let times: Vec<&str> = tl.instants().map(|i| i.requested.as_str()).collect();
         assert_eq!(
             times,
             ["20250101000000001", "20250101000000002", "20250101000000003", "20250101000000004", "20250101000000006"]
@@ -680,7 +782,7 @@ mod archived_tests {
         // As of 2: only 1 and 2 count; 3 (archived, later) does not, and no
         // active instant is left to assume anything older completed.
         let as_of = tl.filtered(|i| i.requested <= t("20250101000000002"));
-        assert_eq!(as_of.instants().len(), 2);
+        assert_eq!(as_of.len(), 2);
         assert!(as_of.is_completed(&t("20250101000000001")) && as_of.is_archived(&t("20250101000000001")));
         assert!(!as_of.is_completed(&t("20250101000000003")));
         assert!(!as_of.is_completed(&t("20250101000000000")));
@@ -741,8 +843,8 @@ mod write_tests {
         assert_eq!(&writer.read(&done, State::Completed).await.unwrap()[..], b"meta");
 
         let tl = Timeline::load(&loc, &cfg).await.unwrap();
-        assert_eq!(tl.instants().len(), 1);
-        assert_eq!(tl.instants()[0].state, State::Completed);
+        assert_eq!(tl.len(), 1);
+        assert_eq!(tl.instants().next().unwrap().state, State::Completed);
         assert_eq!(tl.completion_time(&t), done.completed.as_ref());
         assert_eq!(tl.latest_completed().unwrap().requested, t);
 

@@ -127,7 +127,7 @@ impl LogTally {
         partitions: &[&str],
     ) -> Result<usize> {
         let mut timeline = folder.load_active().await?;
-        let commits = || timeline.instants().iter().filter(|i| is_commit(i.action));
+        let commits = || timeline.instants().filter(|i| is_commit(i.action));
         let listed: HashSet<InstantTime> = commits().map(|i| i.requested.clone()).collect();
         let pending: HashSet<InstantTime> =
             commits().filter(|i| !i.is_completed()).map(|i| i.requested.clone()).collect();
