@@ -298,6 +298,18 @@ impl Instant {
         self.state == State::Completed
     }
 
+    /// When it became visible: its completion time. Layout-1 instants have
+    /// none; their requested time stands in.
+    pub fn visible_at(&self) -> &InstantTime {
+        self.completed.as_ref().unwrap_or(&self.requested)
+    }
+
+    /// The order in which instants became visible: by
+    /// [`Instant::visible_at`], then by requested time.
+    pub fn cmp_visibility(&self, other: &Instant) -> std::cmp::Ordering {
+        self.visible_at().cmp(other.visible_at()).then(self.requested.cmp(&other.requested))
+    }
+
     /// The file name recording this instant in `state` (layout 2).
     ///
     /// For [`State::Completed`] the completion time must be set.
@@ -316,6 +328,12 @@ impl Instant {
             }
         })
     }
+}
+
+/// The position in `instants` of the one that became visible last
+/// ([`Instant::cmp_visibility`]).
+pub(crate) fn latest_visible(instants: &[Instant]) -> Option<usize> {
+    (0..instants.len()).max_by(|&a, &b| instants[a].cmp_visibility(&instants[b]))
 }
 
 #[cfg(test)]

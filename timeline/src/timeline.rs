@@ -27,7 +27,7 @@ use crate::StorageError;
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::history::{self, History};
-use crate::instant::{Action, Instant, InstantTime, State, TimelineFile};
+use crate::instant::{Action, Instant, InstantTime, State, TimelineFile, latest_visible};
 use tributary_storage::FOLDER_PLACEHOLDER;
 use tributary_storage::TableLocation;
 
@@ -72,12 +72,16 @@ struct Archived {
 
 impl Archived {
     /// From instants sorted by requested time, each completed, no two
+    /// requested at one time, and the position of the one that became
+    /// visible last.
+    fn new(instants: Arc<[Instant]>, latest: Option<usize>) -> Self {
+        Self { instants, latest }
+    }
+
+    /// From instants sorted by requested time, each completed, no two
     /// requested at one time.
-    fn new(instants: Arc<[Instant]>) -> Self {
-        let latest = (0..instants.len()).max_by(|&a, &b| {
-            let (a, b) = (&instants[a], &instants[b]);
-            completion_or_requested(a).cmp(completion_or_requested(b)).then(a.requested.cmp(&b.requested))
-        });
+    fn of(instants: Arc<[Instant]>) -> Self {
+        let latest = latest_visible(&instants);
         Self { instants, latest }
     }
 
@@ -183,7 +187,8 @@ impl Timeline {
         if self.archived.instants.is_empty() {
             self.archive_known &= history.warnings().is_empty();
             self.warnings.extend(history.warnings().iter().cloned());
-            self.archived = Archived::new(history.shared_instants());
+            let (instants, latest) = history.shared_instants();
+            self.archived = Archived::new(instants, latest);
         } else {
             self = self.with_archived(history.instants().cloned(), history.warnings().to_vec());
         }
@@ -209,7 +214,7 @@ impl Timeline {
         // Stable: of two entries for one time, the one added first stays.
         all.sort_by(by_time);
         all.dedup_by(|a, b| a.requested == b.requested);
-        self.archived = Archived::new(all.into());
+        self.archived = Archived::of(all.into());
         self.archive_known &= warnings.is_empty();
         self.warnings.extend(warnings);
         self
@@ -305,7 +310,7 @@ impl Timeline {
         let archived = if self.archived.instants.iter().all(&keep) {
             self.archived.clone()
         } else {
-            Archived::new(self.archived.instants.iter().filter(|i| keep(i)).cloned().collect())
+            Archived::of(self.archived.instants.iter().filter(|i| keep(i)).cloned().collect())
         };
         Timeline {
             first_active_write: first_write(&active),
@@ -367,13 +372,15 @@ impl Timeline {
     /// The completed instant that became visible last (largest completion
     /// time; for layout 1, largest requested time).
     pub fn latest_completed(&self) -> Option<&Instant> {
-        let later = |a: &&Instant, b: &&Instant| {
-            completion_or_requested(a).cmp(completion_or_requested(b)).then(a.requested.cmp(&b.requested))
-        };
+        let later = |a: &&Instant, b: &&Instant| a.cmp_visibility(b);
         let active = self.active.iter().filter(|i| i.is_completed()).max_by(later);
-        let archived = self.archived.latest.map(|n| &self.archived.instants[n]);
-        // The active entry of an instant in both places wins.
-        let archived = archived.map(|h| self.get(&h.requested).unwrap_or(h));
+        let on_active = |i: &Instant| self.active.binary_search_by(|a| a.requested.cmp(&i.requested)).is_ok();
+        let archived = match self.archived.latest.map(|n| &self.archived.instants[n]) {
+            // The active entry of an instant in both places wins, so the
+            // latest archived one is then looked for among the others.
+            Some(h) if on_active(h) => self.archived.instants.iter().filter(|i| !on_active(i)).max_by(later),
+            latest => latest,
+        };
         active.into_iter().chain(archived).max_by(later)
     }
 
@@ -381,7 +388,7 @@ impl Timeline {
     /// Layout-1 instants have none; their requested time stands in.
     pub fn completion_time(&self, t: &InstantTime) -> Option<&InstantTime> {
         let i = self.get(t).filter(|i| i.is_completed())?;
-        Some(completion_or_requested(i))
+        Some(i.visible_at())
     }
 
     /// Whether the instant requested at `t` was read from the LSM history
@@ -437,12 +444,6 @@ impl Timeline {
 /// time) that writes data.
 fn first_write(active: &[Instant]) -> Option<InstantTime> {
     active.iter().find(|i| i.action.writes_data()).map(|i| i.requested.clone())
-}
-
-/// When `i` became visible: its completion time; layout-1 instants have
-/// none, and their requested time stands in.
-fn completion_or_requested(i: &Instant) -> &InstantTime {
-    i.completed.as_ref().unwrap_or(&i.requested)
 }
 
 fn assemble(t: &InstantTime, files: &[TimelineFile]) -> std::result::Result<Instant, String> {
@@ -750,6 +751,56 @@ mod archived_tests {
         assert!(tl.is_completed(&t("20250101000000002")));
         assert!(!tl.is_completed(&t("20250101000000005")), "after the active timeline starts");
         assert!(!tl.is_completed(&t("20250101000000006")), "pending");
+    }
+
+    proptest::proptest! {
+        /// Walking the two lists, from either end or both, gives every
+        /// instant once, by requested time, the active entry where an
+        /// instant is in both; `len`, `get`, `is_archived` and
+        /// `latest_completed` agree with one merged list.
+        #[test]
+        fn instants_merge_both_lists_from_either_end(
+            active in proptest::collection::btree_map(0u32..60, (0u32..40, proptest::bool::ANY), 0..20),
+            archived in proptest::collection::btree_map(0u32..60, 0u32..40, 0..40),
+            fronts in proptest::collection::vec(proptest::bool::ANY, 0..80),
+        ) {
+            let ts = |n: u32| t(&format!("20250101000000{n:03}"));
+            let entry = |r: u32, c: u32, completed: bool| Instant {
+                requested: ts(r),
+                action: Action::DeltaCommit,
+                state: if completed { State::Completed } else { State::Inflight },
+                completed: completed.then(|| ts(100 + c)),
+            };
+            let tl = Timeline {
+                active: active.iter().map(|(&r, &(c, done))| entry(r, c, done)).collect(),
+                ..Timeline::default()
+            }
+            .with_archived(archived.iter().map(|(&r, &c)| entry(r, c, true)), vec![]);
+            let mut want: BTreeMap<u32, Instant> = archived.iter().map(|(&r, &c)| (r, entry(r, c, true))).collect();
+            want.extend(active.iter().map(|(&r, &(c, done))| (r, entry(r, c, done))));
+            let want: Vec<Instant> = want.into_values().collect();
+            proptest::prop_assert_eq!(tl.instants().cloned().collect::<Vec<_>>(), want.clone());
+            proptest::prop_assert_eq!(tl.instants().rev().cloned().collect::<Vec<_>>(), want.iter().rev().cloned().collect::<Vec<_>>());
+            proptest::prop_assert_eq!(tl.len(), want.len());
+            // Both ends at once meet in the middle without losing or repeating one.
+            let (mut walk, mut front, mut back) = (tl.instants(), Vec::new(), Vec::new());
+            for &f in fronts.iter().chain(std::iter::repeat(&true)) {
+                match if f { walk.next() } else { walk.next_back() } {
+                    Some(i) if f => front.push(i.clone()),
+                    Some(i) => back.push(i.clone()),
+                    None => break,
+                }
+            }
+            front.extend(back.into_iter().rev());
+            proptest::prop_assert_eq!(front, want.clone());
+            for i in &want {
+                proptest::prop_assert_eq!(tl.get(&i.requested), Some(i));
+                let in_active = active.contains_key(&(i.requested.as_str()[14..].parse::<u32>().unwrap()));
+                proptest::prop_assert_eq!(tl.is_archived(&i.requested), !in_active);
+            }
+            let latest = want.iter().filter(|i| i.is_completed()).max_by(|a, b| a.cmp_visibility(b));
+            proptest::prop_assert_eq!(tl.latest_completed(), latest);
+        }
     }
 
     #[test]
