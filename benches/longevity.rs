@@ -8,7 +8,8 @@
 //! (timeline and file-system view loaded, an instant taken, plan made) and
 //! a timeline load, timed while the services run; at the checkpoint, the
 //! active timeline's size and archiving's cost per instant. The whole
-//! window's commit rate is printed beside, warm-up included.
+//! window's commit rate is printed beside, warm-up included, and the share
+//! of the window's wall time `serve` spent in its jobs.
 //!
 //! A read under load costs what the logs piled up since the last
 //! compaction cost, which depends on where in the services' cycle it
@@ -161,6 +162,8 @@ impl Samples {
 struct ServiceTally {
     archived: usize,
     archive_time: Duration,
+    /// Time `serve`'s jobs took, all kinds.
+    busy: Duration,
     compactions: usize,
     failures: Vec<String>,
 }
@@ -213,6 +216,12 @@ fn main() {
                     },
                     |e| {
                         let mut t = tally.lock().expect("tally");
+                        if let ServiceEvent::Compacted { took, .. }
+                        | ServiceEvent::Cleaned { took, .. }
+                        | ServiceEvent::Archived { took, .. } = &e
+                        {
+                            t.busy += *took;
+                        }
                         match e {
                             ServiceEvent::Archived { done, took } => {
                                 t.archived += done.archived.len();
@@ -244,7 +253,7 @@ fn main() {
             if serve_on { "serve and metrics on" } else { "no serve, no metrics" }
         );
         println!(
-            "{:>8} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10} {:>6} {:>9} {:>9} {:>12} {:>10}",
+            "{:>8} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10} {:>6} {:>9} {:>9} {:>12} {:>10} {:>10}",
             "commits",
             "commits/s",
             "read ms",
@@ -256,9 +265,11 @@ fn main() {
             "active",
             "archived",
             "archive ms/i",
-            "window c/s"
+            "window c/s",
+            "serve busy"
         );
         let mut commit = 0u64;
+        let mut busy_before = Duration::ZERO;
         for &until in &checkpoints {
             let (from, window) = (commit, Instant::now());
             let (first_sample, step) = sampling(from, until);
@@ -297,14 +308,17 @@ fn main() {
             let files = active_timeline_files(&t).await;
             let tl = t.timeline().await.expect("timeline");
             let active = tl.active().len();
-            let (archived, per_instant) = {
+            let (archived, per_instant, busy) = {
                 let s = tally.lock().expect("tally");
                 let per = s.archive_time.as_secs_f64() * 1000.0 / s.archived.max(1) as f64;
-                (s.archived, per)
+                // The share of the window's wall time `serve` spent in jobs.
+                let busy = 100.0 * (s.busy - busy_before).as_secs_f64() / window.elapsed().as_secs_f64();
+                busy_before = s.busy;
+                (s.archived, per, busy)
             };
             println!(
                 "{commit:>8} {rate:>10.1} {read_ms:>9.1} {rest_read:>9.1} {plan_ms:>9.1} {rest_plan:>9.1} {timeline_ms:>8.1}ms {logs:>6} {active:>9} {archived:>9} \
-                 {per_instant:>12.2} {whole:>10.1}   ({files} files in .hoodie/timeline)"
+                 {per_instant:>12.2} {whole:>10.1} {busy:>9.0}%   ({files} files in .hoodie/timeline)"
             );
         }
         let _ = stop.send(());

@@ -67,13 +67,7 @@ impl Table {
         let key = &cfg.record_key_fields;
         let partition = cfg.partition_fields.first().map(String::as_str);
         let folder = TimelineFolder::new(self.location(), cfg);
-        // The write that became visible last (layout 1 has no completion
-        // times: the latest requested).
-        let latest = timeline
-            .completed()
-            .filter(|i| i.action.writes_data())
-            .max_by(|a, b| a.completed.cmp(&b.completed).then(a.requested.cmp(&b.requested)));
-        if let Some(i) = latest {
+        if let Some(i) = timeline.latest_completed_write() {
             let bytes = folder.read(i, State::Completed).await?;
             if let Ok(meta) = commit_metadata_shared(&bytes, i.requested.as_str())
                 && let Some(json) = meta.schema_json()

@@ -360,8 +360,9 @@ async fn execute(
 /// oldest that archiving keeps active and that time travel can reach.
 pub async fn latest_clean_retained(folder: &TimelineFolder, timeline: &Timeline) -> Result<Option<InstantTime>> {
     let latest = timeline
-        .completed()
-        .filter(|i| i.action == Action::Clean && !timeline.is_archived(&i.requested))
+        .active()
+        .iter()
+        .filter(|i| i.is_completed() && i.action == Action::Clean)
         .max_by(|a, b| a.completed.cmp(&b.completed));
     let Some(clean) = latest else { return Ok(None) };
     let bytes = folder.read(clean, State::Completed).await?;

@@ -53,7 +53,7 @@ use serde::Deserialize;
 
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
-use crate::instant::{Action, Instant, InstantTime, State, latest_visible};
+use crate::instant::{Action, Instant, InstantTime, Latest, State};
 use tributary_storage::StoreFile;
 use tributary_storage::TableLocation;
 
@@ -223,8 +223,8 @@ async fn latest_version(loc: &TableLocation, dir: &Path, listed: Option<&[Object
 struct Index {
     instants: Arc<[Instant]>,
     rows: Vec<RowAt>,
-    /// The position of the instant that became visible last.
-    latest: Option<usize>,
+    /// The positions of the instants that became visible last.
+    latest: Latest,
 }
 
 impl Index {
@@ -240,7 +240,7 @@ impl Index {
         all.dedup_by(|a, b| a.0.requested == b.0.requested);
         let rows = all.iter().map(|(_, at)| *at).collect();
         let instants: Arc<[Instant]> = all.into_iter().map(|(i, _)| i).collect();
-        Self { latest: latest_visible(&instants), instants, rows }
+        Self { latest: Latest::of(&instants), instants, rows }
     }
 
     /// The instant requested at `t`, with its row.
@@ -363,10 +363,12 @@ impl History {
 
     /// [`History::instants`] as one list shared by every caller, and by
     /// every load of the same snapshot through this location: what a
-    /// timeline holds of the history, never copied. With it, the position
-    /// of the instant that became visible last.
-    pub(crate) fn shared_instants(&self) -> (Arc<[Instant]>, Option<usize>) {
-        self.index.as_ref().map_or_else(|| (Arc::from([]), None), |index| (index.instants.clone(), index.latest))
+    /// timeline holds of the history, never copied. With it, the positions
+    /// of the instants that became visible last.
+    pub(crate) fn shared_instants(&self) -> (Arc<[Instant]>, Latest) {
+        self.index
+            .as_ref()
+            .map_or_else(|| (Arc::from([]), Latest::default()), |index| (index.instants.clone(), index.latest))
     }
 
     /// The rows loading skipped, with the reason.

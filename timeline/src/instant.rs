@@ -330,10 +330,23 @@ impl Instant {
     }
 }
 
-/// The position in `instants` of the one that became visible last
-/// ([`Instant::cmp_visibility`]).
-pub(crate) fn latest_visible(instants: &[Instant]) -> Option<usize> {
-    (0..instants.len()).max_by(|&a, &b| instants[a].cmp_visibility(&instants[b]))
+/// The positions in a list of instants of the one that became visible
+/// last ([`Instant::cmp_visibility`]), and of the last that writes data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Latest {
+    pub(crate) any: Option<usize>,
+    pub(crate) write: Option<usize>,
+}
+
+impl Latest {
+    /// One pass over `instants`.
+    pub(crate) fn of(instants: &[Instant]) -> Self {
+        let later = |a: &usize, b: &usize| instants[*a].cmp_visibility(&instants[*b]);
+        Self {
+            any: (0..instants.len()).max_by(later),
+            write: (0..instants.len()).filter(|&n| instants[n].action.writes_data()).max_by(later),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use crate::StorageError;
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::history::{self, History};
-use crate::instant::{Action, Instant, InstantTime, State, TimelineFile, latest_visible};
+use crate::instant::{Action, Instant, InstantTime, Latest, State, TimelineFile};
 use tributary_storage::FOLDER_PLACEHOLDER;
 use tributary_storage::TableLocation;
 
@@ -62,27 +62,18 @@ pub struct Timeline {
 }
 
 /// Archived instants, by requested time, shared between timelines, with
-/// the one that became visible last.
+/// the ones that became visible last.
 #[derive(Debug, Clone, Default)]
 struct Archived {
     instants: Arc<[Instant]>,
-    /// Index of the instant with the largest completion time.
-    latest: Option<usize>,
+    latest: Latest,
 }
 
 impl Archived {
     /// From instants sorted by requested time, each completed, no two
-    /// requested at one time, and the position of the one that became
-    /// visible last.
-    fn new(instants: Arc<[Instant]>, latest: Option<usize>) -> Self {
-        Self { instants, latest }
-    }
-
-    /// From instants sorted by requested time, each completed, no two
     /// requested at one time.
     fn of(instants: Arc<[Instant]>) -> Self {
-        let latest = latest_visible(&instants);
-        Self { instants, latest }
+        Self { latest: Latest::of(&instants), instants }
     }
 
     fn get(&self, t: &InstantTime) -> Option<&Instant> {
@@ -188,7 +179,7 @@ impl Timeline {
             self.archive_known &= history.warnings().is_empty();
             self.warnings.extend(history.warnings().iter().cloned());
             let (instants, latest) = history.shared_instants();
-            self.archived = Archived::new(instants, latest);
+            self.archived = Archived { instants, latest };
         } else {
             self = self.with_archived(history.instants().cloned(), history.warnings().to_vec());
         }
@@ -372,13 +363,27 @@ impl Timeline {
     /// The completed instant that became visible last (largest completion
     /// time; for layout 1, largest requested time).
     pub fn latest_completed(&self) -> Option<&Instant> {
+        self.latest_where(self.archived.latest.any, |_| true)
+    }
+
+    /// The completed instant that writes data (a commit, delta commit,
+    /// compaction or replace) and became visible last: the one whose
+    /// metadata holds the table's latest schema.
+    pub fn latest_completed_write(&self) -> Option<&Instant> {
+        self.latest_where(self.archived.latest.write, |i| i.action.writes_data())
+    }
+
+    /// The completed instant `keep` accepts that became visible last,
+    /// where `archived` is that of the archived instants: one walk of the
+    /// active ones.
+    fn latest_where(&self, archived: Option<usize>, keep: impl Fn(&Instant) -> bool) -> Option<&Instant> {
         let later = |a: &&Instant, b: &&Instant| a.cmp_visibility(b);
-        let active = self.active.iter().filter(|i| i.is_completed()).max_by(later);
+        let active = self.active.iter().filter(|i| i.is_completed() && keep(i)).max_by(later);
         let on_active = |i: &Instant| self.active.binary_search_by(|a| a.requested.cmp(&i.requested)).is_ok();
-        let archived = match self.archived.latest.map(|n| &self.archived.instants[n]) {
+        let archived = match archived.map(|n| &self.archived.instants[n]) {
             // The active entry of an instant in both places wins, so the
             // latest archived one is then looked for among the others.
-            Some(h) if on_active(h) => self.archived.instants.iter().filter(|i| !on_active(i)).max_by(later),
+            Some(h) if on_active(h) => self.archived.instants.iter().filter(|i| !on_active(i) && keep(i)).max_by(later),
             latest => latest,
         };
         active.into_iter().chain(archived).max_by(later)
@@ -767,7 +772,7 @@ mod archived_tests {
             let ts = |n: u32| t(&format!("20250101000000{n:03}"));
             let entry = |r: u32, c: u32, completed: bool| Instant {
                 requested: ts(r),
-                action: Action::DeltaCommit,
+                action: if r.is_multiple_of(3) { Action::Clean } else { Action::DeltaCommit },
                 state: if completed { State::Completed } else { State::Inflight },
                 completed: completed.then(|| ts(100 + c)),
             };
@@ -800,6 +805,8 @@ mod archived_tests {
             }
             let latest = want.iter().filter(|i| i.is_completed()).max_by(|a, b| a.cmp_visibility(b));
             proptest::prop_assert_eq!(tl.latest_completed(), latest);
+            let write = want.iter().filter(|i| i.is_completed() && i.action.writes_data()).max_by(|a, b| a.cmp_visibility(b));
+            proptest::prop_assert_eq!(tl.latest_completed_write(), write);
         }
     }
 

@@ -144,9 +144,9 @@ impl LogTally {
             timeline = folder.load().await?;
         }
         let mut new: Vec<&Instant> = timeline
-            .completed()
-            .filter(|i| is_commit(i.action))
-            .filter(|i| !timeline.is_archived(&i.requested) && !self.counted.contains(&i.requested))
+            .active()
+            .iter()
+            .filter(|i| i.is_completed() && is_commit(i.action) && !self.counted.contains(&i.requested))
             .collect();
         new.sort_by(|a, b| a.completed.cmp(&b.completed));
         let mut reads = 0;
