@@ -35,8 +35,8 @@ use tributary_storage::TableLocation;
 /// timeline, and those read from the LSM history.
 ///
 /// The archived instants are shared, never copied: every timeline loaded
-/// from one history snapshot holds the same list
-/// ([`History::shared_instants`]), so loading, cloning and querying a
+/// from one history snapshot holds the same list, the one the snapshot's
+/// loaded [`History`] keeps, so loading, cloning and querying a
 /// timeline cost what its active part costs, however long the history
 /// grew. [`Timeline::instants`] merges the two lists as it walks them.
 #[derive(Debug, Clone, Default)]
