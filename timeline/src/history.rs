@@ -53,7 +53,7 @@ use serde::Deserialize;
 
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
-use crate::instant::{Action, Instant, InstantTime, Latest, State};
+use crate::instant::{Action, Instant, InstantTime, Latest, State, position};
 use tributary_storage::StoreFile;
 use tributary_storage::TableLocation;
 
@@ -245,7 +245,7 @@ impl Index {
 
     /// The instant requested at `t`, with its row.
     fn get(&self, t: &InstantTime) -> Option<(Instant, RowAt)> {
-        let n = self.instants.binary_search_by(|i| i.requested.cmp(t)).ok()?;
+        let n = position(&self.instants, t)?;
         Some((self.instants[n].clone(), self.rows[n]))
     }
 }
@@ -358,7 +358,7 @@ impl History {
 
     /// Whether the loaded snapshot holds the instant requested at `t`.
     pub fn holds(&self, t: &InstantTime) -> bool {
-        self.index.as_ref().is_some_and(|index| index.get(t).is_some())
+        self.index.as_ref().is_some_and(|index| position(&index.instants, t).is_some())
     }
 
     /// [`History::instants`] as one list shared by every caller, and by

@@ -330,6 +330,12 @@ impl Instant {
     }
 }
 
+/// The position of the instant requested at `t` in `instants`, sorted by
+/// requested time.
+pub(crate) fn position(instants: &[Instant], t: &InstantTime) -> Option<usize> {
+    instants.binary_search_by(|i| i.requested.cmp(t)).ok()
+}
+
 /// The positions in a list of instants of the one that became visible
 /// last ([`Instant::cmp_visibility`]), and of the last that writes data.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -27,7 +27,7 @@ use crate::StorageError;
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
 use crate::history::{self, History};
-use crate::instant::{Action, Instant, InstantTime, Latest, State, TimelineFile};
+use crate::instant::{Action, Instant, InstantTime, Latest, State, TimelineFile, position};
 use tributary_storage::FOLDER_PLACEHOLDER;
 use tributary_storage::TableLocation;
 
@@ -77,7 +77,7 @@ impl Archived {
     }
 
     fn get(&self, t: &InstantTime) -> Option<&Instant> {
-        self.instants.binary_search_by(|i| i.requested.cmp(t)).ok().map(|n| &self.instants[n])
+        position(&self.instants, t).map(|n| &self.instants[n])
     }
 }
 
@@ -171,18 +171,14 @@ impl Timeline {
         }
     }
 
-    /// This timeline with the instants of a loaded history snapshot, which
-    /// the timeline keeps for reading their contents; the list of them is
-    /// the snapshot's own, shared.
+    /// This active timeline (just listed) with the instants of a loaded
+    /// history snapshot, which the timeline keeps for reading their
+    /// contents; the list of them is the snapshot's own, shared.
     fn with_history(mut self, history: History) -> Self {
-        if self.archived.instants.is_empty() {
-            self.archive_known &= history.warnings().is_empty();
-            self.warnings.extend(history.warnings().iter().cloned());
-            let (instants, latest) = history.shared_instants();
-            self.archived = Archived { instants, latest };
-        } else {
-            self = self.with_archived(history.instants().cloned(), history.warnings().to_vec());
-        }
+        self.archive_known &= history.warnings().is_empty();
+        self.warnings.extend(history.warnings().iter().cloned());
+        let (instants, latest) = history.shared_instants();
+        self.archived = Archived { instants, latest };
         self.history = Some(Arc::new(history));
         self
     }
@@ -343,9 +339,9 @@ impl Timeline {
 
     /// The instant requested at `t`.
     pub fn get(&self, t: &InstantTime) -> Option<&Instant> {
-        match self.active.binary_search_by(|i| i.requested.cmp(t)) {
-            Ok(n) => Some(&self.active[n]),
-            Err(_) => self.archived.get(t),
+        match position(&self.active, t) {
+            Some(n) => Some(&self.active[n]),
+            None => self.archived.get(t),
         }
     }
 
@@ -379,7 +375,7 @@ impl Timeline {
     fn latest_where(&self, archived: Option<usize>, keep: impl Fn(&Instant) -> bool) -> Option<&Instant> {
         let later = |a: &&Instant, b: &&Instant| a.cmp_visibility(b);
         let active = self.active.iter().filter(|i| i.is_completed() && keep(i)).max_by(later);
-        let on_active = |i: &Instant| self.active.binary_search_by(|a| a.requested.cmp(&i.requested)).is_ok();
+        let on_active = |i: &Instant| position(&self.active, &i.requested).is_some();
         let archived = match archived.map(|n| &self.archived.instants[n]) {
             // The active entry of an instant in both places wins, so the
             // latest archived one is then looked for among the others.
@@ -399,7 +395,7 @@ impl Timeline {
     /// Whether the instant requested at `t` was read from the LSM history
     /// (Java archived it), not from the active timeline.
     pub fn is_archived(&self, t: &InstantTime) -> bool {
-        self.active.binary_search_by(|i| i.requested.cmp(t)).is_err() && self.archived.get(t).is_some()
+        position(&self.active, t).is_none() && self.archived.get(t).is_some()
     }
 
     /// The history snapshot the archived instants were read from, when the
