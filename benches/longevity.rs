@@ -1,15 +1,16 @@
 //! A table that lives for months, compressed: one writer commits small
 //! commits (4 records each, 200 keys) as fast as it can while `serve`
 //! compacts, cleans and archives beside it in the same process, with the
-//! metrics recorder installed. At each checkpoint it measures the table
-//! as it is at that age: over the last fifth of the window before the
-//! checkpoint, the commit rate (sampling time left out) and the medians of
-//! ten samples, evenly spaced, of a snapshot read, compaction planning
-//! (timeline and file-system view loaded, an instant taken, plan made) and
-//! a timeline load, timed while the services run; at the checkpoint, the
-//! active timeline's size and archiving's cost per instant. The whole
-//! window's commit rate is printed beside, warm-up included, and the share
-//! of the window's wall time `serve` spent in its jobs.
+//! metrics recorder installed, and a sampler (a reader beside them) times
+//! a snapshot read, compaction planning (timeline and file-system view
+//! loaded, an instant taken, plan made) and a timeline load ten times a
+//! second. At each checkpoint it reports the table as it is at that age:
+//! over the last fifth of the window before the checkpoint (at least its
+//! last 400 commits), the commit rate and the medians of the sampler's
+//! figures; at the checkpoint, the active timeline's size and archiving's
+//! cost per instant. The whole window's commit rate is printed beside,
+//! warm-up included, and the share of the window's wall time `serve`
+//! spent in its jobs, with each job's rounds and mean time.
 //!
 //! A read under load costs what the logs piled up since the last
 //! compaction cost, which depends on where in the services' cycle it
@@ -73,73 +74,91 @@ fn builder(target: &str) -> TableBuilder {
         .with_settings(settings)
 }
 
-/// How many times, in the last fifth of each window, the writer pauses to
-/// time a snapshot read, compaction planning and a timeline load.
-const SAMPLES: u64 = 10;
+/// How often the sampler, a reader beside the writer, times a snapshot
+/// read, compaction planning and a timeline load while the writer is in a
+/// window's measured stretch. Ten a second spread the samples over every
+/// phase of `serve`'s one-second compaction cycle.
+const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
-/// The commit after which the writer times its first sample of the window
-/// `from..until`, and the commits between samples: the last fifth of the
-/// window, ending at its checkpoint.
-fn sampling(from: u64, until: u64) -> (u64, u64) {
-    let step = ((until - from) / 5 / SAMPLES).max(1);
-    (until.saturating_sub(step * (SAMPLES - 1)).max(from + 1), step)
+/// Reads and plans timed at rest, after each window.
+const REST_SAMPLES: usize = 10;
+
+/// The fewest commits a window's measured stretch spans: at about 150
+/// commits a second, two and a half compaction cycles and 25 samples.
+const MIN_STRETCH: u64 = 400;
+
+/// The commit from which the window `from..until` is measured: its last
+/// fifth, or its last [`MIN_STRETCH`] commits when that is more (all of it
+/// when it is shorter).
+fn stretch_start(from: u64, until: u64) -> u64 {
+    until.saturating_sub(((until - from) / 5).max(MIN_STRETCH)).max(from)
 }
 
-/// The time `f` took, in milliseconds.
-async fn time_ms<F: std::future::Future<Output = ()>>(f: F) -> f64 {
-    let start = Instant::now();
-    f.await;
-    start.elapsed().as_secs_f64() * 1000.0
+/// The median of `values`.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-/// The median of `samples`.
-fn median(samples: &mut [f64]) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples.get(samples.len() / 2).copied().unwrap_or(f64::NAN)
+/// One sample: a snapshot read, a plan and a timeline load, in
+/// milliseconds, and the most uncompacted logs one file group held.
+#[derive(Clone, Copy)]
+struct Sample {
+    read: f64,
+    plan: f64,
+    timeline: f64,
+    logs: f64,
 }
 
-/// A window's samples: read, plan and timeline-load times.
-#[derive(Default)]
-struct Samples {
-    read: Vec<f64>,
-    plan: Vec<f64>,
-    timeline: Vec<f64>,
-    /// The most uncompacted logs of one file group, at each plan.
-    logs: Vec<f64>,
-    /// Time the writer spent sampling, left out of its commit rate.
-    spent: Duration,
-}
-
-impl Samples {
-    /// Times one read, one plan and one timeline load of `t` now, with
-    /// `commits` made so far.
-    async fn take(&mut self, t: &Table, commits: u64) {
+impl Sample {
+    /// Times one read, one plan and one timeline load of `t` now, with at
+    /// least `commits` made.
+    async fn take(t: &Table, commits: u64) -> Self {
+        let ms = |start: Instant| start.elapsed().as_secs_f64() * 1000.0;
         let start = Instant::now();
-        let mut logs = 0;
-        self.read.push(
-            time_ms(async {
-                let rows = t.read(&ReadOptions::default()).await.expect("read").num_rows();
-                assert_eq!(rows as u64, KEYS.min(commits * RECORDS_PER_COMMIT));
-            })
-            .await,
-        );
-        self.plan.push(
-            time_ms(async {
-                let (_, view) = t.file_system_view().await.expect("view");
-                let now = t.time_generator().new_instant().await.expect("instant");
-                std::hint::black_box(tributary_compaction::plan(&view, &now, &PlanSettings::default()));
-                logs = tributary_compaction::LogSpread::of(&view, &Default::default()).max;
-            })
-            .await,
-        );
-        self.logs.push(logs as f64);
-        self.timeline.push(
-            time_ms(async {
-                std::hint::black_box(t.timeline().await.expect("timeline"));
-            })
-            .await,
-        );
-        self.spent += start.elapsed();
+        let rows = t.read(&ReadOptions::default()).await.expect("read").num_rows() as u64;
+        assert!((KEYS.min(commits * RECORDS_PER_COMMIT)..=KEYS).contains(&rows), "{rows} rows");
+        let read = ms(start);
+        let start = Instant::now();
+        let (_, view) = t.file_system_view().await.expect("view");
+        let now = t.time_generator().new_instant().await.expect("instant");
+        std::hint::black_box(tributary_compaction::plan(&view, &now, &PlanSettings::default()));
+        let plan = ms(start);
+        let logs = tributary_compaction::LogSpread::of(&view, &Default::default()).max as f64;
+        let start = Instant::now();
+        std::hint::black_box(t.timeline().await.expect("timeline"));
+        Self { read, plan, timeline: ms(start), logs }
+    }
+
+    /// The median of each figure of `samples`.
+    fn medians(samples: &[Sample]) -> Sample {
+        let of = |f: fn(&Sample) -> f64| median(samples.iter().map(f).collect());
+        Sample { read: of(|s| s.read), plan: of(|s| s.plan), timeline: of(|s| s.timeline), logs: of(|s| s.logs) }
+    }
+}
+
+/// The sampler's shared state: the commits made so far, and the samples
+/// of the stretch being measured (`None` between stretches).
+#[derive(Default)]
+struct Sampling {
+    committed: std::sync::atomic::AtomicU64,
+    samples: std::sync::Mutex<Option<Vec<Sample>>>,
+}
+
+/// Samples `t` every [`SAMPLE_EVERY`] while `sampling` collects, until
+/// aborted.
+async fn sampler(t: Table, sampling: Arc<Sampling>) {
+    let mut tick = tokio::time::interval(SAMPLE_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if sampling.samples.lock().expect("samples").is_none() {
+            continue;
+        }
+        let sample = Sample::take(&t, sampling.committed.load(std::sync::atomic::Ordering::Relaxed)).await;
+        if let Some(samples) = sampling.samples.lock().expect("samples").as_mut() {
+            samples.push(sample);
+        }
     }
 }
 
@@ -151,19 +170,14 @@ async fn active_timeline_files(t: &Table) -> usize {
     listed.objects.len()
 }
 
-impl Samples {
-    /// The medians of the read, plan and timeline-load times.
-    fn medians(&mut self) -> (f64, f64, f64) {
-        (median(&mut self.read), median(&mut self.plan), median(&mut self.timeline))
-    }
-}
-
 #[derive(Default)]
 struct ServiceTally {
     archived: usize,
     archive_time: Duration,
     /// Time `serve`'s jobs took, all kinds.
     busy: Duration,
+    /// Rounds run and time taken, per job: compaction, cleaning, archiving.
+    jobs: [(u32, Duration); 3],
     compactions: usize,
     failures: Vec<String>,
 }
@@ -221,6 +235,13 @@ fn main() {
                         | ServiceEvent::Archived { took, .. } = &e
                         {
                             t.busy += *took;
+                            let job = match &e {
+                                ServiceEvent::Compacted { .. } => 0,
+                                ServiceEvent::Cleaned { .. } => 1,
+                                _ => 2,
+                            };
+                            t.jobs[job].0 += 1;
+                            t.jobs[job].1 += *took;
                         }
                         match e {
                             ServiceEvent::Archived { done, took } => {
@@ -270,57 +291,72 @@ fn main() {
         );
         let mut commit = 0u64;
         let mut busy_before = Duration::ZERO;
+        let mut jobs_before = [(0u32, Duration::ZERO); 3];
+        let sampling = Arc::new(Sampling::default());
+        let sampler = tokio::spawn(sampler(t.clone(), sampling.clone()));
         for &until in &checkpoints {
             let (from, window) = (commit, Instant::now());
-            let (first_sample, step) = sampling(from, until);
-            // The last fifth's start: where its rate is measured from.
-            let tail_from = first_sample.saturating_sub(step).max(from);
-            let mut tail = Instant::now();
-            let mut samples = Samples::default();
+            let stretch_from = stretch_start(from, until);
+            let mut stretch = Instant::now();
             while commit < until {
+                if commit == stretch_from {
+                    stretch = Instant::now();
+                    *sampling.samples.lock().expect("samples") = Some(Vec::new());
+                }
                 let mut c = client.start_commit().await.expect("start commit");
                 c.write_batch(&batch(&schema, commit)).await.expect("write");
                 c.commit().await.expect("commit");
                 commit += 1;
-                if commit == tail_from {
-                    tail = Instant::now();
-                }
-                if commit >= first_sample && (commit - first_sample).is_multiple_of(step) {
-                    samples.take(&t, commit).await;
-                }
+                sampling.committed.store(commit, std::sync::atomic::Ordering::Relaxed);
             }
-            let whole = (commit - from) as f64 / window.elapsed().saturating_sub(samples.spent).as_secs_f64();
-            let rate = (commit - tail_from) as f64 / tail.elapsed().saturating_sub(samples.spent).as_secs_f64();
-            let (read_ms, plan_ms, timeline_ms) = samples.medians();
-            let logs = median(&mut samples.logs);
-            let mut rest = Samples::default();
+            let whole = (commit - from) as f64 / window.elapsed().as_secs_f64();
+            let rate = (commit - stretch_from) as f64 / stretch.elapsed().as_secs_f64();
+            let samples = sampling.samples.lock().expect("samples").take().unwrap_or_default();
+            let load = Sample::medians(&samples);
+            let mut rest = Vec::new();
             if serve_on {
                 let seen = *rounds.borrow_and_update();
                 tokio::time::timeout(Duration::from_secs(60), rounds.wait_for(|r| *r >= seen + 2))
                     .await
                     .expect("serve compacts within a minute")
                     .expect("serve runs");
-                for _ in 0..SAMPLES {
-                    rest.take(&t, commit).await;
+                for _ in 0..REST_SAMPLES {
+                    rest.push(Sample::take(&t, commit).await);
                 }
             }
-            let (rest_read, rest_plan, _) = rest.medians();
+            let rest = Sample::medians(&rest);
             let files = active_timeline_files(&t).await;
             let tl = t.timeline().await.expect("timeline");
             let active = tl.active().len();
-            let (archived, per_instant, busy) = {
+            let (archived, per_instant, busy, jobs) = {
                 let s = tally.lock().expect("tally");
                 let per = s.archive_time.as_secs_f64() * 1000.0 / s.archived.max(1) as f64;
                 // The share of the window's wall time `serve` spent in jobs.
                 let busy = 100.0 * (s.busy - busy_before).as_secs_f64() / window.elapsed().as_secs_f64();
                 busy_before = s.busy;
-                (s.archived, per, busy)
+                // Each job's rounds in the window, and its mean time.
+                let jobs = s.jobs.iter().zip(jobs_before).map(|(&(n, t), (n0, t0))| {
+                    let rounds = n - n0;
+                    format!("{rounds}×{:.0}", (t - t0).as_secs_f64() * 1000.0 / f64::from(rounds.max(1)))
+                });
+                let jobs = jobs.collect::<Vec<_>>().join(" ");
+                jobs_before = s.jobs;
+                (s.archived, per, busy, jobs)
             };
             println!(
-                "{commit:>8} {rate:>10.1} {read_ms:>9.1} {rest_read:>9.1} {plan_ms:>9.1} {rest_plan:>9.1} {timeline_ms:>8.1}ms {logs:>6} {active:>9} {archived:>9} \
-                 {per_instant:>12.2} {whole:>10.1} {busy:>9.0}%   ({files} files in .hoodie/timeline)"
+                "{commit:>8} {rate:>10.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>8.1}ms {:>6} {active:>9} {archived:>9} \
+                 {per_instant:>12.2} {whole:>10.1} {busy:>9.0}%   ({} samples; {files} files in .hoodie/timeline; \
+                 compact, clean, archive: rounds×ms {jobs})",
+                load.read,
+                rest.read,
+                load.plan,
+                rest.plan,
+                load.timeline,
+                load.logs,
+                samples.len()
             );
         }
+        sampler.abort();
         let _ = stop.send(());
         if let Some(s) = service {
             let report = s.await.expect("serve task");

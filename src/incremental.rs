@@ -96,10 +96,16 @@ impl Window {
     /// name in their commit metadata, read a few commits at a time.
     async fn written_files(&self, table: &Table) -> Result<BTreeSet<String>> {
         let folder = &TimelineFolder::new(table.location(), table.config());
-        let reads = self.instants.iter().map(|i| async move {
-            let bytes = folder.read(i, State::Completed).await?;
-            commit_metadata_shared(&bytes, i.requested.as_str())
-        });
+        // Collected first, as in `Table::read_at`: the iterator's closure
+        // would keep the read's future from being `Send`.
+        let reads: Vec<_> = self
+            .instants
+            .iter()
+            .map(|i| async move {
+                let bytes = folder.read(i, State::Completed).await?;
+                commit_metadata_shared(&bytes, i.requested.as_str())
+            })
+            .collect();
         let mut metas = futures::stream::iter(reads).buffer_unordered(METADATA_READS);
         let mut files = BTreeSet::new();
         while let Some(meta) = metas.next().await {

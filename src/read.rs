@@ -167,6 +167,10 @@ impl Table {
             });
             async move { (group, job.await) }
         });
+        // Collected first: a stream over the iterator's closures would make
+        // this future `Send` for one lifetime only, and a read could not be
+        // spawned on a task.
+        let jobs: Vec<_> = jobs.collect();
         let merged: Vec<_> = futures::stream::iter(jobs).buffer_unordered(parallelism).collect().await;
         let mut parts = Vec::with_capacity(merged.len());
         let loc = self.location();

@@ -166,9 +166,11 @@ async fn abort_leaves_nothing_behind() {
 
 /// The futures a service spawns onto a multi-threaded runtime are `Send`
 /// (checked when this test compiles): a commit with its checkpoint, a
-/// writer's registration, a compaction run and a clean. A compaction's
-/// future once held a closure over borrowed plan operations, which made it
-/// `Send` for no lifetime, so `tokio::spawn` refused it.
+/// writer's registration, a compaction run, a clean, archiving, a service
+/// loop, and snapshot and incremental reads. A compaction's future once
+/// held a closure over borrowed plan operations, and a read's a stream
+/// over an iterator's closures, which made them `Send` for no lifetime,
+/// so `tokio::spawn` refused them.
 #[test]
 fn table_futures_can_be_spawned() {
     #[allow(dead_code)]
@@ -178,6 +180,20 @@ fn table_futures_can_be_spawned() {
         send(async move { client.register().await });
         let t = table.clone();
         send(async move { t.compactor(Default::default()).await?.run_once().await.map_err(tributary::Error::from) });
+        let t = table.clone();
+        send(async move { t.read(&ReadOptions::default()).await });
+        let t = table.clone();
+        send(async move {
+            let (begin, end) = (
+                tributary::InstantTime::parse("20260101000000000")?,
+                tributary::InstantTime::parse("20260102000000000")?,
+            );
+            t.read(&ReadOptions { query: Query::Incremental { begin, end }, ..Default::default() }).await
+        });
+        let t = table.clone();
+        send(async move { t.archive(&Default::default()).await });
+        let t = table.clone();
+        send(async move { tributary::serve(&t, &Default::default(), std::future::pending(), |_| {}).await });
         send(async move { table.clean(1).await });
     }
     let _ = spawnable;
