@@ -4,7 +4,8 @@
 //! metrics recorder installed, and a sampler (a reader beside them) times
 //! a snapshot read, compaction planning (timeline and file-system view
 //! loaded, an instant taken, plan made) and a timeline load ten times a
-//! second. At each checkpoint it reports the table as it is at that age:
+//! second (less often where that would take more than a fifth of the
+//! time). At each checkpoint it reports the table as it is at that age:
 //! over the last fifth of the window before the checkpoint (at least its
 //! last 400 commits), the commit rate and the medians of the sampler's
 //! figures; at the checkpoint, the active timeline's size and archiving's
@@ -145,20 +146,19 @@ struct Sampling {
     samples: std::sync::Mutex<Option<Vec<Sample>>>,
 }
 
-/// Samples `t` every [`SAMPLE_EVERY`] while `sampling` collects, until
-/// aborted.
+/// Samples `t` while `sampling` collects, until aborted: every
+/// [`SAMPLE_EVERY`], or less often where a sample takes longer (on an
+/// object store), so that sampling keeps to a fifth of the time.
 async fn sampler(t: Table, sampling: Arc<Sampling>) {
-    let mut tick = tokio::time::interval(SAMPLE_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tick.tick().await;
-        if sampling.samples.lock().expect("samples").is_none() {
-            continue;
+        let start = tokio::time::Instant::now();
+        if sampling.samples.lock().expect("samples").is_some() {
+            let sample = Sample::take(&t, sampling.committed.load(std::sync::atomic::Ordering::Relaxed)).await;
+            if let Some(samples) = sampling.samples.lock().expect("samples").as_mut() {
+                samples.push(sample);
+            }
         }
-        let sample = Sample::take(&t, sampling.committed.load(std::sync::atomic::Ordering::Relaxed)).await;
-        if let Some(samples) = sampling.samples.lock().expect("samples").as_mut() {
-            samples.push(sample);
-        }
+        tokio::time::sleep_until(start + SAMPLE_EVERY.max(start.elapsed() * 5)).await;
     }
 }
 
