@@ -201,6 +201,7 @@ impl TableBuilder {
             });
         }
         let config = TableConfig::new_table(&NewTableConfig {
+            version: options.table_version,
             name,
             database: options.database.clone(),
             record_key_fields: options.record_key_fields.clone(),

@@ -15,6 +15,10 @@ use crate::error::{Error, Result};
 pub struct CreateOptions {
     /// Table name; defaults to the last folder of the table's path.
     pub name: Option<String>,
+    /// `hoodie.table.version`: 8 (the default; every Hudi 1.x reader reads
+    /// it) or 9 (what Hudi 1.1 and later create; Hudi 1.0.x readers refuse
+    /// it). See [`WRITABLE_VERSIONS`](tributary_timeline::WRITABLE_VERSIONS).
+    pub table_version: u32,
     /// Database name.
     pub database: Option<String>,
     /// The Avro schema (JSON) of the table's own columns.
@@ -70,6 +74,7 @@ impl CreateOptions {
     ) -> Self {
         Self {
             name: None,
+            table_version: tributary_timeline::DEFAULT_TABLE_VERSION,
             database: None,
             schema_json: schema_json.into(),
             schema_source: "schema".into(),
@@ -121,6 +126,16 @@ impl CreateOptions {
         check_sequence_groups(&schema, src, self)?;
         if self.buckets == 0 {
             return Err(Error::InvalidInput { what: "--buckets".into(), reason: "must be at least 1".into() });
+        }
+        if !tributary_timeline::WRITABLE_VERSIONS.contains(&self.table_version) {
+            return Err(Error::InvalidInput {
+                what: "--table-version".into(),
+                reason: format!(
+                    "{} is not a table version Tributary creates; it creates {:?}",
+                    self.table_version,
+                    tributary_timeline::WRITABLE_VERSIONS
+                ),
+            });
         }
         Ok(())
     }

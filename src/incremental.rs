@@ -17,6 +17,9 @@
 //!    the window folded together, and the logs of a full scan.
 //! 4. Of each slice's merged rows, those written by a window commit are
 //!    returned.
+//! 5. A file group replaced (insert overwrite, clustering) by a
+//!    `replacecommit` of the window is not read; one replaced after the
+//!    window still is, as the window's commits wrote it.
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
@@ -24,7 +27,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use tributary_format::CommitMetadata;
 use tributary_timeline::DataFile;
-use tributary_timeline::{FileSystemView, Instant, InstantTime, State, Timeline, TimelineFolder};
+use tributary_timeline::{Action, FileSystemView, Instant, InstantTime, State, Timeline, TimelineFolder};
 
 use crate::error::Result;
 use crate::table::Table;
@@ -89,6 +92,14 @@ impl Window {
                 }
             }
         };
+        // Only the window's own replacecommits hide the groups they
+        // replaced, as in Hudi's incremental relation, whose view is of the
+        // window's commits: a group replaced later still had these rows.
+        let replaces = |i: &Instant| matches!(i.action, Action::ReplaceCommit | Action::Clustering);
+        let timeline = match timeline.instants().any(|i| replaces(i) && !self.commits.contains(i.requested.as_str())) {
+            true => &timeline.filtered(|i| !replaces(i) || self.commits.contains(i.requested.as_str())),
+            false => timeline,
+        };
         Ok(FileSystemView::load_filtered(loc, table.config(), timeline, select).await?)
     }
 
@@ -126,8 +137,5 @@ fn relative(f: &DataFile) -> String {
 /// (earlier Hudi writers); shared with the process's memo of decoded
 /// commits.
 pub(crate) fn commit_metadata_shared(bytes: &[u8], instant: &str) -> Result<std::sync::Arc<CommitMetadata>> {
-    match CommitMetadata::from_avro_container_shared(bytes, instant) {
-        Ok(meta) => Ok(meta),
-        Err(e) => serde_json::from_slice::<CommitMetadata>(bytes).map(std::sync::Arc::new).or(Err(e.into())),
-    }
+    Ok(CommitMetadata::from_bytes_shared(bytes, instant)?)
 }

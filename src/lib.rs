@@ -57,8 +57,9 @@ pub use create_options::CreateOptions;
 pub use settings::{LockKind, TableSettings, TimeSettings};
 pub use table::Table;
 pub use tributary_timeline::{
-    BucketHash, BucketSpec, DEFAULT_MAX_LOGS_PER_FILE_GROUP, MergeMode, SequenceGroup, TableConfig, TableLocation,
-    TableType, TombstoneRetention, local_location, parse_location, parse_location_with,
+    BucketHash, BucketSpec, DEFAULT_MAX_LOGS_PER_FILE_GROUP, DEFAULT_TABLE_VERSION, MergeMode, SequenceGroup,
+    TableConfig, TableLocation, TableType, TombstoneRetention, WRITABLE_VERSIONS, local_location, parse_location,
+    parse_location_with,
 };
 
 // Errors: the root crate's error, what the caller can do about it, and the

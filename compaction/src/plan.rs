@@ -36,7 +36,10 @@ impl Default for PlanSettings {
 pub fn plan(view: &FileSystemView, instant: &InstantTime, settings: &PlanSettings) -> Option<CompactionPlan> {
     let mut candidates: Vec<(u64, CompactionOperation)> = Vec::new();
     for group in view.groups() {
-        if view.in_pending_plan(&group.partition, &group.file_id) {
+        // A group a pending compaction or clustering covers is theirs.
+        if view.in_pending_plan(&group.partition, &group.file_id)
+            || view.in_pending_clustering(&group.partition, &group.file_id)
+        {
             continue;
         }
         let Some(slice) = group.latest() else { continue };
@@ -124,7 +127,7 @@ mod tests {
             file(&format!(".{A}_20250101000000030.log.1_0-0-0"), 100),
             file(&format!(".{B}_20250101000000015.log.1_1-0-0"), 50),
         ];
-        let v = FileSystemView::build(&tl, files, &PlannedGroups::new());
+        let v = FileSystemView::build(&tl, files, &PlannedGroups::default());
         (tl, v)
     }
 

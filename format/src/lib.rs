@@ -64,7 +64,10 @@ pub use log_block::{
 };
 
 // Instant metadata.
-pub use metadata::{CommitMetadata, CompactionOperation, CompactionPlan, CompactionStrategy, RuntimeStats, WriteStat};
+pub use metadata::{
+    CommitMetadata, CompactionOperation, CompactionPlan, CompactionStrategy, RuntimeStats, WriteStat,
+    clustering_file_groups,
+};
 pub use table_services::{
     ActionInstant, CleanFileInfo, CleanMetadata, CleanPartitionMetadata, CleanerPlan, InstantInfo, KEEP_LATEST_COMMITS,
     RollbackMetadata, RollbackPartitionMetadata, RollbackPlan, RollbackRequest,

@@ -159,13 +159,21 @@ pub struct WriteStat {
     pub num_updates: i64,
 }
 
-/// The content of a completed `deltacommit` or `commit` instant
-/// (`HoodieCommitMetadata`).
+/// The content of a completed `deltacommit`, `commit` or `replacecommit`
+/// instant (`HoodieCommitMetadata`, or `HoodieReplaceCommitMetadata`, which
+/// adds the file groups the instant replaced).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct CommitMetadata {
     /// Write stats by partition path.
     pub partition_to_write_stats: BTreeMap<String, Vec<WriteStat>>,
+    /// The file groups a `replacecommit` replaced (insert overwrite,
+    /// clustering, delete partition), by partition path: from its completion
+    /// on, readers no longer see them. Empty for every other commit, and
+    /// never written by [`CommitMetadata::to_avro_container`], whose schema
+    /// has no such field.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub partition_to_replace_file_ids: BTreeMap<String, Vec<String>>,
     /// True for the commit that completes a compaction.
     pub compacted: bool,
     /// Free-form metadata; `schema` holds the table's Avro schema.
@@ -217,6 +225,20 @@ impl CommitMetadata {
         Self::from_avro_container_shared(bytes, path).map(Arc::unwrap_or_clone)
     }
 
+    /// A completed commit file of either timeline layout: an Avro container
+    /// (Hudi 1.x, Tributary), else JSON (table version 6 and earlier Hudi
+    /// writers); shared with the memo, as
+    /// [`CommitMetadata::from_avro_container_shared`]. An error names `path`
+    /// and says why neither decoded.
+    pub fn from_bytes_shared(bytes: &[u8], path: &str) -> Result<Arc<Self>> {
+        if !bytes.starts_with(b"Obj\x01") && bytes.first() == Some(&b'{') {
+            return serde_json::from_slice::<CommitMetadata>(bytes)
+                .map(Arc::new)
+                .map_err(|e| corrupt(path, format!("neither Avro commit metadata nor JSON: {e}")));
+        }
+        Self::from_avro_container_shared(bytes, path)
+    }
+
     /// [`CommitMetadata::from_avro_container`], shared with the memo rather
     /// than copied out of it: for a caller that only looks.
     pub fn from_avro_container_shared(bytes: &[u8], path: &str) -> Result<Arc<Self>> {
@@ -240,8 +262,25 @@ impl CommitMetadata {
                 partition_to_write_stats.insert(partition.clone(), stats);
             }
         }
+        let mut partition_to_replace_file_ids = BTreeMap::new();
+        if let Some(entries) = avro::opt_map(&record, "partitionToReplaceFileIds", path)? {
+            for (partition, ids) in entries {
+                let Value::Array(ids) = avro::plain(ids) else {
+                    return Err(corrupt(path, format!("partitionToReplaceFileIds[{partition}] is not an array")));
+                };
+                let ids = ids
+                    .iter()
+                    .map(|id| match avro::plain(id) {
+                        Value::String(s) => Ok(s.clone()),
+                        _ => Err(corrupt(path, format!("partitionToReplaceFileIds[{partition}] holds a non-string"))),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                partition_to_replace_file_ids.insert(partition.clone(), ids);
+            }
+        }
         Ok(Self {
             partition_to_write_stats,
+            partition_to_replace_file_ids,
             compacted: opt_bool(&record, "compacted", path)?.unwrap_or(false),
             extra_metadata: opt_strings(&record, "extraMetadata", path)?.unwrap_or_default(),
             operation_type: opt_string(&record, "operationType", path)?.unwrap_or_default(),
@@ -347,6 +386,32 @@ fn write_stat_from_avro(v: &Value, path: &str) -> Result<WriteStat> {
         temp_path: opt_string(v, "tempPath", path)?,
         num_updates: long("numUpdates")?,
     })
+}
+
+/// The file groups a pending clustering rewrites, as `(partition, file id)`:
+/// the slices of its plan's input groups, read from the requested file of a
+/// `clustering` instant (or of a layout-1 `replacecommit`), a
+/// `HoodieRequestedReplaceMetadata` whose `clusteringPlan` is
+/// `HoodieClusteringPlan{inputGroups: [{slices: [HoodieSliceInfo]}]}`. The
+/// requested file of an insert overwrite holds no plan (an empty file, or a
+/// record whose plan is null): no file group. `path` names the file in errors.
+pub fn clustering_file_groups(bytes: &[u8], path: &str) -> Result<Vec<(String, String)>> {
+    if bytes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let record = avro::read_single_record(bytes, path)?;
+    expect_record(&record, "HoodieRequestedReplaceMetadata", path)?;
+    let Some(plan) = opt_record(&record, "clusteringPlan", path)? else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for group in avro::opt_array(plan, "inputGroups", path)?.unwrap_or_default() {
+        for slice in avro::opt_array(avro::plain(group), "slices", path)?.unwrap_or_default() {
+            let slice = avro::plain(slice);
+            let file_id = opt_string(slice, "fileId", path)?
+                .ok_or_else(|| corrupt(path, "a clustering slice without a fileId".into()))?;
+            out.push((opt_string(slice, "partitionPath", path)?.unwrap_or_default(), file_id));
+        }
+    }
+    Ok(out)
 }
 
 /// One file group to compact (`HoodieCompactionOperation`).
@@ -601,6 +666,7 @@ mod tests {
             compacted: false,
             extra_metadata: BTreeMap::from([(SCHEMA_KEY.to_string(), "{\"type\":\"record\"}".to_string())]),
             operation_type: "UPSERT".into(),
+            ..Default::default()
         }
     }
 
@@ -690,6 +756,68 @@ mod tests {
         let bytes = avro::write_single_record(&Schema::parse_str(json).unwrap(), json, wrong, "x").unwrap();
         let err = CommitMetadata::from_avro_container(&bytes, "t/x.commit").unwrap_err();
         assert!(matches!(err, Error::Corrupt { .. }) && err.to_string().contains("compacted"), "{err}");
+    }
+
+    /// A zipped table of the second corpus (`../shared/hudi-corpus-next`,
+    /// or `$TRIBUTARY_CORPUS_NEXT`) unzipped into a temp dir: the dir (keep
+    /// it alive) and the table's timeline folder (`.hoodie/timeline`, or
+    /// `.hoodie` for layout 1). Missing: a failure under `CI`, else `None`.
+    fn unzip_next(zip: &str) -> Option<(tempfile::TempDir, PathBuf)> {
+        let dir = std::env::var_os("TRIBUTARY_CORPUS_NEXT").map(PathBuf::from).unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("../shared/hudi-corpus-next")
+        });
+        if !dir.is_dir() {
+            assert!(std::env::var_os("CI").is_none(), "the second Hudi corpus is missing at {}", dir.display());
+            eprintln!("SKIP: second Hudi corpus not found at {}", dir.display());
+            return None;
+        }
+        let zip_path = dir.join(zip);
+        let tmp = tempfile::tempdir().unwrap();
+        zip::ZipArchive::new(std::fs::File::open(&zip_path).unwrap()).unwrap().extract(tmp.path()).unwrap();
+        let base = tmp.path().join(zip_path.file_stem().unwrap());
+        let timeline =
+            if base.join(".hoodie/timeline").is_dir() { base.join(".hoodie/timeline") } else { base.join(".hoodie") };
+        Some((tmp, timeline))
+    }
+
+    /// Hudi's replacecommits decode with the file groups they replaced:
+    /// Avro in a v9 table (insert overwrite and clustering), JSON in a v6
+    /// one; and a clustering replaces exactly the groups its plan named.
+    #[test]
+    fn decodes_java_replace_commits_and_clustering_plans() {
+        let Some((_tmp, timeline)) = unzip_next("sample_table/mor/avro/v9_txns_complex_nometa.zip") else { return };
+        let (bytes, path) = read(&timeline, "20260307135907259_20260307135907539.replacecommit");
+        let overwrite = CommitMetadata::from_bytes_shared(&bytes, &path).unwrap();
+        assert_eq!(overwrite.operation_type, "INSERT_OVERWRITE");
+        assert!(!overwrite.partition_to_replace_file_ids.is_empty());
+        assert!(overwrite.write_stats().all(|s| s.path.ends_with(".parquet")), "{overwrite:?}");
+        // An insert overwrite's requested file plans no clustering.
+        let (bytes, path) = read(&timeline, "20260307135907259.replacecommit.requested");
+        assert_eq!(clustering_file_groups(&bytes, &path).unwrap(), Vec::<(String, String)>::new());
+
+        let (bytes, path) = read(&timeline, "20260307135909992_20260307135910436.replacecommit");
+        let clustered = CommitMetadata::from_bytes_shared(&bytes, &path).unwrap();
+        assert_eq!(clustered.operation_type, "CLUSTER");
+        let mut replaced: Vec<(String, String)> = clustered
+            .partition_to_replace_file_ids
+            .iter()
+            .flat_map(|(p, ids)| ids.iter().map(move |id| (p.clone(), id.clone())))
+            .collect();
+        let (bytes, path) = read(&timeline, "20260307135909992.clustering.requested");
+        let mut planned = clustering_file_groups(&bytes, &path).unwrap();
+        replaced.sort();
+        planned.sort();
+        assert!(!planned.is_empty());
+        assert_eq!(planned, replaced);
+
+        let zip = "sample_table/mor/parquet/v6_simplekeygen_nonhivestyle_overwritetable.zip";
+        let Some((_tmp, timeline)) = unzip_next(zip) else { return };
+        let (bytes, path) = read(&timeline, "20250121000702475.replacecommit");
+        let table = CommitMetadata::from_bytes_shared(&bytes, &path).unwrap();
+        assert_eq!(table.operation_type, "INSERT_OVERWRITE_TABLE");
+        let partitions: Vec<&str> = table.partition_to_replace_file_ids.keys().map(String::as_str).collect();
+        assert_eq!(partitions, ["10", "20", "30"]);
+        assert_eq!(table.partition_to_replace_file_ids["10"], ["92e64357-e4d1-4639-a9d3-c3535829d0aa-0"]);
     }
 
     #[test]

@@ -315,6 +315,9 @@ impl SliceScan<'_> {
                         merger.push(&Version::Deletes(decode_delete_content(&block.content, path)?))?
                     }
                     BlockType::Command => {}
+                    // Its records are not indexed in place: the slice is
+                    // merged whole instead.
+                    BlockType::ParquetData => return Ok(None),
                     other => return Err(unsupported_block(other, path)),
                 }
                 if merger.retained_bytes() > limit {

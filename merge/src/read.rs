@@ -167,12 +167,29 @@ impl<'a> LogReader<'a> {
                         Block::Decoding(batches, partial)
                     });
                 }
+                BlockType::ParquetData => {
+                    self.current = Some(Block::Decoded(parquet_block(&block.content, self.schema, path)?, 0));
+                }
                 BlockType::Delete => return Ok(Some(Version::Deletes(decode_delete_content(&block.content, path)?))),
                 BlockType::Command => {}
                 other => return Err(unsupported_block(other, path)),
             }
         }
     }
+}
+
+/// The versions of a Parquet data block (`HoodieParquetDataBlock`, which
+/// Hudi writes with `hoodie.logfile.data.block.format=parquet`): its
+/// content is a whole Parquet file of the records, meta columns included,
+/// read like a base file and laid out as the table's rows.
+fn parquet_block(content: &bytes::Bytes, schema: &TableSchema, path: &str) -> Result<Arc<[Version]>> {
+    if !(content.starts_with(b"PAR1") && content.ends_with(b"PAR1")) {
+        return Err(Error::Corrupt {
+            path: path.to_string(),
+            reason: format!("a Parquet data block of {} bytes is not a Parquet file (no PAR1 magic)", content.len()),
+        });
+    }
+    Ok(read_parquet(content.clone(), schema.arrow_with_meta(), path)?.into_iter().map(Version::Rows).collect())
 }
 
 /// The batches of a data block's `content`, written under `writer_json`:

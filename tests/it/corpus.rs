@@ -36,16 +36,19 @@ fn expected_from_names(timeline_dir: &std::path::Path) -> BTreeMap<String, (Stat
     out
 }
 
+/// Every layout-2 table (versions 8 and 9) of both corpus folders: the
+/// timeline holds what the file names say, `clustering` and `indexing`
+/// instants included.
 #[tokio::test]
-async fn timeline_loader_reads_every_v8_table() {
-    let Some(corpus) = corpus_dir() else { return };
-    let zips = corpus_zips(&corpus, "v8_");
-    assert!(zips.len() >= 5, "expected the v8 corpus tables, found {zips:?}");
-    for zip in zips {
+async fn timeline_loader_reads_every_v8_and_v9_table() {
+    let (Some(v8), Some(v9)) = (all_corpus_zips("v8_"), all_corpus_zips("v9_")) else { return };
+    assert!(v8.len() >= 5 && v9.len() >= 4, "expected the v8 and v9 corpus tables, found {v8:?} {v9:?}");
+    for zip in v8.into_iter().chain(v9) {
         let tmp = tempfile::tempdir().unwrap();
         let base = unzip_table(&zip, tmp.path());
         let table = Table::open_local(&base).await.unwrap_or_else(|e| panic!("{}: {e}", zip.display()));
-        assert_eq!(table.config().version, 8);
+        let version = if zip.to_string_lossy().contains("/v9_") { 9 } else { 8 };
+        assert_eq!(table.config().version, version, "{}", zip.display());
         let timeline = table.timeline().await.unwrap();
         assert!(timeline.warnings().is_empty(), "{}: {:?}", zip.display(), timeline.warnings());
         let got: BTreeMap<String, (State, Option<String>)> = timeline
@@ -70,15 +73,12 @@ async fn timeline_loader_reads_every_v8_table() {
     }
 }
 
+/// The latest file slices of every Merge-on-Read table of both corpus
+/// folders are the official reader's: replaced file groups left out.
 #[tokio::test]
 async fn file_slices_match_the_official_reader() {
-    let Some(corpus) = corpus_dir() else { return };
-    if !have_official_reader() {
-        return;
-    }
-    let zips: Vec<_> =
-        corpus_zips(&corpus, "v8_").into_iter().filter(|z| z.to_string_lossy().contains("/mor/")).collect();
-    assert!(zips.len() >= 3, "expected the v8 MOR corpus tables, found {zips:?}");
+    let Some(zips) = mor_tables() else { return };
+    assert!(zips.len() >= 14, "expected the MOR corpus tables, found {zips:?}");
     for zip in zips {
         let tmp = tempfile::tempdir().unwrap();
         let base = unzip_table(&zip, tmp.path());
@@ -104,7 +104,7 @@ async fn file_slices_match_the_official_reader() {
                 (s.partition.clone(), s.file_id.clone(), s.base_file_name().unwrap_or("").to_string(), logs)
             })
             .collect();
-        assert!(!ours.is_empty());
+        assert_eq!(ours.is_empty(), zip.to_string_lossy().contains("_empty"), "{}", zip.display());
         assert_eq!(ours, official, "{}", zip.display());
     }
 }
@@ -114,9 +114,9 @@ async fn file_slices_match_the_official_reader() {
 #[test]
 fn corpus_log_files_round_trip_byte_for_byte() {
     use tributary_format::{BlockType, HeaderKey, LogBlock, decode_avro_content};
-    let Some(corpus) = corpus_dir() else { return };
-    let mut seen = 0;
-    for zip in corpus_zips(&corpus, "v").into_iter().filter(|z| z.to_string_lossy().contains("/mor/avro/")) {
+    let Some(zips) = all_corpus_zips("v") else { return };
+    let (mut seen, mut parquet) = (0, 0);
+    for zip in zips.into_iter().filter(|z| z.to_string_lossy().contains("/mor/")) {
         let tmp = tempfile::tempdir().unwrap();
         let base = unzip_table(&zip, tmp.path());
         let mut stack = vec![base.clone()];
@@ -137,12 +137,16 @@ fn corpus_log_files_round_trip_byte_for_byte() {
                 let mut again = Vec::new();
                 for b in &blocks {
                     b.encode_into(&mut again);
-                    if zip.to_string_lossy().contains("v8_") {
+                    if !zip.to_string_lossy().contains("/v6_") {
                         assert_eq!(b.header(HeaderKey::InstantTime), Some(log_name.instant.as_str()), "{name}");
                     }
                     assert!(b.header(HeaderKey::Schema).is_some_and(|s| s.contains("_hoodie_commit_time")));
                     if b.block_type == BlockType::AvroData {
                         assert!(!decode_avro_content(&b.content, &name).unwrap().is_empty());
+                    }
+                    if b.block_type == BlockType::ParquetData {
+                        assert!(b.content.starts_with(b"PAR1") && b.content.ends_with(b"PAR1"), "{name}");
+                        parquet += 1;
                     }
                 }
                 assert_eq!(again, bytes, "{} re-encodes byte for byte", p.display());
@@ -151,4 +155,5 @@ fn corpus_log_files_round_trip_byte_for_byte() {
         }
     }
     assert!(seen >= 7, "expected the corpus log files, saw {seen}");
+    assert!(parquet >= 1, "expected Parquet log blocks in the corpus");
 }

@@ -367,13 +367,9 @@ fn bad_composite_keys_are_refused_by_name() {
 /// Hudi wrote are the keys Tributary's rule builds from the same rows.
 #[tokio::test]
 async fn hudi_written_composite_keys_equal_ours() {
-    let Some(corpus) = corpus_dir() else { return };
-    // (Parquet log blocks, which Hudi's v6 MOR table here holds, are not read yet.)
-    let zips: Vec<_> = corpus_zips(&corpus, "v")
-        .into_iter()
-        .filter(|z| z.to_string_lossy().contains("complexkeygen") && !z.to_string_lossy().contains("/mor/parquet/"))
-        .collect();
-    assert!(zips.len() >= 2, "expected Hudi's complex-key tables, found {zips:?}");
+    let Some(zips) = all_corpus_zips("v") else { return };
+    let zips: Vec<_> = zips.into_iter().filter(|z| z.to_string_lossy().contains("complex")).collect();
+    assert!(zips.len() >= 5, "expected Hudi's complex-key tables, found {zips:?}");
     for zip in zips {
         let tmp = tempfile::tempdir().unwrap();
         let base = unzip_table(&zip, tmp.path());

@@ -5,14 +5,18 @@
 //! - a pending compaction opens an empty slice at its instant;
 //! - each completed log, in log order, joins the slice with the largest key
 //!   that is ≤ its completion time, or opens one at its own instant;
-//! - files of instants that have not completed are invisible.
+//! - files of instants that have not completed are invisible;
+//! - a file group a completed `replacecommit` replaced (insert overwrite,
+//!   clustering, delete partition) is gone from the view, as in Hudi's
+//!   `AbstractTableFileSystemView`; a view of a timeline cut at an earlier
+//!   instant (time travel) still has it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use futures::TryStreamExt;
 use object_store::path::Path;
 
-use tributary_format::CompactionPlan;
+use tributary_format::{CommitMetadata, CompactionPlan, clustering_file_groups};
 
 use crate::config::TableConfig;
 use crate::error::{Error, Result};
@@ -145,11 +149,26 @@ pub struct FileSystemView {
     groups: BTreeMap<String, BTreeMap<String, FileGroup>>,
     pending_compactions: BTreeSet<InstantTime>,
     in_pending_plans: BTreeSet<(String, String)>,
+    clustering: BTreeSet<(String, String)>,
     skipped: Vec<String>,
 }
 
-/// The file groups a pending compaction plan covers, as `(partition, file_id)`.
-pub type PlannedGroups = BTreeMap<InstantTime, BTreeSet<(String, String)>>;
+/// A file group: `(partition, file id)`.
+pub type GroupId = (String, String);
+
+/// What the table services of a timeline planned and replaced, read from
+/// their instants' files ([`planned_groups`]), for [`FileSystemView::build`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlannedGroups {
+    /// For each pending compaction, the file groups its plan covers.
+    pub compactions: BTreeMap<InstantTime, BTreeSet<GroupId>>,
+    /// The file groups a pending clustering rewrites: no compaction plans
+    /// them until it completes (Hudi's compaction planner skips them too).
+    pub clustering: BTreeSet<GroupId>,
+    /// The file groups a completed `replacecommit` replaced, with its
+    /// requested time.
+    pub replaced: BTreeMap<GroupId, InstantTime>,
+}
 
 impl FileSystemView {
     /// Groups `files` into slices by the rules above. `planned` gives, for
@@ -158,6 +177,9 @@ impl FileSystemView {
         let mut bases = Vec::new();
         let mut logs = Vec::new();
         let mut skipped = Vec::new();
+        let replaced = |f: &DataFile, file_id: &str| {
+            !planned.replaced.is_empty() && planned.replaced.contains_key(&(f.partition.clone(), file_id.to_string()))
+        };
         for f in files {
             if f.name == PARTITION_METADATA {
                 continue;
@@ -165,12 +187,13 @@ impl FileSystemView {
             if f.name.starts_with('.') && f.name.contains(".log.") {
                 match LogFileName::parse(&f.name) {
                     // Files of instants that have not completed are invisible.
-                    Ok(n) if !timeline.is_completed(&n.instant) => {}
+                    Ok(n) if !timeline.is_completed(&n.instant) || replaced(&f, &n.file_id) => {}
                     Ok(n) => logs.push((n, f)),
                     Err(e) => skipped.push(e.to_string()),
                 }
             } else if f.name.ends_with(".parquet") {
                 match BaseFileName::parse(&f.name) {
+                    Ok(n) if replaced(&f, &n.file_id) => {}
                     Ok(n) => bases.push((n, f)),
                     Err(e) => skipped.push(e.to_string()),
                 }
@@ -212,7 +235,7 @@ impl FileSystemView {
         let pending_compactions: BTreeSet<InstantTime> =
             timeline.pending_compactions().map(|i| i.requested.clone()).collect();
         let mut in_pending_plans = BTreeSet::new();
-        for (t, covered) in planned {
+        for (t, covered) in &planned.compactions {
             if pending_compactions.contains(t) {
                 for (partition, file_id) in covered {
                     group(&mut groups, partition, file_id).slice_at(t.clone());
@@ -242,7 +265,8 @@ impl FileSystemView {
                 .unwrap_or_else(|| name.instant.clone());
             g.slice_at(key).logs.push(LogFile { name, file, completed });
         }
-        Self { groups, pending_compactions, in_pending_plans, skipped }
+        let clustering = planned.clustering.clone();
+        Self { groups, pending_compactions, in_pending_plans, clustering, skipped }
     }
 
     /// Lists the table and builds its view at `timeline`.
@@ -279,17 +303,46 @@ impl FileSystemView {
         self.in_pending_plans.contains(&(partition.to_string(), file_id.to_string()))
     }
 
+    /// Whether a pending clustering rewrites the file group: compaction
+    /// leaves it alone until the clustering completes.
+    pub fn in_pending_clustering(&self, partition: &str, file_id: &str) -> bool {
+        !self.clustering.is_empty() && self.clustering.contains(&(partition.to_string(), file_id.to_string()))
+    }
+
     /// Names that looked like data files but did not parse.
     pub fn skipped(&self) -> &[String] {
         &self.skipped
     }
 }
 
-/// The file groups each pending compaction of `timeline` plans (read from
-/// its requested plan), for [`FileSystemView::build`].
+/// What the table services of `timeline` planned and replaced, for
+/// [`FileSystemView::build`]: the file groups of each pending compaction
+/// (from its requested plan) and of each pending clustering, and those each
+/// completed `replacecommit` replaced (from its commit metadata). A table
+/// no Java writer clustered or overwrote has no such instants, and costs no
+/// read for them.
 pub async fn planned_groups(loc: &TableLocation, config: &TableConfig, timeline: &Timeline) -> Result<PlannedGroups> {
-    let mut planned = PlannedGroups::new();
+    use crate::instant::{Action, State};
+    let mut planned = PlannedGroups::default();
     let writer = crate::timeline::TimelineFolder::new(loc, config);
+    // The active timeline's, as Hudi's view takes them: Hudi archives a
+    // replacecommit only after its cleaner removed the replaced files.
+    for i in timeline.active().iter().filter(|i| matches!(i.action, Action::ReplaceCommit | Action::Clustering)) {
+        if i.is_completed() {
+            let path = writer.path_of(i, State::Completed)?;
+            let bytes = loc.get(&path).await?;
+            let meta = CommitMetadata::from_bytes_shared(&bytes, path.as_ref())?;
+            for (partition, ids) in &meta.partition_to_replace_file_ids {
+                for id in ids {
+                    planned.replaced.insert((partition.clone(), id.clone()), i.requested.clone());
+                }
+            }
+        } else {
+            let path = writer.path_of(i, State::Requested)?;
+            let bytes = loc.get(&path).await?;
+            planned.clustering.extend(clustering_file_groups(&bytes, path.as_ref())?);
+        }
+    }
     for c in timeline.pending_compactions() {
         let path = writer.path_of(c, crate::instant::State::Requested)?;
         let bytes = loc.get(&path).await?;
@@ -300,7 +353,7 @@ pub async fn planned_groups(loc: &TableLocation, config: &TableConfig, timeline:
             let plan = CompactionPlan::from_avro_container_shared(&bytes, path.as_ref())?;
             plan.operations.iter().map(|op| (op.partition_path.clone(), op.file_id.clone())).collect()
         };
-        planned.insert(c.requested.clone(), groups);
+        planned.compactions.insert(c.requested.clone(), groups);
     }
     Ok(planned)
 }
@@ -403,8 +456,8 @@ mod tests {
             file("p", &format!(".{fid}_{}.log.1_0-1-1", ts(30))),
             file("p", &format!(".{fid}_{}.log.1_0-1-1", ts(35))),
         ];
-        let mut planned = PlannedGroups::new();
-        planned.insert(t(&ts(60)), [("p".to_string(), fid.to_string())].into());
+        let mut planned = PlannedGroups::default();
+        planned.compactions.insert(t(&ts(60)), [("p".to_string(), fid.to_string())].into());
         let view = FileSystemView::build(&tl, files, &planned);
         let g = view.groups().next().unwrap();
         let slices = slice_instants(g);
@@ -451,7 +504,7 @@ mod tests {
             file("p", &format!(".{fid}_{}.log.1_0-1-1", ts(31))),
             file("p", &format!(".{fid}_{}.log.1_0-1-1", ts(80))),
         ];
-        let view = FileSystemView::build(&tl, files, &PlannedGroups::new());
+        let view = FileSystemView::build(&tl, files, &PlannedGroups::default());
         let g = view.groups().next().unwrap();
         let slices = slice_instants(g);
         assert_eq!(slices, vec![(ts(10), vec![ts(10)]), (ts(30), vec![ts(20), ts(31), ts(80)])]);
@@ -473,7 +526,7 @@ mod tests {
             file("", &format!(".{fid}_20250101000000002.log.1_0-1-1")),
             file("", ".hoodie_partition_metadata"),
         ];
-        let view = FileSystemView::build(&tl, files, &PlannedGroups::new());
+        let view = FileSystemView::build(&tl, files, &PlannedGroups::default());
         let slices = view.latest_slices();
         assert_eq!(slices.len(), 1);
         assert_eq!(slices[0].base_instant, t("20250101000000001"));

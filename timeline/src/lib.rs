@@ -46,8 +46,9 @@ pub use error::{Error, ErrorKind, Result};
 
 // `hoodie.properties`: the table's configuration and its stored settings.
 pub use config::{
-    BucketHash, BucketSpec, DEFAULT_MAX_LOGS_PER_FILE_GROUP, MergeMode, NewTableConfig, SEQUENCE_GROUPS_STRATEGY_ID,
-    SequenceGroup, TableConfig, TableType, TimeMode, TombstoneRetention, split_fields,
+    BucketHash, BucketSpec, DEFAULT_MAX_LOGS_PER_FILE_GROUP, DEFAULT_TABLE_VERSION, MergeMode, NewTableConfig,
+    SEQUENCE_GROUPS_STRATEGY_ID, SequenceGroup, TableConfig, TableType, TimeMode, TombstoneRetention,
+    WRITABLE_VERSIONS, split_fields,
 };
 pub use properties::{StoredProperties, read_properties};
 
@@ -63,7 +64,7 @@ pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, FirstHoldHook, TimeGenerator};
 // Data files: names, partitions and the file-system view.
 pub use file_name::{BaseFileName, LogFileName, WriteToken, bucket_of_file_id, nbcc_file_id};
 pub use fs_view::{
-    DataFile, FileGroup, FileSlice, FileSystemView, PlannedGroups, list_data_files, list_partition_files,
+    DataFile, FileGroup, FileSlice, FileSystemView, GroupId, PlannedGroups, list_data_files, list_partition_files,
     planned_groups,
 };
 pub use partition::ensure_partition;

@@ -129,10 +129,14 @@ pub(crate) enum BucketHashArg {
 
 #[derive(Subcommand)]
 pub(crate) enum Command {
-    /// Create a Hudi v8 Merge-on-Read table from an Avro schema.
+    /// Create a Hudi Merge-on-Read table (version 8, or 9 with --table-version 9) from an Avro schema.
     Init {
         /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
         table: String,
+        /// Hudi table version: 8, which every Hudi 1.x reader reads, or 9,
+        /// what Hudi 1.1 and later create (Hudi 1.0.x readers refuse it).
+        #[arg(long, default_value_t = tributary::DEFAULT_TABLE_VERSION, value_parser = clap::value_parser!(u32).range(8..=9))]
+        table_version: u32,
         /// Avro schema file (.avsc) of the table's columns.
         #[arg(long)]
         schema: PathBuf,

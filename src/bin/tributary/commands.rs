@@ -22,6 +22,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Init {
             table,
+            table_version,
             schema,
             record_key,
             ordering_field,
@@ -41,6 +42,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
                 .map_err(|e| Error::Io { what: format!("cannot read schema {}", schema.display()), source: e })?;
             let mut options = CreateOptions::new(schema_json, record_key, ordering_field);
             options.schema_source = schema.display().to_string();
+            options.table_version = table_version;
             options.partition_field = partition_field;
             options.buckets = buckets;
             options.name = name;

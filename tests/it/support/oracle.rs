@@ -44,21 +44,47 @@ def open_table(uri):
     return b.build()
 "#;
 
+/// Python defining `rows_json(batches)`: rows as JSON in the forms `tributary
+/// read --format jsonl` writes values JSON has no form for: a decimal as a
+/// number, a timestamp in RFC 3339 with `Z`, bytes in hex, a map as an
+/// object, and anything else (a date) as Python's `str` of it.
+pub const ROWS_JSON: &str = r#"
+import datetime, decimal, json
+import pyarrow as pa
+def _norm(v):
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    if isinstance(v, datetime.datetime):
+        return v.isoformat().replace('+00:00', 'Z')
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).hex()
+    return str(v)
+def rows_json(batches):
+    if not batches:
+        return '[]'
+    t = pa.Table.from_batches(batches)
+    maps = [f.name for f in t.schema if pa.types.is_map(f.type)]
+    rows = t.to_pylist()
+    for r in rows:
+        for m in maps:
+            if r[m] is not None:
+                r[m] = dict(r[m])
+    return json.dumps(rows, default=_norm)
+"#;
+
 /// The official reader's rows of `table` (a path or URI), meta columns
 /// included; `opts` is Python that changes the `HudiReadOptions` named `o`.
-/// Values JSON has no form for are written as Python's `str` of them (a
-/// date as `2020-02-22`, as `tributary read` writes it).
+/// Values are in `tributary read`'s JSON forms ([`ROWS_JSON`]).
 pub fn official_rows(table: impl AsRef<OsStr>, opts: &str) -> Vec<Value> {
     let script = format!(
-        "import sys, json\n\
-         import pyarrow as pa\n\
+        "import sys\n\
          from hudi import HudiReadOptions, HudiQueryType\n\
          {OPEN_TABLE}\
+         {ROWS_JSON}\
          t = open_table(sys.argv[1])\n\
          o = HudiReadOptions()\n\
          {opts}\n\
-         b = t.read(o)\n\
-         print(json.dumps(pa.Table.from_batches(b).to_pylist() if b else [], default=str))"
+         print(rows_json(t.read(o)))"
     );
     let out = python(&script, &[table.as_ref().to_str().unwrap()]);
     comparable(serde_json::from_str(out.trim()).unwrap())

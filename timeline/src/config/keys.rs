@@ -20,6 +20,7 @@ pub(crate) const LOG_FORMAT: &str = "hoodie.table.log.file.format";
 pub(crate) const MERGE_MODE: &str = "hoodie.record.merge.mode";
 pub(crate) const MERGE_STRATEGY: &str = "hoodie.record.merge.strategy.id";
 pub(crate) const PAYLOAD_CLASS: &str = "hoodie.compaction.payload.class";
+pub(crate) const TABLE_FORMAT: &str = "hoodie.table.format";
 pub(crate) const POPULATE_META: &str = "hoodie.populate.meta.fields";
 pub(crate) const HIVE_STYLE: &str = "hoodie.datasource.write.hive_style_partitioning";
 pub(crate) const URL_ENCODE: &str = "hoodie.datasource.write.partitionpath.urlencode";

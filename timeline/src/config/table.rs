@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::layout;
 
 /// Table versions this build reads.
-pub(crate) const SUPPORTED_VERSIONS: &str = "6, 8";
+pub(crate) const SUPPORTED_VERSIONS: &str = "6, 8, 9";
 
 /// Copy-on-write or merge-on-read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,9 +47,9 @@ pub struct TableConfig {
     pub database: Option<String>,
     /// `hoodie.table.type`.
     pub table_type: TableType,
-    /// `hoodie.table.version` (6 or 8).
+    /// `hoodie.table.version` (6, 8 or 9).
     pub version: u32,
-    /// `hoodie.timeline.layout.version` (1 for v6, 2 for v8).
+    /// `hoodie.timeline.layout.version` (1 for v6, 2 for v8 and v9).
     pub timeline_layout: u32,
     /// `hoodie.timeline.path`, relative to `.hoodie/` (v8).
     pub timeline_path: String,
@@ -92,9 +92,20 @@ pub struct TableConfig {
     pub other: BTreeMap<String, String>,
 }
 
-/// What a new table needs; everything else takes Hudi's v8 defaults.
+/// Table versions a new table may have: 8 (Hudi 1.0.x) or 9 (Hudi 1.1 and
+/// later); `docs/interop.md`, "Table version 9".
+pub const WRITABLE_VERSIONS: [u32; 2] = [8, 9];
+
+/// The version of a new table unless told otherwise: 8, which every Hudi
+/// 1.x reader reads (1.0.x readers refuse 9).
+pub const DEFAULT_TABLE_VERSION: u32 = 8;
+
+/// What a new table needs; everything else takes Hudi's defaults for its
+/// version.
 #[derive(Debug, Clone)]
 pub struct NewTableConfig {
+    /// `hoodie.table.version`: one of [`WRITABLE_VERSIONS`].
+    pub version: u32,
     /// Table name (letters, digits, `_`).
     pub name: String,
     /// Optional database name.
@@ -137,6 +148,7 @@ impl NewTableConfig {
     /// 16 murmur3 buckets.
     pub fn new(name: &str, record_key: &str, ordering_field: &str, schema_json: &str) -> Self {
         Self {
+            version: DEFAULT_TABLE_VERSION,
             name: name.into(),
             database: None,
             record_key_fields: split_fields(record_key),
@@ -239,7 +251,7 @@ impl TableConfig {
 
         let version_text = p.required(keys::VERSION)?;
         let version: u32 = match version_text.trim().parse() {
-            Ok(v @ (6 | 8)) => v,
+            Ok(v @ (6 | 8 | 9)) => v,
             _ => {
                 return Err(Error::UnsupportedVersion {
                     path: path.to_string(),
@@ -431,17 +443,25 @@ impl TableConfig {
         })
     }
 
-    /// The configuration of a new version-8 Merge-on-Read table.
+    /// The configuration of a new Merge-on-Read table of version
+    /// `new.version` (8 or 9). A version-9 table records its merge mode
+    /// alone (no payload class, and a strategy id only for CUSTOM) and its
+    /// ordering field under `hoodie.table.ordering.fields`, as Hudi 1.1
+    /// creates one.
     pub fn new_table(new: &NewTableConfig) -> Self {
         let mut other = BTreeMap::new();
         let mut put = |k: &str, v: &str| {
             other.insert(k.to_string(), v.to_string());
         };
-        put(keys::INITIAL_VERSION, "8");
+        put(keys::INITIAL_VERSION, &new.version.to_string());
         put(keys::KEYGEN_TYPE, key_generator_type(new.partition_field.is_some(), new.record_key_fields.len()));
         put(keys::BASE_FORMAT, "PARQUET");
         put(keys::LOG_FORMAT, "HOODIE_LOG");
-        put(keys::PAYLOAD_CLASS, new.merge_mode.payload_class());
+        if new.version >= 9 {
+            put(keys::TABLE_FORMAT, "native");
+        } else {
+            put(keys::PAYLOAD_CLASS, new.merge_mode.payload_class());
+        }
         put(keys::URL_ENCODE, "false");
         put(keys::DROP_PARTITION_COLUMNS, "false");
         put(keys::TIMEZONE, "UTC");
@@ -450,7 +470,7 @@ impl TableConfig {
             name: new.name.clone(),
             database: new.database.clone(),
             table_type: TableType::MergeOnRead,
-            version: 8,
+            version: new.version,
             timeline_layout: 2,
             timeline_path: layout::DEFAULT_TIMELINE_FOLDER.into(),
             history_path: layout::DEFAULT_HISTORY_FOLDER.into(),
@@ -496,7 +516,9 @@ impl TableConfig {
             put(keys::RECORD_KEY, self.record_key_fields.join(","));
         }
         if let Some(o) = &self.ordering_field {
-            put(keys::PRECOMBINE, o.clone());
+            // Version 9 renamed the key; Hudi 1.1 reads the old one as an
+            // alternative, 1.0 only the old one.
+            put(if self.version >= 9 { keys::ORDERING } else { keys::PRECOMBINE }, o.clone());
         }
         if !self.partition_fields.is_empty() {
             put(keys::PARTITION, self.partition_fields.join(","));
@@ -505,7 +527,10 @@ impl TableConfig {
         put(keys::POPULATE_META, self.populate_meta_fields.to_string());
         if self.version >= 8 {
             put(keys::MERGE_MODE, self.merge_mode.name().into());
-            put(keys::MERGE_STRATEGY, self.merge_strategy_id.clone());
+            // Version 9 records a strategy id for CUSTOM merging only.
+            if self.version == 8 || self.merge_mode == MergeMode::Custom {
+                put(keys::MERGE_STRATEGY, self.merge_strategy_id.clone());
+            }
         }
         if !self.sequence_groups.is_empty() {
             let groups: Vec<String> = self.sequence_groups.iter().map(SequenceGroup::render).collect();
@@ -629,6 +654,7 @@ mod tests {
 
     fn sample() -> NewTableConfig {
         NewTableConfig {
+            version: 8,
             name: "trips".into(),
             database: None,
             record_key_fields: vec!["uuid".into()],
@@ -653,6 +679,65 @@ mod tests {
         assert!(text.contains("hoodie.table.checksum="));
         let back = TableConfig::parse(&text, "hoodie.properties").unwrap();
         assert_eq!(back, cfg);
+    }
+
+    /// A version-9 table records what Hudi 1.1 records at creation: the
+    /// ordering field under its new key, the merge mode without a payload
+    /// class or (for a built-in mode) a strategy id, and the table format.
+    #[test]
+    fn version_9_tables_record_what_hudi_1_1_records() {
+        let mut new = sample();
+        new.version = 9;
+        let cfg = TableConfig::new_table(&new);
+        let text = cfg.to_properties_text("Updated by tributary").unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for want in [
+            "hoodie.table.version=9",
+            "hoodie.table.initial.version=9",
+            "hoodie.timeline.layout.version=2",
+            "hoodie.table.ordering.fields=ts",
+            "hoodie.record.merge.mode=EVENT_TIME_ORDERING",
+            "hoodie.table.format=native",
+        ] {
+            assert!(lines.contains(&want), "{want} in {text}");
+        }
+        for absent in [keys::PRECOMBINE, keys::PAYLOAD_CLASS, keys::MERGE_STRATEGY] {
+            assert!(!text.contains(absent), "{absent} in {text}");
+        }
+        assert_eq!(TableConfig::parse(&text, "hoodie.properties").unwrap(), cfg);
+        // Sequence groups are CUSTOM merging: the strategy id is recorded.
+        new.sequence_groups = vec![SequenceGroup::parse("ts=a:b").unwrap()];
+        let text = TableConfig::new_table(&new).to_properties_text("x").unwrap();
+        assert!(text.contains(&format!("{}={SEQUENCE_GROUPS_STRATEGY_ID}", keys::MERGE_STRATEGY)), "{text}");
+    }
+
+    /// The `hoodie.properties` Spark with Hudi 1.1 wrote for a version-9
+    /// table (`../shared/hudi-corpus-next`, `v9_txns_complex_nometa`).
+    #[test]
+    fn reads_what_hudi_1_1_writes_at_version_9() {
+        let text = "hoodie.table.initial.version=9\n\
+hoodie.table.keygenerator.type=COMPLEX\n\
+hoodie.table.type=MERGE_ON_READ\n\
+hoodie.table.partition.fields=region\n\
+hoodie.timeline.layout.version=2\n\
+hoodie.timeline.history.path=history\n\
+hoodie.table.checksum=3642927758\n\
+hoodie.table.format=native\n\
+hoodie.table.name=v9_txns_mor_complex_meta\n\
+hoodie.table.recordkey.fields=txn_id,account_id\n\
+hoodie.timeline.path=timeline\n\
+hoodie.table.ordering.fields=txn_ts\n\
+hoodie.datasource.write.hive_style_partitioning=true\n\
+hoodie.database.name=default\n\
+hoodie.record.merge.mode=EVENT_TIME_ORDERING\n\
+hoodie.table.version=9\n";
+        let c = TableConfig::parse(text, "hoodie.properties").unwrap();
+        assert_eq!((c.version, c.timeline_layout, c.merge_mode), (9, 2, MergeMode::EventTime));
+        assert_eq!(c.ordering_field.as_deref(), Some("txn_ts"));
+        assert_eq!(c.merge_strategy_id, MergeMode::EventTime.strategy_id());
+        // Version 10 is refused, naming the versions this build reads.
+        let err = TableConfig::parse(&text.replace("version=9\n", "version=10\n"), "p").unwrap_err().to_string();
+        assert!(err.contains("unsupported table version 10") && err.contains("6, 8, 9"), "{err}");
     }
 
     #[test]
