@@ -11,7 +11,9 @@ use tributary_compaction::{
 };
 use tributary_timeline::TableConfig;
 use tributary_timeline::create_folder;
-use tributary_timeline::{Clock, FileSystemView, LockProvider, TableLocation, TimeGenerator, TimeMode, Timeline};
+use tributary_timeline::{
+    Clock, FileSystemView, LockProvider, TableLocation, TimeGenerator, TimeMode, Timeline, TimelineFolder,
+};
 
 use crate::components::{Components, Spill};
 use crate::error::{Error, Result};
@@ -112,6 +114,10 @@ impl Table {
                 ),
             });
         }
+        // One listing of the active timeline: an instant this build cannot
+        // read (an unknown action) is refused before the client's first
+        // commit creates anything.
+        TimelineFolder::new(&self.loc, &self.config).load_active().await?;
         let (loc, config, time) = (self.loc.clone(), self.config.clone(), self.time_generator());
         if config.create_schema.is_some() {
             return Ok(tributary_writer::WriteClient::new(loc, config, time, settings)?);

@@ -242,7 +242,14 @@ fn decoded_block(
 
 /// The error for a log block of a type no reader handles.
 pub(crate) fn unsupported_block(block_type: BlockType, path: &str) -> Error {
-    Error::Invalid { what: path.to_string(), reason: format!("{block_type:?} log blocks are not supported") }
+    Error::Invalid {
+        what: path.to_string(),
+        reason: format!(
+            "a log block of type {} ({block_type:?}) cannot be read here; data logs hold Avro (3) or Parquet (5) \
+             data, delete (1) and command (0) blocks",
+            block_type as i32
+        ),
+    }
 }
 
 /// Log files up to this size are read in one request; larger ones a block

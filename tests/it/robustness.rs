@@ -64,7 +64,6 @@ fn stray_timeline_files_are_skipped_with_a_warning() {
         (".DS_Store", "junk"),
         ("README.txt", "junk"),
         ("2025.deltacommit", ""),
-        ("20251220210108079.frobnicate.requested", ""),
     ] {
         std::fs::write(tl.join(name), content).unwrap();
     }
@@ -77,7 +76,67 @@ fn stray_timeline_files_are_skipped_with_a_warning() {
     assert!(lines[0].starts_with("20251220210108078  deltacommit"), "{stdout}");
     assert!(lines[0].contains("COMPLETED") && lines[0].ends_with("20251220210109593"), "{stdout}");
     assert!(lines[1].contains("REQUESTED") && lines[1].ends_with('-'), "{stdout}");
-    for stray in ["README.txt", "2025.deltacommit", "frobnicate"] {
+    for stray in ["README.txt", "2025.deltacommit"] {
         assert!(stderr.contains(stray), "warning names {stray}: {stderr}");
     }
+}
+
+/// An instant of an action this build does not know could change what a
+/// reader sees: every command that loads the timeline refuses it, naming
+/// the file and the action, and writes nothing.
+#[test]
+fn an_unknown_timeline_action_is_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = new_table(dir.path());
+    let t = table.to_str().unwrap();
+    let name = "20251220210108079.frobnicate.requested";
+    std::fs::write(table.join(".hoodie/timeline").join(name), "").unwrap();
+    let before = std::fs::read_dir(table.join(".hoodie/timeline")).unwrap().count();
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, "{\"uuid\":\"a\",\"ts\":1,\"fare\":2.5,\"city\":\"x\"}\n").unwrap();
+    for args in
+        [vec!["timeline", t], vec!["read", t], vec!["write", t, "--input", input.to_str().unwrap()], vec!["compact", t]]
+    {
+        let err = tributary_err(&args);
+        assert!(err.contains(name) && err.contains("unknown timeline action `frobnicate`"), "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(table.join(".hoodie/timeline")).unwrap().count(), before, "nothing was written");
+}
+
+/// A log block of a type no reader here handles (an HFile block in a data
+/// table), or of no known type: reads and compaction fail naming the log
+/// file and the type found, and no base file is written.
+#[test]
+fn a_log_block_that_cannot_be_read_is_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = init_trips(dir.path(), "t", &["--buckets", "1"]);
+    let t = table.to_str().unwrap();
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, "{\"uuid\":\"a\",\"ts\":1,\"fare\":2.5,\"city\":\"x\"}\n").unwrap();
+    tributary_ok(&["write", t, "--input", input.to_str().unwrap()]);
+    let log = std::fs::read_dir(&table)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().contains(".log."))
+        .expect("the write's log file");
+    let name = log.file_name().unwrap().to_string_lossy().into_owned();
+    // The block type is the int after the magic (6 bytes), the block size
+    // (8) and the log format version (4).
+    let set_type = |code: i32| {
+        let mut bytes = std::fs::read(&log).unwrap();
+        bytes[18..22].copy_from_slice(&code.to_be_bytes());
+        std::fs::write(&log, bytes).unwrap();
+    };
+    set_type(4);
+    for args in [vec!["read", t], vec!["compact", t]] {
+        let err = tributary_err(&args);
+        assert!(err.contains(&name) && err.contains("type 4 (HFileData)"), "{args:?}: {err}");
+    }
+    set_type(9);
+    let err = tributary_err(&["read", t]);
+    assert!(err.contains(&name) && err.contains("unknown block type 9"), "{err}");
+    let parquet =
+        std::fs::read_dir(&table).unwrap().flatten().filter(|e| e.path().extension().is_some_and(|x| x == "parquet"));
+    assert_eq!(parquet.count(), 0, "no base file was written");
 }

@@ -141,7 +141,7 @@ pub enum Action {
 }
 
 impl Action {
-    const ALL: [Action; 11] = [
+    pub(crate) const ALL: [Action; 11] = [
         Action::DeltaCommit,
         Action::Commit,
         Action::Compaction,

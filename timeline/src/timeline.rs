@@ -151,6 +151,18 @@ impl Timeline {
         let listing = loc.store.list_with_delimiter(Some(dir)).await.map_err(|e| Error::store("list", dir, e))?;
         let names: Vec<String> =
             listing.objects.iter().filter_map(|m| m.location.filename().map(String::from)).collect();
+        // An instant of an action this build does not know may change what
+        // readers see (a new kind of commit): refuse rather than skip it.
+        if let Some((name, action)) = names.iter().find_map(|n| unknown_action(n, layout).map(|a| (n, a))) {
+            let known: Vec<&str> = Action::ALL.iter().map(|a| a.name()).collect();
+            return Err(Error::Corrupt {
+                path: dir.clone().join(name.as_str()).to_string(),
+                reason: format!(
+                    "unknown timeline action `{action}` (written by a newer Hudi?); this build reads {}",
+                    known.join(", ")
+                ),
+            });
+        }
         let active = if layout >= 2 {
             Self::from_layout2_names(names.iter().map(String::as_str))
         } else {
@@ -488,6 +500,27 @@ fn assemble(t: &InstantTime, files: &[TimelineFile]) -> std::result::Result<Inst
         }
     };
     Ok(Instant { requested: t.clone(), action, state, completed: completed_at })
+}
+
+/// The action of a well-formed timeline file name that names an action
+/// this build does not know, if it does; `None` for a known action and for
+/// names that are no instant's file (those are skipped with a warning).
+fn unknown_action(name: &str, layout: u32) -> Option<&str> {
+    if !name.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let (stem, rest) = name.split_once('.')?;
+    if layout < 2 && stem.contains('_') || InstantTime::parse(stem.split('_').next()?).is_err() {
+        return None;
+    }
+    let action = match rest.rsplit_once('.') {
+        Some((a, "requested" | "inflight")) => a,
+        Some(_) => return None,
+        None if rest == "inflight" || rest == "requested" => return None,
+        None => rest,
+    };
+    let well_formed = !action.is_empty() && action.bytes().all(|b| b.is_ascii_lowercase());
+    (well_formed && Action::from_name(action).is_none()).then_some(action)
 }
 
 /// The folder holding the timeline: `.hoodie/timeline` (layout 2) or `.hoodie` (layout 1).
