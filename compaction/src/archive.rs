@@ -20,6 +20,10 @@
 //!   an hours policy's window holds archiving back as a commit count
 //!   does);
 //! - the first savepoint and everything after it;
+//! - a replacecommit (insert overwrite, clustering) whose replaced file
+//!   groups still have files, and everything after it: readers know those
+//!   groups replaced only from the active timeline, so the cleaner deletes
+//!   them first, as Hudi's archiver waits for its cleaner;
 //! - a delta commit with a log in a latest file slice that has no base
 //!   file, or whose base instant is newer than the delta commit. The
 //!   official reader (hudi-rs) places an archived log by its requested
@@ -149,6 +153,9 @@ pub enum Retained {
     /// A delta commit with a log in a latest file slice with no base file,
     /// or with a newer base.
     LatestSliceLog(InstantTime),
+    /// A replacecommit whose replaced file groups still have files: only
+    /// the active timeline tells readers they are replaced.
+    ReplacedFiles(InstantTime),
 }
 
 impl Retained {
@@ -159,7 +166,8 @@ impl Retained {
             | Retained::CompactionDeltaCommits(t)
             | Retained::CleanRetained(t)
             | Retained::Savepoint(t)
-            | Retained::LatestSliceLog(t) => t,
+            | Retained::LatestSliceLog(t)
+            | Retained::ReplacedFiles(t) => t,
         }
     }
 
@@ -175,6 +183,7 @@ impl Retained {
             Retained::LatestSliceLog(_) => {
                 "a log in a latest file slice with no base file or a newer one, which the official reader would misplace"
             }
+            Retained::ReplacedFiles(_) => "a replacecommit whose replaced file groups the cleaner has not yet deleted",
         }
     }
 }
@@ -396,6 +405,11 @@ pub(crate) fn select(
     if let Some(t) = straddling {
         bounds.push(Retained::LatestSliceLog(t));
     }
+    // Hudi's archiver keeps a replacecommit until the cleaner deleted the
+    // groups it replaced; readers know them replaced only from it.
+    if let Some(t) = view.replaced().values().map(|g| &g.replaced_by).min() {
+        bounds.push(Retained::ReplacedFiles(t.clone()));
+    }
     let first_kept = bounds.into_iter().min_by(|a, b| a.instant().cmp(b.instant()));
     let limit = commits.len() - keep_min;
     let chosen: Vec<&Instant> = commits
@@ -463,7 +477,7 @@ mod tests {
 
     use super::*;
     use crate::CleanRetention;
-    use crate::test_util::{Table, compaction, delta_commit, table, timeline, ts, writer};
+    use crate::test_util::{Table, compaction, delta_commit, exists, log, replace_commit, table, timeline, ts, writer};
 
     /// Small bounds: archive above 4 commits, down to 2; compactions by
     /// count need one delta commit.
@@ -599,6 +613,31 @@ mod tests {
         let s = run(&tb, &small()).await;
         assert_eq!(s.retained, Some(Retained::LatestSliceLog(ts(120))));
         assert_eq!(requested(&s), vec![ts(100), ts(110)]);
+    }
+
+    /// A replacecommit whose replaced file group still has files stays,
+    /// with everything after it: only the active timeline tells readers
+    /// the group is replaced. Once the cleaner deleted it, it goes.
+    #[tokio::test]
+    async fn a_replacecommit_stays_until_its_replaced_groups_are_cleaned() {
+        let tb = table().await;
+        let times = commits_from(&tb, 100, 3).await; // bucket 0: 100, 110, 120
+        delta_commit(&tb, 130, Some(135), &[1]).await;
+        compaction(&tb, 131, 136).await; // bucket 0's base
+        replace_commit(&tb, 140, 145, 1).await; // replaces bucket 1's group
+        commits_from(&tb, 150, 4).await;
+        compaction(&tb, 200, 201).await;
+        let s = run(&tb, &small()).await;
+        assert_eq!(s.retained, Some(Retained::ReplacedFiles(ts(140))));
+        assert_eq!(requested(&s), [times, vec![ts(130), ts(131)]].concat());
+        assert!(!timeline(&tb).await.is_archived(&ts(140)));
+        // The cleaner deletes the replaced group (its commit is long before
+        // the earliest commit to retain); then the replacecommit goes.
+        let cleaned = crate::clean(&tb.loc, &tb.config, &tb.time, CleanRetention::Commits(2)).await.unwrap().unwrap();
+        assert!(cleaned.deleted_files.iter().any(|f| f.contains(&log(1, 130))), "{cleaned:?}");
+        assert!(!exists(&tb, &log(1, 130)).await);
+        let s = run(&tb, &small()).await;
+        assert!(requested(&s).contains(&ts(140)), "{s:?}");
     }
 
     #[tokio::test]

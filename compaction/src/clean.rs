@@ -26,8 +26,10 @@
 //! that newer base, and every log that completed after it sits in its slice
 //! or a later one, so nothing a retained instant needs is removed. Slices
 //! behind a pending compaction stay (its slice has no completed base), and so
-//! do log-only file groups. The plan and the clean metadata record the
-//! policy by Hudi's name.
+//! do log-only file groups. A file group a `replacecommit` replaced (insert
+//! overwrite, clustering by a Java writer) goes whole once that commit
+//! completed before the earliest commit to retain was requested. The plan
+//! and the clean metadata record the policy by Hudi's name.
 //!
 //! ```text
 //!  clean                                      table lock          storage
@@ -246,6 +248,18 @@ pub(crate) fn plan_clean(
             if slice.base.as_ref().is_some_and(|b| completed_before_bound(&b.name.instant)) {
                 superseded = true;
             }
+        }
+    }
+    // A file group replaced (insert overwrite, clustering) before the
+    // earliest commit to retain was requested: no retained instant reads
+    // it, so all of its files go, as Hudi's `CleanPlanner` deletes
+    // replaced file groups.
+    for ((partition, _), group) in view.replaced() {
+        if completed_before_bound(&group.replaced_by) {
+            files.entry(partition.clone()).or_default().extend(group.files.iter().map(|f| CleanFileInfo {
+                file_path: Some(fs_path(loc, partition, &f.name)),
+                is_bootstrap_base_file: Some(false),
+            }));
         }
     }
     files.retain(|_, f| !f.is_empty());

@@ -102,6 +102,21 @@ pub(crate) async fn compaction(tb: &Table, k: u32, c: u32) {
     writer(tb).create(&i, State::Completed, Vec::new()).await.unwrap();
 }
 
+/// A replacecommit (a Java writer's insert overwrite) requested at `t` and
+/// completed at `c`, replacing the file group of `bucket`.
+pub(crate) async fn replace_commit(tb: &Table, t: u32, c: u32, bucket: u32) {
+    let mut i = Instant::requested(ts(t), Action::ReplaceCommit);
+    writer(tb).create(&i, State::Requested, Vec::new()).await.unwrap();
+    writer(tb).create(&i, State::Inflight, Vec::new()).await.unwrap();
+    let mut meta = tributary_format::CommitMetadata { operation_type: "INSERT_OVERWRITE".into(), ..Default::default() };
+    meta.partition_to_replace_file_ids.insert(PARTITION.into(), vec![nbcc_file_id(bucket)]);
+    // Our encoder has no field for the replaced groups; Java's JSON form
+    // (table version 6) carries them, and readers take either.
+    let json = serde_json::to_vec(&meta).unwrap();
+    i.completed = Some(ts(c));
+    writer(tb).create(&i, State::Completed, json).await.unwrap();
+}
+
 /// The table's timeline, loaded.
 pub(crate) async fn timeline(tb: &Table) -> Timeline {
     Timeline::load(&tb.loc, &tb.config).await.unwrap()

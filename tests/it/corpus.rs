@@ -157,3 +157,49 @@ fn corpus_log_files_round_trip_byte_for_byte() {
     assert!(seen >= 7, "expected the corpus log files, saw {seen}");
     assert!(parquet >= 1, "expected Parquet log blocks in the corpus");
 }
+
+/// The cleaner deletes the file groups Spark's insert overwrite and
+/// clustering replaced, once no retained commit needs them; the archiver
+/// keeps each replacecommit while its replaced groups have files; both
+/// readers return the same rows before and after.
+#[tokio::test]
+async fn the_cleaner_deletes_replaced_file_groups() {
+    let Some(zips) = all_corpus_zips("v9_") else { return };
+    let mut cleaned = 0;
+    for zip in zips {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = unzip_table(&zip, tmp.path());
+        let table = Table::open_local(&base).await.unwrap();
+        let (_, view) = table.file_system_view().await.unwrap();
+        let replaced: Vec<tributary_timeline::DataFile> =
+            view.replaced().values().flat_map(|g| g.files.iter().cloned()).collect();
+        if replaced.is_empty() {
+            continue;
+        }
+        let t = base.to_str().unwrap();
+        let before = our_rows(t, &[]);
+        // While they have files, the archiver keeps the replacecommits.
+        let replacecommits = || {
+            let names = std::fs::read_dir(base.join(".hoodie/timeline")).unwrap().flatten();
+            names.filter(|e| e.file_name().to_string_lossy().ends_with(".replacecommit")).count()
+        };
+        let active = replacecommits();
+        let archive =
+            ["archive", t, "--keep-min-commits", "1", "--keep-max-commits", "2", "--time-mode", "hybrid-logical"];
+        tributary_ok(&archive);
+        assert_eq!(replacecommits(), active, "{}: a replacecommit was archived", zip.display());
+        let out = tributary_ok(&["clean", t, "--retain-commits", "1", "--time-mode", "hybrid-logical"]);
+        assert!(out.contains("files deleted"), "{}: {out}", zip.display());
+        for f in &replaced {
+            assert!(!base.join(&f.partition).join(&f.name).exists(), "{}: {} is left", zip.display(), f.name);
+        }
+        let (_, view) = table.file_system_view().await.unwrap();
+        assert!(view.replaced().is_empty(), "{}", zip.display());
+        assert_eq!(our_rows(t, &[]), before, "{}", zip.display());
+        if have_official_reader() {
+            assert_eq!(official_rows(t, ""), before, "{}", zip.display());
+        }
+        cleaned += 1;
+    }
+    assert!(cleaned >= 3, "expected v9 tables with replaced file groups, cleaned {cleaned}");
+}

@@ -150,7 +150,18 @@ pub struct FileSystemView {
     pending_compactions: BTreeSet<InstantTime>,
     in_pending_plans: BTreeSet<(String, String)>,
     clustering: BTreeSet<(String, String)>,
+    replaced: BTreeMap<GroupId, ReplacedGroup>,
     skipped: Vec<String>,
+}
+
+/// A file group a completed `replacecommit` replaced whose files are still
+/// in storage: invisible to readers, for the cleaner to delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplacedGroup {
+    /// The replacecommit's requested time.
+    pub replaced_by: InstantTime,
+    /// The group's files, in listing order.
+    pub files: Vec<DataFile>,
 }
 
 /// A file group: `(partition, file id)`.
@@ -177,23 +188,35 @@ impl FileSystemView {
         let mut bases = Vec::new();
         let mut logs = Vec::new();
         let mut skipped = Vec::new();
-        let replaced = |f: &DataFile, file_id: &str| {
-            !planned.replaced.is_empty() && planned.replaced.contains_key(&(f.partition.clone(), file_id.to_string()))
-        };
+        let mut replaced: BTreeMap<GroupId, ReplacedGroup> = BTreeMap::new();
         for f in files {
             if f.name == PARTITION_METADATA {
                 continue;
             }
+            if !planned.replaced.is_empty() {
+                let file_id = LogFileName::parse(&f.name)
+                    .map(|n| n.file_id)
+                    .or_else(|_| BaseFileName::parse(&f.name).map(|n| n.file_id));
+                if let Ok(file_id) = file_id
+                    && let Some(by) = planned.replaced.get(&(f.partition.clone(), file_id.clone()))
+                {
+                    let group = (f.partition.clone(), file_id);
+                    let entry = replaced
+                        .entry(group)
+                        .or_insert_with(|| ReplacedGroup { replaced_by: by.clone(), files: Vec::new() });
+                    entry.files.push(f);
+                    continue;
+                }
+            }
             if f.name.starts_with('.') && f.name.contains(".log.") {
                 match LogFileName::parse(&f.name) {
                     // Files of instants that have not completed are invisible.
-                    Ok(n) if !timeline.is_completed(&n.instant) || replaced(&f, &n.file_id) => {}
+                    Ok(n) if !timeline.is_completed(&n.instant) => {}
                     Ok(n) => logs.push((n, f)),
                     Err(e) => skipped.push(e.to_string()),
                 }
             } else if f.name.ends_with(".parquet") {
                 match BaseFileName::parse(&f.name) {
-                    Ok(n) if replaced(&f, &n.file_id) => {}
                     Ok(n) => bases.push((n, f)),
                     Err(e) => skipped.push(e.to_string()),
                 }
@@ -266,7 +289,7 @@ impl FileSystemView {
             g.slice_at(key).logs.push(LogFile { name, file, completed });
         }
         let clustering = planned.clustering.clone();
-        Self { groups, pending_compactions, in_pending_plans, clustering, skipped }
+        Self { groups, pending_compactions, in_pending_plans, clustering, replaced, skipped }
     }
 
     /// Lists the table and builds its view at `timeline`.
@@ -307,6 +330,12 @@ impl FileSystemView {
     /// leaves it alone until the clustering completes.
     pub fn in_pending_clustering(&self, partition: &str, file_id: &str) -> bool {
         !self.clustering.is_empty() && self.clustering.contains(&(partition.to_string(), file_id.to_string()))
+    }
+
+    /// The file groups completed replacecommits replaced that still have
+    /// files in storage, which no reader of this view sees.
+    pub fn replaced(&self) -> &BTreeMap<GroupId, ReplacedGroup> {
+        &self.replaced
     }
 
     /// Names that looked like data files but did not parse.
