@@ -351,12 +351,41 @@ impl FileSystemView {
 /// no Java writer clustered or overwrote has no such instants, and costs no
 /// read for them.
 pub async fn planned_groups(loc: &TableLocation, config: &TableConfig, timeline: &Timeline) -> Result<PlannedGroups> {
-    use crate::instant::{Action, State};
+    let mut planned = replaced_groups(loc, config, timeline).await?;
+    let writer = crate::timeline::TimelineFolder::new(loc, config);
+    for c in timeline.pending_compactions() {
+        let path = writer.path_of(c, crate::instant::State::Requested)?;
+        let bytes = loc.get(&path).await?;
+        // An empty requested file plans no file group.
+        let groups = if bytes.is_empty() {
+            BTreeSet::new()
+        } else {
+            let plan = CompactionPlan::from_avro_container_shared(&bytes, path.as_ref())?;
+            plan.operations.iter().map(|op| (op.partition_path.clone(), op.file_id.clone())).collect()
+        };
+        planned.compactions.insert(c.requested.clone(), groups);
+    }
+    Ok(planned)
+}
+
+/// Whether an instant replaces file groups: a `replacecommit` (insert
+/// overwrite, delete partition, a layout-1 clustering) or a `clustering`.
+pub fn replaces_groups(i: &crate::instant::Instant) -> bool {
+    use crate::instant::Action;
+    matches!(i.action, Action::ReplaceCommit | Action::Clustering)
+}
+
+/// The file groups the completed replacecommits among `timeline`'s active
+/// instants replaced, and those its pending clusterings rewrite
+/// ([`PlannedGroups::replaced`] and [`PlannedGroups::clustering`]; no
+/// compaction). Reads nothing when no active instant replaces groups.
+pub async fn replaced_groups(loc: &TableLocation, config: &TableConfig, timeline: &Timeline) -> Result<PlannedGroups> {
+    use crate::instant::State;
     let mut planned = PlannedGroups::default();
     let writer = crate::timeline::TimelineFolder::new(loc, config);
     // The active timeline's, as Hudi's view takes them: Hudi archives a
     // replacecommit only after its cleaner removed the replaced files.
-    for i in timeline.active().iter().filter(|i| matches!(i.action, Action::ReplaceCommit | Action::Clustering)) {
+    for i in timeline.active().iter().filter(|i| replaces_groups(i)) {
         if i.is_completed() {
             let path = writer.path_of(i, State::Completed)?;
             let bytes = loc.get(&path).await?;
@@ -371,18 +400,6 @@ pub async fn planned_groups(loc: &TableLocation, config: &TableConfig, timeline:
             let bytes = loc.get(&path).await?;
             planned.clustering.extend(clustering_file_groups(&bytes, path.as_ref())?);
         }
-    }
-    for c in timeline.pending_compactions() {
-        let path = writer.path_of(c, crate::instant::State::Requested)?;
-        let bytes = loc.get(&path).await?;
-        // An empty requested file plans no file group.
-        let groups = if bytes.is_empty() {
-            BTreeSet::new()
-        } else {
-            let plan = CompactionPlan::from_avro_container_shared(&bytes, path.as_ref())?;
-            plan.operations.iter().map(|op| (op.partition_path.clone(), op.file_id.clone())).collect()
-        };
-        planned.compactions.insert(c.requested.clone(), groups);
     }
     Ok(planned)
 }

@@ -65,7 +65,7 @@ pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, FirstHoldHook, TimeGenerator};
 pub use file_name::{BaseFileName, LogFileName, WriteToken, bucket_of_file_id, nbcc_file_id};
 pub use fs_view::{
     DataFile, FileGroup, FileSlice, FileSystemView, GroupId, PlannedGroups, ReplacedGroup, list_data_files,
-    list_partition_files, planned_groups,
+    list_partition_files, planned_groups, replaced_groups, replaces_groups,
 };
 pub use partition::ensure_partition;
 

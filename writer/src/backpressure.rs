@@ -33,7 +33,7 @@ use std::time::Duration;
 use tributary_format::CommitMetadata;
 use tributary_timeline::{
     Action, Error, FileSystemView, Instant, InstantTime, LogFileName, Result, State, TableConfig, TableLocation,
-    Timeline, TimelineFolder, list_partition_files, planned_groups,
+    Timeline, TimelineFolder, list_partition_files, planned_groups, replaces_groups,
 };
 
 use crate::file_write::FileWrite;
@@ -57,6 +57,9 @@ pub(crate) struct LogTally {
     listed: HashSet<InstantTime>,
     /// Those of them that were pending then.
     listed_pending: HashSet<InstantTime>,
+    /// Whether the last refresh listed an instant that replaces file
+    /// groups (a Java writer's replacecommit or clustering).
+    replacing: bool,
     /// The completion times of each group's uncompacted logs.
     logs: HashMap<Group, Vec<InstantTime>>,
     /// The latest completed compaction of each group: a log that completed
@@ -76,6 +79,7 @@ impl LogTally {
             known: HashSet::new(),
             listed: HashSet::new(),
             listed_pending: HashSet::new(),
+            replacing: false,
             logs: HashMap::new(),
             compacted: HashMap::new(),
             read_under_lock: 0,
@@ -99,6 +103,12 @@ impl LogTally {
     /// The bound.
     pub(crate) fn bound(&self) -> usize {
         self.bound
+    }
+
+    /// Whether the last refresh listed an instant that replaces file
+    /// groups: only then must a commit look for replaced groups.
+    pub(crate) fn replacing(&self) -> bool {
+        self.replacing
     }
 
     /// Takes in the delta commits and compactions completed on the active
@@ -127,6 +137,7 @@ impl LogTally {
         partitions: &[&str],
     ) -> Result<usize> {
         let mut timeline = folder.load_active().await?;
+        self.replacing = timeline.active().iter().any(replaces_groups);
         let commits = || timeline.instants().filter(|i| is_commit(i.action));
         let listed: HashSet<InstantTime> = commits().map(|i| i.requested.clone()).collect();
         let pending: HashSet<InstantTime> =

@@ -13,6 +13,7 @@ use tributary_format::{TableDatumEncoder, TableDatums};
 use tributary_timeline::partition_file;
 use tributary_timeline::{Action, Instant, InstantTime, State};
 use tributary_timeline::{Completion, Heartbeat, complete_instant_with, delete_if_exists};
+use tributary_timeline::{TableConfig, TableLocation, Timeline, replaced_groups, replaces_groups};
 use tributary_timeline::{remove_markers, rollback_files};
 
 use std::collections::HashMap;
@@ -362,6 +363,7 @@ impl Commit {
             let look_failed = &look_failed;
             let before_visible = |c: InstantTime| async move {
                 // Again under the lock, with the commits completed since.
+                let mut replacing = true;
                 if let Some(tally) = tally {
                     let mut tally = tally.lock().await;
                     let reads = match tally.refresh(loc, config, folder, partitions).await {
@@ -376,6 +378,13 @@ impl Commit {
                     if let Some((g, logs)) = tally.over(ours) {
                         return Err(at_bound(&name, instant, g, logs, tally.bound(), started.elapsed()));
                     }
+                    replacing = tally.replacing();
+                }
+                // Only a listing under the lock shows a replacecommit or a
+                // clustering completed or planned since the write began.
+                if replacing {
+                    let timeline = folder.load_active().await?;
+                    check_not_replaced(loc, config, &timeline, ours, instant).await?;
                 }
                 if generation > 0 || checkpoint.is_some() {
                     // Fence and record the checkpoint in the same hold.
@@ -414,7 +423,11 @@ impl Commit {
                 s.writer.completed(&self.instant);
                 c
             }
-            Err(e @ (tributary_timeline::Error::Fenced { .. } | tributary_timeline::Error::Backpressure { .. })) => {
+            Err(
+                e @ (tributary_timeline::Error::Fenced { .. }
+                | tributary_timeline::Error::Backpressure { .. }
+                | tributary_timeline::Error::InvalidInput { .. }),
+            ) => {
                 self.cleanup().await;
                 return Err(e.into());
             }
@@ -630,4 +643,40 @@ fn write_stat(f: &FileWrite, instant: &InstantTime) -> WriteStat {
         log_files: Some(vec![f.name.clone()]),
         ..Default::default()
     }
+}
+
+/// Refuses a commit with a log in a file group that a completed
+/// replacecommit replaced (a Java writer's clustering or insert overwrite)
+/// or that a pending clustering rewrites: readers no longer read the group,
+/// so the log's records would be lost. Hudi's Spark writers refuse updates
+/// to a group under pending clustering too (`SparkRejectUpdateStrategy`).
+async fn check_not_replaced(
+    loc: &TableLocation,
+    config: &TableConfig,
+    timeline: &Timeline,
+    ours: &HashMap<Group, usize>,
+    instant: &InstantTime,
+) -> tributary_timeline::Result<()> {
+    if !timeline.active().iter().any(replaces_groups) {
+        return Ok(());
+    }
+    let replaced = replaced_groups(loc, config, timeline).await?;
+    for group in ours.keys() {
+        let how = match replaced.replaced.get(group) {
+            Some(by) => format!("the replacecommit {by} replaced it"),
+            None if replaced.clustering.contains(group) => "a pending clustering rewrites it".to_string(),
+            None => continue,
+        };
+        let (partition, file_id) = group;
+        return Err(tributary_timeline::Error::InvalidInput {
+            what: format!("commit {instant} of {loc}"),
+            reason: format!(
+                "file group {file_id} of partition `{partition}` takes no more logs: {how} (a Java writer's \
+                 clustering or insert overwrite), and readers no longer read it; Tributary's writers write each \
+                 bucket into its one file group, so keys of this bucket cannot be written. Nothing of this \
+                 commit became visible"
+            ),
+        });
+    }
+    Ok(())
 }

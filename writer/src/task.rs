@@ -16,6 +16,7 @@ use tributary_timeline::PARTITION_METADATA;
 use tributary_timeline::ensure_partition;
 use tributary_timeline::{BaseFileName, InstantTime, LogFileName, TableLocation, WriteToken, nbcc_file_id};
 use tributary_timeline::{MARKER_APPEND, create_marker};
+use tributary_timeline::{TimelineFolder, replaced_groups};
 
 use crate::error::{Error, Result};
 use crate::file_write::FileWrite;
@@ -211,10 +212,15 @@ impl TaskContext {
         Ok(ids.get(&bucket).cloned().unwrap_or_else(|| nbcc_file_id(bucket)))
     }
 
-    /// Lists a partition once: the file id already used for each bucket.
+    /// Lists a partition once: the file id already used for each bucket,
+    /// leaving out groups a completed replacecommit replaced (a Java
+    /// writer's insert overwrite gives a bucket a new group, which Hudi's
+    /// bucket index then writes, as this does).
     async fn list_file_ids(&self, partition: &Arc<str>) -> Result<HashMap<u32, String>> {
         let loc = &self.shared.loc;
         ensure_partition(loc, partition, &self.instant).await?;
+        let timeline = TimelineFolder::new(loc, &self.shared.config).load_active().await?;
+        let replaced = replaced_groups(loc, &self.shared.config, &timeline).await?.replaced;
         let dir = loc.join(partition);
         let listing = loc
             .store
@@ -232,6 +238,7 @@ impl TaskContext {
                 .or_else(|_| BaseFileName::parse(name).map(|b| b.file_id))
                 .ok();
             if let Some(id) = id
+                && !replaced.contains_key(&(partition.to_string(), id.clone()))
                 && let Some(b) = tributary_timeline::bucket_of_file_id(&id)
             {
                 // A file group of a bucket beyond the count: the table's
