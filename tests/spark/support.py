@@ -51,13 +51,16 @@ def tributary(*args, check=True) -> str:
     return out.stdout
 
 
-def init_table(path: Path, partitioned=True, buckets=4, bucket_hash="hudi-java", time_mode="hybrid-logical") -> Path:
-    """A new Tributary table of the tests' schema at `path`; a table Spark's
-    writers share at the same time records `time_mode="wait-for-skew"`."""
+def init_table(
+    path: Path, partitioned=True, buckets=4, bucket_hash="hudi-java", time_mode="hybrid-logical", table_version=8
+) -> Path:
+    """A new Tributary table of the tests' schema at `path`, of Hudi table
+    version `table_version`; a table Spark's writers share at the same time
+    records `time_mode="wait-for-skew"`."""
     schema = path.parent / f"{path.name}.avsc"
     schema.write_text(json.dumps(SCHEMA))
     args = ["init", path, "--schema", schema, "--record-key", "id", "--ordering-field", "ts"]
-    args += ["--buckets", buckets, "--bucket-hash", bucket_hash, "--time-mode", time_mode]
+    args += ["--buckets", buckets, "--bucket-hash", bucket_hash, "--time-mode", time_mode, "--table-version", table_version]
     if partitioned:
         args += ["--partition-field", "region"]
     tributary(*args)
@@ -288,11 +291,12 @@ class History:
     """A table written through its states, with the model and instants each
     state's checks need."""
 
-    def __init__(self, table, tmp, seed, partitioned):
+    def __init__(self, table, tmp, seed, partitioned, table_version=8):
         self.table, self.tmp, self.rng = table, tmp, random.Random(seed)
         self.model = Model()
         self.base_ts = 1_760_000_000_000
-        init_table(table, partitioned=partitioned, bucket_hash="murmur3" if partitioned else "hudi-java")
+        bucket_hash = "murmur3" if partitioned else "hudi-java"
+        init_table(table, partitioned=partitioned, bucket_hash=bucket_hash, table_version=table_version)
 
     def phase(self, tag, events_per_writer=200, writers=3):
         """Each of `writers` processes writes `events_per_writer` events at once."""

@@ -43,9 +43,13 @@ def check_time_travel(spark, h, instant, model, what):
         assert meta_rows(theirs) == meta_rows(ours), f"{what}: Spark as.of.instant {instant} (metadata {md})"
 
 
-@pytest.mark.parametrize("partitioned", [True, False], ids=["partitioned", "unpartitioned"])
-def test_spark_reads_every_state_and_query(spark, tmp_path, partitioned):
-    h = History(tmp_path / "t", tmp_path, seed=7 if partitioned else 8, partitioned=partitioned)
+@pytest.mark.parametrize(
+    "partitioned,version", [(True, 8), (False, 8), (True, 9)], ids=["partitioned", "unpartitioned", "v9-partitioned"]
+)
+def test_spark_reads_every_state_and_query(spark, tmp_path, partitioned, version):
+    h = History(tmp_path / "t", tmp_path, seed=7 if partitioned else 8, partitioned=partitioned, table_version=version)
+    props = (tmp_path / "t" / ".hoodie" / "hoodie.properties").read_text().splitlines()
+    assert f"hoodie.table.version={version}" in props, props
 
     # Logs only.
     h.phase("a")
