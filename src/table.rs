@@ -118,6 +118,10 @@ impl Table {
         // read (an unknown action) is refused before the client's first
         // commit creates anything.
         TimelineFolder::new(&self.loc, &self.config).load_active().await?;
+        // A table whose records merge in ways Tributary does not know is
+        // not written either: the writer combines a commit's versions by
+        // the same rule.
+        tributary_merge::check_merger(&self.config)?;
         let (loc, config, time) = (self.loc.clone(), self.config.clone(), self.time_generator());
         if config.create_schema.is_some() {
             return Ok(tributary_writer::WriteClient::new(loc, config, time, settings)?);

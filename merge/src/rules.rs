@@ -105,6 +105,23 @@ pub(crate) fn sort_by_key(batches: &[RecordBatch]) -> Result<RecordBatch> {
 
 /// Whether this build can merge the table's records.
 pub fn check_merger(config: &TableConfig) -> Result<()> {
+    // Version 9 records merge behaviour beyond the mode in these keys
+    // (`docs/interop.md`, "Table version 9"): a partial-update mode (take
+    // the previous value where a record holds the default or the
+    // "unavailable" marker) and merge properties (a delete field and
+    // marker). Merging without them would be wrong, with no error.
+    let unsupported = config.other.iter().find(|(k, v)| {
+        (k.as_str() == PARTIAL_UPDATE_MODE && !v.trim().is_empty()) || k.starts_with(MERGE_PROPERTY_PREFIX)
+    });
+    if let Some((key, value)) = unsupported {
+        return Err(Error::Invalid {
+            what: format!("table {}", config.name),
+            reason: format!(
+                "`{key}={value}` asks for merging Tributary does not do (partial updates of defaults or unavailable \
+                 values, or a delete marker field); refusing to guess how records merge"
+            ),
+        });
+    }
     if config.merge_mode == MergeMode::Custom && config.merge_strategy_id != SEQUENCE_GROUPS_STRATEGY_ID {
         return Err(Error::Invalid {
             what: format!("table {}", config.name),
@@ -116,6 +133,11 @@ pub fn check_merger(config: &TableConfig) -> Result<()> {
     }
     Ok(())
 }
+
+/// `hoodie.table.partial.update.mode` (table version 9).
+const PARTIAL_UPDATE_MODE: &str = "hoodie.table.partial.update.mode";
+/// The prefix of `hoodie.record.merge.property.*` (table version 9).
+const MERGE_PROPERTY_PREFIX: &str = "hoodie.record.merge.property.";
 
 #[cfg(test)]
 mod tests {
@@ -162,5 +184,25 @@ mod tests {
             };
             prop_assert_eq!(rows(&sorted), rows(&one));
         }
+    }
+
+    /// A version-9 table asking for partial updates or a delete marker is
+    /// refused, naming the key, rather than merged wrong.
+    #[test]
+    fn partial_update_modes_and_merge_properties_are_refused() {
+        let mut config =
+            TableConfig::new_table(&tributary_timeline::NewTableConfig::new("t", "id", "ts", crate::test_util::SCHEMA));
+        assert!(check_merger(&config).is_ok());
+        for (k, v) in [
+            (PARTIAL_UPDATE_MODE, "IGNORE_DEFAULTS"),
+            ("hoodie.record.merge.property.hoodie.payload.delete.field", "Op"),
+        ] {
+            let mut c = config.clone();
+            c.other.insert(k.into(), v.into());
+            let err = check_merger(&c).unwrap_err().to_string();
+            assert!(err.contains(k) && err.contains(v), "{err}");
+        }
+        config.other.insert(PARTIAL_UPDATE_MODE.into(), String::new());
+        assert!(check_merger(&config).is_ok(), "an empty mode is none");
     }
 }
