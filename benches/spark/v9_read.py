@@ -116,6 +116,7 @@ def main():
     p.add_argument("--dir", type=Path)
     args = p.parse_args()
     folder = args.dir or Path(tempfile.mkdtemp(prefix="tributary-v9-"))
+    folder.mkdir(parents=True, exist_ok=True)
     exe = build_driver()
     spark = env.session("v9-read", "4g", folder / "warehouse")
     table = make_table(spark, folder, args)
