@@ -205,7 +205,7 @@ impl TableBuilder {
             name,
             database: options.database.clone(),
             record_key_fields: options.record_key_fields.clone(),
-            ordering_field: options.ordering_field.clone(),
+            ordering_fields: options.ordering_fields.clone(),
             partition_field: options.partition_field.clone(),
             hive_style_partitioning: options.hive_style_partitioning,
             merge_mode: options.merge_mode,

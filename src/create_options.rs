@@ -30,8 +30,10 @@ pub struct CreateOptions {
     /// as Hudi's complex key generator writes it
     /// ([`RecordKey`](tributary_format::RecordKey)).
     pub record_key_fields: Vec<String>,
-    /// Ordering (event-time) field.
-    pub ordering_field: String,
+    /// Ordering (event-time) fields: one, or several (`"ts,seq"`, table
+    /// version 9 only), whose values compare element by element in this
+    /// order, as Hudi 1.1+ compares `hoodie.table.ordering.fields`.
+    pub ordering_fields: Vec<String>,
     /// Optional partition field.
     pub partition_field: Option<String>,
     /// Name partition folders `field=value`.
@@ -66,7 +68,8 @@ impl CreateOptions {
     /// Options with defaults: 16 buckets, murmur3, event-time merging,
     /// hive-style partitions. `record_key` is the record key field, or
     /// several separated by `,` for a composite key (`"user_id,date,group_id"`,
-    /// as `hoodie.table.recordkey.fields` lists them).
+    /// as `hoodie.table.recordkey.fields` lists them). `ordering_field` is the
+    /// ordering field, or several separated by `,` (version-9 tables).
     pub fn new(
         schema_json: impl Into<String>,
         record_key: impl Into<String>,
@@ -79,7 +82,7 @@ impl CreateOptions {
             schema_json: schema_json.into(),
             schema_source: "schema".into(),
             record_key_fields: split_fields(&record_key.into()),
-            ordering_field: ordering_field.into(),
+            ordering_fields: split_fields(&ordering_field.into()),
             partition_field: None,
             hive_style_partitioning: true,
             buckets: 16,
@@ -117,9 +120,7 @@ impl CreateOptions {
             });
         }
         check_record_key(&schema, src, self)?;
-        check_field(&schema, src, "ordering", &self.ordering_field)?;
-        let ordering = check_orderable(&schema, src, "ordering field", &self.ordering_field)?;
-        check_retention(self.tombstone_retention, ordering, &self.ordering_field)?;
+        check_ordering_fields(&schema, src, self)?;
         if let Some(p) = &self.partition_field {
             check_field(&schema, src, "partition", p)?;
         }
@@ -288,6 +289,50 @@ fn check_retention(retention: TombstoneRetention, ordering: OrderingKind, field:
     })
 }
 
+/// The ordering fields exist, can order records and fit the tombstone
+/// retention; several need table version 9 (Hudi 1.0.x readers take the
+/// key as one field's name), whole rows (no sequence groups) and no
+/// retention bound (a distance has no meaning across several fields).
+fn check_ordering_fields(schema: &Schema, src: &str, options: &CreateOptions) -> Result<()> {
+    let fields = &options.ordering_fields;
+    let bad = |reason: String| Err(Error::InvalidInput { what: "--ordering-field".into(), reason });
+    match fields.as_slice() {
+        [] => return bad("name the ordering (event-time) field".into()),
+        [one] => {
+            check_field(schema, src, "ordering", one)?;
+            let kind = check_orderable(schema, src, "ordering field", one)?;
+            return check_retention(options.tombstone_retention, kind, one);
+        }
+        _ => {}
+    }
+    let list = fields.join(",");
+    for (i, f) in fields.iter().enumerate() {
+        if fields[..i].contains(f) {
+            return bad(format!("`{f}` is named twice in `{list}`"));
+        }
+        check_field(schema, src, "ordering", f)?;
+        check_orderable(schema, src, "ordering field", f)?;
+    }
+    if options.table_version < 9 {
+        return bad(format!(
+            "several ordering fields (`{list}`) need --table-version 9: Hudi 1.0.x readers of a version-8 table take \
+             the list as one field's name"
+        ));
+    }
+    if !options.sequence_groups.is_empty() {
+        return bad(format!(
+            "several ordering fields (`{list}`) order whole rows: a table with them has no sequence groups"
+        ));
+    }
+    if options.tombstone_retention != TombstoneRetention::Forever {
+        return Err(Error::InvalidInput {
+            what: "--tombstone-retention".into(),
+            reason: format!("a bound needs a single ordering field, not `{list}`: use `forever`"),
+        });
+    }
+    Ok(())
+}
+
 /// Rejects sequence groups that cannot be merged unambiguously.
 fn check_sequence_groups(schema: &Schema, source: &str, options: &CreateOptions) -> Result<()> {
     let bad = |reason: String| Err(Error::InvalidInput { what: "--sequence-group".into(), reason });
@@ -317,7 +362,7 @@ fn check_sequence_groups(schema: &Schema, source: &str, options: &CreateOptions)
             check_field(schema, source, &format!("sequence group `{}` column", g.ordering), c)?;
             let special = if options.record_key_fields.contains(c) {
                 Some("the record key")
-            } else if *c == options.ordering_field {
+            } else if options.ordering_fields.contains(c) {
                 Some("the table's ordering field")
             } else if options.partition_field.as_deref() == Some(c.as_str()) {
                 Some("the partition field")

@@ -73,14 +73,14 @@ impl Table {
                 && let Some(json) = meta.schema_json()
                 && !json.is_empty()
             {
-                return Ok(TableSchema::new(json, key, cfg.ordering_field.as_deref(), partition)?);
+                return Ok(TableSchema::with_ordering_fields(json, key, &cfg.ordering_fields, partition)?);
             }
         }
         let json = cfg.create_schema.as_deref().ok_or_else(|| Error::InvalidInput {
             what: self.location().to_string(),
             reason: "no schema: no commit carries one and hoodie.table.create.schema is not set".into(),
         })?;
-        Ok(TableSchema::new(json, key, cfg.ordering_field.as_deref(), partition)?)
+        Ok(TableSchema::with_ordering_fields(json, key, &cfg.ordering_fields, partition)?)
     }
 
     /// Reads the table. Rows come ordered by partition, then record key.

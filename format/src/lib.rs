@@ -48,7 +48,7 @@ pub use key::{KeyError, Keys, RecordKey};
 pub use memo::Memo;
 pub use schema::{
     COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, IS_DELETED, META_FIELDS, PARTITION_PATH, RECORD_KEY, SequenceGroup,
-    TableSchema,
+    TableSchema, ordering_column_of,
 };
 
 // Log blocks: framing, then record encoding and decoding.

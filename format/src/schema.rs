@@ -4,6 +4,7 @@
 use std::io::Cursor;
 use std::sync::Arc;
 
+use arrow::array::ArrayRef;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use serde_json::{Value, json};
 
@@ -68,7 +69,9 @@ pub struct TableSchema {
     arrow: SchemaRef,
     arrow_with_meta: SchemaRef,
     key: RecordKey,
-    ordering: Option<usize>,
+    /// The ordering fields, in configured order (Hudi 1.1+ compares
+    /// several element by element).
+    ordering: Vec<usize>,
     partition: Option<usize>,
 }
 
@@ -163,6 +166,18 @@ impl TableSchema {
         ordering: Option<&str>,
         partition: Option<&str>,
     ) -> Result<Self> {
+        Self::with_ordering_fields(avro_json, key_fields, ordering.as_slice(), partition)
+    }
+
+    /// [`TableSchema::new`] with any number of ordering fields, in their
+    /// configured order (`hoodie.table.ordering.fields`): none, one, or
+    /// several compared element by element.
+    pub fn with_ordering_fields<K: AsRef<str>, O: AsRef<str>>(
+        avro_json: &str,
+        key_fields: &[K],
+        ordering: &[O],
+        partition: Option<&str>,
+    ) -> Result<Self> {
         let bad = |reason: String| Error::InvalidInput { what: "table schema".into(), reason };
         let (table_json, log_json) = parse_table_json(avro_json).map_err(bad)?;
         let arrow = arrow_schema_of(avro_json)?;
@@ -176,7 +191,7 @@ impl TableSchema {
                 .map(|k| Ok((k.as_ref().to_string(), find(k.as_ref(), "record key")?)))
                 .collect::<Result<_>>()?,
         );
-        let ordering = ordering.map(|o| find(o, "ordering")).transpose()?;
+        let ordering = ordering.iter().map(|o| find(o.as_ref(), "ordering")).collect::<Result<Vec<_>>>()?;
         let partition = partition.map(|p| find(p, "partition")).transpose()?;
         Ok(Self {
             full_json: table_json.clone(),
@@ -225,8 +240,8 @@ impl TableSchema {
         if let Some(fields) = json.get_mut("fields").and_then(Value::as_array_mut) {
             fields.retain(|f| f.get("name").and_then(Value::as_str).is_some_and(keep));
         }
-        let ordering = self.ordering.map(|o| self.field_name(o).to_string()).filter(|o| keep(o));
-        let mut out = Self::new(&json.to_string(), &key, ordering.as_deref(), partition.as_deref())?;
+        let ordering: Vec<&str> = self.ordering.iter().map(|&o| self.field_name(o)).filter(|o| keep(o)).collect();
+        let mut out = Self::with_ordering_fields(&json.to_string(), &key, &ordering, partition.as_deref())?;
         out.full_json = self.full_json.clone();
         out.partial = true;
         Ok(out)
@@ -280,9 +295,31 @@ impl TableSchema {
         self.key.contains(i)
     }
 
-    /// Index of the ordering field, if any.
-    pub fn ordering_index(&self) -> Option<usize> {
-        self.ordering
+    /// Indices of the ordering fields (among the table's columns), in their
+    /// configured order; empty when there is none.
+    pub fn ordering_indices(&self) -> &[usize] {
+        &self.ordering
+    }
+
+    /// Index of the ordering field when there is exactly one.
+    pub fn single_ordering(&self) -> Option<usize> {
+        match self.ordering.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        }
+    }
+
+    /// Whether table column `i` is an ordering field.
+    pub fn is_ordering(&self, i: usize) -> bool {
+        self.ordering.contains(&i)
+    }
+
+    /// The ordering value column of `batch`, whose table columns start at
+    /// column `offset` (0, or the meta fields' count): see
+    /// [`ordering_column_of`]. `None` without an ordering field.
+    pub fn ordering_column(&self, batch: &arrow::array::RecordBatch, offset: usize) -> Option<ArrayRef> {
+        let cols: Vec<usize> = self.ordering.iter().map(|o| o + offset).collect();
+        ordering_column_of(batch, &cols)
     }
 
     /// Index of the partition field, if any.
@@ -298,6 +335,28 @@ impl TableSchema {
     /// Arrow type of the table column at `i`.
     pub fn data_type(&self, i: usize) -> &DataType {
         self.arrow.field(i).data_type()
+    }
+}
+
+/// The ordering value column of `batch` for the ordering fields at columns
+/// `cols`: that column for one field, or for several a struct column of
+/// them in their order, whose values compare element by element (Hudi's
+/// `ArrayComparable`); `None` for none.
+pub fn ordering_column_of(batch: &arrow::array::RecordBatch, cols: &[usize]) -> Option<ArrayRef> {
+    match cols {
+        [] => None,
+        [one] => Some(batch.column(*one).clone()),
+        several => {
+            let fields: Vec<(Arc<Field>, ArrayRef)> = several
+                .iter()
+                .enumerate()
+                .map(|(n, &c)| {
+                    let column = batch.column(c).clone();
+                    (Arc::new(Field::new(format!("o{n}"), column.data_type().clone(), true)), column)
+                })
+                .collect();
+            Some(Arc::new(arrow::array::StructArray::from(fields)))
+        }
     }
 }
 

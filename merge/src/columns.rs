@@ -57,7 +57,14 @@ pub(crate) fn merge_columns(
     let ncols = full.fields().len();
     let meta = META_FIELDS.len();
     let col = |name: &str| full.index_of(name).ok();
-    let table_ord = schema.ordering_index().map(|i| i + meta);
+    if schema.ordering_indices().len() > 1 {
+        return Err(Error::Invalid {
+            what: "partial-column merge".into(),
+            reason: "a table with several ordering fields takes whole rows only (no sequence groups or --columns)"
+                .into(),
+        });
+    }
+    let table_ord = schema.single_ordering().map(|i| i + meta);
     let mut rules = vec![Rule::Table; ncols];
     for r in rules.iter_mut().take(meta) {
         *r = Rule::Latest;

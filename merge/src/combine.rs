@@ -60,7 +60,7 @@ impl Rule {
         if partial || !config.sequence_groups.is_empty() {
             return Rule::Keep;
         }
-        match (config.merge_mode, schema.ordering_index()) {
+        match (config.merge_mode, schema.ordering_indices().first().copied()) {
             (MergeMode::EventTime, Some(ordering)) => Rule::EventTime { ordering },
             // Event-time ordering without an ordering field merges by write
             // order, as the row rule does.
@@ -146,6 +146,9 @@ impl Kept {
 /// notes).
 pub struct Combiner {
     rule: Rule,
+    /// The ordering fields' columns: the rule's, and with several fields
+    /// the others after it, compared element by element.
+    ordering: Vec<usize>,
     hasher: foldhash::fast::FixedState,
     sources: Vec<Source>,
     kept: Kept,
@@ -164,7 +167,9 @@ impl Combiner {
     /// `partial` when the write carries some columns only. One that may not
     /// combine (see the module notes) keeps every version.
     pub fn new(schema: &TableSchema, config: &TableConfig, partial: bool) -> Self {
-        Self::with_rule(Rule::of(schema, config, partial))
+        let mut combiner = Self::with_rule(Rule::of(schema, config, partial));
+        combiner.ordering = schema.ordering_indices().to_vec();
+        combiner
     }
 
     /// Whether a [`Combiner::new`] of the same arguments combines versions
@@ -181,6 +186,7 @@ impl Combiner {
     fn with_rule(rule: Rule) -> Self {
         Self {
             rule,
+            ordering: Vec::new(),
             hasher: foldhash::fast::FixedState::with_seed(0x636f_6d62_696e_6572),
             sources: Vec::new(),
             kept: Kept::default(),
@@ -198,8 +204,12 @@ impl Combiner {
     /// number for [`Combiner::push`].
     pub fn add_source(&mut self, keys: &StringArray, batch: &arrow::array::RecordBatch) -> u32 {
         let ordering = self.rule.ordering().map(|i| {
-            let c = batch.column(i);
-            (OrderColumn::of(c), c.logical_nulls())
+            let c = match self.ordering.as_slice() {
+                [_, _, ..] => tributary_format::ordering_column_of(batch, &self.ordering),
+                _ => None,
+            }
+            .unwrap_or_else(|| batch.column(i).clone());
+            (OrderColumn::of(&c), c.logical_nulls())
         });
         self.sources.push(Source { keys: keys.clone(), ordering });
         (self.sources.len() - 1) as u32

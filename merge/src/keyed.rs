@@ -103,6 +103,9 @@ pub(crate) async fn merge_key_first(
         return Ok(KeyFirst::Declined);
     }
     let mut merger = RowMerger::new(schema, config.merge_mode);
+    if merger.several_ordering_fields() {
+        return Ok(KeyFirst::Declined);
+    }
     let ordering = merger.event_time_ordering();
     let Some(decoder) = ColumnDecoder::for_schema(schema.log_json()) else { return Ok(KeyFirst::Declined) };
     let Some(scanner) = decoder.key_scanner(RECORD_KEY, ordering) else { return Ok(KeyFirst::Declined) };

@@ -41,6 +41,11 @@ pub(crate) enum Ord2 {
     /// Bytes, in lexicographic order.
     #[expect(clippy::box_collection, reason = "a thin pointer keeps every index slot small")]
     Bytes(Box<Vec<u8>>),
+    /// The values of several ordering fields (`hoodie.table.ordering.fields`
+    /// lists more than one), compared element by element in their order:
+    /// the first that differs decides.
+    #[expect(clippy::box_collection, reason = "a thin pointer keeps every index slot small")]
+    Tuple(Box<Vec<Ord2>>),
 }
 
 impl Ord2 {
@@ -59,6 +64,9 @@ impl Ord2 {
             (Float(a), Int(b)) => a.total_cmp(&(*b as f64)),
             (Text(a), Text(b)) => a.cmp(b),
             (Bytes(a), Bytes(b)) => a.cmp(b),
+            (Tuple(a), Tuple(b)) => {
+                a.iter().zip(b.iter()).map(|(x, y)| x.cmp(y)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal)
+            }
             // Mixed kinds cannot be ordered meaningfully; keep write order.
             _ => Ordering::Equal,
         }
@@ -73,6 +81,7 @@ impl Ord2 {
             Ord2::Float(f) => OrderingValue::Double(*f),
             Ord2::Text(t) => OrderingValue::String(t.to_string()),
             Ord2::Bytes(b) => OrderingValue::Bytes(b.to_vec()),
+            Ord2::Tuple(items) => OrderingValue::Array(items.iter().map(Ord2::to_delete).collect()),
         }
     }
 
@@ -85,6 +94,9 @@ impl Ord2 {
             (Ord2::Int(i), DataType::Int32) => i32::try_from(*i).map_or(OrderingValue::Long(*i), OrderingValue::Int),
             (Ord2::Int(i), DataType::Date32) => i32::try_from(*i).map_or(OrderingValue::Long(*i), OrderingValue::Date),
             (Ord2::Float(f), DataType::Float32) => OrderingValue::Float(*f as f32),
+            (Ord2::Tuple(items), DataType::Struct(fields)) => OrderingValue::Array(
+                items.iter().zip(fields.iter()).map(|(v, f)| v.to_delete_as(f.data_type())).collect(),
+            ),
             _ => self.to_delete(),
         }
     }
@@ -101,6 +113,7 @@ impl Ord2 {
             OrderingValue::Double(f) => Ord2::Float(*f),
             OrderingValue::Bytes(b) => Ord2::Bytes(Box::new(b.clone())),
             OrderingValue::String(s) => Ord2::Text(Box::new(s.clone())),
+            OrderingValue::Array(items) => Ord2::Tuple(Box::new(items.iter().map(Ord2::from_delete).collect())),
         }
     }
 }
@@ -126,6 +139,10 @@ pub(crate) fn ordering_at(c: &ArrayRef, r: usize) -> Ord2 {
         DataType::Utf8 => Ord2::Text(Box::new(c.as_string::<i32>().value(r).to_string())),
         DataType::Decimal128(_, scale) => {
             Ord2::Decimal(Box::new(rescale_decimal(c.as_primitive::<t::Decimal128Type>().value(r), *scale)))
+        }
+        // Several ordering fields (`TableSchema::ordering_column`).
+        DataType::Struct(_) => {
+            Ord2::Tuple(Box::new(c.as_struct().columns().iter().map(|f| ordering_at(f, r)).collect()))
         }
         _ => Ord2::Null,
     }

@@ -75,7 +75,10 @@ struct Slot {
 /// the index (and the arena), not the much larger batches the key came from.
 pub(crate) struct RowMerger {
     schema: arrow::datatypes::SchemaRef,
+    /// The (first) ordering field's column, meta fields first.
     ordering: Option<usize>,
+    /// Every ordering field's column, meta fields first.
+    ordering_cols: Vec<usize>,
     event_time: bool,
     hasher: foldhash::fast::FixedState,
     table: KeyIndex<Slot>,
@@ -88,10 +91,11 @@ pub(crate) struct RowMerger {
 
 impl RowMerger {
     pub(crate) fn new(schema: &TableSchema, mode: MergeMode) -> Self {
-        let ordering = schema.ordering_index().map(|i| i + META_FIELDS.len());
+        let ordering = schema.ordering_indices().first().map(|i| i + META_FIELDS.len());
         Self {
             schema: schema.arrow_with_meta().clone(),
             ordering,
+            ordering_cols: schema.ordering_indices().iter().map(|i| i + META_FIELDS.len()).collect(),
             event_time: mode == MergeMode::EventTime && ordering.is_some(),
             hasher: foldhash::fast::FixedState::with_seed(0x7269_6275_7461_7279),
             table: KeyIndex::new(),
@@ -220,6 +224,12 @@ impl RowMerger {
         self.ordering.filter(|_| self.event_time)
     }
 
+    /// Whether versions are ordered by several ordering fields, which
+    /// only whole rows carry (the key-first merge reads one).
+    pub(crate) fn several_ordering_fields(&self) -> bool {
+        self.event_time && self.ordering_cols.len() > 1
+    }
+
     /// Sizes an empty index for `keys` keys, so that it does not grow (and
     /// rehash) step by step; a no-op once the index holds keys.
     pub(crate) fn expect_keys(&mut self, keys: usize) {
@@ -300,8 +310,11 @@ impl RowMerger {
     pub(crate) fn push(&mut self, v: &Version) -> Result<()> {
         match v {
             Version::Rows(b) | Version::Partial { batch: b, .. } => {
-                let ordering = self.ordering.filter(|_| self.event_time).map(|o| b.column(o));
-                self.push_keys(b.column(RECORD_KEY), ordering, self.batches.len(), 0)?;
+                let ordering = match self.event_time {
+                    true => tributary_format::ordering_column_of(b, &self.ordering_cols),
+                    false => None,
+                };
+                self.push_keys(b.column(RECORD_KEY), ordering.as_ref(), self.batches.len(), 0)?;
                 self.batch_bytes += b.get_array_memory_size();
                 self.batches.push(b.clone());
             }

@@ -128,18 +128,27 @@ impl Merged {
     /// them. Empty for merges in write order.
     pub fn tombstones(&mut self, ctx: &SliceMerge<'_>, partition: &str) -> Result<Vec<DeleteRecord>> {
         let tombstones = std::mem::take(&mut self.tombstones);
-        let Some(ordering) = ctx.schema.ordering_index() else { return Ok(Vec::new()) };
+        let Some(&ordering) = ctx.schema.ordering_indices().first() else { return Ok(Vec::new()) };
         if tombstones.is_empty() {
             return Ok(Vec::new());
         }
+        // A retention needs one ordering field (`CreateOptions`); kept
+        // forever, tombstones carry every field's value, each of its type.
         let field = ctx.schema.arrow_with_meta().field(ordering + META_FIELDS.len());
+        let several = ctx.schema.ordering_indices().len() > 1;
+        let data_type = match several {
+            true => arrow::datatypes::DataType::Struct(
+                ctx.schema.ordering_indices().iter().map(|&o| ctx.schema.arrow().field(o).clone()).collect(),
+            ),
+            false => field.data_type().clone(),
+        };
         let mut newest = self.newest.as_ref().map_or(Ord2::Null, |n| n.value.clone());
         for t in &tombstones {
             if t.order.cmp(&newest) == std::cmp::Ordering::Greater {
                 newest = t.order.clone();
             }
         }
-        retained(tombstones, &newest, ctx.config.tombstone_retention, field.data_type(), field.name(), partition)
+        retained(tombstones, &newest, ctx.config.tombstone_retention, &data_type, field.name(), partition)
     }
 
     async fn next_source_batch(&mut self) -> Result<Option<RecordBatch>> {
@@ -179,7 +188,7 @@ impl Merged {
         let bounded = ctx.config.tombstone_retention != TombstoneRetention::Forever;
         if bounded && !tombstones.is_empty() {
             self.newest =
-                ctx.schema.ordering_index().map(|o| Newest { column: o + META_FIELDS.len(), value: Ord2::Null });
+                ctx.schema.single_ordering().map(|o| Newest { column: o + META_FIELDS.len(), value: Ord2::Null });
         }
         self.tombstones = tombstones;
         self

@@ -62,6 +62,7 @@ fn floor(retention: TombstoneRetention, newest: &Ord2, field: &DataType, name: &
             Some(Ord2::Decimal(Box::new(n.saturating_sub(scaled.ceil() as i128))))
         }
         Ord2::Text(_) | Ord2::Bytes(_) => return Err(unfit("a lateness bound needs a numeric or time ordering field")),
+        Ord2::Tuple(_) => return Err(unfit("a lateness bound needs a single ordering field")),
     })
 }
 

@@ -20,6 +20,7 @@ mod live;
 mod long_lived;
 mod merge_model;
 mod metadata_table;
+mod ordering_fields;
 mod read;
 mod recovery;
 mod robustness;

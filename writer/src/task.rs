@@ -106,7 +106,7 @@ impl TaskContext {
         let Some(g) = self.groups.get_mut(&group) else { return Ok(()) };
         let before = g.bytes();
         let deleted = p.rows.deleted.as_ref();
-        let ord = self.shared.schema.ordering_index().map(|i| p.rows.batch.column(i));
+        let ord = self.shared.schema.ordering_column(&p.rows.batch, 0);
         let mut source = g.hold(&p);
         // Rows go to the combiner in runs, between deletes and the rows
         // that must follow them.
@@ -120,7 +120,7 @@ impl TaskContext {
                 g.deletes.push(DeleteRecord {
                     key: key.to_string(),
                     partition: p.partition.to_string(),
-                    ordering: ord.map_or(OrderingValue::Null, |c| OrderingValue::of(c, r as usize)),
+                    ordering: ord.as_ref().map_or(OrderingValue::Null, |c| OrderingValue::of(c, r as usize)),
                 });
                 g.deleted_keys.insert(key.to_string());
             } else if !g.deleted_keys.is_empty() && g.deleted_keys.contains(key) {

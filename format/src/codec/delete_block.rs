@@ -45,6 +45,9 @@ pub enum OrderingValue {
     TimeMicros(i64),
     /// `TimestampMicrosWrapper`.
     TimestampMicros(i64),
+    /// `ArrayWrapper` (Hudi 1.1+): the values of several ordering fields,
+    /// in their configured order, compared element by element.
+    Array(Vec<OrderingValue>),
 }
 
 impl OrderingValue {
@@ -59,6 +62,10 @@ impl OrderingValue {
             return OrderingValue::Null;
         }
         match c.data_type() {
+            // Several ordering fields, as one struct column of them.
+            DataType::Struct(_) => {
+                OrderingValue::Array(c.as_struct().columns().iter().map(|f| OrderingValue::of(f, r)).collect())
+            }
             DataType::Int32 => OrderingValue::Int(c.as_primitive::<t::Int32Type>().value(r)),
             DataType::Date32 => OrderingValue::Date(c.as_primitive::<t::Date32Type>().value(r)),
             DataType::Int64 => OrderingValue::Long(c.as_primitive::<t::Int64Type>().value(r)),
@@ -140,6 +147,8 @@ mod branch {
     pub(super) const DECIMAL: i64 = 9;
     pub(super) const TIME_MICROS: i64 = 10;
     pub(super) const TIMESTAMP_MICROS: i64 = 11;
+    /// Outside an array: `ArrayWrapper`; inside one: `LocalDateWrapper`.
+    pub(super) const ARRAY_OR_LOCAL_DATE: i64 = 12;
 }
 
 /// Appends `v` as its `orderingVal` branch.
@@ -189,6 +198,19 @@ fn put_ordering(avro: &mut Vec<u8>, v: &OrderingValue) {
         OrderingValue::TimestampMicros(v) => {
             put_long(avro, branch::TIMESTAMP_MICROS);
             put_long(avro, *v);
+        }
+        OrderingValue::Array(items) => {
+            // `ArrayWrapper{wrappedValues: [null, array<[null, ...]>]}`:
+            // the array branch, one block of items, each wrapped alike.
+            put_long(avro, branch::ARRAY_OR_LOCAL_DATE);
+            put_long(avro, 1);
+            if !items.is_empty() {
+                put_long(avro, items.len() as i64);
+                for item in items {
+                    put_ordering(avro, item);
+                }
+            }
+            put_long(avro, 0);
         }
     }
 }
@@ -267,6 +289,48 @@ impl<'a> AvroCursor<'a> {
     }
 }
 
+/// One `orderingVal` union value; `in_array` for an item of an
+/// `ArrayWrapper`, whose branch 12 is `LocalDateWrapper` (days, as a date).
+fn ordering_value(c: &mut AvroCursor<'_>, in_array: bool) -> std::result::Result<OrderingValue, String> {
+    Ok(match c.long()? {
+        branch::NULL => OrderingValue::Null,
+        branch::BOOLEAN => OrderingValue::Boolean(c.take(1)?[0] != 0),
+        branch::INT => OrderingValue::Int(c.int()?),
+        branch::LONG => OrderingValue::Long(c.long()?),
+        branch::FLOAT => OrderingValue::Float(f32::from_le_bytes(c.take(4)?.try_into().map_err(|_| "float")?)),
+        branch::DOUBLE => OrderingValue::Double(f64::from_le_bytes(c.take(8)?.try_into().map_err(|_| "double")?)),
+        branch::BYTES => OrderingValue::Bytes(c.bytes()?.to_vec()),
+        branch::STRING => OrderingValue::String(c.string()?),
+        branch::DATE => OrderingValue::Date(c.int()?),
+        branch::DECIMAL => OrderingValue::Decimal(decimal_from_bytes(c.bytes()?)?),
+        branch::TIME_MICROS => OrderingValue::TimeMicros(c.long()?),
+        branch::TIMESTAMP_MICROS => OrderingValue::TimestampMicros(c.long()?),
+        branch::ARRAY_OR_LOCAL_DATE if in_array => OrderingValue::Date(c.int()?),
+        branch::ARRAY_OR_LOCAL_DATE => {
+            let mut items = Vec::new();
+            match c.long()? {
+                0 => {}
+                1 => loop {
+                    let mut n = c.long()?;
+                    if n == 0 {
+                        break;
+                    }
+                    if n < 0 {
+                        n = -n;
+                        c.long()?; // block byte size
+                    }
+                    for _ in 0..n {
+                        items.push(ordering_value(c, true)?);
+                    }
+                },
+                i => return Err(format!("bad ArrayWrapper union branch {i}")),
+            }
+            OrderingValue::Array(items)
+        }
+        i => return Err(format!("unsupported ordering value branch {i}")),
+    })
+}
+
 /// Decodes DELETE block content.
 pub fn decode_delete_content(content: &[u8], path: &str) -> Result<Vec<DeleteRecord>> {
     let corrupt = |reason: String| Error::CorruptLog {
@@ -296,25 +360,7 @@ pub fn decode_delete_content(content: &[u8], path: &str) -> Result<Vec<DeleteRec
             for _ in 0..n {
                 let key = c.opt_string()?;
                 let partition = c.opt_string()?;
-                let ordering = match c.long()? {
-                    branch::NULL => OrderingValue::Null,
-                    branch::BOOLEAN => OrderingValue::Boolean(c.take(1)?[0] != 0),
-                    branch::INT => OrderingValue::Int(c.int()?),
-                    branch::LONG => OrderingValue::Long(c.long()?),
-                    branch::FLOAT => {
-                        OrderingValue::Float(f32::from_le_bytes(c.take(4)?.try_into().map_err(|_| "float")?))
-                    }
-                    branch::DOUBLE => {
-                        OrderingValue::Double(f64::from_le_bytes(c.take(8)?.try_into().map_err(|_| "double")?))
-                    }
-                    branch::BYTES => OrderingValue::Bytes(c.bytes()?.to_vec()),
-                    branch::STRING => OrderingValue::String(c.string()?),
-                    branch::DATE => OrderingValue::Date(c.int()?),
-                    branch::DECIMAL => OrderingValue::Decimal(decimal_from_bytes(c.bytes()?)?),
-                    branch::TIME_MICROS => OrderingValue::TimeMicros(c.long()?),
-                    branch::TIMESTAMP_MICROS => OrderingValue::TimestampMicros(c.long()?),
-                    i => return Err(format!("unsupported ordering value branch {i}")),
-                };
+                let ordering = ordering_value(c, false)?;
                 out.push(DeleteRecord { key, partition, ordering });
             }
         }
@@ -392,5 +438,24 @@ mod tests {
         assert_eq!(rescale_decimal(-5, 15), -5);
         assert_eq!(rescale_decimal(12_345, 17), 123);
         assert_eq!(rescale_decimal(i128::MAX / 2, 0), i128::MAX);
+    }
+
+    /// Several ordering fields: branch 12 `ArrayWrapper`, its array branch,
+    /// one block of items each wrapped as a single value would be; the
+    /// bytes `docs/interop.md` derives from Hudi's schema, and back.
+    #[test]
+    fn several_ordering_values_are_an_array_wrapper() {
+        let ordering = OrderingValue::Array(vec![OrderingValue::Long(-2), OrderingValue::String("ab".into())]);
+        let r = DeleteRecord { key: "k".into(), partition: String::new(), ordering: ordering.clone() };
+        let mut out = Vec::new();
+        encode_delete_content(std::slice::from_ref(&r), &mut out);
+        let avro = &out[8..];
+        // count 1; key (branch 1, "k"); partition (branch 1, ""); then the value.
+        let value = &avro[1 + 3 + 2..avro.len() - 1];
+        assert_eq!(value, [0x18, 0x02, 0x04, 0x06, 0x03, 0x0e, 0x04, b'a', b'b', 0x00]);
+        assert_eq!(decode_delete_content(&out, "t").unwrap(), vec![r]);
+        // Inside an array, branch 12 is a LocalDateWrapper.
+        let mut c = AvroCursor { b: &[0x18, 0x02, 0x02, 0x18, 0x54, 0x00], pos: 0 };
+        assert_eq!(ordering_value(&mut c, false).unwrap(), OrderingValue::Array(vec![OrderingValue::Date(42)]));
     }
 }

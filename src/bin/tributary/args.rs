@@ -145,7 +145,9 @@ pub(crate) enum Command {
         /// complex key generator writes it.
         #[arg(long)]
         record_key: String,
-        /// Ordering (event-time) field.
+        /// Ordering (event-time) field, or several separated by `,`
+        /// (`ts,seq`, with --table-version 9): compared element by
+        /// element, the first that differs decides.
         #[arg(long)]
         ordering_field: String,
         /// Partition field.

@@ -58,8 +58,9 @@ pub struct TableConfig {
     pub history_path: String,
     /// `hoodie.table.recordkey.fields`.
     pub record_key_fields: Vec<String>,
-    /// The ordering (event-time, precombine) field, if any.
-    pub ordering_field: Option<String>,
+    /// The ordering (event-time, precombine) fields, in order; empty when
+    /// none. Hudi 1.1+ compares several element by element.
+    pub ordering_fields: Vec<String>,
     /// `hoodie.table.partition.fields`; empty when unpartitioned.
     pub partition_fields: Vec<String>,
     /// `hoodie.datasource.write.hive_style_partitioning`.
@@ -113,8 +114,9 @@ pub struct NewTableConfig {
     /// Record key fields, in declared order: one, or several for a
     /// composite key (`field:value,...`, Hudi's complex key format).
     pub record_key_fields: Vec<String>,
-    /// Ordering (event-time) field.
-    pub ordering_field: String,
+    /// Ordering (event-time) fields: one, or (table version 9) several,
+    /// compared element by element.
+    pub ordering_fields: Vec<String>,
     /// Optional partition field.
     pub partition_field: Option<String>,
     /// Whether partition folders are named `field=value`.
@@ -152,7 +154,7 @@ impl NewTableConfig {
             name: name.into(),
             database: None,
             record_key_fields: split_fields(record_key),
-            ordering_field: ordering_field.into(),
+            ordering_fields: split_fields(ordering_field),
             partition_field: None,
             hive_style_partitioning: true,
             merge_mode: MergeMode::EventTime,
@@ -298,13 +300,7 @@ impl TableConfig {
             (_, Some(o)) if !o.trim().is_empty() => Some((keys::PRECOMBINE, o)),
             _ => None,
         };
-        let ordering_field = match ordering_field {
-            None => None,
-            Some((key, o)) => match split_fields(&o).as_slice() {
-                [one] => Some(one.clone()),
-                _ => return Err(p.bad(key, format!("`{o}`: only one ordering field is supported"))),
-            },
-        };
+        let ordering_fields = ordering_field.map(|(_, o)| split_fields(&o)).unwrap_or_default();
         // Hudi records a custom key generator's partition type after the
         // field (`field:SIMPLE`, `field:TIMESTAMP`); the field is what precedes it.
         let partition_fields: Vec<String> = p
@@ -338,13 +334,13 @@ impl TableConfig {
             _ => {
                 let mode = match payload.as_deref() {
                     Some(OVERWRITE_PAYLOAD) => MergeMode::CommitTime,
-                    _ if ordering_field.is_none() => MergeMode::CommitTime,
+                    _ if ordering_fields.is_empty() => MergeMode::CommitTime,
                     _ => MergeMode::EventTime,
                 };
                 (mode, mode.strategy_id().to_string())
             }
         };
-        if merge_mode == MergeMode::EventTime && ordering_field.is_none() && version >= 8 {
+        if merge_mode == MergeMode::EventTime && ordering_fields.is_empty() && version >= 8 {
             return Err(Error::MissingConfig { path: path.to_string(), key: keys::PRECOMBINE.into() });
         }
         let bucket = match p.take(keys::NUM_BUCKETS) {
@@ -427,7 +423,7 @@ impl TableConfig {
             timeline_path,
             history_path,
             record_key_fields,
-            ordering_field,
+            ordering_fields,
             partition_fields,
             hive_style_partitioning,
             populate_meta_fields,
@@ -475,7 +471,7 @@ impl TableConfig {
             timeline_path: layout::DEFAULT_TIMELINE_FOLDER.into(),
             history_path: layout::DEFAULT_HISTORY_FOLDER.into(),
             record_key_fields: new.record_key_fields.clone(),
-            ordering_field: Some(new.ordering_field.clone()),
+            ordering_fields: new.ordering_fields.clone(),
             partition_fields: new.partition_field.iter().cloned().collect(),
             hive_style_partitioning: new.hive_style_partitioning,
             populate_meta_fields: true,
@@ -515,10 +511,10 @@ impl TableConfig {
         if !self.record_key_fields.is_empty() {
             put(keys::RECORD_KEY, self.record_key_fields.join(","));
         }
-        if let Some(o) = &self.ordering_field {
+        if !self.ordering_fields.is_empty() {
             // Version 9 renamed the key; Hudi 1.1 reads the old one as an
             // alternative, 1.0 only the old one.
-            put(if self.version >= 9 { keys::ORDERING } else { keys::PRECOMBINE }, o.clone());
+            put(if self.version >= 9 { keys::ORDERING } else { keys::PRECOMBINE }, self.ordering_fields.join(","));
         }
         if !self.partition_fields.is_empty() {
             put(keys::PARTITION, self.partition_fields.join(","));
@@ -639,10 +635,10 @@ impl TableConfig {
             what: format!("table {}", self.name),
             reason: format!("{} is not set", keys::CREATE_SCHEMA),
         })?;
-        Ok(TableSchema::new(
+        Ok(TableSchema::with_ordering_fields(
             json,
             &self.record_key_fields,
-            self.ordering_field.as_deref(),
+            &self.ordering_fields,
             self.partition_fields.first().map(String::as_str),
         )?)
     }
@@ -658,7 +654,7 @@ mod tests {
             name: "trips".into(),
             database: None,
             record_key_fields: vec!["uuid".into()],
-            ordering_field: "ts".into(),
+            ordering_fields: vec!["ts".into()],
             partition_field: Some("city".into()),
             hive_style_partitioning: true,
             merge_mode: MergeMode::EventTime,
@@ -733,7 +729,7 @@ hoodie.record.merge.mode=EVENT_TIME_ORDERING\n\
 hoodie.table.version=9\n";
         let c = TableConfig::parse(text, "hoodie.properties").unwrap();
         assert_eq!((c.version, c.timeline_layout, c.merge_mode), (9, 2, MergeMode::EventTime));
-        assert_eq!(c.ordering_field.as_deref(), Some("txn_ts"));
+        assert_eq!(c.ordering_fields, ["txn_ts"]);
         assert_eq!(c.merge_strategy_id, MergeMode::EventTime.strategy_id());
         // Version 10 is refused, naming the versions this build reads.
         let err = TableConfig::parse(&text.replace("version=9\n", "version=10\n"), "p").unwrap_err().to_string();
@@ -833,7 +829,7 @@ hoodie.timeline.path=timeline
     fn reads_what_hudi_1_2_writes_at_version_8() {
         let c = TableConfig::parse(SPARK_1_2_PROPERTIES, "p").unwrap();
         assert_eq!((c.version, c.table_type, c.merge_mode), (8, TableType::MergeOnRead, MergeMode::EventTime));
-        assert_eq!(c.ordering_field.as_deref(), Some("ts"));
+        assert_eq!(c.ordering_fields, ["ts"]);
         assert_eq!(
             (c.record_key_fields.as_slice(), c.partition_fields.as_slice()),
             (&["id".to_string()][..], &["region".to_string()][..])
@@ -856,10 +852,9 @@ hoodie.timeline.path=timeline
         // A custom key generator's partition type follows the field.
         let typed = with(SPARK_1_2_PROPERTIES, keys::PARTITION, Some("region:SIMPLE"));
         assert_eq!(TableConfig::parse(&typed, "p").unwrap().partition_fields, ["region"]);
-        // Several ordering fields are refused, naming the key they came from.
+        // Several ordering fields, in their order (Hudi 1.1+).
         let two = with(SPARK_1_2_PROPERTIES, keys::ORDERING, Some("ts,seq"));
-        let err = TableConfig::parse(&two, "p").unwrap_err().to_string();
-        assert!(err.contains("`hoodie.table.ordering.fields`") && err.contains("ts,seq"), "{err}");
+        assert_eq!(TableConfig::parse(&two, "p").unwrap().ordering_fields, ["ts", "seq"]);
     }
 
     /// New tables, and tables Spark made with the key generators Tributary

@@ -36,11 +36,11 @@ pub(crate) fn rows_from_batch(schema: &TableSchema, batch: &RecordBatch, source:
         };
         // A composite key's nullable fields may hold nulls (`__null__`).
         let key_needs_value = schema.is_key(i) && (!schema.record_key().is_composite() || !field.is_nullable());
-        if col.null_count() > 0 && (!field.is_nullable() || key_needs_value || Some(i) == schema.ordering_index()) {
+        if col.null_count() > 0 && (!field.is_nullable() || key_needs_value || schema.is_ordering(i)) {
             let row = (0..n).find(|r| col.is_null(*r)).unwrap_or(0);
             let what = if schema.is_key(i) {
                 "missing record key"
-            } else if Some(i) == schema.ordering_index() {
+            } else if schema.is_ordering(i) {
                 "missing ordering value"
             } else {
                 "null in a non-nullable column"

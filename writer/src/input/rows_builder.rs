@@ -56,7 +56,7 @@ impl<'s> RowsBuilder<'s> {
         let is_key = self.schema.is_key(i);
         let null_key_ok =
             is_key && self.schema.record_key().is_composite() && self.schema.arrow().field(i).is_nullable();
-        (is_key && !null_key_ok) || Some(i) == self.schema.ordering_index()
+        (is_key && !null_key_ok) || self.schema.is_ordering(i)
     }
 
     fn missing_required(&self, i: usize) -> Fault {
