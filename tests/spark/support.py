@@ -52,14 +52,21 @@ def tributary(*args, check=True) -> str:
 
 
 def init_table(
-    path: Path, partitioned=True, buckets=4, bucket_hash="hudi-java", time_mode="hybrid-logical", table_version=8
+    path: Path,
+    partitioned=True,
+    buckets=4,
+    bucket_hash="hudi-java",
+    time_mode="hybrid-logical",
+    table_version=8,
+    ordering="ts",
 ) -> Path:
     """A new Tributary table of the tests' schema at `path`, of Hudi table
-    version `table_version`; a table Spark's writers share at the same time
+    version `table_version`, ordered by `ordering` (one field, or several
+    separated by `,`); a table Spark's writers share at the same time
     records `time_mode="wait-for-skew"`."""
     schema = path.parent / f"{path.name}.avsc"
     schema.write_text(json.dumps(SCHEMA))
-    args = ["init", path, "--schema", schema, "--record-key", "id", "--ordering-field", "ts"]
+    args = ["init", path, "--schema", schema, "--record-key", "id", "--ordering-field", ordering]
     args += ["--buckets", buckets, "--bucket-hash", bucket_hash, "--time-mode", time_mode, "--table-version", table_version]
     if partitioned:
         args += ["--partition-field", "region"]
