@@ -157,4 +157,30 @@ mod tests {
         assert_eq!(plan(&v, &c, &s).unwrap().operations.len(), 1);
         assert!(plan(&v, &InstantTime::parse("20250101000000011").unwrap(), &PlanSettings::default()).is_none());
     }
+
+    /// A file group a pending clustering rewrites is not planned, as Hudi's
+    /// planner excludes "files in pending clustering from compaction"; a
+    /// group a completed replacecommit replaced is not in the view at all.
+    #[test]
+    fn groups_under_clustering_or_replaced_are_not_planned() {
+        let (tl, _) = view(&[]);
+        let files = || {
+            vec![
+                file(&format!(".{A}_20250101000000010.log.1_0-0-0"), 100),
+                file(&format!(".{B}_20250101000000015.log.1_1-0-0"), 50),
+            ]
+        };
+        let c = InstantTime::parse("20250101000000095").unwrap();
+        let mut planned = PlannedGroups::default();
+        planned.clustering.insert(("p".into(), A.into()));
+        let v = FileSystemView::build(&tl, files(), &planned);
+        let p = plan(&v, &c, &PlanSettings::default()).unwrap();
+        assert_eq!(p.operations.iter().map(|o| o.file_id.as_str()).collect::<Vec<_>>(), [B]);
+        let mut planned = PlannedGroups::default();
+        planned.replaced.insert(("p".into(), B.into()), InstantTime::parse("20250101000000015").unwrap());
+        let v = FileSystemView::build(&tl, files(), &planned);
+        let p = plan(&v, &c, &PlanSettings::default()).unwrap();
+        assert_eq!(p.operations.iter().map(|o| o.file_id.as_str()).collect::<Vec<_>>(), [A]);
+        assert_eq!(v.replaced().len(), 1);
+    }
 }

@@ -428,6 +428,15 @@ impl Commit {
                 | tributary_timeline::Error::Backpressure { .. }
                 | tributary_timeline::Error::InvalidInput { .. }),
             ) => {
+                if matches!(e, tributary_timeline::Error::InvalidInput { .. }) {
+                    // A group was replaced since the client listed its
+                    // partitions: the next commit lists them again, and
+                    // writes a bucket an insert overwrite gave a new group
+                    // into that group.
+                    if let Ok(mut ids) = s.file_ids.lock() {
+                        ids.clear();
+                    }
+                }
                 self.cleanup().await;
                 return Err(e.into());
             }
