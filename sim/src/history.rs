@@ -488,9 +488,15 @@ impl History {
             columns: input.role.columns(),
             ..WriteSettings::default()
         };
-        let client = match table.write_client(settings).await {
-            Ok(c) => c,
-            Err(e) => return self.fail(format!("{who}: write client: {e}")),
+        // Making a client lists the timeline (an unknown action is refused
+        // before anything is written): a fault there is retried as one on
+        // opening the table is.
+        let client = loop {
+            match table.write_client(settings.clone()).await {
+                Ok(c) => break c,
+                Err(e) => self.expect(&who, e),
+            }
+            tokio::time::sleep(self.pause(50..500)).await;
         };
         loop {
             match client.register().await {
