@@ -27,7 +27,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use tributary_format::CommitMetadata;
 use tributary_timeline::DataFile;
-use tributary_timeline::{Action, FileSystemView, Instant, InstantTime, State, Timeline, TimelineFolder};
+use tributary_timeline::{FileSystemView, Instant, InstantTime, State, Timeline, TimelineFolder, replaces_groups};
 
 use crate::error::Result;
 use crate::table::Table;
@@ -95,9 +95,9 @@ impl Window {
         // Only the window's own replacecommits hide the groups they
         // replaced, as in Hudi's incremental relation, whose view is of the
         // window's commits: a group replaced later still had these rows.
-        let replaces = |i: &Instant| matches!(i.action, Action::ReplaceCommit | Action::Clustering);
-        let timeline = match timeline.instants().any(|i| replaces(i) && !self.commits.contains(i.requested.as_str())) {
-            true => &timeline.filtered(|i| !replaces(i) || self.commits.contains(i.requested.as_str())),
+        let outside = |i: &Instant| replaces_groups(i) && !self.commits.contains(i.requested.as_str());
+        let timeline = match timeline.active().iter().any(outside) {
+            true => &timeline.filtered(|i| !outside(i)),
             false => timeline,
         };
         Ok(FileSystemView::load_filtered(loc, table.config(), timeline, select).await?)
@@ -114,7 +114,7 @@ impl Window {
             .iter()
             .map(|i| async move {
                 let bytes = folder.read(i, State::Completed).await?;
-                commit_metadata_shared(&bytes, i.requested.as_str())
+                Ok::<_, crate::error::Error>(CommitMetadata::from_bytes_shared(&bytes, i.requested.as_str())?)
             })
             .collect();
         let mut metas = futures::stream::iter(reads).buffer_unordered(METADATA_READS);
@@ -131,11 +131,4 @@ impl Window {
 /// A data file's path relative to the table, as commit metadata names it.
 fn relative(f: &DataFile) -> String {
     tributary_timeline::partition_file(&f.partition, &f.name)
-}
-
-/// A completed commit's metadata: Avro (Hudi 1.x, Tributary) or JSON
-/// (earlier Hudi writers); shared with the process's memo of decoded
-/// commits.
-pub(crate) fn commit_metadata_shared(bytes: &[u8], instant: &str) -> Result<std::sync::Arc<CommitMetadata>> {
-    Ok(CommitMetadata::from_bytes_shared(bytes, instant)?)
 }

@@ -11,7 +11,7 @@ use tributary_merge::{BaseRows, RowOrder, SliceFiles, SliceMerge, merge_slice, w
 use tributary_timeline::{FileSystemView, InstantTime, State, TableLocation, Timeline, TimelineFolder};
 
 use crate::error::{Error, Result};
-use crate::incremental::{Window, commit_metadata_shared};
+use crate::incremental::Window;
 use crate::table::Table;
 
 /// Which rows a read returns.
@@ -69,7 +69,7 @@ impl Table {
         let folder = TimelineFolder::new(self.location(), cfg);
         if let Some(i) = timeline.latest_completed_write() {
             let bytes = folder.read(i, State::Completed).await?;
-            if let Ok(meta) = commit_metadata_shared(&bytes, i.requested.as_str())
+            if let Ok(meta) = tributary_format::CommitMetadata::from_bytes_shared(&bytes, i.requested.as_str())
                 && let Some(json) = meta.schema_json()
                 && !json.is_empty()
             {

@@ -203,14 +203,10 @@ impl Combiner {
     /// per row of `batch`, which has the table's columns); returns its
     /// number for [`Combiner::push`].
     pub fn add_source(&mut self, keys: &StringArray, batch: &arrow::array::RecordBatch) -> u32 {
-        let ordering = self.rule.ordering().map(|i| {
-            let c = match self.ordering.as_slice() {
-                [_, _, ..] => tributary_format::ordering_column_of(batch, &self.ordering),
-                _ => None,
-            }
-            .unwrap_or_else(|| batch.column(i).clone());
-            (OrderColumn::of(&c), c.logical_nulls())
-        });
+        // The rule reads the ordering fields' column (one field's, or a
+        // struct of several: `ordering_column_of`).
+        let ordering = self.rule.ordering().and_then(|_| tributary_format::ordering_column_of(batch, &self.ordering));
+        let ordering = ordering.map(|c| (OrderColumn::of(&c), c.logical_nulls()));
         self.sources.push(Source { keys: keys.clone(), ordering });
         (self.sources.len() - 1) as u32
     }

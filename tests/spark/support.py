@@ -380,3 +380,29 @@ def check_read_optimized(spark, h, what):
         theirs = spark_rows(spark, h.table, **{"hoodie.datasource.query.type": "read_optimized"}, **spark_metadata(md))
         assert meta_rows(theirs) == meta_rows(ours), f"{what}: Spark read-optimized (metadata {md}) vs tributary"
     return ours
+
+
+def read_quietly(table, *extra):
+    """`tributary read` rows, checking it warned about nothing (a Spark
+    table on local disk holds a Hadoop `.crc` sidecar beside every file)."""
+    out = subprocess.run(
+        [str(tributary_bin()), "read", str(table), "--format", "jsonl", "--meta", *extra], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert "WARN" not in out.stderr and "warning" not in out.stderr, out.stderr
+    return our_rows(table, *extra)
+
+
+def check_both_engines(spark, table, model, what):
+    """Tributary's snapshot and Spark's snapshot and read-optimized reads,
+    metadata reads on and off, against the model and each other."""
+    ours = read_quietly(table)
+    assert data_rows(ours) == model.rows(), f"{what}: tributary read vs the model"
+    ours_ro = our_rows(table, "--query", "read-optimized")
+    for md in ("false", "true"):
+        theirs = spark_rows(spark, table, **{"hoodie.metadata.enable": md})
+        assert data_rows(theirs) == model.rows(), f"{what}: Spark snapshot (metadata {md}) vs the model"
+        assert meta_rows(theirs) == meta_rows(ours), f"{what}: Spark snapshot (metadata {md}) vs tributary read"
+        ro = spark_rows(spark, table, **{"hoodie.metadata.enable": md, "hoodie.datasource.query.type": "read_optimized"})
+        assert meta_rows(ro) == meta_rows(ours_ro), f"{what}: Spark read-optimized (metadata {md}) vs tributary"
+    return ours_ro

@@ -21,13 +21,10 @@ from support import (
     HUDI_VERSION_8,
     Event,
     Model,
-    data_rows,
-    meta_rows,
+    check_both_engines,
     nbcc_options,
-    our_rows,
     random_events,
     region_of,
-    spark_rows,
     spark_write,
     timeline,
     tributary,
@@ -43,19 +40,6 @@ def v9_options(name, metadata):
     """Spark's NBCC bucket-index options, without the version-8 pin."""
     opts = {k: v for k, v in nbcc_options(name, buckets=BUCKETS, metadata=metadata).items() if k not in HUDI_VERSION_8}
     return opts
-
-
-def check(spark, table, model, what):
-    """Tributary's snapshot equals the model and Spark's snapshot (metadata
-    reads on and off); Tributary's read-optimized read equals Spark's."""
-    ours = our_rows(table)
-    assert data_rows(ours) == model.rows(), f"{what}: tributary read vs the model"
-    ours_ro = our_rows(table, "--query", "read-optimized")
-    for md in ("false", "true"):
-        theirs = spark_rows(spark, table, **{"hoodie.metadata.enable": md})
-        assert meta_rows(theirs) == meta_rows(ours), f"{what}: Spark snapshot (metadata {md}) vs tributary read"
-        ro = spark_rows(spark, table, **{"hoodie.metadata.enable": md, "hoodie.datasource.query.type": "read_optimized"})
-        assert meta_rows(ro) == meta_rows(ours_ro), f"{what}: Spark read-optimized (metadata {md}) vs tributary"
 
 
 def overwrite_events(rng, region, count):
@@ -78,7 +62,7 @@ def test_spark_and_tributary_share_a_v9_table_through_overwrite_and_clustering(s
     props = (table / ".hoodie" / "hoodie.properties").read_text()
     for line in ["hoodie.table.version=9", "hoodie.table.ordering.fields=ts", "hoodie.record.merge.mode=EVENT_TIME_ORDERING"]:
         assert line in props.splitlines(), f"{line} in {props}"
-    check(spark, table, model, "Spark's upserts")
+    check_both_engines(spark, table, model, "Spark's upserts")
 
     # Insert overwrite of `eu`: Hudi's NBCC writer refuses it, a single writer runs it.
     eu = overwrite_events(rng, "eu", 30)
@@ -87,30 +71,30 @@ def test_spark_and_tributary_share_a_v9_table_through_overwrite_and_clustering(s
     spark_write(spark, table, eu, overwrite)
     model.winners = {k: e for k, e in model.winners.items() if e.region != "eu"}
     model.commit(eu)
-    check(spark, table, model, "insert overwrite of eu")
+    check_both_engines(spark, table, model, "insert overwrite of eu")
 
     # Clustering of `us`.
     spark.sql(f"call run_clustering(path => '{table}', predicate => \"region = 'us'\")").collect()
     actions = [(i["action"], i["state"]) for i in timeline(table)]
     assert ("clustering", "COMPLETED") in actions or ("replacecommit", "COMPLETED") in actions, actions
-    check(spark, table, model, "clustering of us")
+    check_both_engines(spark, table, model, "clustering of us")
 
     # Spark upserts the partitions its bucket index still serves.
     batch = [e for e in random_events(rng, 150, 300, BASE_TS) if e.region != "us"]
     spark_write(spark, table, batch, v9_options("v9", metadata=True))
     model.commit(batch)
-    check(spark, table, model, "Spark's upserts after the replacements")
+    check_both_engines(spark, table, model, "Spark's upserts after the replacements")
 
     # Tributary compacts (turning the metadata table off), and writes.
     out = tributary("compact", table, "--time-mode", "wait-for-skew")
     assert " completed " in out, out
-    check(spark, table, model, "Tributary's compaction")
+    check_both_engines(spark, table, model, "Tributary's compaction")
     batch = [e for e in random_events(rng, 150, 300, BASE_TS) if e.region != "us"]
     tributary("write", table, "--input", write_jsonl(tmp_path / "ours.jsonl", batch), "--buckets", BUCKETS)
     model.commit(batch)
-    check(spark, table, model, "Tributary's write")
+    check_both_engines(spark, table, model, "Tributary's write")
     out = tributary("compact", table, "--time-mode", "wait-for-skew")
-    check(spark, table, model, "Tributary's second compaction")
+    check_both_engines(spark, table, model, "Tributary's second compaction")
 
     # A key of the clustered partition: its bucket's file group is replaced.
     us = [e for e in random_events(rng, 150, 50, BASE_TS) if e.region == "us"]
@@ -121,10 +105,10 @@ def test_spark_and_tributary_share_a_v9_table_through_overwrite_and_clustering(s
         text=True,
     )
     assert done.returncode != 0 and "takes no more logs" in done.stderr, done.stderr
-    check(spark, table, model, "a refused write")
+    check_both_engines(spark, table, model, "a refused write")
 
     # Spark writes again (metadata off now, as Tributary left the table) and reads it all.
     batch = [e for e in random_events(rng, 150, 300, BASE_TS) if e.region != "us"]
     spark_write(spark, table, batch, v9_options("v9", metadata=False))
     model.commit(batch)
-    check(spark, table, model, "Spark's upserts after Tributary's")
+    check_both_engines(spark, table, model, "Spark's upserts after Tributary's")
