@@ -6,6 +6,9 @@
 
 use std::collections::VecDeque;
 use std::io::BufRead;
+use std::sync::Arc;
+
+use tributary_format::TableSchema;
 
 use tributary_writer::{Commit, CommitSummary, Rows, WriteClient};
 
@@ -89,7 +92,9 @@ pub async fn write_json_lines<R: BufRead>(
 ) -> Result<JsonLinesSummary> {
     let limit = options.commit_every.unwrap_or(usize::MAX).max(1);
     let mut checkpoint = options.checkpoint.clone();
-    let schema = client.schema().clone();
+    let evolve = client.settings().evolve;
+    let mut client = client.clone();
+    let mut schema = client.schema().clone();
     let mut commit: Option<Commit> = None;
     let mut summary = JsonLinesSummary::default();
     let mut count = |s: CommitSummary, progress: &mut dyn FnMut(JsonLinesProgress<'_>)| {
@@ -121,11 +126,10 @@ pub async fn write_json_lines<R: BufRead>(
                     if ends_commit {
                         assigned = 0;
                     }
-                    let (schema, source, n) = (schema.clone(), source.to_string(), block.records);
-                    let rows = tokio::task::spawn_blocking(move || {
-                        tributary_writer::rows_from_json_lines(&schema, &block.text, &source, block.first_line)
-                    });
-                    queue.push_back(Decoded::Block { rows, records: n, ends_commit });
+                    let text: Arc<str> = block.text.into();
+                    let rows = decode(&schema, &text, source, block.first_line, evolve);
+                    let (records, first_line) = (block.records, block.first_line);
+                    queue.push_back(Decoded::Block { rows, records, ends_commit, text, first_line });
                 }
                 Ok(None) => at_end = true,
                 Err(e) => {
@@ -137,8 +141,39 @@ pub async fn write_json_lines<R: BufRead>(
         let Some(next) = queue.pop_front() else { break };
         let decoded = match next {
             Decoded::Failed(e) => Err(e),
-            Decoded::Block { rows, records, ends_commit } => match rows.await {
-                Ok(Ok(rows)) => Ok((rows, records, ends_commit)),
+            Decoded::Block { rows, records, ends_commit, text, first_line } => match rows.await {
+                Ok(Ok(Outcome::Rows(rows))) => Ok((rows, records, ends_commit)),
+                Ok(Ok(Outcome::Evolve(columns))) => {
+                    // The input gained columns: what was written under the
+                    // schema before them is committed, the client evolves,
+                    // and this block and the ones decoded after it are
+                    // decoded again in the new schema.
+                    if let Some(c) = commit.take() {
+                        count(c.commit().await?, &mut progress);
+                    }
+                    client = evolve_for_columns(&client, &columns)?;
+                    schema = client.schema().clone();
+                    let again = Decoded::Block {
+                        rows: decode(&schema, &text, source, first_line, evolve),
+                        records,
+                        ends_commit,
+                        text,
+                        first_line,
+                    };
+                    let rest: Vec<Decoded> = queue.drain(..).collect();
+                    queue.push_back(again);
+                    for d in rest {
+                        queue.push_back(match d {
+                            Decoded::Block { rows, records, ends_commit, text, first_line } => {
+                                rows.abort();
+                                let rows = decode(&schema, &text, source, first_line, evolve);
+                                Decoded::Block { rows, records, ends_commit, text, first_line }
+                            }
+                            failed => failed,
+                        });
+                    }
+                    continue;
+                }
                 Ok(Err(e)) => Err(Error::from(e)),
                 Err(e) => Err(Error::TaskFailed { what: format!("decoding {source}"), reason: e.to_string() }),
             },
@@ -188,8 +223,69 @@ struct JsonBlock {
 /// A block on its way to the commit: decoding, or the input's failure,
 /// reported when the blocks before it are written.
 enum Decoded {
-    Block { rows: tokio::task::JoinHandle<tributary_writer::Result<Rows>>, records: usize, ends_commit: bool },
+    Block {
+        rows: tokio::task::JoinHandle<tributary_writer::Result<Outcome>>,
+        records: usize,
+        ends_commit: bool,
+        /// The block's text, decoded again should the schema evolve.
+        text: Arc<str>,
+        first_line: usize,
+    },
     Failed(Error),
+}
+
+/// A decoded block: its rows, or (a write that evolves the schema) the
+/// changes it asks of the schema, to make before it is decoded again.
+enum Outcome {
+    Rows(Rows),
+    Evolve(Vec<tributary_writer::InputEvolution>),
+}
+
+/// Decodes `text` on a blocking thread; with `evolve`, it first looks for
+/// columns the schema lacks.
+fn decode(
+    schema: &Arc<TableSchema>,
+    text: &Arc<str>,
+    source: &str,
+    first_line: usize,
+    evolve: bool,
+) -> tokio::task::JoinHandle<tributary_writer::Result<Outcome>> {
+    let (schema, text, source) = (schema.clone(), text.clone(), source.to_string());
+    tokio::task::spawn_blocking(move || {
+        if evolve {
+            let columns = tributary_writer::schema_evolution_in_json_lines(&schema, &text, &source, first_line)?;
+            if !columns.is_empty() {
+                return Ok(Outcome::Evolve(columns));
+            }
+        }
+        tributary_writer::rows_from_json_lines(&schema, &text, &source, first_line).map(Outcome::Rows)
+    })
+}
+
+/// `client` evolved as `changes` ask: each new column added as a nullable
+/// column of its type at the end of the schema, each promotion made.
+fn evolve_for_columns(client: &WriteClient, changes: &[tributary_writer::InputEvolution]) -> Result<WriteClient> {
+    use tributary_writer::InputEvolution;
+    let full = client.schema();
+    if full.is_partial() {
+        return Err(Error::InvalidInput {
+            what: "--evolve-schema".into(),
+            reason: format!(
+                "a partial writer (--columns) does not change the schema; the input asks to {changes:?}: make \
+                 the change with `tributary alter`, then declare the columns"
+            ),
+        });
+    }
+    let mut json = full.full_table_json();
+    for change in changes {
+        json = match change {
+            InputEvolution::Add(name, t) => {
+                tributary_format::with_added_column(&json, name, &serde_json::Value::from(*t), None)?
+            }
+            InputEvolution::Promote(name, t) => tributary_format::with_column_type(&json, name, t)?,
+        };
+    }
+    Ok(client.evolved(full.with_json(&json)?)?)
 }
 
 /// The input, read in blocks of whole lines.

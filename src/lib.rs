@@ -47,6 +47,7 @@ mod error;
 mod incremental;
 mod json_lines;
 mod read;
+mod schema;
 mod service;
 mod settings;
 mod table;
@@ -118,7 +119,8 @@ pub use service::{ServiceEvent, ServiceReport, ServiceSchedule, serve};
 
 // Reading ([`Table::read`]).
 pub use read::{Query, ReadOptions};
-pub use tributary_format::TableSchema;
+pub use schema::{Alteration, SchemaAt};
+pub use tributary_format::{SchemaChange, TableSchema};
 
 /// Arrow, whose record batches writes take and reads return.
 pub use arrow;

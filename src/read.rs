@@ -8,7 +8,7 @@ use arrow::row::{RowConverter, SortField};
 use futures::StreamExt;
 use tributary_format::{META_FIELDS, PARTITION_PATH, RECORD_KEY, TableSchema};
 use tributary_merge::{BaseRows, RowOrder, SliceFiles, SliceMerge, merge_slice, written_by};
-use tributary_timeline::{FileSystemView, InstantTime, State, TableLocation, Timeline, TimelineFolder};
+use tributary_timeline::{FileSystemView, InstantTime, TableLocation, Timeline, TimelineFolder};
 
 use crate::error::{Error, Result};
 use crate::incremental::Window;
@@ -59,28 +59,19 @@ fn join_err(table: &TableLocation, group: &str, e: tokio::task::JoinError) -> Er
 }
 
 impl Table {
-    /// The table schema: the latest commit's `extraMetadata.schema`, else the create schema.
+    /// The table schema in force at `timeline`: the latest completed
+    /// write's `extraMetadata.schema`, else the create schema
+    /// ([`tributary_timeline::schema_in_force`]).
     pub async fn schema(&self, timeline: &Timeline) -> Result<TableSchema> {
         let cfg = self.config();
-        // One key field or several (a composite key): readers merge by
-        // `_hoodie_record_key`, whatever fields formed it.
-        let key = &cfg.record_key_fields;
-        let partition = cfg.partition_fields.first().map(String::as_str);
         let folder = TimelineFolder::new(self.location(), cfg);
-        if let Some(i) = timeline.latest_completed_write() {
-            let bytes = folder.read(i, State::Completed).await?;
-            if let Ok(meta) = tributary_format::CommitMetadata::from_bytes_shared(&bytes, i.requested.as_str())
-                && let Some(json) = meta.schema_json()
-                && !json.is_empty()
-            {
-                return Ok(TableSchema::with_ordering_fields(json, key, &cfg.ordering_fields, partition)?);
+        let json = tributary_timeline::schema_in_force(&folder, cfg, timeline, None).await?.ok_or_else(|| {
+            Error::InvalidInput {
+                what: self.location().to_string(),
+                reason: "no schema: no commit carries one and hoodie.table.create.schema is not set".into(),
             }
-        }
-        let json = cfg.create_schema.as_deref().ok_or_else(|| Error::InvalidInput {
-            what: self.location().to_string(),
-            reason: "no schema: no commit carries one and hoodie.table.create.schema is not set".into(),
         })?;
-        Ok(TableSchema::with_ordering_fields(json, key, &cfg.ordering_fields, partition)?)
+        Ok(cfg.schema_of(&json.json)?)
     }
 
     /// Reads the table. Rows come ordered by partition, then record key.
@@ -117,7 +108,8 @@ impl Table {
             }
             None => full.clone(),
         };
-        let schema = self.schema(full).await?;
+        // Time travel sees the schema in force then.
+        let schema = self.schema(&timeline).await?;
         let window = match &options.query {
             Query::Incremental { begin, end } => Some(Window::of(&timeline, begin, end)),
             _ => None,

@@ -117,20 +117,20 @@ impl Table {
         // One listing of the active timeline: an instant this build cannot
         // read (an unknown action) is refused before the client's first
         // commit creates anything.
-        TimelineFolder::new(&self.loc, &self.config).load_active().await?;
+        let active = TimelineFolder::new(&self.loc, &self.config).load_active().await?;
         // A table whose records merge in ways Tributary does not know is
         // not written either: the writer combines a commit's versions by
         // the same rule.
         tributary_merge::check_merger(&self.config)?;
         let (loc, config, time) = (self.loc.clone(), self.config.clone(), self.time_generator());
-        if config.create_schema.is_some() {
-            return Ok(tributary_writer::WriteClient::new(loc, config, time, settings)?);
-        }
         // A table Tributary cannot write is reported as such, not as a
         // schema it lacks.
         config.check_writable()?;
-        let schema = self.schema(&self.timeline().await?).await?;
-        Ok(tributary_writer::WriteClient::with_schema(loc, config, schema, time, settings)?)
+        // The schema in force: the latest commit's, which holds every
+        // column added since the table was created.
+        let schema = self.schema(&active).await?;
+        let client = tributary_writer::WriteClient::with_schema(loc, config, schema, time, settings)?;
+        Ok(client)
     }
 
     /// A compactor for this table: the table's schema, time generator,

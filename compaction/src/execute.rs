@@ -343,6 +343,22 @@ impl Compactor {
     async fn execute_fenced(&self, instant: &InstantTime, fence: &Fence) -> Result<CompactionSummary> {
         fence.check().await?;
         let timeline = Timeline::load(&self.loc, &self.config).await?;
+        // New base files are written in the schema in force now: every log
+        // the plan takes completed before it, and recorded a schema that
+        // this one holds whole.
+        let in_force = tributary_timeline::schema_in_force(&self.timeline, &self.config, &timeline, None).await?;
+        match in_force {
+            Some(s) if s.json != self.schema.table_json() => {
+                let this = Compactor { schema: Arc::new(self.config.schema_of(&s.json)?), ..self.clone() };
+                this.execute_at(instant, fence, timeline).await
+            }
+            _ => self.execute_at(instant, fence, timeline).await,
+        }
+    }
+
+    /// [`Compactor::execute_fenced`] in this compactor's schema, at
+    /// `timeline`, loaded after the fence was checked.
+    async fn execute_at(&self, instant: &InstantTime, fence: &Fence, timeline: Timeline) -> Result<CompactionSummary> {
         let pending = match timeline.get(instant).filter(|i| i.action == Action::Compaction) {
             Some(i) if !i.is_completed() => i.clone(),
             Some(_) => return Err(completed_meanwhile(instant).into()),
@@ -370,7 +386,8 @@ impl Compactor {
         let results: Vec<_> =
             futures::stream::iter(jobs).buffer_unordered(self.settings.parallelism.max(1)).collect().await;
         let mut meta = CommitMetadata { compacted: true, operation_type: "COMPACT".into(), ..Default::default() };
-        meta.extra_metadata.insert("schema".into(), self.schema.table_json());
+        let own_schema = self.schema.table_json();
+        meta.extra_metadata.insert("schema".into(), own_schema.clone());
         let (mut records, mut bytes_read, mut bytes_written) = (0u64, 0u64, 0u64);
         let (mut key_first_groups, mut spilled_groups) = (0, 0);
         let (mut tombstones, mut tombstone_bytes) = (0u64, 0u64);
@@ -389,12 +406,23 @@ impl Compactor {
             meta.partition_to_write_stats.entry(stat.partition_path.clone()).or_default().push(stat);
         }
         let content = meta.to_avro_container()?;
-        let writer = &self.timeline;
+        let (writer, config, meta) = (&self.timeline, &self.config, &meta);
         let before_visible = |_| async move {
             fence.check().await?;
-            match writer.load().await?.get(instant) {
-                Some(i) if i.is_completed() => Err(completed_meanwhile(instant)),
-                _ => Ok(()),
+            let now = writer.load().await?;
+            if let Some(i) = now.get(instant).filter(|i| i.is_completed()) {
+                return Err(completed_meanwhile(&i.requested));
+            }
+            // A commit that evolved the schema since this execution began
+            // recorded the one in force; the compaction records it too, so
+            // the latest write's schema never loses a column.
+            match tributary_timeline::schema_in_force(writer, config, &now, None).await? {
+                Some(s) if s.json != own_schema => {
+                    let mut meta = meta.clone();
+                    meta.extra_metadata.insert("schema".into(), s.json);
+                    Ok(Some(meta.to_avro_container()?))
+                }
+                _ => Ok(None),
             }
         };
         let completed =

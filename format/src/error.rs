@@ -89,6 +89,18 @@ pub enum Error {
         /// Why it is invalid.
         reason: String,
     },
+    /// A commit changed a column that a commit completed before it changed
+    /// differently (`evolution::merge_committed`): this commit is not
+    /// made; write the column with the type in force.
+    #[error("{table}: schema conflict on column `{column}`: {reason}")]
+    SchemaConflict {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+        /// Both types, and what to do.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -97,6 +109,7 @@ impl Error {
         match self {
             Error::Corrupt { .. } | Error::CorruptLog { .. } | Error::Avro { .. } => ErrorKind::Corrupt,
             Error::InvalidInput { .. } => ErrorKind::InvalidInput,
+            Error::SchemaConflict { .. } => ErrorKind::Conflict,
         }
     }
 }

@@ -34,6 +34,7 @@ mod avro;
 mod codec;
 mod decode;
 mod error;
+mod evolution;
 mod key;
 mod log_block;
 mod memo;
@@ -42,6 +43,9 @@ mod schema;
 mod table_services;
 
 pub use error::{Error, ErrorKind, Result};
+pub use evolution::{
+    SchemaChange, avro_type_of, check_evolution, merge_committed, promotes, with_added_column, with_column_type,
+};
 
 // Records and keys.
 pub use key::{KeyError, Keys, RecordKey};

@@ -247,6 +247,15 @@ impl TableSchema {
         Ok(out)
     }
 
+    /// The whole-table schema `avro_json` (an evolution of this one) with
+    /// this schema's record key, ordering and partition fields.
+    pub fn with_json(&self, avro_json: &str) -> Result<Self> {
+        let key: Vec<&str> = self.key.names().collect();
+        let ordering: Vec<&str> = self.ordering.iter().map(|&o| self.field_name(o)).collect();
+        let partition = self.partition.map(|p| self.field_name(p));
+        Self::with_ordering_fields(avro_json, &key, &ordering, partition)
+    }
+
     /// The Avro default of column `i` (of [`Self::arrow`]), if its field
     /// declares one.
     pub fn default_of(&self, i: usize) -> Option<&Value> {

@@ -113,10 +113,10 @@ pub(crate) struct LogReader<'a> {
     current: Option<Block>,
 }
 
-/// A data block being read: decoded as pulled, and whether it is partial;
+/// A data block being read: decoded as pulled, with its records' layout;
 /// or (a small block) decoded at once.
 enum Block {
-    Decoding(DataBlockBatches, bool),
+    Decoding(DataBlockBatches, Layout),
     Decoded(Arc<[Version]>, usize),
 }
 
@@ -141,8 +141,8 @@ impl<'a> LogReader<'a> {
     pub(crate) async fn next(&mut self) -> Result<Option<Version>> {
         loop {
             match &mut self.current {
-                Some(Block::Decoding(batches, partial)) => match batches.next() {
-                    Some(b) => return version_of(b?, *partial, self.schema, &self.blocks.name).map(Some),
+                Some(Block::Decoding(batches, layout)) => match batches.next() {
+                    Some(b) => return version_of(b?, *layout, self.schema, &self.blocks.name).map(Some),
                     None => self.current = None,
                 },
                 Some(Block::Decoded(versions, next)) => match versions.get(*next) {
@@ -159,12 +159,12 @@ impl<'a> LogReader<'a> {
             match block.block_type {
                 BlockType::AvroData => {
                     let writer_json = block.header(HeaderKey::Schema).unwrap_or(self.schema.log_json());
-                    let partial = block.header(HeaderKey::IsPartial) == Some("true");
+                    let layout = read_as_written(&block, writer_json, self.schema);
                     self.current = Some(if block.content.len() <= MEMO_BLOCK_BYTES {
-                        Block::Decoded(decoded_block(&block.content, writer_json, partial, self.schema, path)?, 0)
+                        Block::Decoded(decoded_block(&block.content, writer_json, layout, self.schema, path)?, 0)
                     } else {
-                        let batches = data_block_batches(&block.content, writer_json, partial, self.schema, path)?;
-                        Block::Decoding(batches, partial)
+                        let batches = data_block_batches(&block.content, writer_json, layout, self.schema, path)?;
+                        Block::Decoding(batches, layout)
                     });
                 }
                 BlockType::ParquetData => {
@@ -197,18 +197,47 @@ fn parquet_block(content: &bytes::Bytes, schema: &TableSchema, path: &str) -> Re
 fn data_block_batches(
     content: &bytes::Bytes,
     writer_json: &str,
-    partial: bool,
+    layout: Layout,
     schema: &TableSchema,
     path: &str,
 ) -> Result<DataBlockBatches> {
-    // A partial block is read as written, then widened to the table.
-    let reader_json = if partial { writer_json } else { schema.log_json() };
+    // A block of another layout is read as written, then widened to the table.
+    let reader_json = if layout == Layout::Table { schema.log_json() } else { writer_json };
     Ok(DataBlockBatches::new(content.clone(), writer_json, reader_json, path, LOG_BATCH_ROWS)?)
 }
 
+/// Whether a data block is decoded as written and then laid out as the
+/// table ([`widen`]), rather than decoded straight into the table's log
+/// schema: a partial writer's block (`IS_PARTIAL=true`), and a block
+/// written under another schema, such as an older one from before columns
+/// were added or promoted (`docs/design.md`, "Schema evolution").
+fn read_as_written(block: &LogBlock, writer_json: &str, schema: &TableSchema) -> Layout {
+    if block.header(HeaderKey::IsPartial) == Some("true") {
+        Layout::Partial
+    } else if writer_json != schema.log_json() {
+        Layout::Evolved
+    } else {
+        Layout::Table
+    }
+}
+
+/// How a data block's records are laid out against the table's schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// Written under the table's log schema.
+    Table,
+    /// Whole records of another schema (an older one, before an evolution).
+    Evolved,
+    /// A partial writer's columns (`IS_PARTIAL=true`).
+    Partial,
+}
+
 /// A decoded batch of a data block as a version of the table's rows.
-fn version_of(b: RecordBatch, partial: bool, schema: &TableSchema, path: &str) -> Result<Version> {
-    if partial { widen(b, schema.arrow_with_meta(), path) } else { Ok(Version::Rows(b)) }
+fn version_of(b: RecordBatch, layout: Layout, schema: &TableSchema, path: &str) -> Result<Version> {
+    match layout {
+        Layout::Table => Ok(Version::Rows(b)),
+        Layout::Evolved | Layout::Partial => widen(b, layout, schema, path),
+    }
 }
 
 /// The versions of a small data block, decoded once per process while the
@@ -220,7 +249,7 @@ fn version_of(b: RecordBatch, partial: bool, schema: &TableSchema, path: &str) -
 fn decoded_block(
     content: &bytes::Bytes,
     writer_json: &str,
-    partial: bool,
+    layout: Layout,
     schema: &TableSchema,
     path: &str,
 ) -> Result<Arc<[Version]>> {
@@ -228,13 +257,13 @@ fn decoded_block(
         versions.as_deref().map_or(0, |v| v.iter().map(Version::held_bytes).sum())
     });
     let decode = || -> Result<Arc<[Version]>> {
-        data_block_batches(content, writer_json, partial, schema, path)?
-            .map(|b| version_of(b?, partial, schema, path))
+        data_block_batches(content, writer_json, layout, schema, path)?
+            .map(|b| version_of(b?, layout, schema, path))
             .collect()
     };
     let log_json = schema.log_json();
     let mut key = Vec::with_capacity(writer_json.len() + log_json.len() + content.len() + 3);
-    for part in [writer_json.as_bytes(), &[0], log_json.as_bytes(), &[0, u8::from(partial)], content] {
+    for part in [writer_json.as_bytes(), &[0], log_json.as_bytes(), &[0, layout as u8], content] {
         key.extend_from_slice(part);
     }
     DECODED.get_or_try(&key, decode)
@@ -543,9 +572,19 @@ impl Records {
     }
 }
 
-/// A partial batch laid out as the whole table: absent columns are nulls and
-/// marked absent.
-fn widen(part: RecordBatch, target: &SchemaRef, path: &str) -> Result<Version> {
+/// A batch decoded as written, laid out as the whole table: columns
+/// matched by name and cast to the table's types (a promotion). When it
+/// carries every column, it is whole rows. Otherwise absent columns are
+/// nulls marked absent: the version leaves them as they were, so a writer
+/// that did not know a column never erases it. A table with several
+/// ordering fields merges whole rows only; there, as in Hudi, absent
+/// columns of a whole-row block read as null.
+fn widen(part: RecordBatch, layout: Layout, schema: &TableSchema, path: &str) -> Result<Version> {
+    let target = schema.arrow_with_meta();
+    let whole = target.fields().iter().all(|f| part.column_by_name(f.name()).is_some());
+    if whole || (layout == Layout::Evolved && schema.ordering_indices().len() > 1) {
+        return conform(part, target, path).map(Version::Rows);
+    }
     let mut present = Vec::with_capacity(target.fields().len());
     let columns: Vec<ArrayRef> = target
         .fields()

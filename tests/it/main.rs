@@ -25,6 +25,7 @@ mod read;
 mod recovery;
 mod robustness;
 mod s3;
+mod schema_evolution;
 mod service;
 mod support;
 mod tombstones;

@@ -39,6 +39,7 @@ mod layout;
 mod partition;
 mod properties;
 mod protocol;
+mod schema;
 mod timeline;
 mod truetime;
 
@@ -51,6 +52,7 @@ pub use config::{
     WRITABLE_VERSIONS, split_fields,
 };
 pub use properties::{StoredProperties, read_properties};
+pub use schema::{SchemaInForce, schema_in_force};
 
 // Instants, the timeline and its history, and instant generation.
 pub use history::{

@@ -60,6 +60,9 @@ pub(crate) struct LogTally {
     /// Whether the last refresh listed an instant that replaces file
     /// groups (a Java writer's replacecommit or clustering).
     replacing: bool,
+    /// The timeline the last refresh listed, for the rest of its lock
+    /// hold to look at without listing again.
+    listing: Option<tributary_timeline::Timeline>,
     /// The completion times of each group's uncompacted logs.
     logs: HashMap<Group, Vec<InstantTime>>,
     /// The latest completed compaction of each group: a log that completed
@@ -80,6 +83,7 @@ impl LogTally {
             listed: HashSet::new(),
             listed_pending: HashSet::new(),
             replacing: false,
+            listing: None,
             logs: HashMap::new(),
             compacted: HashMap::new(),
             read_under_lock: 0,
@@ -176,7 +180,13 @@ impl LogTally {
         if !missing.is_empty() {
             self.count_listed(loc, config, &timeline, &missing).await?;
         }
+        self.listing = Some(timeline);
         Ok(reads)
+    }
+
+    /// The timeline the last refresh listed, taken out.
+    pub(crate) fn take_listing(&mut self) -> Option<tributary_timeline::Timeline> {
+        self.listing.take()
     }
 
     /// Forgets every count: each partition is counted again from a listing

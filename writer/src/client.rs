@@ -94,14 +94,15 @@ impl WriteClient {
             what: format!("{loc} (table {})", config.name),
             reason: e.to_string(),
         })?;
+        let base_json = full.full_table_json();
         let schema = Arc::new(match &settings.columns {
             Some(cols) => full.partial(cols, &config.sequence_groups)?,
             None => full,
         });
         let timeline = TimelineFolder::new(&loc, &config);
-        let writer = WriterState::new(&loc, &config, &settings.writer_id)?;
+        let writer = Arc::new(WriterState::new(&loc, &config, &settings.writer_id)?);
         let meters = WriteMeters::new(&loc);
-        let backpressure = config.max_logs_per_file_group.map(|b| tokio::sync::Mutex::new(LogTally::new(b)));
+        let backpressure = config.max_logs_per_file_group.map(|b| Arc::new(tokio::sync::Mutex::new(LogTally::new(b))));
         let combines = settings.combine && Combiner::combines_writes(&schema, &config, schema.is_partial());
         Ok(Self {
             shared: Arc::new(Shared {
@@ -109,6 +110,8 @@ impl WriteClient {
                 loc,
                 config,
                 schema,
+                base_json,
+                in_force: std::sync::Mutex::new(None),
                 index: BucketIndex::new(bucket),
                 time,
                 timeline,
@@ -123,9 +126,61 @@ impl WriteClient {
         })
     }
 
-    /// The table schema.
+    /// The schema this client writes: the table's (or, for a partial
+    /// writer, its columns of it).
     pub fn schema(&self) -> &Arc<TableSchema> {
         &self.shared.schema
+    }
+
+    /// The settings this client was made with.
+    pub fn settings(&self) -> &WriteSettings {
+        &self.shared.settings
+    }
+
+    /// A client like this one whose commits write `full`, an evolution of
+    /// this client's whole-table schema by Hudi's rules
+    /// ([`tributary_format::check_evolution`]): added nullable columns,
+    /// promoted types. It shares this client's writer id registration,
+    /// bucket listings and backpressure count; commits already started
+    /// keep the schema they started with. A commit of the new client
+    /// records the schema in force then with these changes in it, so a
+    /// column added by another writer meanwhile stays; one that writer
+    /// added or promoted to another type fails the commit that completes
+    /// second with a conflict naming the column.
+    pub fn evolved(&self, full: TableSchema) -> Result<WriteClient> {
+        let s = &self.shared;
+        let current = s.schema.full_table_json();
+        tributary_format::check_evolution(&s.loc.to_string(), &current, &full.full_table_json())?;
+        full.record_key().check_types(full.arrow()).map_err(|e| Error::InvalidInput {
+            what: format!("{} (table {})", s.loc, s.config.name),
+            reason: e.to_string(),
+        })?;
+        let schema = Arc::new(match &s.settings.columns {
+            Some(cols) => full.partial(cols, &s.config.sequence_groups)?,
+            None => full,
+        });
+        let file_ids = s.file_ids.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let in_force = s.in_force.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        Ok(Self {
+            shared: Arc::new(Shared {
+                file_ids: std::sync::Mutex::new(file_ids),
+                loc: s.loc.clone(),
+                config: s.config.clone(),
+                schema,
+                base_json: s.base_json.clone(),
+                in_force: std::sync::Mutex::new(in_force),
+                index: s.index,
+                time: s.time.clone(),
+                timeline: s.timeline.clone(),
+                settings: s.settings.clone(),
+                writer: s.writer.clone(),
+                encoders: std::sync::Mutex::new(Vec::new()),
+                buffers: BlockBuffers::default(),
+                combines: s.combines,
+                meters: WriteMeters::new(&s.loc),
+                backpressure: s.backpressure.clone(),
+            }),
+        })
     }
 
     /// Starts a commit: takes an instant, creates the requested and inflight

@@ -325,7 +325,8 @@ impl Commit {
         };
         let s = self.shared.clone();
         let mut meta = CommitMetadata { operation_type: "UPSERT".into(), compacted: false, ..Default::default() };
-        meta.extra_metadata.insert("schema".into(), s.schema.full_table_json());
+        let ours_schema = s.schema.full_table_json();
+        meta.extra_metadata.insert("schema".into(), ours_schema.clone());
         if let Some(cp) = &checkpoint {
             meta.extra_metadata.insert(format!("{CHECKPOINT_PREFIX}{}", s.settings.writer_id), cp.clone());
         }
@@ -361,9 +362,12 @@ impl Commit {
             let (loc, config, partitions) = (&s.loc, &s.config, &partitions);
             let name = s.loc.to_string();
             let look_failed = &look_failed;
+            let (meta, in_force) = (&meta, &s.in_force);
+            let (ours_schema, base_schema) = (&ours_schema, &s.base_json);
             let before_visible = |c: InstantTime| async move {
                 // Again under the lock, with the commits completed since.
                 let mut replacing = true;
+                let mut listing = None;
                 if let Some(tally) = tally {
                     let mut tally = tally.lock().await;
                     let reads = match tally.refresh(loc, config, folder, partitions).await {
@@ -379,18 +383,25 @@ impl Commit {
                         return Err(at_bound(&name, instant, g, logs, tally.bound(), started.elapsed()));
                     }
                     replacing = tally.replacing();
+                    listing = tally.take_listing();
                 }
+                let timeline = match listing {
+                    Some(t) => t,
+                    None => folder.load_active().await?,
+                };
                 // Only a listing under the lock shows a replacecommit or a
                 // clustering completed or planned since the write began.
                 if replacing {
-                    let timeline = folder.load_active().await?;
                     check_not_replaced(loc, config, &timeline, ours, instant).await?;
                 }
+                let content =
+                    record_schema(&name, folder, config, &timeline, in_force, meta, base_schema, ours_schema, instant)
+                        .await?;
                 if generation > 0 || checkpoint.is_some() {
                     // Fence and record the checkpoint in the same hold.
                     writer.before_visible(generation, instant, &c, checkpoint).await?;
                 }
-                Ok(())
+                Ok(content)
             };
             match complete_instant_with(
                 &s.loc,
@@ -426,7 +437,8 @@ impl Commit {
             Err(
                 e @ (tributary_timeline::Error::Fenced { .. }
                 | tributary_timeline::Error::Backpressure { .. }
-                | tributary_timeline::Error::InvalidInput { .. }),
+                | tributary_timeline::Error::InvalidInput { .. }
+                | tributary_timeline::Error::Format(tributary_format::Error::SchemaConflict { .. })),
             ) => {
                 if matches!(e, tributary_timeline::Error::InvalidInput { .. }) {
                     // A group was replaced since the client listed its
@@ -659,6 +671,42 @@ fn write_stat(f: &FileWrite, instant: &InstantTime) -> WriteStat {
 /// or that a pending clustering rewrites: readers no longer read the group,
 /// so the log's records would be lost. Hudi's Spark writers refuse updates
 /// to a group under pending clustering too (`SparkRejectUpdateStrategy`).
+/// Under the lock: the commit metadata to complete with when the schema
+/// in force at `timeline` differs from the one `meta` records (`ours`): the
+/// schema in force with this commit's changes to `base`
+/// (`tributary_format::merge_committed`), so that the latest commit's
+/// schema holds every column any commit added. Fails with a schema
+/// conflict when another commit changed a column this one changed too.
+#[allow(clippy::too_many_arguments)]
+async fn record_schema(
+    table: &str,
+    folder: &tributary_timeline::TimelineFolder,
+    config: &TableConfig,
+    timeline: &tributary_timeline::Timeline,
+    in_force: &std::sync::Mutex<Option<tributary_timeline::SchemaInForce>>,
+    meta: &CommitMetadata,
+    base: &str,
+    ours: &str,
+    instant: &InstantTime,
+) -> tributary_timeline::Result<Option<Vec<u8>>> {
+    let known = in_force.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let Some(now) = tributary_timeline::schema_in_force(folder, config, timeline, known.as_ref()).await? else {
+        return Ok(None);
+    };
+    let recorded = tributary_format::merge_committed(table, &now.json, base, ours)?;
+    // Once this commit completes, it is the latest write, and its schema
+    // the one in force: the next commit need not read it back. Should it
+    // not complete, the next lookup finds it missing and reads the latest.
+    let next = tributary_timeline::SchemaInForce { json: recorded.clone(), instant: Some(instant.clone()) };
+    *in_force.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(next);
+    if recorded == ours {
+        return Ok(None);
+    }
+    let mut meta = meta.clone();
+    meta.extra_metadata.insert("schema".into(), recorded);
+    Ok(Some(meta.to_avro_container()?))
+}
+
 async fn check_not_replaced(
     loc: &TableLocation,
     config: &TableConfig,

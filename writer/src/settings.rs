@@ -41,6 +41,12 @@ pub struct WriteSettings {
     /// unavailable error naming the group (`docs/design.md`,
     /// "Backpressure"). Default 10 minutes.
     pub backpressure_timeout: Duration,
+    /// Whether input that carries columns the table lacks adds them to the
+    /// schema (as nullable columns at the end, typed from the values)
+    /// instead of being refused. [`crate::write_json_lines`]-style callers
+    /// evolve the client ([`WriteClient::evolved`](crate::WriteClient::evolved))
+    /// between commits; `docs/design.md`, "Schema evolution". Default false.
+    pub evolve: bool,
 }
 
 impl Default for WriteSettings {
@@ -55,6 +61,7 @@ impl Default for WriteSettings {
             buckets: None,
             combine: true,
             backpressure_timeout: Duration::from_secs(600),
+            evolve: false,
         }
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tributary_format::TableDatumEncoder;
 use tributary_format::TableSchema;
 use tributary_merge::Combiner;
-use tributary_timeline::WriterState;
+use tributary_timeline::{SchemaInForce, WriterState};
 use tributary_timeline::{TableConfig, TableLocation, TimeGenerator, TimelineFolder};
 
 use crate::backpressure::LogTally;
@@ -31,13 +31,20 @@ pub(crate) struct Shared {
     pub(crate) loc: TableLocation,
     pub(crate) config: TableConfig,
     pub(crate) schema: Arc<TableSchema>,
+    /// The whole-table schema in force when the client was made, which
+    /// `schema` evolves (`WriteClient::evolved`): a commit records the
+    /// schema in force then, with the changes `schema` made to this one
+    /// (`tributary_format::merge_committed`).
+    pub(crate) base_json: String,
+    /// The schema in force as the last commit found it under the lock.
+    pub(crate) in_force: std::sync::Mutex<Option<SchemaInForce>>,
     pub(crate) index: BucketIndex,
     pub(crate) time: TimeGenerator,
     pub(crate) timeline: TimelineFolder,
     pub(crate) settings: WriteSettings,
     /// The writer id's state: its registered generation, and the step
     /// that fences and records each commit.
-    pub(crate) writer: WriterState,
+    pub(crate) writer: Arc<WriterState>,
     /// Avro encoders of the table columns that finished commits handed
     /// back: building one compiles the schema, which costs more than
     /// encoding a small commit. At most a few are kept.
@@ -52,7 +59,7 @@ pub(crate) struct Shared {
     pub(crate) meters: WriteMeters,
     /// The uncompacted logs per file group, when the table bounds them
     /// (`crate::backpressure`).
-    pub(crate) backpressure: Option<tokio::sync::Mutex<LogTally>>,
+    pub(crate) backpressure: Option<Arc<tokio::sync::Mutex<LogTally>>>,
 }
 
 /// The counters a write client records ([`tributary_timeline::metrics`]),

@@ -244,6 +244,12 @@ pub(crate) enum Command {
         /// the one the merge keeps is stored (reads see the same rows).
         #[arg(long)]
         keep_every_version: bool,
+        /// Records may carry columns the table lacks: they are added to the
+        /// schema as nullable columns at the end, typed from their values
+        /// (boolean, long, double or string). Input written before the
+        /// first record with a new column is committed first.
+        #[arg(long)]
+        evolve_schema: bool,
         /// How instants are generated; by default the mode the table
         /// records (`init --time-mode`), or wait-for-skew for a table
         /// another engine made.
@@ -377,6 +383,68 @@ pub(crate) enum Command {
         #[arg(long)]
         meta: bool,
     },
+    /// Change the table's schema without writing data: add nullable
+    /// columns at the end, or promote a column's type (int to long, float,
+    /// double or string; long to float, double or string; float to double
+    /// or string; string to bytes and back). Writers holding the old schema
+    /// keep committing. Refused changes write nothing.
+    Alter {
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
+        /// Add a column NAME:TYPE or NAME:TYPE:DEFAULT (TYPE: int, long,
+        /// float, double, string, bytes, boolean, date, timestamp-millis,
+        /// timestamp-micros, decimal(P,S); DEFAULT a JSON value). Repeatable.
+        #[arg(long = "add-column", value_name = "NAME:TYPE[:DEFAULT]", value_parser = add_column)]
+        add_columns: Vec<tributary::Alteration>,
+        /// Promote a column to a wider type: NAME:TYPE. Repeatable.
+        #[arg(long = "promote", value_name = "NAME:TYPE", value_parser = promote)]
+        promotions: Vec<tributary::Alteration>,
+    },
+    /// Print the schema in force (the latest commit's), or as of an
+    /// instant: a table of its columns, or its Avro JSON.
+    Schema {
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
+        /// The schema time travel to this instant sees.
+        #[arg(long)]
+        as_of: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: SchemaFormatArg,
+    },
+}
+
+/// How `tributary schema` prints.
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum SchemaFormatArg {
+    /// A table of columns: name, Avro type, nullability, role.
+    Table,
+    /// The Avro schema JSON, as commits record it.
+    Avro,
+}
+
+/// `NAME:TYPE[:DEFAULT]` of `alter --add-column`.
+fn add_column(s: &str) -> Result<tributary::Alteration, String> {
+    let mut parts = s.splitn(3, ':');
+    let (name, data_type) = match (parts.next(), parts.next()) {
+        (Some(n), Some(t)) if !n.is_empty() && !t.is_empty() => (n.to_string(), t.to_string()),
+        _ => return Err(format!("expected NAME:TYPE[:DEFAULT], got `{s}`")),
+    };
+    let default = parts
+        .next()
+        .map(|d| serde_json::from_str(d).map_err(|e| format!("default `{d}` of `{name}` is not a JSON value: {e}")))
+        .transpose()?;
+    Ok(tributary::Alteration::AddColumn { name, data_type, default })
+}
+
+/// `NAME:TYPE` of `alter --promote`.
+fn promote(s: &str) -> Result<tributary::Alteration, String> {
+    match s.split_once(':') {
+        Some((n, t)) if !n.is_empty() && !t.is_empty() => {
+            Ok(tributary::Alteration::Promote { name: n.to_string(), data_type: t.to_string() })
+        }
+        _ => Err(format!("expected NAME:TYPE, got `{s}`")),
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]

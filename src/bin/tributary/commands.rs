@@ -86,6 +86,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             columns,
             buckets,
             keep_every_version,
+            evolve_schema,
             time_mode,
             max_clock_skew_ms,
             backpressure_timeout,
@@ -104,6 +105,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
                 buckets,
                 combine,
                 backpressure_timeout,
+                evolve: evolve_schema,
                 ..Default::default()
             };
             let table_settings =
@@ -162,6 +164,17 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
                 }
             };
             read(store, table, ReadOptions { query, as_of, with_meta: meta, ..Default::default() }, format).await?;
+        }
+        Command::Alter { table, add_columns, promotions } => {
+            let t = store.open(&table, TableSettings::default()).await?;
+            let alterations: Vec<_> = add_columns.into_iter().chain(promotions).collect();
+            let (instant, changes) = t.alter_schema(&alterations).await?;
+            output::altered(&instant, &changes);
+        }
+        Command::Schema { table, as_of, format } => {
+            let as_of = as_of.map(|t| instant_arg(&t, "--as-of")).transpose()?;
+            let t = store.open(&table, TableSettings::default()).await?;
+            output::schema(&t.schema_at(as_of.as_ref()).await?, format);
         }
     }
     Ok(())

@@ -102,6 +102,52 @@ pub(crate) fn created(t: &Table) {
 }
 
 /// `timeline`: its warnings on standard error, then one line per instant.
+/// `alter`: the commit that recorded the new schema, and its changes.
+pub(crate) fn altered(instant: &tributary::InstantTime, changes: &[tributary::SchemaChange]) {
+    println!("committed the new schema at {instant}");
+    for c in changes {
+        println!("  {c}");
+    }
+}
+
+/// `schema`: the schema in force, as a table of columns or as Avro JSON.
+pub(crate) fn schema(at: &tributary::SchemaAt, format: crate::args::SchemaFormatArg) {
+    let s = &at.schema;
+    match format {
+        crate::args::SchemaFormatArg::Avro => println!("{}", s.full_table_json()),
+        crate::args::SchemaFormatArg::Table => {
+            match &at.recorded_by {
+                Some(i) => println!("schema recorded by commit {i}"),
+                None => println!("create schema (hoodie.properties)"),
+            }
+            let json: serde_json::Value = serde_json::from_str(&s.full_table_json()).unwrap_or_default();
+            let fields = json.get("fields").and_then(|f| f.as_array()).cloned().unwrap_or_default();
+            println!("{:<28} {:<40} {:<8} role", "column", "avro type", "nullable");
+            for (i, f) in fields.iter().enumerate() {
+                let name = f.get("name").and_then(|n| n.as_str()).unwrap_or("");
+                let ty = &f["type"];
+                let nullable = ty.as_array().is_some_and(|b| b.iter().any(|x| x.as_str() == Some("null")));
+                let mut roles = Vec::new();
+                if s.is_key(i) {
+                    roles.push("record key");
+                }
+                if s.is_ordering(i) {
+                    roles.push("ordering");
+                }
+                if s.partition_index() == Some(i) {
+                    roles.push("partition");
+                }
+                println!(
+                    "{name:<28} {:<40} {:<8} {}",
+                    ty.to_string(),
+                    if nullable { "yes" } else { "no" },
+                    roles.join(", ")
+                );
+            }
+        }
+    }
+}
+
 pub(crate) fn timeline(timeline: &Timeline) {
     for w in timeline.warnings() {
         eprintln!("warning: {w}");

@@ -635,12 +635,7 @@ impl TableConfig {
             what: format!("table {}", self.name),
             reason: format!("{} is not set", keys::CREATE_SCHEMA),
         })?;
-        Ok(TableSchema::with_ordering_fields(
-            json,
-            &self.record_key_fields,
-            &self.ordering_fields,
-            self.partition_fields.first().map(String::as_str),
-        )?)
+        self.schema_of(json)
     }
 }
 

@@ -46,14 +46,17 @@ pub async fn complete_instant(
     content: Vec<u8>,
     completion: Completion,
 ) -> Result<InstantTime> {
-    complete_instant_with(loc, writer, time, instant, content, completion, |_| async { Ok(()) }).await
+    complete_instant_with(loc, writer, time, instant, content, completion, |_| async { Ok(None) }).await
 }
 
 /// [`complete_instant`] with a step that runs in the same lock hold, after
 /// the completion time `c` is issued and the instant's state is checked,
 /// and before `<t>_<c>.<action>` is created: a writer's checkpoint is
-/// recorded there (`writer_state.rs`). When `before_visible` fails, nothing
-/// is created and its error is returned. It is not run for a
+/// recorded there (`writer_state.rs`). When `before_visible` returns
+/// content, the instant is completed with that instead of `content` (a
+/// commit records the schema in force, which only the lock hold knows).
+/// When `before_visible` fails, nothing is created and its error is
+/// returned. It is not run for a
 /// [`Completion::Shared`] instant that another actor completed already.
 pub async fn complete_instant_with<F, Fut>(
     loc: &TableLocation,
@@ -66,7 +69,7 @@ pub async fn complete_instant_with<F, Fut>(
 ) -> Result<InstantTime>
 where
     F: FnOnce(InstantTime) -> Fut,
-    Fut: Future<Output = Result<()>>,
+    Fut: Future<Output = Result<Option<Vec<u8>>>>,
 {
     time.with_time_fenced(|c, fence| async move {
         match completion {
@@ -94,7 +97,7 @@ where
         // frozen or cut off) stops before recording anything: before the
         // step that runs under the lock, and again right before visibility.
         fence.check().await?;
-        before_visible(c.clone()).await?;
+        let content = before_visible(c.clone()).await?.unwrap_or(content);
         fence.check().await?;
         let done = Instant { state: State::Completed, completed: Some(c.clone()), ..instant.clone() };
         writer.create(&done, State::Completed, content).await?;

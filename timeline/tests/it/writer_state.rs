@@ -53,7 +53,7 @@ async fn commit(f: &Fixture, w: &WriterState, held: u64, checkpoint: Option<&str
     }
     let t = instant.requested.clone();
     let content = meta.to_avro_container().unwrap();
-    let hook = |c: InstantTime| async move { w.before_visible(held, &t, &c, checkpoint).await };
+    let hook = |c: InstantTime| async move { w.before_visible(held, &t, &c, checkpoint).await.map(|()| None) };
     complete_instant_with(&f.loc, &f.timeline, &f.time, &instant, content, Completion::Owned, hook).await?;
     w.completed(&instant.requested);
     Ok(instant.requested)

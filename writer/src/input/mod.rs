@@ -18,6 +18,7 @@
 
 mod batch;
 mod column;
+mod evolve;
 mod json;
 mod rows;
 mod rows_builder;
@@ -26,6 +27,7 @@ mod scalar;
 mod tests;
 
 pub(crate) use batch::rows_from_batch;
+pub use evolve::{InputEvolution, schema_evolution_in_json_lines};
 pub(crate) use json::rows_from_json;
 pub use json::rows_from_json_lines;
 pub use rows::Rows;

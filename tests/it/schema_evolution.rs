@@ -1,0 +1,313 @@
+//! Schema evolution while writers run: columns added on write and with
+//! `tributary alter`, promotions, writers that hold an older schema,
+//! concurrent evolutions, refused changes, and every reader on the result.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use tributary::{Alteration, CreateOptions, ErrorKind, ReadOptions, Table, WriteClient, WriteSettings};
+use tributary_compaction::CompactorSettings;
+
+use crate::support::*;
+
+const SCHEMA: &str = r#"{"type":"record","name":"r","fields":[
+    {"name":"id","type":"string"},{"name":"ts","type":"long"},
+    {"name":"a","type":["null","int"],"default":null}]}"#;
+
+async fn create(dir: &Path) -> Table {
+    let mut options = CreateOptions::new(SCHEMA, "id", "ts");
+    options.buckets = 2;
+    Table::create_local(&dir.join("t"), options).await.unwrap()
+}
+
+/// `client` evolved by adding `columns` (name, Avro type) as nullable columns.
+fn with_columns(client: &WriteClient, columns: &[(&str, &str)]) -> tributary::Result<WriteClient> {
+    let mut json = client.schema().full_table_json();
+    for (name, t) in columns {
+        json = tributary_format::with_added_column(&json, name, &json!(t), None)?;
+    }
+    Ok(client.evolved(client.schema().with_json(&json)?)?)
+}
+
+async fn commit(client: &WriteClient, records: &[Value]) -> tributary::Result<()> {
+    let mut c = client.start_commit().await?;
+    c.write_json(records, "test", 1).await?;
+    c.commit().await?;
+    Ok(())
+}
+
+/// The table's rows by key, without meta columns or null values.
+async fn rows(t: &Table, options: &ReadOptions) -> BTreeMap<String, Value> {
+    let batch = t.read(options).await.unwrap();
+    let mut out = BTreeMap::new();
+    for r in batch_json(&batch) {
+        let mut r = r;
+        r.as_object_mut().unwrap().retain(|_, v| !v.is_null());
+        out.insert(r["id"].as_str().unwrap().to_string(), r);
+    }
+    out
+}
+
+fn batch_json(batch: &arrow::array::RecordBatch) -> Vec<Value> {
+    let mut w = arrow::json::ArrayWriter::new(Vec::new());
+    w.write(batch).unwrap();
+    w.finish().unwrap();
+    let bytes = w.into_inner();
+    if bytes.is_empty() { Vec::new() } else { serde_json::from_slice(&bytes).unwrap() }
+}
+
+fn names(t: &tributary::TableSchema) -> Vec<String> {
+    t.arrow().fields().iter().map(|f| f.name().clone()).collect()
+}
+
+#[tokio::test]
+async fn a_writer_holding_the_old_schema_never_erases_a_column_it_does_not_know() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = create(dir.path()).await;
+    let old = t.write_client(WriteSettings::default()).await.unwrap();
+    let new = with_columns(&old, &[("b", "string")]).unwrap();
+    commit(&new, &[json!({"id":"k1","ts":1,"a":1,"b":"x"}), json!({"id":"k2","ts":1,"a":1,"b":"y"})]).await.unwrap();
+    // Newer event times from the old writer: its columns win, `b` stays.
+    commit(&old, &[json!({"id":"k1","ts":2,"a":2}), json!({"id":"k3","ts":1,"a":3})]).await.unwrap();
+    // An older event time loses whole.
+    commit(&old, &[json!({"id":"k2","ts":0,"a":9})]).await.unwrap();
+    let want: BTreeMap<String, Value> = [
+        ("k1", json!({"id":"k1","ts":2,"a":2,"b":"x"})),
+        ("k2", json!({"id":"k2","ts":1,"a":1,"b":"y"})),
+        ("k3", json!({"id":"k3","ts":1,"a":3})),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(rows(&t, &ReadOptions::default()).await, want);
+    // The old writer's commits recorded the schema in force, not theirs.
+    assert_eq!(names(&t.schema_at(None).await.unwrap().schema), ["id", "ts", "a", "b"]);
+    // Compaction merges the same way, into base files of the new schema.
+    let compactor = t.compactor(CompactorSettings::default()).await.unwrap();
+    assert!(!compactor.run_once().await.unwrap().is_empty());
+    assert_eq!(rows(&t, &ReadOptions::default()).await, want);
+    let ro = ReadOptions { query: tributary::Query::ReadOptimized, ..Default::default() };
+    assert_eq!(rows(&t, &ro).await, want);
+    // And the official reader reads the compacted slices alike.
+    if have_official_reader() {
+        let official: BTreeMap<String, Value> = official_rows_of(&t, false)
+            .into_iter()
+            .map(|mut r| {
+                r.as_object_mut().unwrap().retain(|k, v| !k.starts_with("_hoodie") && !v.is_null());
+                (r["id"].as_str().unwrap().to_string(), r)
+            })
+            .collect();
+        assert_eq!(official, want);
+    }
+}
+
+#[tokio::test]
+async fn a_compactor_made_before_an_evolution_keeps_the_new_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = create(dir.path()).await;
+    let compactor = t.compactor(CompactorSettings::default()).await.unwrap();
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
+    commit(&client, &[json!({"id":"k1","ts":1,"a":1})]).await.unwrap();
+    let evolved = with_columns(&client, &[("b", "long")]).unwrap();
+    commit(&evolved, &[json!({"id":"k2","ts":1,"b":7})]).await.unwrap();
+    assert!(!compactor.run_once().await.unwrap().is_empty());
+    let got = rows(&t, &ReadOptions { query: tributary::Query::ReadOptimized, ..Default::default() }).await;
+    assert_eq!(got["k2"], json!({"id":"k2","ts":1,"b":7}));
+    // The compaction commit records the schema in force.
+    assert_eq!(names(&t.schema_at(None).await.unwrap().schema), ["id", "ts", "a", "b"]);
+}
+
+#[tokio::test]
+async fn writers_that_add_different_columns_at_once_both_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = create(dir.path()).await;
+    let base = t.write_client(WriteSettings::default()).await.unwrap();
+    let x = with_columns(&base, &[("x", "long")]).unwrap();
+    let y = with_columns(&base, &[("y", "string")]).unwrap();
+    let mut cx = x.start_commit().await.unwrap();
+    let mut cy = y.start_commit().await.unwrap();
+    cx.write_json(&[json!({"id":"k1","ts":1,"x":1})], "x", 1).await.unwrap();
+    cy.write_json(&[json!({"id":"k1","ts":2,"y":"b"}), json!({"id":"k2","ts":1,"y":"c"})], "y", 1).await.unwrap();
+    cx.commit().await.unwrap();
+    cy.commit().await.unwrap();
+    assert_eq!(names(&t.schema_at(None).await.unwrap().schema), ["id", "ts", "a", "x", "y"]);
+    let got = rows(&t, &ReadOptions::default()).await;
+    // Each writer's block lacks the other's column, so neither erases it.
+    assert_eq!(got["k1"], json!({"id":"k1","ts":2,"x":1,"y":"b"}));
+    assert_eq!(got["k2"], json!({"id":"k2","ts":1,"y":"c"}));
+    // A later client writes both.
+    let both = t.write_client(WriteSettings::default()).await.unwrap();
+    commit(&both, &[json!({"id":"k3","ts":1,"x":3,"y":"d"})]).await.unwrap();
+    assert_eq!(rows(&t, &ReadOptions::default()).await["k3"], json!({"id":"k3","ts":1,"x":3,"y":"d"}));
+}
+
+#[tokio::test]
+async fn the_same_column_added_with_two_types_fails_the_later_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = create(dir.path()).await;
+    let base = t.write_client(WriteSettings::default()).await.unwrap();
+    let long = with_columns(&base, &[("c", "long")]).unwrap();
+    let text = with_columns(&base, &[("c", "string")]).unwrap();
+    let mut first = long.start_commit().await.unwrap();
+    let mut second = text.start_commit().await.unwrap();
+    first.write_json(&[json!({"id":"k1","ts":1,"c":1})], "first", 1).await.unwrap();
+    second.write_json(&[json!({"id":"k2","ts":1,"c":"two"})], "second", 1).await.unwrap();
+    first.commit().await.unwrap();
+    let e = second.commit().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("`c`") && msg.contains("long") && msg.contains("string"), "{msg}");
+    // Nothing of the failed commit is visible; the table reads.
+    let got = rows(&t, &ReadOptions::default()).await;
+    assert_eq!(got.keys().collect::<Vec<_>>(), ["k1"]);
+    assert_eq!(names(&t.schema_at(None).await.unwrap().schema), ["id", "ts", "a", "c"]);
+    // The same column with the same type is no conflict.
+    let again = with_columns(&base, &[("c", "long")]).unwrap();
+    commit(&again, &[json!({"id":"k3","ts":1,"c":3})]).await.unwrap();
+}
+
+#[tokio::test]
+async fn promotions_read_old_records_in_the_new_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = create(dir.path()).await;
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
+    commit(&client, &[json!({"id":"k1","ts":1,"a":7}), json!({"id":"k2","ts":1,"a":-3})]).await.unwrap();
+    t.alter_schema(&[Alteration::Promote { name: "a".into(), data_type: "long".into() }]).await.unwrap();
+    let got = rows(&t, &ReadOptions::default()).await;
+    assert_eq!(got["k1"]["a"], json!(7));
+    t.alter_schema(&[Alteration::Promote { name: "a".into(), data_type: "string".into() }]).await.unwrap();
+    let got = rows(&t, &ReadOptions::default()).await;
+    assert_eq!((&got["k1"]["a"], &got["k2"]["a"]), (&json!("7"), &json!("-3")));
+    // The old client still commits ints; they read as strings.
+    commit(&client, &[json!({"id":"k2","ts":2,"a":5})]).await.unwrap();
+    let compactor = t.compactor(CompactorSettings::default()).await.unwrap();
+    compactor.run_once().await.unwrap();
+    let got = rows(&t, &ReadOptions { query: tributary::Query::ReadOptimized, ..Default::default() }).await;
+    assert_eq!((&got["k1"]["a"], &got["k2"]["a"]), (&json!("7"), &json!("5")));
+    let schema = t.schema_at(None).await.unwrap().schema;
+    assert_eq!(schema.data_type(2), &arrow::datatypes::DataType::Utf8);
+}
+
+#[tokio::test]
+async fn time_travel_and_incremental_reads_see_the_schema_of_their_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = create(dir.path()).await;
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
+    commit(&client, &[json!({"id":"k1","ts":1,"a":1})]).await.unwrap();
+    let before = t.timeline().await.unwrap().latest_completed_write().unwrap().requested.clone();
+    let evolved = with_columns(&client, &[("b", "string")]).unwrap();
+    commit(&evolved, &[json!({"id":"k2","ts":1,"b":"x"})]).await.unwrap();
+    let then = t.read(&ReadOptions { as_of: Some(before.clone()), ..Default::default() }).await.unwrap();
+    assert_eq!(then.schema().fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>(), ["id", "ts", "a"]);
+    assert_eq!(t.schema_at(Some(&before)).await.unwrap().recorded_by, Some(before.clone()));
+    let completed = t.timeline().await.unwrap().completion_time(&before).cloned().unwrap();
+    let incremental = tributary::Query::Incremental { begin: completed, end: "99999999999999999".parse().unwrap() };
+    let got = rows(&t, &ReadOptions { query: incremental, ..Default::default() }).await;
+    assert_eq!(got.into_values().collect::<Vec<_>>(), [json!({"id":"k2","ts":1,"b":"x"})]);
+}
+
+/// The bytes of every file under `root`, by path.
+fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    file_paths(root, |_| true)
+        .into_iter()
+        .map(|p| (p.strip_prefix(root).unwrap().display().to_string(), std::fs::read(&p).unwrap()))
+        .collect()
+}
+
+#[test]
+fn refused_changes_name_the_column_and_leave_the_table_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("s.avsc");
+    std::fs::write(&schema, SCHEMA).unwrap();
+    let table = dir.path().join("t");
+    let t = table.to_str().unwrap();
+    tributary_ok(&["init", t, "--schema", schema.to_str().unwrap(), "--record-key", "id", "--ordering-field", "ts"]);
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, "{\"id\":\"k1\",\"ts\":1,\"a\":1}\n").unwrap();
+    tributary_ok(&["write", t, "--input", input.to_str().unwrap()]);
+    tributary_ok(&["alter", t, "--add-column", "n:long"]);
+    let before = snapshot(&table);
+    let cases: [(&[&str], &str); 6] = [
+        (&["--promote", "n:int"], "long → int narrows"),
+        (&["--promote", "a:boolean"], "not a promotion"),
+        (&["--promote", "gone:long"], "`gone`"),
+        (&["--add-column", "a:string"], "already has a column"),
+        (&["--add-column", "z:uuid"], "column type `uuid`"),
+        (&["--add-column", "z:long:\"x\""], "not valid Avro"),
+    ];
+    for (args, says) in cases {
+        let mut all = vec!["alter", t];
+        all.extend_from_slice(args);
+        let e = tributary_err(&all);
+        assert!(e.contains(says), "{args:?}: {e}");
+        assert_eq!(snapshot(&table), before, "{args:?} changed the table");
+    }
+    // A write whose records carry a new column, without --evolve-schema.
+    std::fs::write(&input, "{\"id\":\"k2\",\"ts\":1,\"q\":1}\n").unwrap();
+    let e = tributary_err(&["write", t, "--input", input.to_str().unwrap()]);
+    assert!(e.contains("`q`") && e.contains("unknown column"), "{e}");
+    // With it, a new column of nulls only, or of mixed kinds.
+    for (text, says) in [
+        ("{\"id\":\"k2\",\"ts\":1,\"q\":null}\n", "all null"),
+        ("{\"id\":\"k2\",\"ts\":1,\"q\":1}\n{\"id\":\"k3\",\"ts\":1,\"q\":\"x\"}\n", "one kind"),
+        ("{\"id\":\"k2\",\"ts\":1,\"q\":{\"x\":1}}\n", "nested"),
+    ] {
+        std::fs::write(&input, text).unwrap();
+        let e = tributary_err(&["write", t, "--input", input.to_str().unwrap(), "--evolve-schema"]);
+        assert!(e.contains("`q`") && e.contains(says), "{e}");
+    }
+    // Nothing of a refused write was created either.
+    assert_eq!(snapshot(&table), before, "a refused write changed the table");
+}
+
+#[test]
+fn write_evolve_schema_adds_columns_as_the_input_brings_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("s.avsc");
+    std::fs::write(&schema, SCHEMA).unwrap();
+    let table = dir.path().join("t");
+    let t = table.to_str().unwrap();
+    tributary_ok(&["init", t, "--schema", schema.to_str().unwrap(), "--record-key", "id", "--ordering-field", "ts"]);
+    let input = dir.path().join("in.jsonl");
+    let mut text = String::new();
+    for i in 0..20_000 {
+        text.push_str(&match i {
+            i if i < 9_000 => format!("{{\"id\":\"k{i}\",\"ts\":1,\"a\":{}}}\n", i % 100),
+            i if i < 15_000 => format!("{{\"id\":\"k{i}\",\"ts\":1,\"b\":\"s{i}\",\"c\":{}}}\n", i % 7),
+            i => format!("{{\"id\":\"k{i}\",\"ts\":1,\"c\":{}.5,\"d\":true}}\n", i % 3),
+        });
+    }
+    std::fs::write(&input, text).unwrap();
+    let out = tributary_ok(&["write", t, "--input", input.to_str().unwrap(), "--evolve-schema"]);
+    assert!(out.contains("20000 records in 2 instants"), "{out}");
+    let schema = tributary_ok(&["schema", t, "--format", "avro"]);
+    let v: Value = serde_json::from_str(schema.trim()).unwrap();
+    let fields: Vec<(String, Value)> = v["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["name"].as_str().unwrap().to_string(), f["type"].clone()))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            ("id".to_string(), json!("string")),
+            ("ts".to_string(), json!("long")),
+            ("a".to_string(), json!(["null", "int"])),
+            ("b".to_string(), json!(["null", "string"])),
+            ("c".to_string(), json!(["null", "double"])),
+            ("d".to_string(), json!(["null", "boolean"])),
+        ]
+    );
+    let read = tributary_ok(&["read", t]);
+    let rows: BTreeMap<String, Value> = read
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|r| (r["id"].as_str().unwrap().to_string(), r))
+        .collect();
+    assert_eq!(rows.len(), 20_000);
+    assert_eq!(rows["k8999"], json!({"id":"k8999","ts":1,"a":99}));
+    assert_eq!(rows["k9000"], json!({"id":"k9000","ts":1,"b":"s9000","c":5.0}));
+    assert_eq!(rows["k19999"], json!({"id":"k19999","ts":1,"c":1.5,"d":true}));
+}
