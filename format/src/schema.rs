@@ -73,6 +73,31 @@ pub struct TableSchema {
     /// several element by element).
     ordering: Vec<usize>,
     partition: Option<usize>,
+    /// Per column of `arrow_with_meta`, its Avro default as a one-row
+    /// array, where the field declares a non-null one.
+    defaults: Arc<[Option<ArrayRef>]>,
+}
+
+/// The non-null Avro defaults of `table_json`'s fields as one-row arrays
+/// of their columns in `with_meta` (the meta fields come first and have
+/// none). A default arrow's JSON reader cannot read as the column's type
+/// (bytes, fixed) is left out: such rows read null.
+fn defaults_of(table_json: &Value, with_meta: &SchemaRef) -> Arc<[Option<ArrayRef>]> {
+    let fields = table_json.get("fields").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let mut out: Vec<Option<ArrayRef>> = vec![None; with_meta.fields().len()];
+    for (i, f) in fields.iter().enumerate() {
+        let Some(default) = f.get("default").filter(|d| !d.is_null()) else { continue };
+        let Some(field) = with_meta.fields().get(i + META_FIELDS.len()) else { continue };
+        let one = Schema::new(vec![Field::new("v", field.data_type().clone(), true)]);
+        let row = json!({ "v": default }).to_string();
+        let batch = arrow::json::ReaderBuilder::new(Arc::new(one))
+            .build(Cursor::new(row.into_bytes()))
+            .ok()
+            .and_then(|mut r| r.next())
+            .and_then(|b| b.ok());
+        out[i + META_FIELDS.len()] = batch.filter(|b| b.num_rows() == 1).map(|b| b.column(0).clone());
+    }
+    out.into()
 }
 
 /// The Arrow schema arrow-avro decodes an Avro schema JSON to. Derived from
@@ -193,6 +218,7 @@ impl TableSchema {
         );
         let ordering = ordering.iter().map(|o| find(o.as_ref(), "ordering")).collect::<Result<Vec<_>>>()?;
         let partition = partition.map(|p| find(p, "partition")).transpose()?;
+        let defaults = defaults_of(&table_json, &arrow_with_meta);
         Ok(Self {
             full_json: table_json.clone(),
             partial: false,
@@ -203,6 +229,7 @@ impl TableSchema {
             key,
             ordering,
             partition,
+            defaults,
         })
     }
 
@@ -260,6 +287,16 @@ impl TableSchema {
     /// declares one.
     pub fn default_of(&self, i: usize) -> Option<&Value> {
         self.table_json.get("fields")?.get(i)?.get("default")
+    }
+
+    /// The value rows that lack column `i` of [`Self::arrow_with_meta`]
+    /// read as: `rows` copies of its Avro default, or `None` where it
+    /// declares none (or a null one), so such rows read null. Records of
+    /// an older schema and base files written before the column was added
+    /// take it (Avro's schema resolution).
+    pub fn absent_column(&self, i: usize, rows: usize) -> Option<ArrayRef> {
+        let one = self.defaults.get(i)?.as_ref()?;
+        arrow::compute::take(one, &arrow::array::UInt32Array::from(vec![0u32; rows]), None).ok()
     }
 
     /// Whether this is a partial writer's column subset.

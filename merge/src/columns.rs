@@ -37,8 +37,13 @@ enum Rule {
     Group(usize),
 }
 
+/// A column a version set to null ([`RowState::src`]).
+const WRITTEN_NULL: (u32, u32) = (u32::MAX, 0);
+
 struct RowState {
-    /// `(batch, row)` of each column's value; `None`: null.
+    /// `(batch, row)` of each column's value; [`WRITTEN_NULL`]: set to
+    /// null; `None`: never written (null, or its default once a version
+    /// lacking it supplies one).
     src: Vec<Option<(u32, u32)>>,
     group_ord: Vec<Ord2>,
     row_ord: Ord2,
@@ -178,6 +183,12 @@ pub(crate) fn merge_columns(
                     let touched = take_table || take_group.iter().any(|&t| t);
                     for (c, rule) in rules.iter().enumerate() {
                         if !has(c) {
+                            // A column the version lacks keeps its value;
+                            // one no version wrote takes its default (the
+                            // absent column holds it, else null).
+                            if touched && st.src[c].is_none() && !b.column(c).is_null(r) {
+                                st.src[c] = at;
+                            }
                             continue;
                         }
                         let take = match rule {
@@ -186,7 +197,7 @@ pub(crate) fn merge_columns(
                             Rule::Group(g) => take_group[*g],
                         };
                         if take {
-                            st.src[c] = if b.column(c).is_null(r) { None } else { at };
+                            st.src[c] = if b.column(c).is_null(r) { Some(WRITTEN_NULL) } else { at };
                         }
                     }
                 }
@@ -206,8 +217,13 @@ pub(crate) fn merge_columns(
     let null_at = batches.len();
     let columns: Vec<ArrayRef> = (0..ncols)
         .map(|c| {
-            let picks: Vec<(usize, usize)> =
-                live.iter().map(|s| s.src[c].map_or((null_at, 0), |(b, r)| (b as usize, r as usize))).collect();
+            let picks: Vec<(usize, usize)> = live
+                .iter()
+                .map(|s| match s.src[c] {
+                    None | Some(WRITTEN_NULL) => (null_at, 0),
+                    Some((b, r)) => (b as usize, r as usize),
+                })
+                .collect();
             let mut arrays: Vec<&dyn Array> = batches.iter().map(|(b, _)| b.column(c).as_ref()).collect();
             // A null to pick from, made only when some row has no value.
             let nulls = picks.iter().any(|p| p.0 == null_at).then(|| new_null_array(full.field(c).data_type(), 1));
@@ -228,8 +244,10 @@ pub(crate) fn merge_columns(
 /// value keeps the delete's: write it into the ordering column, so the row's
 /// ordering survives compaction.
 fn keep_row_ordering(col: &ArrayRef, live: &[&RowState], o: usize) -> Result<ArrayRef> {
-    let patch: Vec<Option<&Ord2>> =
-        live.iter().map(|s| (s.src[o].is_none() && s.row_ord != Ord2::Null).then_some(&s.row_ord)).collect();
+    let patch: Vec<Option<&Ord2>> = live
+        .iter()
+        .map(|s| (matches!(s.src[o], None | Some(WRITTEN_NULL)) && s.row_ord != Ord2::Null).then_some(&s.row_ord))
+        .collect();
     if patch.iter().all(Option::is_none) {
         return Ok(col.clone());
     }

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch, new_null_array};
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, SchemaRef};
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
 use tributary_format::Memo;
@@ -189,7 +189,7 @@ fn parquet_block(content: &bytes::Bytes, schema: &TableSchema, path: &str) -> Re
             reason: format!("a Parquet data block of {} bytes is not a Parquet file (no PAR1 magic)", content.len()),
         });
     }
-    Ok(read_parquet(content.clone(), schema.arrow_with_meta(), path)?.into_iter().map(Version::Rows).collect())
+    Ok(read_parquet(content.clone(), schema, path)?.into_iter().map(Version::Rows).collect())
 }
 
 /// The batches of a data block's `content`, written under `writer_json`:
@@ -583,13 +583,14 @@ fn widen(part: RecordBatch, layout: Layout, schema: &TableSchema, path: &str) ->
     let target = schema.arrow_with_meta();
     let whole = target.fields().iter().all(|f| part.column_by_name(f.name()).is_some());
     if whole || (layout == Layout::Evolved && schema.ordering_indices().len() > 1) {
-        return conform(part, target, path).map(Version::Rows);
+        return conform(part, target, Some(schema), path).map(Version::Rows);
     }
     let mut present = Vec::with_capacity(target.fields().len());
     let columns: Vec<ArrayRef> = target
         .fields()
         .iter()
-        .map(|f| match part.column_by_name(f.name()) {
+        .enumerate()
+        .map(|(i, f)| match part.column_by_name(f.name()) {
             Some(c) => {
                 present.push(true);
                 if c.data_type() == f.data_type() {
@@ -602,8 +603,10 @@ fn widen(part: RecordBatch, layout: Layout, schema: &TableSchema, path: &str) ->
                 }
             }
             None => {
+                // Marked absent, so it never overwrites a value; a row that
+                // has none takes this default ([`crate::columns`]).
                 present.push(false);
-                Ok(new_null_array(f.data_type(), part.num_rows()))
+                Ok(absent(Some(schema), i, f.data_type(), part.num_rows()))
             }
         })
         .collect::<Result<_>>()?;
@@ -618,10 +621,11 @@ fn widen(part: RecordBatch, layout: Layout, schema: &TableSchema, path: &str) ->
 
 /// Reads a whole Parquet file (`bytes`), matching columns to `target` by
 /// name (casting types, filling absent nullable columns with nulls).
-pub(crate) fn read_parquet(bytes: bytes::Bytes, target: &SchemaRef, path: &str) -> Result<Vec<RecordBatch>> {
+pub(crate) fn read_parquet(bytes: bytes::Bytes, schema: &TableSchema, path: &str) -> Result<Vec<RecordBatch>> {
+    let target = schema.arrow_with_meta();
     let batches =
         if bytes.len() as u64 <= TAIL_BYTES { decoded_file(&bytes, path)? } else { decode_file(bytes, path)? };
-    batches.iter().map(|b| conform(b.clone(), target, path)).collect()
+    batches.iter().map(|b| conform(b.clone(), target, Some(schema), path)).collect()
 }
 
 /// The rows of a whole Parquet file, every column as the file has it.
@@ -648,19 +652,27 @@ fn decoded_file(bytes: &bytes::Bytes, path: &str) -> Result<Arc<[RecordBatch]>> 
 }
 
 /// `b` laid out as `target`: columns matched by name, cast where the types
-/// differ, absent ones null.
-fn conform(b: RecordBatch, target: &SchemaRef, path: &str) -> Result<RecordBatch> {
+/// differ, absent ones their default ([`TableSchema::absent_column`], when
+/// `target` is `table`'s `arrow_with_meta`) or null.
+fn conform(b: RecordBatch, target: &SchemaRef, table: Option<&TableSchema>, path: &str) -> Result<RecordBatch> {
     let err = |e: &dyn std::fmt::Display| Error::Corrupt { path: path.to_string(), reason: e.to_string() };
     let columns: Vec<ArrayRef> = target
         .fields()
         .iter()
-        .map(|f| match b.column_by_name(f.name()) {
+        .enumerate()
+        .map(|(i, f)| match b.column_by_name(f.name()) {
             Some(c) if c.data_type() == f.data_type() => Ok(c.clone()),
             Some(c) => arrow::compute::cast(c, f.data_type()).map_err(|e| err(&format!("column {}: {e}", f.name()))),
-            None => Ok(new_null_array(f.data_type(), b.num_rows())),
+            None => Ok(absent(table, i, f.data_type(), b.num_rows())),
         })
         .collect::<Result<_>>()?;
     RecordBatch::try_new(target.clone(), columns).map_err(|e| err(&e))
+}
+
+/// Column `i` of `table`'s rows for `rows` rows that lack it: its default,
+/// or nulls.
+fn absent(table: Option<&TableSchema>, i: usize, data_type: &DataType, rows: usize) -> ArrayRef {
+    table.and_then(|t| t.absent_column(i, rows)).unwrap_or_else(|| new_null_array(data_type, rows))
 }
 
 /// The rows of a base (Parquet) file, read a row group at a time through
@@ -670,6 +682,9 @@ fn conform(b: RecordBatch, target: &SchemaRef, path: &str) -> Result<RecordBatch
 pub(crate) struct BaseReader {
     source: BaseSource,
     target: SchemaRef,
+    /// The table whose rows `target` lays out, for the defaults of columns
+    /// the file lacks; `None` for a projection.
+    table: Option<TableSchema>,
     path: String,
     rows: usize,
 }
@@ -687,7 +702,9 @@ impl BaseReader {
         schema: &TableSchema,
         path: &object_store::path::Path,
     ) -> Result<Self> {
-        Self::open_columns(loc, schema.arrow_with_meta(), path).await
+        let mut reader = Self::open_columns(loc, schema.arrow_with_meta(), path).await?;
+        reader.table = Some(schema.clone());
+        Ok(reader)
     }
 
     /// Opens the base file at `path` for the columns of `target` only (a
@@ -703,7 +720,13 @@ impl BaseReader {
         if let Some(file) = reader.whole() {
             let batches = decoded_file(file, &name)?;
             let rows = batches.iter().map(RecordBatch::num_rows).sum();
-            return Ok(Self { source: BaseSource::Decoded(batches, 0), target: target.clone(), path: name, rows });
+            return Ok(Self {
+                source: BaseSource::Decoded(batches, 0),
+                target: target.clone(),
+                table: None,
+                path: name,
+                rows,
+            });
         }
         let metadata = reader.arrow_metadata().await.map_err(err)?;
         let builder = parquet::arrow::ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata);
@@ -719,7 +742,7 @@ impl BaseReader {
             .collect();
         let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), wanted);
         let stream = builder.with_projection(mask).with_batch_size(8192).build().map_err(err)?;
-        Ok(Self { source: BaseSource::Stream(Box::new(stream)), target: target.clone(), path: name, rows })
+        Ok(Self { source: BaseSource::Stream(Box::new(stream)), target: target.clone(), table: None, path: name, rows })
     }
 
     /// The file's row count, as its metadata gives it.
@@ -743,7 +766,7 @@ impl BaseReader {
                 }
             },
         };
-        conform(b, &self.target, &self.path).map(Some)
+        conform(b, &self.target, self.table.as_ref(), &self.path).map(Some)
     }
 }
 
@@ -799,7 +822,7 @@ mod tests {
                 assert_eq!(reader.next().await.unwrap().as_ref(), Some(&want), "base file at ts {ts}");
                 assert!(reader.next().await.unwrap().is_none());
                 let whole = store.get(&base).await.unwrap().bytes().await.unwrap();
-                assert_eq!(read_parquet(whole, schema.arrow_with_meta(), "base").unwrap(), vec![want.clone()]);
+                assert_eq!(read_parquet(whole, &schema, "base").unwrap(), vec![want.clone()]);
                 let mut reader = LogReader::open(&loc, &schema, &log, None, &timeline).await.unwrap();
                 match reader.next().await.unwrap() {
                     Some(Version::Rows(got)) => assert_eq!(got, want, "log at ts {ts}"),

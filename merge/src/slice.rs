@@ -301,7 +301,7 @@ async fn base_rows(ctx: &SliceMerge<'_>, files: &SliceFiles<'_>, order: RowOrder
     match files.base {
         Some(path) if !bounded => {
             let bytes = ctx.loc.get(path).await?;
-            for b in read_parquet(bytes, ctx.schema.arrow_with_meta(), path.as_ref())? {
+            for b in read_parquet(bytes, ctx.schema, path.as_ref())? {
                 batches.push(files.base_rows.keep(b, path.as_ref())?);
             }
         }

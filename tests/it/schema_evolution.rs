@@ -311,3 +311,32 @@ fn write_evolve_schema_adds_columns_as_the_input_brings_them() {
     assert_eq!(rows["k9000"], json!({"id":"k9000","ts":1,"b":"s9000","c":5.0}));
     assert_eq!(rows["k19999"], json!({"id":"k19999","ts":1,"c":1.5,"d":true}));
 }
+
+#[tokio::test]
+async fn an_added_column_reads_its_default_where_no_one_wrote_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = create(dir.path()).await;
+    let old = t.write_client(WriteSettings::default()).await.unwrap();
+    commit(&old, &[json!({"id":"k1","ts":1,"a":1})]).await.unwrap();
+    t.compactor(CompactorSettings::default()).await.unwrap().run_once().await.unwrap();
+    let add = Alteration::AddColumn { name: "c".into(), data_type: "long".into(), default: Some(json!(5)) };
+    t.alter_schema(&[add]).await.unwrap();
+    let new = t.write_client(WriteSettings::default()).await.unwrap();
+    // k1: a base-file row from before the column; k2: a log record of the
+    // old schema; k3: set to null, then updated by the old writer; k4: set.
+    commit(&old, &[json!({"id":"k2","ts":1,"a":2})]).await.unwrap();
+    commit(&new, &[json!({"id":"k3","ts":1,"c":null}), json!({"id":"k4","ts":1,"c":9})]).await.unwrap();
+    commit(&old, &[json!({"id":"k3","ts":2,"a":3}), json!({"id":"k4","ts":2,"a":4})]).await.unwrap();
+    let want: BTreeMap<String, Value> = [
+        ("k1", json!({"id":"k1","ts":1,"a":1,"c":5})),
+        ("k2", json!({"id":"k2","ts":1,"a":2,"c":5})),
+        ("k3", json!({"id":"k3","ts":2,"a":3})),
+        ("k4", json!({"id":"k4","ts":2,"a":4,"c":9})),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(rows(&t, &ReadOptions::default()).await, want);
+    t.compactor(CompactorSettings::default()).await.unwrap().run_once().await.unwrap();
+    assert_eq!(rows(&t, &ReadOptions::default()).await, want);
+}
