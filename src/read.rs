@@ -8,7 +8,7 @@ use arrow::row::{RowConverter, SortField};
 use futures::StreamExt;
 use tributary_format::{META_FIELDS, PARTITION_PATH, RECORD_KEY, TableSchema};
 use tributary_merge::{BaseRows, RowOrder, SliceFiles, SliceMerge, merge_slice, written_by};
-use tributary_timeline::{FileSystemView, InstantTime, TableLocation, Timeline, TimelineFolder};
+use tributary_timeline::{FileSystemView, InstantTime, TableConfig, TableLocation, Timeline, TimelineFolder};
 
 use crate::error::{Error, Result};
 use crate::incremental::Window;
@@ -63,15 +63,22 @@ impl Table {
     /// write's `extraMetadata.schema`, else the create schema
     /// ([`tributary_timeline::schema_in_force`]).
     pub async fn schema(&self, timeline: &Timeline) -> Result<TableSchema> {
+        Ok(self.in_force(timeline).await?.0)
+    }
+
+    /// The schema in force at `timeline`, and the table's configuration
+    /// with the sequence groups in force ([`TableConfig::in_force`]).
+    pub(crate) async fn in_force(&self, timeline: &Timeline) -> Result<(TableSchema, TableConfig)> {
         let cfg = self.config();
         let folder = TimelineFolder::new(self.location(), cfg);
-        let json = tributary_timeline::schema_in_force(&folder, cfg, timeline, None).await?.ok_or_else(|| {
+        let found = tributary_timeline::schema_in_force(&folder, cfg, timeline, None).await?.ok_or_else(|| {
             Error::InvalidInput {
                 what: self.location().to_string(),
                 reason: "no schema: no commit carries one and hoodie.table.create.schema is not set".into(),
             }
         })?;
-        Ok(cfg.schema_of(&json.json)?)
+        let config = cfg.in_force(&found);
+        Ok((config.schema_of(&found.json)?, config))
     }
 
     /// Reads the table. Rows come ordered by partition, then record key.
@@ -108,8 +115,8 @@ impl Table {
             }
             None => full.clone(),
         };
-        // Time travel sees the schema in force then.
-        let schema = self.schema(&timeline).await?;
+        // Time travel sees the schema (and sequence groups) in force then.
+        let (schema, config) = self.in_force(&timeline).await?;
         let window = match &options.query {
             Query::Incremental { begin, end } => Some(Window::of(&timeline, begin, end)),
             _ => None,
@@ -122,7 +129,7 @@ impl Table {
         let schema = Arc::new(schema);
         let timeline = Arc::new(timeline);
         let base_only = options.query == Query::ReadOptimized;
-        let config = Arc::new(self.config().clone());
+        let config = Arc::new(config);
         tributary_merge::check_merger(&config)?;
         let parallelism = parallelism();
         let slices = view.latest_slices().into_iter().filter(|s| s.base.is_some() || !s.logs.is_empty());

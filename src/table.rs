@@ -122,13 +122,13 @@ impl Table {
         // not written either: the writer combines a commit's versions by
         // the same rule.
         tributary_merge::check_merger(&self.config)?;
-        let (loc, config, time) = (self.loc.clone(), self.config.clone(), self.time_generator());
         // A table Tributary cannot write is reported as such, not as a
         // schema it lacks.
-        config.check_writable()?;
+        self.config.check_writable()?;
         // The schema in force: the latest commit's, which holds every
-        // column added since the table was created.
-        let schema = self.schema(&active).await?;
+        // column (and sequence group) added since the table was created.
+        let (schema, config) = self.in_force(&active).await?;
+        let (loc, time) = (self.loc.clone(), self.time_generator());
         let client = tributary_writer::WriteClient::with_schema(loc, config, schema, time, settings)?;
         Ok(client)
     }

@@ -26,6 +26,7 @@ use tributary_timeline::{
 };
 use tributary_timeline::{Completion, complete_instant_with};
 use tributary_timeline::{MARKER_APPEND, MARKER_CREATE, create_marker, remove_markers, rollback_files};
+use tributary_timeline::{SEQUENCE_GROUPS_KEY, SequenceGroup};
 
 use crate::base_file::BaseFileWriter;
 use crate::error::{Error, Result};
@@ -348,8 +349,10 @@ impl Compactor {
         // this one holds whole.
         let in_force = tributary_timeline::schema_in_force(&self.timeline, &self.config, &timeline, None).await?;
         match in_force {
-            Some(s) if s.json != self.schema.table_json() => {
-                let this = Compactor { schema: Arc::new(self.config.schema_of(&s.json)?), ..self.clone() };
+            Some(s) if s.json != self.schema.table_json() || self.config.in_force(&s) != self.config => {
+                let config = self.config.in_force(&s);
+                let schema = Arc::new(config.schema_of(&s.json)?);
+                let this = Compactor { schema, config, ..self.clone() };
                 this.execute_at(instant, fence, timeline).await
             }
             _ => self.execute_at(instant, fence, timeline).await,
@@ -388,6 +391,10 @@ impl Compactor {
         let mut meta = CommitMetadata { compacted: true, operation_type: "COMPACT".into(), ..Default::default() };
         let own_schema = self.schema.table_json();
         meta.extra_metadata.insert("schema".into(), own_schema.clone());
+        if !self.config.sequence_groups.is_empty() {
+            let groups = SequenceGroup::render_list(&self.config.sequence_groups);
+            meta.extra_metadata.insert(SEQUENCE_GROUPS_KEY.into(), groups);
+        }
         let (mut records, mut bytes_read, mut bytes_written) = (0u64, 0u64, 0u64);
         let (mut key_first_groups, mut spilled_groups) = (0, 0);
         let (mut tombstones, mut tombstone_bytes) = (0u64, 0u64);
@@ -417,8 +424,11 @@ impl Compactor {
             // recorded the one in force; the compaction records it too, so
             // the latest write's schema never loses a column.
             match tributary_timeline::schema_in_force(writer, config, &now, None).await? {
-                Some(s) if s.json != own_schema => {
+                Some(s) if s.json != own_schema || config.in_force(&s) != *config => {
                     let mut meta = meta.clone();
+                    if let Some(groups) = &s.sequence_groups {
+                        meta.extra_metadata.insert(SEQUENCE_GROUPS_KEY.into(), SequenceGroup::render_list(groups));
+                    }
                     meta.extra_metadata.insert("schema".into(), s.json);
                     Ok(Some(meta.to_avro_container()?))
                 }

@@ -55,6 +55,52 @@ impl SequenceGroup {
     pub fn render(&self) -> String {
         format!("{}={}", self.ordering, self.columns.join(","))
     }
+
+    /// Parses a list `ts_a=a1,a2;ts_b=b1`, as `hoodie.properties` and
+    /// commit metadata record it; `Err` names the group that does not
+    /// parse.
+    pub fn parse_list(text: &str) -> std::result::Result<Vec<Self>, String> {
+        text.split(';')
+            .filter(|g| !g.trim().is_empty())
+            .map(|g| Self::parse(g).ok_or_else(|| format!("`{g}` is not `ordering=col,col`")))
+            .collect()
+    }
+
+    /// The list form [`SequenceGroup::parse_list`] reads.
+    pub fn render_list(groups: &[Self]) -> String {
+        groups.iter().map(Self::render).collect::<Vec<_>>().join(";")
+    }
+
+    /// The groups of `ours` added to `in_force`: a group of either stands,
+    /// and a group both hold has the columns of both (`ours`' new ones
+    /// last). Groups only grow, by new columns, so the union keeps what
+    /// any commit added. A column in two different groups is an error:
+    /// the column, and why.
+    pub fn union(in_force: &[Self], ours: &[Self]) -> std::result::Result<Vec<Self>, (String, String)> {
+        let mut out = in_force.to_vec();
+        for g in ours {
+            match out.iter_mut().find(|o| o.ordering == g.ordering) {
+                Some(o) => {
+                    for c in &g.columns {
+                        if !o.columns.contains(c) {
+                            o.columns.push(c.clone());
+                        }
+                    }
+                }
+                None => out.push(g.clone()),
+            }
+        }
+        let mut owner = std::collections::BTreeMap::new();
+        for g in &out {
+            for c in std::iter::once(&g.ordering).chain(&g.columns) {
+                if let Some(other) = owner.insert(c.as_str(), g.ordering.as_str()) {
+                    let why = format!("column `{c}` is in two sequence groups (`{other}` and `{}`)", g.ordering);
+                    return Err((c.clone(), why));
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// A table's schema in the forms the writer and readers need.

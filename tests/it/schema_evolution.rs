@@ -257,6 +257,11 @@ fn refused_changes_name_the_column_and_leave_the_table_unchanged() {
         let e = tributary_err(&["write", t, "--input", input.to_str().unwrap(), "--evolve-schema"]);
         assert!(e.contains("`q`") && e.contains(says), "{e}");
     }
+    // A sequence group in a table that merges whole rows.
+    let e =
+        tributary_err(&["alter", t, "--add-column", "g:long", "--add-column", "g1:string", "--sequence-group", "g=g1"]);
+    assert!(e.contains("no sequence groups"), "{e}");
+    assert_eq!(snapshot(&table), before, "a refused group changed the table");
     // Nothing of a refused write was created either.
     assert_eq!(snapshot(&table), before, "a refused write changed the table");
 }
@@ -339,4 +344,122 @@ async fn an_added_column_reads_its_default_where_no_one_wrote_it() {
     assert_eq!(rows(&t, &ReadOptions::default()).await, want);
     t.compactor(CompactorSettings::default()).await.unwrap().run_once().await.unwrap();
     assert_eq!(rows(&t, &ReadOptions::default()).await, want);
+}
+
+/// A wide table of two sources (sequence groups `ts_a=a1` and `ts_b=b1`)
+/// gains a third with `alter --sequence-group` while the first two keep
+/// writing; every source's events arrive out of order.
+#[test]
+fn a_third_source_adds_its_sequence_group_while_two_keep_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("wide.avsc");
+    std::fs::write(
+        &schema,
+        r#"{"type":"record","name":"wide","fields":[{"name":"id","type":"string"},
+        {"name":"ts","type":["null","long"],"default":null},
+        {"name":"a1","type":["null","string"],"default":null},{"name":"ts_a","type":["null","long"],"default":null},
+        {"name":"b1","type":["null","string"],"default":null},{"name":"ts_b","type":["null","long"],"default":null}]}"#,
+    )
+    .unwrap();
+    let table = dir.path().join("wide");
+    let t = table.to_str().unwrap();
+    let s = schema.to_str().unwrap();
+    let groups = ["--sequence-group", "ts_a=a1", "--sequence-group", "ts_b=b1"];
+    let mut init = vec!["init", t, "--schema", s, "--record-key", "id", "--ordering-field", "ts", "--buckets", "2"];
+    init.extend_from_slice(&groups);
+    tributary_ok(&init);
+    // The model: per key and source, the value with the largest event time
+    // (a later write wins a tie).
+    let mut model: BTreeMap<String, BTreeMap<&str, (i64, String)>> = BTreeMap::new();
+    let mut rng = 7u64;
+    let mut next = move |n: u64| {
+        rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (rng >> 33) % n
+    };
+    let input = dir.path().join("in.jsonl");
+    let mut write = |source: &'static str, model: &mut BTreeMap<String, BTreeMap<&str, (i64, String)>>, round: u64| {
+        let (col, ts) = match source {
+            "a" => ("a1", "ts_a"),
+            "b" => ("b1", "ts_b"),
+            _ => ("c1", "ts_c"),
+        };
+        let mut text = String::new();
+        for _ in 0..40 {
+            let key = format!("k{}", next(30));
+            let when = next(100) as i64;
+            let value = format!("{source}{round}-{}", next(1000));
+            text.push_str(&format!("{{\"id\":\"{key}\",\"{col}\":\"{value}\",\"{ts}\":{when}}}\n"));
+            let e = model.entry(key).or_default().entry(source).or_insert((i64::MIN, String::new()));
+            if when >= e.0 {
+                *e = (when, value);
+            }
+        }
+        std::fs::write(&input, text).unwrap();
+        tributary_ok(&["write", t, "--input", input.to_str().unwrap(), "--columns", &format!("{col},{ts}")]);
+    };
+    for round in 0..3 {
+        write("a", &mut model, round);
+        write("b", &mut model, round);
+    }
+    tributary_ok(&["compact", t]);
+    tributary_ok(&[
+        "alter",
+        t,
+        "--add-column",
+        "c1:string",
+        "--add-column",
+        "ts_c:long",
+        "--sequence-group",
+        "ts_c=c1",
+    ]);
+    for round in 3..6 {
+        write("c", &mut model, round);
+        write("a", &mut model, round);
+        write("b", &mut model, round);
+    }
+    let want: Vec<Value> = model
+        .iter()
+        .map(|(k, sources)| {
+            let mut row = serde_json::Map::new();
+            row.insert("id".into(), json!(k));
+            for (source, (col, ts)) in [("a", ("a1", "ts_a")), ("b", ("b1", "ts_b")), ("c", ("c1", "ts_c"))] {
+                if let Some((when, value)) = sources.get(source) {
+                    row.insert(col.into(), json!(value));
+                    row.insert(ts.into(), json!(when));
+                }
+            }
+            Value::Object(row)
+        })
+        .collect();
+    let ours = |extra: &[&str]| -> Vec<Value> {
+        let mut args = vec!["read", t];
+        args.extend_from_slice(extra);
+        tributary_ok(&args).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let three = want.iter().filter(|r| ["a1", "b1", "c1"].iter().all(|c| r.get(*c).is_some())).count();
+    assert!(three > 10, "{three} keys hold all three sources");
+    assert_eq!(ours(&[]), want, "three sources merged per key");
+    let groups = tributary_ok(&["schema", t]);
+    assert!(groups.contains("c1") && groups.contains("ts_c"), "{groups}");
+    tributary_ok(&["compact", t]);
+    assert_eq!(ours(&[]), want, "after a compaction");
+    assert_eq!(ours(&["--query", "read-optimized"]), want, "read-optimized after a compaction");
+    if have_official_reader() {
+        let official: Vec<Value> = official_rows(&table, "")
+            .into_iter()
+            .map(|mut r| {
+                r.as_object_mut().unwrap().retain(|k, v| !k.starts_with("_hoodie") && !v.is_null());
+                r
+            })
+            .collect();
+        let mut want = want.clone();
+        want.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+        let mut official = official;
+        official.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+        assert_eq!(official, want, "the official reader of the compacted table");
+    }
+    // A group over a column already in the table, and a group in a table
+    // without groups, are refused.
+    let e = tributary_err(&["alter", t, "--add-column", "d1:string", "--sequence-group", "ts_a=d1,b1"]);
+    assert!(e.contains("`b1`") && e.contains("keeps the rule"), "{e}");
 }

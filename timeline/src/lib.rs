@@ -52,7 +52,7 @@ pub use config::{
     WRITABLE_VERSIONS, split_fields,
 };
 pub use properties::{StoredProperties, read_properties};
-pub use schema::{SchemaInForce, schema_in_force};
+pub use schema::{SEQUENCE_GROUPS_KEY, SchemaInForce, schema_in_force};
 
 // Instants, the timeline and its history, and instant generation.
 pub use history::{

@@ -1,7 +1,7 @@
 //! The table schema in force: one home for where readers, writers and the
 //! compactor find it (`docs/design.md`, "Schema evolution").
 
-use tributary_format::{CommitMetadata, TableSchema};
+use tributary_format::{CommitMetadata, SequenceGroup, TableSchema};
 
 use crate::config::TableConfig;
 use crate::error::Result;
@@ -12,11 +12,19 @@ use crate::timeline::{Timeline, TimelineFolder};
 /// before the create schema stands in.
 const SCHEMA_LOOKBACK: usize = 32;
 
+/// The extra-metadata key under which a commit of a table with sequence
+/// groups records the groups in force (the `hoodie.properties` key's
+/// name, whose value is the groups the table was created with).
+pub const SEQUENCE_GROUPS_KEY: &str = "tributary.merge.sequence.groups";
+
 /// The schema in force and the instant that recorded it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaInForce {
     /// The schema's Avro JSON (without meta fields).
     pub json: String,
+    /// The sequence groups the same commit records, when it records any
+    /// ([`SEQUENCE_GROUPS_KEY`]); `None`: those of `hoodie.properties`.
+    pub sequence_groups: Option<Vec<SequenceGroup>>,
     /// The completed write whose commit metadata records it; `None` for
     /// the create schema of `hoodie.properties`.
     pub instant: Option<InstantTime>,
@@ -63,13 +71,38 @@ pub async fn schema_in_force(
         let path = folder.path_of(i, State::Completed)?;
         let meta = CommitMetadata::from_bytes_shared(&bytes, path.as_ref())?;
         if let Some(json) = meta.schema_json().filter(|j| !j.is_empty()) {
-            return Ok(Some(SchemaInForce { json: json.to_string(), instant: Some(i.requested.clone()) }));
+            let sequence_groups = match meta.extra_metadata.get(SEQUENCE_GROUPS_KEY) {
+                Some(text) => {
+                    Some(SequenceGroup::parse_list(text).map_err(|reason| tributary_format::Error::Corrupt {
+                        path: path.to_string(),
+                        reason: format!("extraMetadata {SEQUENCE_GROUPS_KEY}: {reason}"),
+                    })?)
+                }
+                None => None,
+            };
+            return Ok(Some(SchemaInForce {
+                json: json.to_string(),
+                sequence_groups,
+                instant: Some(i.requested.clone()),
+            }));
         }
     }
-    Ok(config.create_schema.clone().map(|json| SchemaInForce { json, instant: None }))
+    Ok(config.create_schema.clone().map(|json| SchemaInForce { json, sequence_groups: None, instant: None }))
 }
 
 impl TableConfig {
+    /// This configuration with the sequence groups in force: those the
+    /// latest commit recorded, which hold every group and column a schema
+    /// evolution added since the table was made.
+    pub fn in_force(&self, schema: &SchemaInForce) -> TableConfig {
+        match &schema.sequence_groups {
+            Some(groups) if *groups != self.sequence_groups => {
+                TableConfig { sequence_groups: groups.clone(), ..self.clone() }
+            }
+            _ => self.clone(),
+        }
+    }
+
     /// `json`, a schema of this table, in the forms writers and readers
     /// need, checked against the configured key, ordering and partition
     /// fields.

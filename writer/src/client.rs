@@ -26,7 +26,9 @@ use tributary_merge::Combiner;
 
 use tributary_format::TableSchema;
 use tributary_timeline::Heartbeat;
-use tributary_timeline::{Action, Instant, State, TableConfig, TableLocation, TimeGenerator, TimelineFolder};
+use tributary_timeline::{
+    Action, Instant, SequenceGroup, State, TableConfig, TableLocation, TimeGenerator, TimelineFolder,
+};
 use tributary_timeline::{WriterState, WriterStatus, lookup_writer};
 
 use crate::backpressure::LogTally;
@@ -148,7 +150,17 @@ impl WriteClient {
     /// added or promoted to another type fails the commit that completes
     /// second with a conflict naming the column.
     pub fn evolved(&self, full: TableSchema) -> Result<WriteClient> {
+        self.evolved_with_groups(full, self.shared.config.sequence_groups.clone())
+    }
+
+    /// [`WriteClient::evolved`] that also writes under `sequence_groups`:
+    /// this client's groups and new ones, or new columns in them, as a
+    /// schema change may add (`tributary alter --sequence-group`; the
+    /// caller checks that the columns are new). Commits record them with
+    /// the schema, where every reader and the compactor find them.
+    pub fn evolved_with_groups(&self, full: TableSchema, sequence_groups: Vec<SequenceGroup>) -> Result<WriteClient> {
         let s = &self.shared;
+        let config = TableConfig { sequence_groups, ..s.config.clone() };
         let current = s.schema.full_table_json();
         tributary_format::check_evolution(&s.loc.to_string(), &current, &full.full_table_json())?;
         full.record_key().check_types(full.arrow()).map_err(|e| Error::InvalidInput {
@@ -156,7 +168,7 @@ impl WriteClient {
             reason: e.to_string(),
         })?;
         let schema = Arc::new(match &s.settings.columns {
-            Some(cols) => full.partial(cols, &s.config.sequence_groups)?,
+            Some(cols) => full.partial(cols, &config.sequence_groups)?,
             None => full,
         });
         let file_ids = s.file_ids.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
@@ -165,7 +177,7 @@ impl WriteClient {
             shared: Arc::new(Shared {
                 file_ids: std::sync::Mutex::new(file_ids),
                 loc: s.loc.clone(),
-                config: s.config.clone(),
+                config,
                 schema,
                 base_json: s.base_json.clone(),
                 in_force: std::sync::Mutex::new(in_force),

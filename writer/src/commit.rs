@@ -13,6 +13,7 @@ use tributary_format::{TableDatumEncoder, TableDatums};
 use tributary_timeline::partition_file;
 use tributary_timeline::{Action, Instant, InstantTime, State};
 use tributary_timeline::{Completion, Heartbeat, complete_instant_with, delete_if_exists};
+use tributary_timeline::{SEQUENCE_GROUPS_KEY, SequenceGroup};
 use tributary_timeline::{TableConfig, TableLocation, Timeline, replaced_groups, replaces_groups};
 use tributary_timeline::{remove_markers, rollback_files};
 
@@ -327,6 +328,10 @@ impl Commit {
         let mut meta = CommitMetadata { operation_type: "UPSERT".into(), compacted: false, ..Default::default() };
         let ours_schema = s.schema.full_table_json();
         meta.extra_metadata.insert("schema".into(), ours_schema.clone());
+        if !s.config.sequence_groups.is_empty() {
+            let groups = SequenceGroup::render_list(&s.config.sequence_groups);
+            meta.extra_metadata.insert(SEQUENCE_GROUPS_KEY.into(), groups);
+        }
         if let Some(cp) = &checkpoint {
             meta.extra_metadata.insert(format!("{CHECKPOINT_PREFIX}{}", s.settings.writer_id), cp.clone());
         }
@@ -694,16 +699,36 @@ async fn record_schema(
         return Ok(None);
     };
     let recorded = tributary_format::merge_committed(table, &now.json, base, ours)?;
+    // The sequence groups too: those in force with any this client added.
+    let groups = match (&now.sequence_groups, config.sequence_groups.is_empty()) {
+        (None, true) => None,
+        (in_force_groups, _) => {
+            let in_force_groups = in_force_groups.as_deref().unwrap_or(&[]);
+            let union =
+                SequenceGroup::union(in_force_groups, &config.sequence_groups).map_err(|(column, reason)| {
+                    tributary_format::Error::SchemaConflict { table: table.to_string(), column, reason }
+                })?;
+            Some(union)
+        }
+    };
     // Once this commit completes, it is the latest write, and its schema
     // the one in force: the next commit need not read it back. Should it
     // not complete, the next lookup finds it missing and reads the latest.
-    let next = tributary_timeline::SchemaInForce { json: recorded.clone(), instant: Some(instant.clone()) };
+    let next = tributary_timeline::SchemaInForce {
+        json: recorded.clone(),
+        sequence_groups: groups.clone(),
+        instant: Some(instant.clone()),
+    };
     *in_force.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(next);
-    if recorded == ours {
+    let groups = groups.map(|g| SequenceGroup::render_list(&g));
+    if recorded == ours && groups.as_ref() == meta.extra_metadata.get(SEQUENCE_GROUPS_KEY) {
         return Ok(None);
     }
     let mut meta = meta.clone();
     meta.extra_metadata.insert("schema".into(), recorded);
+    if let Some(g) = groups {
+        meta.extra_metadata.insert(SEQUENCE_GROUPS_KEY.into(), g);
+    }
     Ok(Some(meta.to_avro_container()?))
 }
 

@@ -399,6 +399,11 @@ pub(crate) enum Command {
         /// Promote a column to a wider type: NAME:TYPE. Repeatable.
         #[arg(long = "promote", value_name = "NAME:TYPE", value_parser = promote)]
         promotions: Vec<tributary::Alteration>,
+        /// In a table with sequence groups: a new group of columns added
+        /// here (--add-column), ordered by a field added here too, or added
+        /// columns for an existing group: ORDERING=COL,COL. Repeatable.
+        #[arg(long = "sequence-group", value_name = "ORDERING=COL,COL", value_parser = sequence_group)]
+        sequence_groups: Vec<tributary::Alteration>,
     },
     /// Print the schema in force (the latest commit's), or as of an
     /// instant: a table of its columns, or its Avro JSON.
@@ -435,6 +440,13 @@ fn add_column(s: &str) -> Result<tributary::Alteration, String> {
         .map(|d| serde_json::from_str(d).map_err(|e| format!("default `{d}` of `{name}` is not a JSON value: {e}")))
         .transpose()?;
     Ok(tributary::Alteration::AddColumn { name, data_type, default })
+}
+
+/// `ORDERING=COL,COL` of `alter --sequence-group`.
+fn sequence_group(s: &str) -> Result<tributary::Alteration, String> {
+    tributary::SequenceGroup::parse(s)
+        .map(tributary::Alteration::SequenceGroup)
+        .ok_or_else(|| format!("expected ORDERING=COL,COL, got `{s}`"))
 }
 
 /// `NAME:TYPE` of `alter --promote`.

@@ -165,9 +165,9 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             };
             read(store, table, ReadOptions { query, as_of, with_meta: meta, ..Default::default() }, format).await?;
         }
-        Command::Alter { table, add_columns, promotions } => {
+        Command::Alter { table, add_columns, promotions, sequence_groups } => {
             let t = store.open(&table, TableSettings::default()).await?;
-            let alterations: Vec<_> = add_columns.into_iter().chain(promotions).collect();
+            let alterations: Vec<_> = add_columns.into_iter().chain(promotions).chain(sequence_groups).collect();
             let (instant, changes) = t.alter_schema(&alterations).await?;
             output::altered(&instant, &changes);
         }

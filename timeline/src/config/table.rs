@@ -375,14 +375,7 @@ impl TableConfig {
         }
         let sequence_groups = match p.take(keys::SEQUENCE_GROUPS) {
             None => Vec::new(),
-            Some(v) => v
-                .split(';')
-                .filter(|g| !g.trim().is_empty())
-                .map(|g| {
-                    SequenceGroup::parse(g)
-                        .ok_or_else(|| p.bad(keys::SEQUENCE_GROUPS, format!("`{g}` is not `ordering=col,col`")))
-                })
-                .collect::<Result<Vec<_>>>()?,
+            Some(v) => SequenceGroup::parse_list(&v).map_err(|e| p.bad(keys::SEQUENCE_GROUPS, e))?,
         };
         if merge_mode == MergeMode::Custom
             && merge_strategy_id == SEQUENCE_GROUPS_STRATEGY_ID
@@ -529,8 +522,7 @@ impl TableConfig {
             }
         }
         if !self.sequence_groups.is_empty() {
-            let groups: Vec<String> = self.sequence_groups.iter().map(SequenceGroup::render).collect();
-            put(keys::SEQUENCE_GROUPS, groups.join(";"));
+            put(keys::SEQUENCE_GROUPS, SequenceGroup::render_list(&self.sequence_groups));
         }
         if let Some(b) = &self.bucket {
             put(keys::NUM_BUCKETS, b.num_buckets.to_string());
