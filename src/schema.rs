@@ -83,7 +83,11 @@ impl Table {
         }
         let active = TimelineFolder::new(self.location(), self.config()).load_active().await?;
         let (_, config) = self.in_force(&active).await?;
-        let client = self.write_client(WriteSettings { writer_id: "alter".into(), ..Default::default() }).await?;
+        // The commit's heartbeat beats well within the table's expiry.
+        let defaults = WriteSettings::default();
+        let heartbeat_interval = defaults.heartbeat_interval.min(self.components.settings.heartbeat_expiry / 3);
+        let settings = WriteSettings { writer_id: "alter".into(), heartbeat_interval, ..defaults };
+        let client = self.write_client(settings).await?;
         let current = client.schema().full_table_json();
         let mut json = current.clone();
         let (mut added, mut groups) = (Vec::new(), Vec::new());
@@ -105,7 +109,7 @@ impl Table {
         let full = client.schema().with_json(&json)?;
         let groups = self.check_new_groups(&config.sequence_groups, &groups, &added, &full)?;
         let evolved = client.evolved_with_groups(full, groups)?;
-        let summary = evolved.start_commit().await?.commit().await?;
+        let summary = evolved.start_commit().await?.commit_schema_change().await?;
         Ok((summary.instant, changes))
     }
 

@@ -44,15 +44,15 @@ use rand::{Rng, SeedableRng};
 use tokio::task::JoinHandle;
 use tributary::timeline::{ErrorKind, InProcessLock, LockProvider, SequenceGroup, TableLocation, TimeMode};
 use tributary::{
-    ArchiveSettings, CleanRetention, CreateOptions, HistorySettings, LockKind, ServiceEvent, ServiceSchedule, Table,
-    TableSettings, TimeSettings,
+    Alteration, ArchiveSettings, CleanRetention, CreateOptions, HistorySettings, LockKind, ServiceEvent,
+    ServiceSchedule, Table, TableSettings, TimeSettings,
 };
 use tributary_compaction::CompactorSettings;
 use tributary_writer::{WriteClient, WriteSettings};
 
 use crate::check::{Checker, Ledger};
 use crate::recovery::Recovery;
-use crate::workload::{BatchId, Rows, Workload};
+use crate::workload::{BatchId, Role, Rows, Workload};
 use crate::world::{FaultKind, FaultPlan, LONGEST_PAUSE, ProcessStore, SimClock, World};
 
 /// The size of histories.
@@ -488,6 +488,11 @@ impl History {
             columns: input.role.columns(),
             ..WriteSettings::default()
         };
+        // A source that arrives later adds its columns and sequence group
+        // first, while the other writers and the table services run.
+        if input.role == Role::GroupC {
+            self.add_group_c(&table, &who).await;
+        }
         // Making a client lists the timeline (an unknown action is refused
         // before anything is written): a fault there is retried as one on
         // opening the table is.
@@ -547,6 +552,29 @@ impl History {
                 }
             }
             tokio::time::sleep(self.pause(0..300)).await;
+        }
+    }
+
+    /// Adds group C's columns (`c1`, `ts_c`) and the group `ts_c=c1`
+    /// unless the schema in force has them: another group-C writer may have
+    /// added them, before this one looked or after.
+    async fn add_group_c(&self, table: &Table, who: &str) {
+        let long = |name: &str| Alteration::AddColumn { name: name.into(), data_type: "long".into(), default: None };
+        let group = SequenceGroup::parse("ts_c=c1").expect("a valid group");
+        let alterations = [long("c1"), long("ts_c"), Alteration::SequenceGroup(group)];
+        loop {
+            match table.schema_at(None).await {
+                Ok(s) if s.schema.arrow().index_of("c1").is_ok() => return,
+                Ok(_) => match table.alter_schema(&alterations).await {
+                    Ok(_) => return,
+                    // Added meanwhile: the next look finds it.
+                    Err(e) if e.kind() == ErrorKind::InvalidInput && e.to_string().contains("already has a column") => {
+                    }
+                    Err(e) => self.expect(who, e),
+                },
+                Err(e) => self.expect(who, e),
+            }
+            tokio::time::sleep(self.pause(50..500)).await;
         }
     }
 

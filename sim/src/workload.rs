@@ -50,6 +50,10 @@ pub enum Role {
     GroupA,
     /// Group `ts_b` (`b1`) of `p…` keys.
     GroupB,
+    /// Group `ts_c` (`c1`) of `p…` keys: a source that arrives later. The
+    /// table is made without its columns; its writer adds them and the
+    /// group (`tributary alter`) before it writes, while the others write.
+    GroupC,
 }
 
 impl Role {
@@ -59,6 +63,7 @@ impl Role {
             Role::Whole => None,
             Role::GroupA => Some(vec!["a1".into(), "ts_a".into()]),
             Role::GroupB => Some(vec!["b1".into(), "ts_b".into()]),
+            Role::GroupC => Some(vec!["c1".into(), "ts_c".into()]),
         }
     }
 }
@@ -101,7 +106,7 @@ pub type BatchId = (usize, usize);
 pub fn key_text(role: Role, key: u32) -> String {
     match role {
         Role::Whole => format!("k{key:03}"),
-        Role::GroupA | Role::GroupB => format!("p{key:03}"),
+        Role::GroupA | Role::GroupB | Role::GroupC => format!("p{key:03}"),
     }
 }
 
@@ -116,10 +121,11 @@ impl Workload {
     /// batches of 1 to 40 events.
     pub fn draw(rng: &mut StdRng, writers: usize, records: usize, keys: u32) -> Self {
         let roles: Vec<Role> = (0..writers)
-            .map(|w| match (w, rng.random_range(0..4)) {
+            .map(|w| match (w, rng.random_range(0..5)) {
                 (0, _) | (_, 0 | 1) => Role::Whole,
                 (_, 2) => Role::GroupA,
-                _ => Role::GroupB,
+                (_, 3) => Role::GroupB,
+                _ => Role::GroupC,
             })
             .collect();
         // Distinct ordering values, handed out in a shuffled order.
@@ -197,6 +203,12 @@ impl Workload {
                 columns.push(Arc::new(values));
                 columns.push(Arc::new(orders));
             }
+            Role::GroupC => {
+                fields.push(Field::new("c1", DataType::Int64, true));
+                fields.push(Field::new("ts_c", DataType::Int64, true));
+                columns.push(Arc::new(values));
+                columns.push(Arc::new(orders));
+            }
         }
         RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).expect("the workload's batches are well-formed")
     }
@@ -219,6 +231,10 @@ pub struct Row {
     pub b1: Option<i64>,
     /// `ts_b`.
     pub ts_b: Option<i64>,
+    /// `c1`, once a group-C writer added it.
+    pub c1: Option<i64>,
+    /// `ts_c`.
+    pub ts_c: Option<i64>,
 }
 
 /// Rows by record key.
@@ -249,6 +265,7 @@ pub fn merge<'a>(batches: impl IntoIterator<Item = (Role, &'a [Event])>) -> Rows
             Role::Whole => (row.ts, row.v) = (Some(e.order), Some(e.value)),
             Role::GroupA => (row.a1, row.ts_a) = (Some(format!("a{}", e.value)), Some(e.order)),
             Role::GroupB => (row.b1, row.ts_b) = (Some(e.value), Some(e.order)),
+            Role::GroupC => (row.c1, row.ts_c) = (Some(e.value), Some(e.order)),
         }
     }
     rows
@@ -269,6 +286,12 @@ pub fn rows_of(batch: &RecordBatch) -> Result<Rows, String> {
     };
     let (ids, regions, a1) = (text("id")?, text("region")?, text("a1")?);
     let (ts, v, ts_a, b1, ts_b) = (long("ts")?, long("v")?, long("ts_a")?, long("b1")?, long("ts_b")?);
+    // Group C's columns exist once its writer added them.
+    let added = |name: &str| match batch.column_by_name(name) {
+        Some(_) => long(name),
+        None => Ok(vec![None; batch.num_rows()]),
+    };
+    let (c1, ts_c) = (added("c1")?, added("ts_c")?);
     let mut rows = Rows::new();
     for i in 0..batch.num_rows() {
         let key = ids[i].clone().ok_or("a row without a key")?;
@@ -280,6 +303,8 @@ pub fn rows_of(batch: &RecordBatch) -> Result<Rows, String> {
             ts_a: ts_a[i],
             b1: b1[i],
             ts_b: ts_b[i],
+            c1: c1[i],
+            ts_c: ts_c[i],
         };
         if rows.insert(key.clone(), row).is_some() {
             return Err(format!("key `{key}` is in the read twice"));

@@ -83,6 +83,8 @@ pub struct Commit {
     /// The writer id's generation this commit was started under (0: the
     /// client never registered).
     generation: u64,
+    /// The `operationType` its metadata records.
+    operation: &'static str,
 }
 
 /// Column `index` of `rows` as text (the partition path's values). A
@@ -129,6 +131,7 @@ impl Commit {
             cancelled,
             failed: false,
             generation,
+            operation: "UPSERT",
         })
     }
 
@@ -301,6 +304,20 @@ impl Commit {
         self.commit_with_checkpoint(None).await
     }
 
+    /// Completes a commit that wrote no rows as a schema change: its
+    /// metadata records the client's schema (merged with the one in force)
+    /// and `operationType` `ALTER_SCHEMA`, Hudi's operation for a commit
+    /// that only changes the schema.
+    pub async fn commit_schema_change(mut self) -> Result<CommitSummary> {
+        if self.rows > 0 {
+            let what = format!("schema change {} of {}", self.instant, self.shared.loc);
+            self.cleanup().await;
+            return Err(Error::InvalidInput { what, reason: "a schema change writes no rows".into() });
+        }
+        self.operation = "ALTER_SCHEMA";
+        self.commit_with_checkpoint(None).await
+    }
+
     /// Completes the commit, recording `checkpoint` (for example a source
     /// offset) under this client's writer id in the same atomic step: the
     /// checkpoint is in the writer id's state file (and in the commit's
@@ -325,7 +342,7 @@ impl Commit {
             }
         };
         let s = self.shared.clone();
-        let mut meta = CommitMetadata { operation_type: "UPSERT".into(), compacted: false, ..Default::default() };
+        let mut meta = CommitMetadata { operation_type: self.operation.into(), compacted: false, ..Default::default() };
         let ours_schema = s.schema.full_table_json();
         meta.extra_metadata.insert("schema".into(), ours_schema.clone());
         if !s.config.sequence_groups.is_empty() {
