@@ -156,6 +156,8 @@ fn official_rows(dir: &std::path::Path) -> Rows {
                 ts_a: r["ts_a"].as_i64(),
                 b1: r["b1"].as_i64(),
                 ts_b: r["ts_b"].as_i64(),
+                c1: r["c1"].as_i64(),
+                ts_c: r["ts_c"].as_i64(),
             };
             (text(r, "id").expect("a key"), row)
         })
