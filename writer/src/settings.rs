@@ -43,7 +43,8 @@ pub struct WriteSettings {
     pub backpressure_timeout: Duration,
     /// Whether input that carries columns the table lacks adds them to the
     /// schema (as nullable columns at the end, typed from the values)
-    /// instead of being refused. [`crate::write_json_lines`]-style callers
+    /// instead of being refused. Callers that decode the input
+    /// (`tributary::write_json_lines`, [`crate::schema_evolution_in_json_lines`])
     /// evolve the client ([`WriteClient::evolved`](crate::WriteClient::evolved))
     /// between commits; `docs/design.md`, "Schema evolution". Default false.
     pub evolve: bool,
