@@ -62,6 +62,10 @@ pub struct CreateOptions {
     /// `None` for no bound. By default
     /// [`DEFAULT_MAX_LOGS_PER_FILE_GROUP`](crate::DEFAULT_MAX_LOGS_PER_FILE_GROUP).
     pub max_logs_per_file_group: Option<usize>,
+    /// Whether every write adds the columns its records bring, as
+    /// `write --evolve-schema` does (`tributary.schema.evolve.on.write`).
+    /// Default false: a record with an unknown column is refused.
+    pub evolve_on_write: bool,
 }
 
 impl CreateOptions {
@@ -92,6 +96,7 @@ impl CreateOptions {
             tombstone_retention: TombstoneRetention::Forever,
             time_mode: TimeMode::HybridLogical,
             max_logs_per_file_group: Some(tributary_timeline::DEFAULT_MAX_LOGS_PER_FILE_GROUP),
+            evolve_on_write: false,
         }
     }
 

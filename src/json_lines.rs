@@ -92,7 +92,7 @@ pub async fn write_json_lines<R: BufRead>(
 ) -> Result<JsonLinesSummary> {
     let limit = options.commit_every.unwrap_or(usize::MAX).max(1);
     let mut checkpoint = options.checkpoint.clone();
-    let evolve = client.settings().evolve;
+    let evolve = client.evolves();
     let mut client = client.clone();
     let mut schema = client.schema().clone();
     let mut commit: Option<Commit> = None;

@@ -654,3 +654,51 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_table_that_evolves_on_write_takes_new_columns_without_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("s.avsc");
+    std::fs::write(&schema, SCHEMA).unwrap();
+    let table = dir.path().join("t");
+    let t = table.to_str().unwrap();
+    let s = schema.to_str().unwrap();
+    tributary_ok(&["init", t, "--schema", s, "--record-key", "id", "--ordering-field", "ts", "--evolve-schema"]);
+    let props = std::fs::read_to_string(table.join(".hoodie/hoodie.properties")).unwrap();
+    assert!(props.contains("tributary.schema.evolve.on.write=true"), "{props}");
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, "{\"id\":\"k1\",\"ts\":1,\"a\":1,\"q\":\"new\"}\n").unwrap();
+    tributary_ok(&["write", t, "--input", input.to_str().unwrap()]);
+    assert_eq!(tributary_ok(&["read", t]).trim(), r#"{"id":"k1","ts":1,"a":1,"q":"new"}"#);
+}
+
+/// Hudi's `TableSchemaResolver` takes the schema of the completed write
+/// requested last. A commit that adds a column but completes after a
+/// later-requested one restates the schema in a new `ALTER_SCHEMA` commit,
+/// so that write holds the column.
+#[tokio::test]
+async fn a_schema_change_completed_out_of_requested_order_is_restated_for_hudi() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = create(dir.path()).await;
+    let old = t.write_client(WriteSettings::default()).await.unwrap();
+    let new = with_columns(&old, &[("b", "string")]).unwrap();
+    let mut adds = new.start_commit().await.unwrap();
+    let mut later = old.start_commit().await.unwrap();
+    adds.write_json(&[json!({"id":"k1","ts":1,"b":"x"})], "adds", 1).await.unwrap();
+    later.write_json(&[json!({"id":"k2","ts":1,"a":2})], "later", 1).await.unwrap();
+    later.commit().await.unwrap();
+    adds.commit().await.unwrap();
+    let timeline = t.timeline().await.unwrap();
+    let last = timeline
+        .active()
+        .iter()
+        .filter(|i| i.is_completed() && i.action.writes_data())
+        .max_by_key(|i| i.requested.clone())
+        .unwrap();
+    let folder = tributary::timeline::TimelineFolder::new(t.location(), t.config());
+    let bytes = folder.read(last, tributary::State::Completed).await.unwrap();
+    let meta = tributary_format::CommitMetadata::from_bytes_shared(&bytes, "last").unwrap();
+    assert_eq!(meta.operation_type, "ALTER_SCHEMA");
+    assert!(meta.schema_json().unwrap().contains("\"b\""), "{:?}", meta.schema_json());
+    assert_eq!(rows(&t, &ReadOptions::default()).await.len(), 2);
+}

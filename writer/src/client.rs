@@ -128,6 +128,11 @@ impl WriteClient {
         })
     }
 
+    /// A client over `shared`.
+    pub(crate) fn of_shared(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+
     /// The schema this client writes: the table's (or, for a partial
     /// writer, its columns of it).
     pub fn schema(&self) -> &Arc<TableSchema> {
@@ -137,6 +142,13 @@ impl WriteClient {
     /// The settings this client was made with.
     pub fn settings(&self) -> &WriteSettings {
         &self.shared.settings
+    }
+
+    /// Whether writes through this client add the columns their records
+    /// bring: [`WriteSettings::evolve`], or the table's
+    /// `tributary.schema.evolve.on.write`.
+    pub fn evolves(&self) -> bool {
+        self.shared.settings.evolve || self.shared.config.evolve_on_write
     }
 
     /// A client like this one whose commits write `full`, an evolution of

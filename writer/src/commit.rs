@@ -318,6 +318,13 @@ impl Commit {
         self.commit_with_checkpoint(None).await
     }
 
+    /// [`Commit::commit_schema_change`] that never restates the schema:
+    /// it is requested after every write it could be behind.
+    async fn restate(mut self) -> Result<CommitSummary> {
+        self.operation = "ALTER_SCHEMA";
+        Ok(self.complete(None).await?.0)
+    }
+
     /// Completes the commit, recording `checkpoint` (for example a source
     /// offset) under this client's writer id in the same atomic step: the
     /// checkpoint is in the writer id's state file (and in the commit's
@@ -329,7 +336,18 @@ impl Commit {
     /// it fails with a conflict ([`tributary_timeline::Error::Fenced`]),
     /// and its files are deleted and its instant withdrawn as by
     /// [`Commit::abort`]: nothing of it becomes visible.
-    pub async fn commit_with_checkpoint(mut self, checkpoint: Option<String>) -> Result<CommitSummary> {
+    pub async fn commit_with_checkpoint(self, checkpoint: Option<String>) -> Result<CommitSummary> {
+        let shared = self.shared.clone();
+        let (summary, behind) = self.complete(checkpoint).await?;
+        if behind {
+            restate_schema(&shared).await;
+        }
+        Ok(summary)
+    }
+
+    /// [`Commit::commit_with_checkpoint`] without the restating of the
+    /// schema it may need; returns whether it does ([`record_schema`]).
+    async fn complete(mut self, checkpoint: Option<String>) -> Result<(CommitSummary, bool)> {
         let files = match self.finish_tasks().await {
             Ok(f) if !self.failed => f,
             Ok(_) => {
@@ -368,6 +386,9 @@ impl Commit {
         let mut waited = false;
         let mut attempts = 0;
         let look_failed = AtomicBool::new(false);
+        // Set when this commit changes the schema in force while a write
+        // requested after it has completed already (`record_schema`).
+        let schema_behind = AtomicBool::new(false);
         let done = loop {
             // Backpressure: wait, outside the lock, until every group this
             // commit writes is below the bound.
@@ -383,7 +404,7 @@ impl Commit {
             let (ours, tally, folder) = (&ours, s.backpressure.as_ref(), &s.timeline);
             let (loc, config, partitions) = (&s.loc, &s.config, &partitions);
             let name = s.loc.to_string();
-            let look_failed = &look_failed;
+            let (look_failed, schema_behind) = (&look_failed, &schema_behind);
             let (meta, in_force) = (&meta, &s.in_force);
             let (ours_schema, base_schema) = (&ours_schema, &s.base_json);
             let before_visible = |c: InstantTime| async move {
@@ -416,9 +437,10 @@ impl Commit {
                 if replacing {
                     check_not_replaced(loc, config, &timeline, ours, instant).await?;
                 }
-                let content =
+                let (content, behind) =
                     record_schema(&name, folder, config, &timeline, in_force, meta, base_schema, ours_schema, instant)
                         .await?;
+                schema_behind.store(behind, Ordering::Relaxed);
                 if generation > 0 || checkpoint.is_some() {
                     // Fence and record the checkpoint in the same hold.
                     writer.before_visible(generation, instant, &c, checkpoint).await?;
@@ -494,7 +516,8 @@ impl Commit {
         s.meters.commits.increment(1);
         s.meters.upserts.increment(files.iter().map(|f| f.records).sum());
         s.meters.deletes.increment(files.iter().map(|f| f.deletes).sum());
-        Ok(CommitSummary { instant: self.instant.clone(), completed, files, rows: self.rows })
+        let summary = CommitSummary { instant: self.instant.clone(), completed, files, rows: self.rows };
+        Ok((summary, schema_behind.load(Ordering::Relaxed)))
     }
 
     /// Waits, outside the table lock, until every file group of `ours`
@@ -699,6 +722,11 @@ fn write_stat(f: &FileWrite, instant: &InstantTime) -> WriteStat {
 /// (`tributary_format::merge_committed`), so that the latest commit's
 /// schema holds every column any commit added. Fails with a schema
 /// conflict when another commit changed a column this one changed too.
+///
+/// Also returns whether this commit changes the schema in force while a
+/// write requested after it has completed: Hudi's `TableSchemaResolver`
+/// takes the schema of the completed write requested last, which then
+/// lacks this commit's change ([`restate_schema`]).
 #[allow(clippy::too_many_arguments)]
 async fn record_schema(
     table: &str,
@@ -710,12 +738,14 @@ async fn record_schema(
     base: &str,
     ours: &str,
     instant: &InstantTime,
-) -> tributary_timeline::Result<Option<Vec<u8>>> {
+) -> tributary_timeline::Result<(Option<Vec<u8>>, bool)> {
     let known = in_force.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     let Some(now) = tributary_timeline::schema_in_force(folder, config, timeline, known.as_ref()).await? else {
-        return Ok(None);
+        return Ok((None, false));
     };
     let recorded = tributary_format::merge_committed(table, &now.json, base, ours)?;
+    let behind = recorded != now.json
+        && timeline.active().iter().any(|i| i.is_completed() && i.action.writes_data() && i.requested > *instant);
     // The sequence groups too: those in force with any this client added.
     let groups = match (&now.sequence_groups, config.sequence_groups.is_empty()) {
         (None, true) => None,
@@ -739,14 +769,30 @@ async fn record_schema(
     *in_force.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(next);
     let groups = groups.map(|g| SequenceGroup::render_list(&g));
     if recorded == ours && groups.as_ref() == meta.extra_metadata.get(SEQUENCE_GROUPS_KEY) {
-        return Ok(None);
+        return Ok((None, behind));
     }
     let mut meta = meta.clone();
     meta.extra_metadata.insert("schema".into(), recorded);
     if let Some(g) = groups {
         meta.extra_metadata.insert(SEQUENCE_GROUPS_KEY.into(), g);
     }
-    Ok(Some(meta.to_avro_container()?))
+    Ok((Some(meta.to_avro_container()?), behind))
+}
+
+/// After a commit that changed the schema in force completed while a
+/// write requested after it had completed already: an empty
+/// `ALTER_SCHEMA` delta commit, requested now, that records the schema in
+/// force, so that Hudi's readers, which take the schema of the completed
+/// write requested last, see the change too. Tributary's readers take the
+/// write that became visible last and need none. Should it fail, the next
+/// commit of any writer records the schema in force anyway: the failure is
+/// logged, and the data commit stands.
+async fn restate_schema(shared: &Arc<Shared>) {
+    let client = crate::WriteClient::of_shared(shared.clone());
+    let result = async { client.start_commit().await?.restate().await }.await;
+    if let Err(e) = result {
+        tracing::warn!(table = %shared.loc, error = %e, "restating the schema in force for Hudi's readers failed");
+    }
 }
 
 async fn check_not_replaced(

@@ -195,6 +195,10 @@ pub(crate) enum Command {
         /// compaction (backpressure). 0 for no bound.
         #[arg(long, default_value_t = tributary::DEFAULT_MAX_LOGS_PER_FILE_GROUP)]
         max_logs_per_file_group: usize,
+        /// Every write adds the columns its records bring to the schema, as
+        /// `write --evolve-schema` does (recorded in hoodie.properties).
+        #[arg(long)]
+        evolve_schema: bool,
     },
     /// Print the timeline: requested time, action, state, completion time; instants a Java writer archived into the LSM history (`.hoodie/timeline/history/`) are COMPLETED and end with `archived` (an archived compaction shows as `commit`, the action the history records).
     Timeline {

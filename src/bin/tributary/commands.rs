@@ -37,6 +37,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             tombstone_retention,
             time_mode,
             max_logs_per_file_group,
+            evolve_schema,
         } => {
             let schema_json = std::fs::read_to_string(&schema)
                 .map_err(|e| Error::Io { what: format!("cannot read schema {}", schema.display()), source: e })?;
@@ -51,6 +52,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             options.tombstone_retention = tombstone_retention;
             options.time_mode = time_mode.into();
             options.max_logs_per_file_group = (max_logs_per_file_group > 0).then_some(max_logs_per_file_group);
+            options.evolve_on_write = evolve_schema;
             options.sequence_groups = sequence_groups
                 .iter()
                 .map(|g| {

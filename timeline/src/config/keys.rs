@@ -34,5 +34,6 @@ pub(crate) const NUM_BUCKETS: &str = "hoodie.bucket.index.num.buckets";
 pub(crate) const BUCKET_HASH: &str = "tributary.bucket.hash";
 pub(crate) const SEQUENCE_GROUPS: &str = "tributary.merge.sequence.groups";
 pub(crate) const TOMBSTONE_RETENTION: &str = "tributary.tombstone.retention";
+pub(crate) const EVOLVE_ON_WRITE: &str = "tributary.schema.evolve.on.write";
 pub(crate) const TIME_MODE: &str = "tributary.time.mode";
 pub(crate) const MAX_LOGS_PER_FILE_GROUP: &str = "tributary.max.logs.per.file.group";

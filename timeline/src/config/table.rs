@@ -89,6 +89,10 @@ pub struct TableConfig {
     /// properties, [`DEFAULT_MAX_LOGS_PER_FILE_GROUP`]; `docs/design.md`,
     /// "Backpressure".
     pub max_logs_per_file_group: Option<usize>,
+    /// Whether writes add the columns their records bring
+    /// (`tributary.schema.evolve.on.write`), as `write --evolve-schema`
+    /// does for one write; `docs/design.md`, "Schema evolution".
+    pub evolve_on_write: bool,
     /// Every other key, kept verbatim.
     pub other: BTreeMap<String, String>,
 }
@@ -135,6 +139,8 @@ pub struct NewTableConfig {
     pub time_mode: Option<TimeMode>,
     /// The bound on uncompacted logs per file group; `None` for none.
     pub max_logs_per_file_group: Option<usize>,
+    /// Whether writes evolve the schema by default.
+    pub evolve_on_write: bool,
 }
 
 /// The bound on committed, uncompacted log files per file group of a
@@ -164,6 +170,7 @@ impl NewTableConfig {
             tombstone_retention: TombstoneRetention::Forever,
             time_mode: None,
             max_logs_per_file_group: Some(DEFAULT_MAX_LOGS_PER_FILE_GROUP),
+            evolve_on_write: false,
         }
     }
 }
@@ -402,6 +409,11 @@ impl TableConfig {
                 Err(_) => return Err(p.bad(keys::MAX_LOGS_PER_FILE_GROUP, "expected a count (0 for no bound)")),
             },
         };
+        let evolve_on_write = match p.take(keys::EVOLVE_ON_WRITE).as_deref().map(str::trim) {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => return Err(p.bad(keys::EVOLVE_ON_WRITE, "expected true or false")),
+        };
         let unknown: Vec<&String> = p.map.keys().filter(|k| k.starts_with("tributary.")).collect();
         if let Some(k) = unknown.first() {
             return Err(p.bad(k, "unknown tributary key (written by a newer version?)"));
@@ -428,6 +440,7 @@ impl TableConfig {
             tombstone_retention,
             time_mode,
             max_logs_per_file_group,
+            evolve_on_write,
             other: p.map,
         })
     }
@@ -480,6 +493,7 @@ impl TableConfig {
             tombstone_retention: new.tombstone_retention,
             time_mode: new.time_mode,
             max_logs_per_file_group: new.max_logs_per_file_group,
+            evolve_on_write: new.evolve_on_write,
             other,
         }
     }
@@ -536,6 +550,9 @@ impl TableConfig {
             put(keys::TIME_MODE, mode.name().into());
         }
         put(keys::MAX_LOGS_PER_FILE_GROUP, self.max_logs_per_file_group.unwrap_or(0).to_string());
+        if self.evolve_on_write {
+            put(keys::EVOLVE_ON_WRITE, "true".into());
+        }
         m
     }
 
@@ -651,6 +668,7 @@ mod tests {
             tombstone_retention: TombstoneRetention::Lateness(std::time::Duration::from_secs(7 * 86_400)),
             time_mode: Some(TimeMode::HybridLogical),
             max_logs_per_file_group: Some(40),
+            evolve_on_write: true,
         }
     }
 
