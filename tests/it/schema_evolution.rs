@@ -50,6 +50,11 @@ async fn rows(t: &Table, options: &ReadOptions) -> BTreeMap<String, Value> {
     out
 }
 
+/// Rows by their key.
+fn by_key(rows: Vec<(&str, Value)>) -> BTreeMap<String, Value> {
+    rows.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
 fn batch_json(batch: &arrow::array::RecordBatch) -> Vec<Value> {
     let mut w = arrow::json::ArrayWriter::new(Vec::new());
     w.write(batch).unwrap();
@@ -73,14 +78,11 @@ async fn a_writer_holding_the_old_schema_never_erases_a_column_it_does_not_know(
     commit(&old, &[json!({"id":"k1","ts":2,"a":2}), json!({"id":"k3","ts":1,"a":3})]).await.unwrap();
     // An older event time loses whole.
     commit(&old, &[json!({"id":"k2","ts":0,"a":9})]).await.unwrap();
-    let want: BTreeMap<String, Value> = [
+    let want = by_key(vec![
         ("k1", json!({"id":"k1","ts":2,"a":2,"b":"x"})),
         ("k2", json!({"id":"k2","ts":1,"a":1,"b":"y"})),
         ("k3", json!({"id":"k3","ts":1,"a":3})),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    ]);
     assert_eq!(rows(&t, &ReadOptions::default()).await, want);
     // The old writer's commits recorded the schema in force, not theirs.
     assert_eq!(names(&t.schema_at(None).await.unwrap().schema), ["id", "ts", "a", "b"]);
@@ -333,15 +335,12 @@ async fn an_added_column_reads_its_default_where_no_one_wrote_it() {
     commit(&old, &[json!({"id":"k2","ts":1,"a":2})]).await.unwrap();
     commit(&new, &[json!({"id":"k3","ts":1,"c":null}), json!({"id":"k4","ts":1,"c":9})]).await.unwrap();
     commit(&old, &[json!({"id":"k3","ts":2,"a":3}), json!({"id":"k4","ts":2,"a":4})]).await.unwrap();
-    let want: BTreeMap<String, Value> = [
+    let want = by_key(vec![
         ("k1", json!({"id":"k1","ts":1,"a":1,"c":5})),
         ("k2", json!({"id":"k2","ts":1,"a":2,"c":5})),
         ("k3", json!({"id":"k3","ts":2,"a":3})),
         ("k4", json!({"id":"k4","ts":2,"a":4,"c":9})),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    ]);
     assert_eq!(rows(&t, &ReadOptions::default()).await, want);
     t.compactor(CompactorSettings::default()).await.unwrap().run_once().await.unwrap();
     assert_eq!(rows(&t, &ReadOptions::default()).await, want);

@@ -10,6 +10,7 @@ import json
 import random
 
 from support import (
+    SCHEMA,
     nbcc_options,
     our_rows,
     region_of,
@@ -87,21 +88,9 @@ def test_spark_reads_a_table_tributary_evolved(spark, tmp_path):
     rng = random.Random(37)
     table = tmp_path / "evolved"
     schema = tmp_path / "s.avsc"
-    schema.write_text(
-        json.dumps(
-            {
-                "type": "record",
-                "name": "events",
-                "fields": [
-                    {"name": "id", "type": "string"},
-                    {"name": "region", "type": "string"},
-                    {"name": "ts", "type": "long"},
-                    {"name": "v", "type": ["null", "string"], "default": None},
-                    {"name": "n", "type": ["null", "int"], "default": None},
-                ],
-            }
-        )
-    )
+    # The tests' schema with `n` an int, promoted to long below.
+    fields = [{**f, "type": ["null", "int"]} if f["name"] == "n" else f for f in SCHEMA["fields"]]
+    schema.write_text(json.dumps({**SCHEMA, "fields": fields}))
     args = ["--partition-field", "region", "--buckets", 4, "--bucket-hash", "hudi-java"]
     tributary("init", table, "--schema", schema, "--record-key", "id", "--ordering-field", "ts", *args)
     model = WholeRows()
