@@ -25,10 +25,7 @@ use std::sync::Arc;
 use tributary_merge::Combiner;
 
 use tributary_format::TableSchema;
-use tributary_timeline::Heartbeat;
-use tributary_timeline::{
-    Action, Instant, SequenceGroup, State, TableConfig, TableLocation, TimeGenerator, TimelineFolder,
-};
+use tributary_timeline::{SequenceGroup, TableConfig, TableLocation, TimeGenerator, TimelineFolder};
 use tributary_timeline::{WriterState, WriterStatus, lookup_writer};
 
 use crate::backpressure::LogTally;
@@ -128,11 +125,6 @@ impl WriteClient {
         })
     }
 
-    /// A client over `shared`.
-    pub(crate) fn of_shared(shared: Arc<Shared>) -> Self {
-        Self { shared }
-    }
-
     /// The schema this client writes: the table's (or, for a partial
     /// writer, its columns of it).
     pub fn schema(&self) -> &Arc<TableSchema> {
@@ -210,28 +202,7 @@ impl WriteClient {
     /// Starts a commit: takes an instant, creates the requested and inflight
     /// files, starts the heartbeat and the writer tasks.
     pub async fn start_commit(&self) -> Result<Commit> {
-        let s = &self.shared;
-        let timeline = s.timeline.clone();
-        // The inflight file is created in the hold that issues the instant,
-        // right after the requested one. Recovery withdraws a write by
-        // deleting its inflight file under the lock, and a write can only
-        // complete while that file exists; an inflight file created after
-        // the withdrawal (its writer stalled in between, past its heartbeat
-        // expiry) would let the write complete with files recovery deleted.
-        let instant = s
-            .time
-            .with_time_fenced(|t, fence| async move {
-                let i = Instant::requested(t.clone(), Action::DeltaCommit);
-                fence.check().await?;
-                timeline.create(&i, State::Requested, Vec::new()).await?;
-                fence.check().await?;
-                timeline.create(&i, State::Inflight, Vec::new()).await?;
-                Ok(t)
-            })
-            .await?;
-        let heartbeat =
-            Heartbeat::start(s.loc.clone(), &instant, s.time.clock().clone(), s.settings.heartbeat_interval).await?;
-        Commit::open(s.clone(), instant, heartbeat)
+        Commit::start(self.shared.clone()).await
     }
 
     /// Registers this client as the writer of its writer id

@@ -103,9 +103,39 @@ fn as_strings(shared: &Shared, rows: &Rows, index: usize, what: &str) -> Result<
 }
 
 impl Commit {
+    /// Starts a commit of `shared`'s client ([`crate::WriteClient::start_commit`]).
+    pub(crate) async fn start(shared: Arc<Shared>) -> Result<Self> {
+        let timeline = shared.timeline.clone();
+        // The inflight file is created in the hold that issues the instant,
+        // right after the requested one. Recovery withdraws a write by
+        // deleting its inflight file under the lock, and a write can only
+        // complete while that file exists; an inflight file created after
+        // the withdrawal (its writer stalled in between, past its heartbeat
+        // expiry) would let the write complete with files recovery deleted.
+        let instant = shared
+            .time
+            .with_time_fenced(|t, fence| async move {
+                let i = Instant::requested(t.clone(), Action::DeltaCommit);
+                fence.check().await?;
+                timeline.create(&i, State::Requested, Vec::new()).await?;
+                fence.check().await?;
+                timeline.create(&i, State::Inflight, Vec::new()).await?;
+                Ok(t)
+            })
+            .await?;
+        let heartbeat = Heartbeat::start(
+            shared.loc.clone(),
+            &instant,
+            shared.time.clock().clone(),
+            shared.settings.heartbeat_interval,
+        )
+        .await?;
+        Self::open(shared, instant, heartbeat)
+    }
+
     /// Spawns the writer tasks of a commit whose instant is inflight and
     /// whose heartbeat runs.
-    pub(crate) fn open(shared: Arc<Shared>, instant: InstantTime, heartbeat: Heartbeat) -> Result<Self> {
+    fn open(shared: Arc<Shared>, instant: InstantTime, heartbeat: Heartbeat) -> Result<Self> {
         let tasks = shared.settings.tasks;
         let budget = (shared.settings.buffer_bytes / tasks).max(1);
         let mut senders = Vec::with_capacity(tasks);
@@ -788,8 +818,7 @@ async fn record_schema(
 /// commit of any writer records the schema in force anyway: the failure is
 /// logged, and the data commit stands.
 async fn restate_schema(shared: &Arc<Shared>) {
-    let client = crate::WriteClient::of_shared(shared.clone());
-    let result = async { client.start_commit().await?.restate().await }.await;
+    let result = async { Commit::start(shared.clone()).await?.restate().await }.await;
     if let Err(e) = result {
         tracing::warn!(table = %shared.loc, error = %e, "restating the schema in force for Hudi's readers failed");
     }
