@@ -35,7 +35,15 @@
 //!   it takes files older than the first active instant as committed.
 //!   While compaction keeps up, this holds the timeline back to the oldest
 //!   such log, which the next compaction of its file group moves out of
-//!   the latest slice.
+//!   the latest slice;
+//! - the write that became visible last, and everything after it: its
+//!   commit metadata holds the schema in force, which writers and the
+//!   compactor look up under the lock on the active timeline alone
+//!   (`tributary_timeline::schema_in_force`). It is the newest write
+//!   unless one requested long before the others completed last (a slow
+//!   write, or a schema change that waited for the lock); archived, the
+//!   next commit would record the older schema of the write visible
+//!   before it, and readers would lose its columns.
 //!
 //! A writer's checkpoint needs nothing kept: the state file holds the
 //! checkpoint itself, and a pending entry's commit is looked for in the
@@ -156,6 +164,9 @@ pub enum Retained {
     /// A replacecommit whose replaced file groups still have files: only
     /// the active timeline tells readers they are replaced.
     ReplacedFiles(InstantTime),
+    /// The write that became visible last, whose metadata holds the
+    /// schema in force.
+    SchemaInForce(InstantTime),
 }
 
 impl Retained {
@@ -167,7 +178,8 @@ impl Retained {
             | Retained::CleanRetained(t)
             | Retained::Savepoint(t)
             | Retained::LatestSliceLog(t)
-            | Retained::ReplacedFiles(t) => t,
+            | Retained::ReplacedFiles(t)
+            | Retained::SchemaInForce(t) => t,
         }
     }
 
@@ -184,6 +196,9 @@ impl Retained {
                 "a log in a latest file slice with no base file or a newer one, which the official reader would misplace"
             }
             Retained::ReplacedFiles(_) => "a replacecommit whose replaced file groups the cleaner has not yet deleted",
+            Retained::SchemaInForce(_) => {
+                "the write that became visible last, whose metadata holds the schema in force"
+            }
         }
     }
 }
@@ -410,6 +425,13 @@ pub(crate) fn select(
     if let Some(t) = view.replaced().values().map(|g| &g.replaced_by).min() {
         bounds.push(Retained::ReplacedFiles(t.clone()));
     }
+    // Writers find the schema in force in the metadata of the write that
+    // became visible last, on the active timeline alone.
+    if let Some(w) =
+        active.iter().filter(|i| i.is_completed() && i.action.writes_data()).max_by(|a, b| a.cmp_visibility(b))
+    {
+        bounds.push(Retained::SchemaInForce(w.requested.clone()));
+    }
     let first_kept = bounds.into_iter().min_by(|a, b| a.instant().cmp(b.instant()));
     let limit = commits.len() - keep_min;
     let chosen: Vec<&Instant> = commits
@@ -599,6 +621,27 @@ mod tests {
         assert_eq!(s.retained, Some(Retained::LatestSliceLog(ts(130))));
         assert_eq!(requested(&s), times.to_vec());
         assert!(!timeline(&tb).await.is_archived(&ts(130)));
+    }
+
+    /// A write requested before the others and visible after them all
+    /// (here a schema change, which writes no file) holds the schema in
+    /// force: it stays, with everything after it.
+    #[tokio::test]
+    async fn the_write_visible_last_stays_active() {
+        let tb = table().await;
+        let first = commits_from(&tb, 100, 1).await; // 100
+        delta_commit(&tb, 105, Some(300), &[]).await; // visible after every other
+        commits_from(&tb, 110, 4).await;
+        compaction(&tb, 150, 151).await;
+        let s = run(&tb, &small()).await;
+        assert_eq!(requested(&s), first);
+        assert_eq!(s.retained, Some(Retained::SchemaInForce(ts(105))));
+        let tl = timeline(&tb).await;
+        assert!(!tl.is_archived(&ts(105)));
+        // Once a newer write is visible, it may go.
+        delta_commit(&tb, 310, Some(315), &[0]).await;
+        let s = run(&tb, &small()).await;
+        assert!(requested(&s).contains(&ts(105)), "{s:?}");
     }
 
     /// The logs of a file group never compacted: the official reader keys

@@ -250,8 +250,13 @@ fn check_field(table: &str, path: &str, old: &Value, new: &Value, changes: &mut 
 /// commit that completed first stands, and this one fails with
 /// [`Error::SchemaConflict`] naming the column. Returns `in_force` itself
 /// when `ours` changes nothing in it.
+///
+/// A schema in force only gains columns, so `in_force` holds every column
+/// of `base` unless the lookup that found it missed the latest write; a
+/// column of `base` it lacks is then kept too, at its end, rather than
+/// recorded away.
 pub fn merge_committed(table: &str, in_force: &str, base: &str, ours: &str) -> Result<String> {
-    if ours == base || ours == in_force {
+    if ours == in_force {
         return Ok(in_force.to_string());
     }
     if in_force == base {
@@ -507,6 +512,11 @@ mod tests {
         // A promotion in force, and a writer that did not know it.
         let promoted = schema(&format!(r#"{ID},{{"name":"a","type":["null","double"],"default":null}}"#));
         assert_eq!(merge_committed("t", &promoted, &a, &a).unwrap(), promoted);
+        // A schema in force that lacks a column the writer's base has (a
+        // lookup that missed the latest write): the column is kept.
+        assert_eq!(merge_committed("t", &base, &a, &a).unwrap(), a);
+        let kept: Value = serde_json::from_str(&merge_committed("t", &b, &a, &a).unwrap()).unwrap();
+        assert_eq!(fields(&kept).iter().map(name).collect::<Vec<_>>(), ["id", "b", "a"]);
     }
 
     #[test]

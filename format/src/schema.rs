@@ -71,6 +71,15 @@ impl SequenceGroup {
         groups.iter().map(Self::render).collect::<Vec<_>>().join(";")
     }
 
+    /// The ordering field of the first of `groups` that the record schema
+    /// `json` lacks: readers refuse a table whose latest commit records
+    /// such a pair. `None` when all are there (or `json` is no record).
+    pub fn missing_ordering<'a>(groups: &'a [Self], json: &str) -> Option<&'a str> {
+        let v: Value = serde_json::from_str(json).ok()?;
+        let names: Vec<&str> = v["fields"].as_array()?.iter().filter_map(|f| f["name"].as_str()).collect();
+        groups.iter().map(|g| g.ordering.as_str()).find(|o| !names.contains(o))
+    }
+
     /// The groups of `ours` added to `in_force`: a group of either stands,
     /// and a group both hold has the columns of both (`ours`' new ones
     /// last). Groups only grow, by new columns, so the union keeps what
@@ -455,6 +464,15 @@ pub fn ordering_column_of(batch: &arrow::array::RecordBatch, cols: &[usize]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_group_whose_ordering_field_the_schema_lacks_is_named() {
+        let groups = SequenceGroup::parse_list("ts_a=a1;ts_c=c1").unwrap();
+        let json =
+            r#"{"type":"record","name":"r","fields":[{"name":"ts_a","type":"long"},{"name":"c1","type":"long"}]}"#;
+        assert_eq!(SequenceGroup::missing_ordering(&groups, json), Some("ts_c"));
+        assert_eq!(SequenceGroup::missing_ordering(&groups[..1], json), None);
+    }
 
     #[test]
     fn maps_avro_types_to_arrow() {

@@ -120,15 +120,8 @@ impl Workload {
     /// `records` events in all over `keys` keys of each kind, cut into
     /// batches of 1 to 40 events.
     pub fn draw(rng: &mut StdRng, writers: usize, records: usize, keys: u32) -> Self {
-        // Group-C writers (a source that adds its columns and sequence
-        // group while the others write) only with TRIBUTARY_SIM_GROUP_C
-        // set: at commit 4491a94, seed 81152 of 100,000 found a commit whose
-        // metadata names
-        // group `ts_c` beside a schema without it, which readers refuse;
-        // the cause is not found yet.
-        let kinds = if std::env::var_os("TRIBUTARY_SIM_GROUP_C").is_some() { 5 } else { 4 };
         let roles: Vec<Role> = (0..writers)
-            .map(|w| match (w, rng.random_range(0..kinds)) {
+            .map(|w| match (w, rng.random_range(0..5)) {
                 (0, _) | (_, 0 | 1) => Role::Whole,
                 (_, 2) => Role::GroupA,
                 (_, 3) => Role::GroupB,

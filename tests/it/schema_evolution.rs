@@ -701,3 +701,54 @@ async fn a_schema_change_completed_out_of_requested_order_is_restated_for_hudi()
     assert!(meta.schema_json().unwrap().contains("\"b\""), "{:?}", meta.schema_json());
     assert_eq!(rows(&t, &ReadOptions::default()).await.len(), 2);
 }
+
+/// A schema change requested before other writes and visible after them
+/// all, whose restating commit failed (its process died first), stays on
+/// the active timeline when archiving runs: writers look the schema in
+/// force up there, so a writer that never knew the column still records
+/// it, and readers keep it.
+#[tokio::test]
+async fn archiving_keeps_a_schema_change_that_became_visible_last() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let t = create(dir.path()).await;
+    let healthy = t.location().clone();
+    let armed = Arc::new(AtomicBool::new(false));
+    let arm = armed.clone();
+    let store = Arc::new(FaultStore::new(healthy.store.clone(), "the process died", move |p| {
+        arm.load(Ordering::SeqCst) && p.ends_with(".deltacommit.requested")
+    }));
+    // One table, one lock, for every actor.
+    let settings = tributary::TableSettings { lock: tributary::LockKind::InProcess, ..Default::default() };
+    let faulty = Table::builder(tributary::TableLocation::new(store.clone(), healthy.root.clone()))
+        .with_settings(settings)
+        .open()
+        .await
+        .unwrap();
+    let old = faulty.write_client(WriteSettings::default()).await.unwrap();
+    let change = with_columns(&old, &[("b", "string")]).unwrap().start_commit().await.unwrap();
+    for n in 0..6 {
+        commit(&old, &[json!({"id": format!("k{n}"), "ts": 1, "a": n})]).await.unwrap();
+    }
+    faulty.compactor(CompactorSettings::default()).await.unwrap().run_once().await.unwrap();
+    armed.store(true, Ordering::SeqCst);
+    change.commit_schema_change().await.unwrap();
+    armed.store(false, Ordering::SeqCst);
+    assert!(!store.hit().is_empty(), "the restating commit failed");
+    let tight = tributary::ArchiveSettings {
+        keep_min_commits: 2,
+        keep_max_commits: 4,
+        cleaner_commits_retained: 0,
+        compaction_delta_commits: 1,
+        ..Default::default()
+    };
+    let summary = faulty.archive(&tight).await.unwrap();
+    assert!(matches!(summary.retained, Some(tributary::Retained::SchemaInForce(_))), "{summary:?}");
+    commit(&old, &[json!({"id": "k0", "ts": 2, "a": 10})]).await.unwrap();
+    let fresh = Table::open_local(&dir.path().join("t")).await.unwrap();
+    assert!(names(&fresh.schema_at(None).await.unwrap().schema).contains(&"b".to_string()));
+    let batch = fresh.read(&ReadOptions::default()).await.unwrap();
+    assert!(batch.schema().field_with_name("b").is_ok(), "{:?}", batch.schema());
+    assert_eq!(rows(&fresh, &ReadOptions::default()).await["k0"]["a"], json!(10));
+}

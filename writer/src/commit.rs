@@ -791,6 +791,18 @@ async fn record_schema(
     // Once this commit completes, it is the latest write, and its schema
     // the one in force: the next commit need not read it back. Should it
     // not complete, the next lookup finds it missing and reads the latest.
+    let changed = recorded != now.json || groups != now.sequence_groups;
+    if changed && let Some(field) = groups.as_deref().and_then(|g| SequenceGroup::missing_ordering(g, &recorded)) {
+        let from = now.instant.as_ref().map_or("the create schema".to_string(), |i| format!("commit {i}"));
+        return Err(tributary_timeline::Error::Corrupt {
+            path: format!("{table}, commit {instant}"),
+            reason: format!(
+                "it would record sequence group `{field}` beside a schema without that column (the schema in \
+                 force, from {from}, merged with this writer's); readers would refuse the table, so nothing of \
+                 this commit became visible"
+            ),
+        });
+    }
     let next = tributary_timeline::SchemaInForce {
         json: recorded.clone(),
         sequence_groups: groups.clone(),
