@@ -81,8 +81,6 @@ impl Table {
                 reason: "no change given".into(),
             });
         }
-        let active = TimelineFolder::new(self.location(), self.config()).load_active().await?;
-        let (_, config) = self.in_force(&active).await?;
         // The commit's heartbeat beats well within the table's expiry.
         let defaults = WriteSettings::default();
         let heartbeat_interval = defaults.heartbeat_interval.min(self.components.settings.heartbeat_expiry / 3);
@@ -107,7 +105,7 @@ impl Table {
         }
         let changes = tributary_format::check_evolution(&self.location().to_string(), &current, &json)?;
         let full = client.schema().with_json(&json)?;
-        let groups = self.check_new_groups(&config.sequence_groups, &groups, &added, &full)?;
+        let groups = self.check_new_groups(client.sequence_groups(), &groups, &added, &full)?;
         let evolved = client.evolved_with_groups(full, groups)?;
         let summary = evolved.start_commit().await?.commit_schema_change().await?;
         Ok((summary.instant, changes))

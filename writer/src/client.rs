@@ -131,6 +131,12 @@ impl WriteClient {
         &self.shared.schema
     }
 
+    /// The sequence groups this client's commits merge by: those in force
+    /// when it was made, with any it added ([`WriteClient::evolved_with_groups`]).
+    pub fn sequence_groups(&self) -> &[SequenceGroup] {
+        &self.shared.config.sequence_groups
+    }
+
     /// The settings this client was made with.
     pub fn settings(&self) -> &WriteSettings {
         &self.shared.settings
