@@ -31,6 +31,10 @@ pub enum Error {
     /// Merging or compaction failed.
     #[error(transparent)]
     Compaction(#[from] tributary_compaction::Error),
+    /// Ingest from Kafka failed.
+    #[cfg(feature = "kafka")]
+    #[error(transparent)]
+    Ingest(#[from] tributary_ingest::Error),
     /// There is no table at the path.
     #[error("{path}: not a Hudi table (no .hoodie/hoodie.properties)")]
     NotATable {
@@ -125,6 +129,8 @@ impl Error {
             Error::Merge(e) => e.kind(),
             Error::Writer(e) => e.kind(),
             Error::Compaction(e) => e.kind(),
+            #[cfg(feature = "kafka")]
+            Error::Ingest(e) => e.kind(),
             Error::NotATable { .. } | Error::InvalidInput { .. } => ErrorKind::InvalidInput,
             Error::TableExists { .. } => ErrorKind::Conflict,
             Error::Internal { .. } | Error::TaskFailed { .. } => ErrorKind::Internal,

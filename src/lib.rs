@@ -46,6 +46,8 @@ mod create_options;
 mod error;
 mod incremental;
 mod json_lines;
+#[cfg(feature = "kafka")]
+mod kafka;
 mod read;
 mod schema;
 mod service;
@@ -101,6 +103,12 @@ pub use tributary_writer::{Checkpoint, Commit, CommitSummary, Rows, WriteClient,
 
 // Ingest: JSON lines decoded while earlier blocks are written.
 pub use json_lines::{JsonLinesOptions, JsonLinesProgress, JsonLinesSummary, write_json_lines};
+
+/// Exactly-once ingest from Kafka ([`Table::ingest`], `tributary ingest`).
+#[cfg(feature = "kafka")]
+pub mod ingest {
+    pub use tributary_ingest::{Error, Ingest, IngestSettings, IngestStats, IngestSummary, OnBadRecord, StartAt};
+}
 
 // Compaction, cleaning and archiving ([`Table::compactor`],
 // [`Table::clean`] and [`Table::clean_with`], [`Table::archive`]).

@@ -15,6 +15,8 @@ mod history_model;
 mod incremental;
 mod init;
 mod instants;
+#[cfg(feature = "kafka")]
+mod kafka;
 mod keys;
 mod live;
 mod long_lived;

@@ -36,6 +36,7 @@ use crate::commit::Commit;
 use crate::error::{Error, Result};
 pub(crate) use crate::settings::WriteSettings;
 use crate::shared::{Shared, WriteMeters};
+use crate::source::SourceLease;
 
 /// Writes commits into one table.
 #[derive(Debug, Clone)]
@@ -226,6 +227,20 @@ impl WriteClient {
     /// registered its id, in which case its commits fail as well.
     pub async fn register(&self) -> Result<WriterStatus> {
         Ok(self.shared.writer.take_over(&self.shared.time).await?)
+    }
+
+    /// Takes writer id `id` over as a source of this client's commits, as
+    /// [`WriteClient::register`] takes the client's own: under the table
+    /// lock its generation is raised by one, and the status returned holds
+    /// its last committed checkpoint (a source position). A commit that
+    /// records a position for the lease ([`Commit::commit_with_sources`])
+    /// fails, and nothing of it becomes visible, once another client took
+    /// the id over since; so several clients can move sources between them
+    /// (Kafka partitions in a rebalance) and none records a position of a
+    /// source it no longer holds.
+    pub async fn take_over_source(&self, id: &str) -> Result<(SourceLease, WriterStatus)> {
+        let state = WriterState::new(&self.shared.loc, &self.shared.config, id)?;
+        SourceLease::take_over(state, &self.shared.time).await
     }
 
     /// The generation this client registered ([`WriteClient::register`]);

@@ -29,6 +29,7 @@ pub(crate) use crate::file_write::FileWrite;
 use crate::input::{Rows, rows_from_batch, rows_from_json};
 use crate::piece::Piece;
 use crate::shared::Shared;
+use crate::source::SourceLease;
 use crate::task::TaskContext;
 
 /// Extra-metadata key prefix under which each commit also records its
@@ -352,7 +353,7 @@ impl Commit {
     /// it is requested after every write it could be behind.
     async fn restate(mut self) -> Result<CommitSummary> {
         self.operation = "ALTER_SCHEMA";
-        Ok(self.complete(None).await?.0)
+        Ok(self.complete(None, &[]).await?.0)
     }
 
     /// Completes the commit, recording `checkpoint` (for example a source
@@ -367,17 +368,36 @@ impl Commit {
     /// and its files are deleted and its instant withdrawn as by
     /// [`Commit::abort`]: nothing of it becomes visible.
     pub async fn commit_with_checkpoint(self, checkpoint: Option<String>) -> Result<CommitSummary> {
+        self.commit_with_sources(checkpoint, &[]).await
+    }
+
+    /// [`Commit::commit_with_checkpoint`] that also records, in the same
+    /// atomic step, the position of each source in `positions`: each
+    /// lease's writer id gets its position as its checkpoint
+    /// ([`WriteClient::take_over_source`](crate::WriteClient::take_over_source)).
+    /// If another client took any of them over since, the commit fails with
+    /// a conflict ([`tributary_timeline::Error::Fenced`], naming that id)
+    /// and nothing of it becomes visible.
+    pub async fn commit_with_sources(
+        self,
+        checkpoint: Option<String>,
+        positions: &[(SourceLease, String)],
+    ) -> Result<CommitSummary> {
         let shared = self.shared.clone();
-        let (summary, behind) = self.complete(checkpoint).await?;
+        let (summary, behind) = self.complete(checkpoint, positions).await?;
         if behind {
             restate_schema(&shared).await;
         }
         Ok(summary)
     }
 
-    /// [`Commit::commit_with_checkpoint`] without the restating of the
+    /// [`Commit::commit_with_sources`] without the restating of the
     /// schema it may need; returns whether it does ([`record_schema`]).
-    async fn complete(mut self, checkpoint: Option<String>) -> Result<(CommitSummary, bool)> {
+    async fn complete(
+        mut self,
+        checkpoint: Option<String>,
+        positions: &[(SourceLease, String)],
+    ) -> Result<(CommitSummary, bool)> {
         let files = match self.finish_tasks().await {
             Ok(f) if !self.failed => f,
             Ok(_) => {
@@ -399,6 +419,9 @@ impl Commit {
         }
         if let Some(cp) = &checkpoint {
             meta.extra_metadata.insert(format!("{CHECKPOINT_PREFIX}{}", s.settings.writer_id), cp.clone());
+        }
+        for (lease, position) in positions {
+            meta.extra_metadata.insert(format!("{CHECKPOINT_PREFIX}{}", lease.id()), position.clone());
         }
         for f in &files {
             meta.partition_to_write_stats.entry(f.partition.clone()).or_default().push(write_stat(f, &self.instant));
@@ -475,6 +498,12 @@ impl Commit {
                     // Fence and record the checkpoint in the same hold.
                     writer.before_visible(generation, instant, &c, checkpoint).await?;
                 }
+                // Each source's state file, at once: every commit waits
+                // for this hold.
+                let sources = positions.iter().map(|(lease, position)| {
+                    lease.state().before_visible(lease.generation(), instant, &c, Some(position))
+                });
+                futures::future::try_join_all(sources).await?;
                 Ok(content)
             };
             match complete_instant_with(
@@ -506,6 +535,9 @@ impl Commit {
         let completed = match done {
             Ok(c) => {
                 s.writer.completed(&self.instant);
+                for (lease, _) in positions {
+                    lease.state().completed(&self.instant);
+                }
                 c
             }
             Err(

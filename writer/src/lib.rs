@@ -20,6 +20,7 @@ mod input;
 mod piece;
 mod settings;
 mod shared;
+mod source;
 mod task;
 
 pub use bucket::BucketIndex;
@@ -29,4 +30,5 @@ pub use error::{Error, Result};
 pub use file_write::FileWrite;
 pub use input::{InputEvolution, Rows, rows_from_json_lines, schema_evolution_in_json_lines};
 pub use settings::WriteSettings;
+pub use source::SourceLease;
 pub use tributary_timeline::{Checkpoint, WriterStatus};

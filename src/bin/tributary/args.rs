@@ -269,6 +269,13 @@ pub(crate) enum Command {
         #[command(flatten)]
         metrics: MetricsArgs,
     },
+    /// Consume Kafka topics into a table, exactly once, until SIGTERM or
+    /// Ctrl-C: commit every N records or T seconds, with each partition's
+    /// offset in the same commit. Run several with one --group, on any
+    /// hosts: they split the partitions, and a restarted one resumes from
+    /// the table's offsets.
+    #[cfg(feature = "kafka")]
+    Ingest(IngestArgs),
     /// Print the last committed checkpoint of a writer ID: the checkpoint
     /// and a newline, or nothing when it has none (exit code 0 either way).
     Checkpoint {
@@ -688,4 +695,84 @@ pub(crate) struct MetricsArgs {
     /// address (`127.0.0.1:9464`; any path answers).
     #[arg(long, value_name = "HOST:PORT")]
     pub(crate) metrics_addr: Option<std::net::SocketAddr>,
+}
+
+#[cfg(feature = "kafka")]
+/// `tributary ingest`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct IngestArgs {
+    /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+    pub(crate) table: String,
+    /// Kafka bootstrap servers: HOST:PORT[,HOST:PORT...].
+    #[arg(long)]
+    pub(crate) brokers: String,
+    /// A topic to consume; repeat for several.
+    #[arg(long = "topic", required = true)]
+    pub(crate) topics: Vec<String>,
+    /// The consumer group: processes with one group split the partitions.
+    #[arg(long)]
+    pub(crate) group: String,
+    /// Commit after this many records.
+    #[arg(long, default_value_t = 100_000)]
+    pub(crate) commit_records: usize,
+    /// Commit once this long has passed since the open batch's first record.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub(crate) commit_interval: Duration,
+    /// A record that cannot be written: `fail` (stop, naming its topic,
+    /// partition, offset and field), `skip` (count and log it), or
+    /// `dead-letter=TOPIC` (deliver it there with its position and the
+    /// reason as headers).
+    #[arg(long, default_value = "fail", value_parser = parse_on_bad_record)]
+    pub(crate) on_bad_record: OnBadRecordArg,
+    /// Where a partition the table holds no offset for starts.
+    #[arg(long, value_enum, default_value = "earliest")]
+    pub(crate) start: StartArgValue,
+    /// A librdkafka consumer property (security.protocol=SSL, ...); repeat
+    /// for several.
+    #[arg(long = "kafka", value_name = "KEY=VALUE", value_parser = parse_property)]
+    pub(crate) kafka: Vec<(String, String)>,
+    /// Write only these columns (a partial writer of a wide table); the
+    /// record key and partition field are always included.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) columns: Option<Vec<String>>,
+    /// Writer tasks.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) tasks: usize,
+    #[command(flatten)]
+    pub(crate) metrics: MetricsArgs,
+}
+
+#[cfg(feature = "kafka")]
+/// `--on-bad-record`, parsed.
+#[derive(Debug, Clone)]
+pub(crate) struct OnBadRecordArg(pub(crate) tributary::ingest::OnBadRecord);
+
+#[cfg(feature = "kafka")]
+/// `--start`, as clap parses it.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum StartArgValue {
+    /// At the first record still in Kafka.
+    Earliest,
+    /// After the last record at the moment the partition is assigned.
+    Latest,
+}
+
+#[cfg(feature = "kafka")]
+fn parse_on_bad_record(text: &str) -> Result<OnBadRecordArg, String> {
+    Ok(OnBadRecordArg(match text {
+        "fail" => tributary::ingest::OnBadRecord::Fail,
+        "skip" => tributary::ingest::OnBadRecord::Skip,
+        _ => match text.strip_prefix("dead-letter=") {
+            Some(topic) if !topic.is_empty() => tributary::ingest::OnBadRecord::DeadLetter(topic.to_string()),
+            _ => return Err("expected fail, skip or dead-letter=TOPIC".into()),
+        },
+    }))
+}
+
+#[cfg(feature = "kafka")]
+fn parse_property(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err("expected KEY=VALUE".into()),
+    }
 }

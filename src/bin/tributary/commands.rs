@@ -114,6 +114,8 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
                 TableSettings { time: time_settings(time_mode, max_clock_skew_ms), ..Default::default() };
             write(store, table, input, settings, commit_every, table_settings, checkpointing).await?;
         }
+        #[cfg(feature = "kafka")]
+        Command::Ingest(args) => crate::ingest::run(store, args).await?,
         Command::Checkpoint { table, writer_id, format } => checkpoint(store, table, writer_id, format).await?,
         Command::Compact { table, watch, interval, compactor, service } => {
             let table_settings = service.table_settings(compactor.spill_dir.clone());

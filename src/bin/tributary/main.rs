@@ -7,6 +7,8 @@
 
 mod args;
 mod commands;
+#[cfg(feature = "kafka")]
+mod ingest;
 mod metrics;
 mod output;
 
@@ -23,6 +25,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = args::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

@@ -1,0 +1,400 @@
+//! Ingest from a real Kafka broker (`.ci/kafka.sh`, `TRIBUTARY_TEST_KAFKA`):
+//! records and offsets committed together, out-of-order events and deletes
+//! against a model, bad records under each mode, and jobs that lose their
+//! partitions to others.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use serde_json::{Value, json};
+use tributary::ingest::{IngestSettings, OnBadRecord};
+use tributary::{CreateOptions, ReadOptions, Table, WriteSettings};
+
+use crate::support::require;
+
+const SCHEMA: &str = r#"{"type":"record","name":"r","fields":[
+    {"name":"id","type":"string"},{"name":"ts","type":"long"},
+    {"name":"v","type":["null","long"],"default":null}]}"#;
+
+/// The broker the suite runs against, if any ([`require`]).
+fn brokers() -> Option<String> {
+    require(
+        "a Kafka broker (TRIBUTARY_TEST_KAFKA)",
+        ".ci/kafka.sh start DIR, then source DIR/env",
+        std::env::var("TRIBUTARY_TEST_KAFKA").ok(),
+    )
+}
+
+/// A new topic of `partitions` partitions, named for the test.
+async fn topic(brokers: &str, name: &str, partitions: i32) -> String {
+    let name = format!("{name}-{}", std::process::id());
+    let admin: AdminClient<DefaultClientContext> =
+        ClientConfig::new().set("bootstrap.servers", brokers).create().unwrap();
+    let topics = [NewTopic::new(&name, partitions, TopicReplication::Fixed(1))];
+    for r in admin.create_topics(&topics, &AdminOptions::new()).await.unwrap() {
+        r.unwrap();
+    }
+    name
+}
+
+fn producer(brokers: &str) -> FutureProducer {
+    ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("enable.idempotence", "true")
+        .set("linger.ms", "5")
+        .create()
+        .unwrap()
+}
+
+/// Produces `values` (`None`: a tombstone) to `partition` of `topic`.
+async fn produce(p: &FutureProducer, topic: &str, partition: i32, values: &[Option<String>]) {
+    let sends = values.iter().map(|v| {
+        let record: FutureRecord<'_, str, str> = FutureRecord::to(topic).partition(partition);
+        let record = match v {
+            Some(v) => record.payload(v.as_str()),
+            None => record,
+        };
+        p.send(record, Duration::from_secs(30))
+    });
+    for r in futures::future::join_all(sends).await {
+        r.unwrap();
+    }
+}
+
+/// The end offset of each of `topic`'s `partitions` partitions.
+fn end_offsets(brokers: &str, topic: &str, partitions: i32) -> Vec<i64> {
+    let c: BaseConsumer = ClientConfig::new().set("bootstrap.servers", brokers).create().unwrap();
+    (0..partitions).map(|p| c.fetch_watermarks(topic, p, Duration::from_secs(30)).unwrap().1).collect()
+}
+
+async fn create(dir: &std::path::Path) -> Table {
+    let mut options = CreateOptions::new(SCHEMA, "id", "ts");
+    options.buckets = 4;
+    Table::create_local(&dir.join("t"), options).await.unwrap()
+}
+
+/// The next offset the table records for each partition of `topic` under
+/// `group` (writer ids `kafka.<group>.<topic>.<partition>`).
+async fn table_offsets(t: &Table, group: &str, topic: &str, partitions: i32) -> Vec<Option<i64>> {
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
+    let mut out = Vec::new();
+    for p in 0..partitions {
+        let id = format!("kafka.{group}.{topic}.{p}");
+        out.push(client.last_checkpoint(&id).await.unwrap().map(|c| c.parse().unwrap()));
+    }
+    out
+}
+
+/// Waits until the table's offsets reach `ends`, for at most two minutes.
+async fn until_caught_up(t: &Table, group: &str, topic: &str, ends: &[i64]) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let now = table_offsets(t, group, topic, ends.len() as i32).await;
+        if now.iter().zip(ends).all(|(o, e)| *o == Some(*e)) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "the table's offsets {now:?} never reached {ends:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The table's rows: id to (ts, v).
+async fn rows(t: &Table) -> BTreeMap<String, (i64, Option<i64>)> {
+    let batch = t.read(&ReadOptions::default()).await.unwrap();
+    let mut w = arrow::json::ArrayWriter::new(Vec::new());
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    let bytes = w.into_inner();
+    let values: Vec<Value> = if bytes.is_empty() { Vec::new() } else { serde_json::from_slice(&bytes).unwrap() };
+    values
+        .into_iter()
+        .map(|r| (r["id"].as_str().unwrap().to_string(), (r["ts"].as_i64().unwrap(), r["v"].as_i64())))
+        .collect()
+}
+
+/// Out-of-order events, deletes and tombstones over 3 partitions, ingested
+/// in many small commits: the table holds, per key, the version with the
+/// latest event time (none where that is a delete), and its offsets are
+/// the topic's end offsets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_is_ingested_into_the_model_with_its_offsets() {
+    let Some(brokers) = brokers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let t = create(dir.path()).await;
+    let topic = topic(&brokers, "model", 3).await;
+    let producer = producer(&brokers);
+    // Key k lives in partition k % 3; its event times come out of order.
+    // Per key: the latest event time seen, and the row it leaves (none
+    // for a delete).
+    type Row = (i64, Option<i64>);
+    let mut model: BTreeMap<String, (i64, Option<Row>)> = BTreeMap::new();
+    let mut per_partition: Vec<Vec<Option<String>>> = vec![Vec::new(); 3];
+    for n in 0..3000i64 {
+        let k = n % 150;
+        let ts = (n * 7919) % 10007;
+        let (id, p) = (format!("k{k}"), (k % 3) as usize);
+        let value = if n % 97 == 0 {
+            None
+        } else if n % 11 == 0 {
+            Some(json!({"id": id, "ts": ts, "_hoodie_is_deleted": true}))
+        } else {
+            Some(json!({"id": id, "ts": ts, "v": n}))
+        };
+        if let Some(v) = &value {
+            let version = (!v["_hoodie_is_deleted"].as_bool().unwrap_or(false)).then_some((ts, Some(n)));
+            let e = model.entry(id).or_insert((i64::MIN, None));
+            if ts >= e.0 {
+                *e = (ts, version);
+            }
+        }
+        per_partition[p].push(value.map(|v| v.to_string()));
+    }
+    for (p, values) in per_partition.iter().enumerate() {
+        produce(&producer, &topic, p as i32, values).await;
+    }
+    let ends = end_offsets(&brokers, &topic, 3);
+    let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], "model");
+    settings.commit_records = 400;
+    settings.commit_interval = Duration::from_millis(500);
+    let job = t.ingest(WriteSettings::default(), settings).await.unwrap();
+    let stats = job.stats();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(job.run(async move {
+        let _ = stopped.await;
+    }));
+    until_caught_up(&t, "model", &topic, &ends).await;
+    stop.send(()).unwrap();
+    let summary = running.await.unwrap().unwrap();
+    assert!(summary.commits > 3, "{summary:?}");
+    assert_eq!(
+        stats.tombstones.load(Ordering::Relaxed),
+        per_partition.iter().flatten().filter(|v| v.is_none()).count() as u64
+    );
+    let want: BTreeMap<String, Row> = model.into_iter().filter_map(|(k, (_, v))| v.map(|v| (k, v))).collect();
+    assert_eq!(rows(&t).await, want);
+}
+
+/// A bad record fails the job, naming its position, and nothing of its
+/// batch is committed; skipped, it is counted and the rest is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_record_fails_the_job_or_is_skipped() {
+    let Some(brokers) = brokers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let t = create(dir.path()).await;
+    let topic = topic(&brokers, "bad", 1).await;
+    let values: Vec<Option<String>> = vec![
+        Some(json!({"id": "a", "ts": 1, "v": 1}).to_string()),
+        Some(json!({"id": "b", "ts": "late", "v": 2}).to_string()),
+        Some("{not json".to_string()),
+        Some(json!({"id": "c", "ts": 3, "v": 3}).to_string()),
+    ];
+    produce(&producer(&brokers), &topic, 0, &values).await;
+
+    let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], "bad-fail");
+    settings.commit_interval = Duration::from_millis(300);
+    let job = t.ingest(WriteSettings::default(), settings.clone()).await.unwrap();
+    let e = job.run(std::future::pending()).await.unwrap_err();
+    let message = e.to_string();
+    let at = |offset: i64| format!("topic {topic} partition 0 offset {offset}");
+    let named = (message.contains(&at(1)) && message.contains("`ts`"))
+        || (message.contains(&at(2)) && message.contains("malformed JSON"));
+    assert!(named, "{message}");
+    assert_eq!(table_offsets(&t, "bad-fail", &topic, 1).await, vec![None]);
+    assert!(rows(&t).await.is_empty());
+
+    settings.group = "bad-skip".into();
+    settings.on_bad_record = OnBadRecord::Skip;
+    let job = t.ingest(WriteSettings::default(), settings).await.unwrap();
+    let stats = job.stats();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(job.run(async move {
+        let _ = stopped.await;
+    }));
+    until_caught_up(&t, "bad-skip", &topic, &[4]).await;
+    stop.send(()).unwrap();
+    running.await.unwrap().unwrap();
+    assert_eq!(stats.bad_records.load(Ordering::Relaxed), 2);
+    let keys: Vec<String> = rows(&t).await.into_keys().collect();
+    assert_eq!(keys, ["a", "c"]);
+}
+
+/// One `tributary ingest` process of the fault test, appending its log to
+/// `log`, committing every `commit` records or time.
+fn ingest_process(
+    brokers: &str,
+    table: &std::path::Path,
+    topic: &str,
+    group: &str,
+    commit: (usize, &str),
+    log: &std::path::Path,
+) -> std::process::Child {
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+    std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
+        .args(["ingest", table.to_str().unwrap(), "--brokers", brokers, "--topic", topic, "--group", group])
+        .args(["--commit-records", &commit.0.to_string(), "--commit-interval", commit.1])
+        // A stopped process leaves the group after 6 s, not Kafka's 45.
+        .args(["--kafka", "session.timeout.ms=6000", "--kafka", "heartbeat.interval.ms=1000"])
+        .env("RUST_LOG", "tributary_ingest=info")
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap()
+}
+
+/// Child processes killed when the test ends, passed or not.
+struct Reaper(Vec<u32>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+}
+
+fn signal(child: &std::process::Child, sig: &str) {
+    let ok = std::process::Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap().success();
+    assert!(ok, "kill {sig} {}", child.id());
+}
+
+/// The records every completed delta commit wrote, summed: each record
+/// has a key of its own, so a record applied twice would count twice.
+async fn written_records(t: &Table) -> u64 {
+    let timeline = t.timeline().await.unwrap();
+    let folder = tributary::timeline::TimelineFolder::new(t.location(), t.config());
+    let mut n = 0;
+    for i in timeline.completed().filter(|i| i.action == tributary::Action::DeltaCommit) {
+        let bytes = folder.read(i, tributary::State::Completed).await.unwrap();
+        let meta = tributary_format::CommitMetadata::from_bytes_shared(&bytes, "commit").unwrap();
+        n += meta.partition_to_write_stats.values().flatten().map(|s| s.num_writes).sum::<i64>() as u64;
+    }
+    n
+}
+
+/// Three processes in one group on six partitions while records keep
+/// coming: one is stopped (SIGSTOP) until the group gave its partitions to
+/// the others, then continued, and its commit fails; then ten times one
+/// is killed (SIGKILL) at a random point and started again. No record is lost or written
+/// twice, the table's offsets are the topic's end offsets, and both
+/// readers see every record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
+    use rand::{Rng, SeedableRng};
+    let Some(brokers) = brokers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let t = create(dir.path()).await;
+    let path = dir.path().join("t");
+    let group = format!("faults-{}", std::process::id());
+    let (group, partitions) = (group.as_str(), 6);
+    let topic = topic(&brokers, "faults", partitions).await;
+    let seed = rand::random::<u64>();
+    eprintln!("fault schedule seed {seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+
+    // Records keep coming while processes stop and die: 80 waves of 300.
+    let producing = {
+        let (brokers, topic) = (brokers.clone(), topic.clone());
+        tokio::spawn(async move {
+            let p = producer(&brokers);
+            let mut n = 0u64;
+            for wave in 0..80 {
+                for part in 0..partitions {
+                    let values: Vec<Option<String>> = (0..50)
+                        .map(|i| Some(json!({"id": format!("w{wave}-p{part}-{i}"), "ts": wave, "v": i}).to_string()))
+                        .collect();
+                    produce(&p, &topic, part, &values).await;
+                    n += values.len() as u64;
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            n
+        })
+    };
+    let often = (300, "400ms");
+    let logs = dir.path().join("ingest.log");
+    let mut procs: Vec<_> = (0..2).map(|_| ingest_process(&brokers, &path, &topic, group, often, &logs)).collect();
+    let mut reaper = Reaper(procs.iter().map(|p| p.id()).collect());
+    // The third process never commits on its own: it holds what it
+    // consumed when it is stopped. Once the group gave its partitions to
+    // the others and they committed every partition, it is told to stop
+    // (SIGTERM) and continued: the commit of its batch on the way out
+    // must fail, and show nothing.
+    let zombie_log = dir.path().join("zombie.log");
+    let mut zombie = ingest_process(&brokers, &path, &topic, group, (1_000_000, "1h"), &zombie_log);
+    reaper.0.push(zombie.id());
+    let assigned = std::time::Instant::now();
+    while !std::fs::read_to_string(&zombie_log).unwrap_or_default().contains("partition assigned") {
+        let said = || std::fs::read_to_string(&zombie_log).unwrap_or_default();
+        assert!(
+            assigned.elapsed() < Duration::from_secs(60),
+            "the third process was never assigned a partition:\n{}",
+            said()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    signal(&zombie, "-STOP");
+    let at_stop = table_offsets(&t, group, &topic, partitions).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = table_offsets(&t, group, &topic, partitions).await;
+        if now.iter().zip(&at_stop).all(|(n, s)| n > s) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the others never took the stopped process's partitions over");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    signal(&zombie, "-TERM");
+    signal(&zombie, "-CONT");
+    let status = zombie.wait().unwrap();
+    assert!(status.success(), "the stopped process ended with {status}");
+    let zombie_said = std::fs::read_to_string(&zombie_log).unwrap();
+    assert!(zombie_said.contains("commit fenced"), "the stopped process's commit was not fenced:\n{zombie_said}");
+    procs.push(ingest_process(&brokers, &path, &topic, group, often, &logs));
+    reaper.0.extend(procs.last().map(|p| p.id()));
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_millis(rng.random_range(200..1500))).await;
+        let k = rng.random_range(0..procs.len());
+        procs[k].kill().unwrap();
+        procs[k].wait().unwrap();
+        procs[k] = ingest_process(&brokers, &path, &topic, group, often, &logs);
+        reaper.0.push(procs[k].id());
+    }
+    let produced = producing.await.unwrap();
+
+    let ends = end_offsets(&brokers, &topic, partitions);
+    assert_eq!(ends.iter().sum::<i64>() as u64, produced);
+    until_caught_up(&t, group, &topic, &ends).await;
+    for p in &procs {
+        signal(p, "-TERM");
+    }
+    for p in &mut procs {
+        let status = p.wait().unwrap();
+        assert!(status.success(), "an ingest process ended with {status}");
+    }
+    // What the processes went through, from their logs.
+    let log = std::fs::read_to_string(&logs).unwrap();
+    let count = |what: &str| log.lines().filter(|l| l.contains(what)).count();
+    eprintln!(
+        "{} commits, {} fenced, {} partition assignments, {} revocations",
+        count("committed"),
+        count("commit fenced"),
+        count("partition assigned"),
+        count("partitions revoked")
+    );
+    assert_eq!(written_records(&t).await, produced, "records written, over every commit");
+    let ours = rows(&t).await;
+    assert_eq!(ours.len() as u64, produced);
+    if crate::support::have_official_reader() {
+        assert_eq!(crate::support::official_rows_of(&t, false).len() as u64, produced);
+    }
+}
