@@ -107,7 +107,9 @@ pub use json_lines::{JsonLinesOptions, JsonLinesProgress, JsonLinesSummary, writ
 /// Exactly-once ingest from Kafka ([`Table::ingest`], `tributary ingest`).
 #[cfg(feature = "kafka")]
 pub mod ingest {
-    pub use tributary_ingest::{Error, Ingest, IngestSettings, IngestStats, IngestSummary, OnBadRecord, StartAt};
+    pub use tributary_ingest::{
+        Error, Ingest, IngestSettings, IngestStats, IngestSummary, OnBadRecord, StartAt, ValueFormat,
+    };
 }
 
 // Compaction, cleaning and archiving ([`Table::compactor`],

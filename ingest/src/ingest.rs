@@ -34,9 +34,10 @@ use tokio::sync::mpsc;
 use tributary_writer::{CommitSummary, SourceLease, WriteClient};
 
 use crate::context::{Context, Event, Partition};
+use crate::debezium::Debezium;
 use crate::error::{Error, Result};
 use crate::position;
-use crate::settings::{IngestSettings, OnBadRecord, StartAt};
+use crate::settings::{IngestSettings, OnBadRecord, StartAt, ValueFormat};
 
 /// How long a seek, a pause or a group offset commit may take.
 const KAFKA_TIMEOUT: Duration = Duration::from_secs(30);
@@ -112,6 +113,8 @@ pub struct Ingest {
     consumer: StreamConsumer<Context>,
     events: mpsc::UnboundedReceiver<Event>,
     dead_letters: Option<(String, FutureProducer)>,
+    /// With [`ValueFormat::DebeziumJson`]: how events become records.
+    debezium: Option<Debezium>,
     owned: HashMap<Partition, Owned>,
     batch: Batch,
     stats: Arc<IngestStats>,
@@ -138,6 +141,16 @@ impl Ingest {
         if settings.commit_records == 0 {
             return Err(invalid("ingest commit records", "must be at least 1"));
         }
+        let debezium = match &settings.format {
+            ValueFormat::Json => None,
+            ValueFormat::DebeziumJson { order_by } => {
+                let schema = client.schema();
+                let field = schema.single_ordering().map(|i| schema.field_name(i).to_string()).ok_or_else(|| {
+                    invalid("ingest --format debezium-json", "the table needs one ordering field for the events' order")
+                })?;
+                Some(Debezium::new(order_by, &field))
+            }
+        };
         let mut config = ClientConfig::new();
         for (k, v) in &settings.kafka {
             config.set(k, v);
@@ -175,6 +188,7 @@ impl Ingest {
             consumer,
             events,
             dead_letters,
+            debezium,
             owned: HashMap::new(),
             batch: Batch::default(),
             stats: Arc::new(IngestStats::default()),
@@ -327,10 +341,20 @@ impl Ingest {
             self.stats.tombstones.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         };
-        let text = match std::str::from_utf8(value) {
-            Ok(t) if !t.trim().is_empty() => t,
-            Ok(_) => return self.bad_value(&p, offset, value, "an empty value, not a JSON object".into()).await,
-            Err(e) => return self.bad_value(&p, offset, value, format!("the value is not UTF-8 text: {e}")).await,
+        let converted;
+        let text = match (&self.debezium, std::str::from_utf8(value)) {
+            (_, Err(e)) => return self.bad_value(&p, offset, value, None, format!("not UTF-8 text: {e}")).await,
+            (_, Ok(t)) if t.trim().is_empty() => {
+                return self.bad_value(&p, offset, value, None, "an empty value, not a JSON object".into()).await;
+            }
+            (None, Ok(t)) => t,
+            (Some(d), Ok(_)) => match d.record(value) {
+                Ok(record) => {
+                    converted = record;
+                    converted.as_str()
+                }
+                Err((field, reason)) => return self.bad_value(&p, offset, value, field, reason).await,
+            },
         };
         // A JSON value holds no raw line break outside its strings (inside
         // them it is invalid anyway), so one value is one line.
@@ -344,10 +368,18 @@ impl Ingest {
         Ok(())
     }
 
-    /// A value that is no JSON text at all: the job fails, or the record is
-    /// left out, as the settings say.
-    async fn bad_value(&mut self, p: &Partition, offset: i64, value: &[u8], reason: String) -> Result<()> {
-        let error = Error::BadRecord { topic: p.0.clone(), partition: p.1, offset, field: None, reason };
+    /// A value that is no record at all (no text, or an event that does
+    /// not convert): the job fails, or the record is left out, as the
+    /// settings say.
+    async fn bad_value(
+        &mut self,
+        p: &Partition,
+        offset: i64,
+        value: &[u8],
+        field: Option<String>,
+        reason: String,
+    ) -> Result<()> {
+        let error = Error::BadRecord { topic: p.0.clone(), partition: p.1, offset, field, reason };
         if self.settings.on_bad_record == OnBadRecord::Fail {
             return Err(error);
         }

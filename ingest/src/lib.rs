@@ -11,12 +11,14 @@
 //! any more: the new owner's takeover fences it.
 //!
 //! Values are JSON objects, decoded and checked exactly as `tributary write`
-//! decodes JSON lines; a bad record fails the job, or is skipped or
-//! delivered to a dead-letter topic ([`OnBadRecord`]).
+//! decodes JSON lines, or Debezium change events ([`ValueFormat`]); a bad
+//! record fails the job, or is skipped or delivered to a dead-letter topic
+//! ([`OnBadRecord`]).
 
 #![warn(unreachable_pub)]
 
 mod context;
+mod debezium;
 mod error;
 mod ingest;
 mod position;
@@ -24,4 +26,4 @@ mod settings;
 
 pub use error::{Error, Result};
 pub use ingest::{Ingest, IngestStats, IngestSummary};
-pub use settings::{IngestSettings, OnBadRecord, StartAt};
+pub use settings::{IngestSettings, OnBadRecord, StartAt, ValueFormat};

@@ -21,6 +21,24 @@ pub enum OnBadRecord {
     DeadLetter(String),
 }
 
+/// What a record's value holds.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ValueFormat {
+    /// A JSON object: a row of the table, as `tributary write` takes it
+    /// (`_hoodie_is_deleted: true` deletes its key).
+    #[default]
+    Json,
+    /// A Debezium change event in JSON (with or without the converter's
+    /// `schema`/`payload` wrapping): `op` c, r and u upsert `after`, d
+    /// deletes the key of `before`, and the table's ordering field takes
+    /// the value at `order_by`, a path into the event (`source.lsn`,
+    /// `ts_ms`).
+    DebeziumJson {
+        /// The path, with `.` between its parts.
+        order_by: String,
+    },
+}
+
 /// Where a partition with no offset in the table starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StartAt {
@@ -50,6 +68,8 @@ pub struct IngestSettings {
     /// Commit once the open batch's values take this many bytes
     /// (default 256 MiB).
     pub commit_bytes: usize,
+    /// What values hold (default [`ValueFormat::Json`]).
+    pub format: ValueFormat,
     /// Bad records (default [`OnBadRecord::Fail`]).
     pub on_bad_record: OnBadRecord,
     /// Where partitions without an offset in the table start.
@@ -72,6 +92,7 @@ impl IngestSettings {
             commit_records: 100_000,
             commit_interval: Duration::from_secs(5),
             commit_bytes: 256 << 20,
+            format: ValueFormat::Json,
             on_bad_record: OnBadRecord::Fail,
             start_at: StartAt::Earliest,
             kafka: BTreeMap::new(),

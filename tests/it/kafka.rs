@@ -22,6 +22,9 @@ const SCHEMA: &str = r#"{"type":"record","name":"r","fields":[
     {"name":"id","type":"string"},{"name":"ts","type":"long"},
     {"name":"v","type":["null","long"],"default":null}]}"#;
 
+/// Values to produce, per partition (`None`: a tombstone).
+type PartitionValues = Vec<Vec<Option<String>>>;
+
 /// The broker the suite runs against, if any ([`require`]).
 fn brokers() -> Option<String> {
     require(
@@ -96,7 +99,8 @@ async fn until_caught_up(t: &Table, group: &str, topic: &str, ends: &[i64]) {
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     loop {
         let now = table_offsets(t, group, topic, ends.len() as i32).await;
-        if now.iter().zip(ends).all(|(o, e)| *o == Some(*e)) {
+        // A partition never written has no offset in the table.
+        if now.iter().zip(ends).all(|(o, e)| o.unwrap_or(0) == *e) {
             return;
         }
         assert!(std::time::Instant::now() < deadline, "the table's offsets {now:?} never reached {ends:?}");
@@ -134,7 +138,7 @@ async fn a_topic_is_ingested_into_the_model_with_its_offsets() {
     // for a delete).
     type Row = (i64, Option<i64>);
     let mut model: BTreeMap<String, (i64, Option<Row>)> = BTreeMap::new();
-    let mut per_partition: Vec<Vec<Option<String>>> = vec![Vec::new(); 3];
+    let mut per_partition: PartitionValues = vec![Vec::new(); 3];
     for n in 0..3000i64 {
         let k = n % 150;
         let ts = (n * 7919) % 10007;
@@ -181,7 +185,8 @@ async fn a_topic_is_ingested_into_the_model_with_its_offsets() {
 }
 
 /// A bad record fails the job, naming its position, and nothing of its
-/// batch is committed; skipped, it is counted and the rest is written.
+/// batch is committed; skipped, it is counted and the rest is written;
+/// dead-lettered, it is delivered with its position and reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_record_fails_the_job_or_is_skipped() {
     let Some(brokers) = brokers() else { return };
@@ -222,6 +227,54 @@ async fn a_bad_record_fails_the_job_or_is_skipped() {
     assert_eq!(stats.bad_records.load(Ordering::Relaxed), 2);
     let keys: Vec<String> = rows(&t).await.into_keys().collect();
     assert_eq!(keys, ["a", "c"]);
+
+    // Dead-lettered: delivered with their positions and reasons before the
+    // offsets pass them.
+    let dead = self::topic(&brokers, "dead", 1).await;
+    let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], "bad-dead");
+    settings.commit_interval = Duration::from_millis(300);
+    settings.on_bad_record = OnBadRecord::DeadLetter(dead.clone());
+    let job = t.ingest(WriteSettings::default(), settings).await.unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(job.run(async move {
+        let _ = stopped.await;
+    }));
+    until_caught_up(&t, "bad-dead", &topic, &[4]).await;
+    stop.send(()).unwrap();
+    running.await.unwrap().unwrap();
+    let letters = dead_letters(&brokers, &dead, 2);
+    let offsets: Vec<&str> = letters.iter().map(|h| h["tributary.offset"].as_str()).collect();
+    assert_eq!(offsets, ["1", "2"]);
+    for h in &letters {
+        assert_eq!(h["tributary.topic"], topic);
+        assert!(!h["tributary.error"].is_empty(), "{h:?}");
+    }
+}
+
+/// The headers of the first `n` records of partition 0 of `topic`.
+fn dead_letters(brokers: &str, topic: &str, n: usize) -> Vec<BTreeMap<String, String>> {
+    use rdkafka::Message;
+    use rdkafka::message::Headers;
+    let c: BaseConsumer =
+        ClientConfig::new().set("bootstrap.servers", brokers).set("group.id", "dead-reader").create().unwrap();
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, rdkafka::Offset::Beginning).unwrap();
+    c.assign(&tpl).unwrap();
+    let mut out = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while out.len() < n && std::time::Instant::now() < deadline {
+        if let Some(m) = c.poll(Duration::from_millis(200)) {
+            let m = m.unwrap();
+            let headers = m.headers().map(|h| {
+                h.iter()
+                    .map(|h| (h.key.to_string(), String::from_utf8_lossy(h.value.unwrap_or_default()).into_owned()))
+                    .collect()
+            });
+            out.push(headers.unwrap_or_default());
+        }
+    }
+    assert_eq!(out.len(), n, "dead letters in {topic}");
+    out
 }
 
 /// One `tributary ingest` process of the fault test, appending its log to
@@ -397,4 +450,191 @@ async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
     if crate::support::have_official_reader() {
         assert_eq!(crate::support::official_rows_of(&t, false).len() as u64, produced);
     }
+}
+
+/// A Debezium change stream of a source table (snapshot reads, inserts,
+/// updates, deletes with their tombstones), some events out of order and
+/// some wrapped in the JSON converter's schema envelope: the table ends as
+/// the source table ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debezium_stream_gives_the_source_tables_final_state() {
+    use rand::{Rng, SeedableRng};
+    let Some(brokers) = brokers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let schema = r#"{"type":"record","name":"r","fields":[
+        {"name":"id","type":"long"},{"name":"name","type":["null","string"],"default":null},
+        {"name":"lsn","type":"long"}]}"#;
+    let mut options = CreateOptions::new(schema, "id", "lsn");
+    options.buckets = 2;
+    let t = Table::create_local(&dir.path().join("t"), options).await.unwrap();
+    let topic = topic(&brokers, "cdc", 2).await;
+    let seed = rand::random::<u64>();
+    eprintln!("change stream seed {seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    // The source table, and the events its changes make, per partition.
+    let mut source: BTreeMap<i64, String> = BTreeMap::new();
+    let mut events: PartitionValues = vec![Vec::new(); 2];
+    let mut lsn = 1000;
+    // An event of key `id` (null: a tombstone), to its partition; some
+    // in the converter's schema envelope.
+    fn emit(events: &mut PartitionValues, id: i64, event: Option<Value>, rng: &mut rand::rngs::StdRng) {
+        let event =
+            event.map(|e| if rng.random_bool(0.3) { json!({"schema": {"type": "struct"}, "payload": e}) } else { e });
+        events[(id % 2) as usize].push(event.map(|e| e.to_string()));
+    }
+    for id in 0..40 {
+        lsn += 1;
+        let name = format!("n{id}");
+        emit(
+            &mut events,
+            id,
+            Some(json!({"op": "r", "before": null, "after": {"id": id, "name": name}, "source": {"lsn": lsn}})),
+            &mut rng,
+        );
+        source.insert(id, name);
+    }
+    for step in 0..400 {
+        lsn += 1;
+        let id = rng.random_range(0..60);
+        match source.get(&id).cloned() {
+            None => {
+                let name = format!("i{step}");
+                emit(
+                    &mut events,
+                    id,
+                    Some(json!({"op": "c", "before": null, "after": {"id": id, "name": name}, "source": {"lsn": lsn}})),
+                    &mut rng,
+                );
+                source.insert(id, name);
+            }
+            Some(old) if rng.random_bool(0.25) => {
+                emit(
+                    &mut events,
+                    id,
+                    Some(json!({"op": "d", "before": {"id": id, "name": old}, "after": null, "source": {"lsn": lsn}})),
+                    &mut rng,
+                );
+                emit(&mut events, id, None, &mut rng);
+                source.remove(&id);
+            }
+            Some(old) => {
+                let name = format!("u{step}");
+                let event = json!({"op": "u", "before": {"id": id, "name": old}, "after": {"id": id, "name": name}, "source": {"lsn": lsn}});
+                emit(&mut events, id, Some(event), &mut rng);
+                source.insert(id, name);
+            }
+        }
+    }
+    // Some neighbours swap: a change may arrive before an older one.
+    for part in &mut events {
+        for i in 1..part.len() {
+            if rng.random_bool(0.2) {
+                part.swap(i - 1, i);
+            }
+        }
+    }
+    let p = producer(&brokers);
+    for (part, values) in events.iter().enumerate() {
+        produce(&p, &topic, part as i32, values).await;
+    }
+    let ends = end_offsets(&brokers, &topic, 2);
+    let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], "cdc");
+    settings.format = tributary::ingest::ValueFormat::DebeziumJson { order_by: "source.lsn".into() };
+    settings.commit_records = 100;
+    let job = t.ingest(WriteSettings::default(), settings).await.unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(job.run(async move {
+        let _ = stopped.await;
+    }));
+    until_caught_up(&t, "cdc", &topic, &ends).await;
+    stop.send(()).unwrap();
+    running.await.unwrap().unwrap();
+    let batch = t.read(&ReadOptions::default()).await.unwrap();
+    let mut w = arrow::json::ArrayWriter::new(Vec::new());
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    let bytes = w.into_inner();
+    let got: Vec<Value> = if bytes.is_empty() { Vec::new() } else { serde_json::from_slice(&bytes).unwrap() };
+    let got: BTreeMap<i64, String> =
+        got.iter().map(|r| (r["id"].as_i64().unwrap(), r["name"].as_str().unwrap().to_string())).collect();
+    assert_eq!(got, source);
+}
+
+/// Two sources, each a topic consumed by a group of its own, fill the two
+/// sequence groups of one wide table at once, each ordered by its own
+/// event time and out of order: every key holds each group's latest
+/// values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_groups_fill_two_sequence_groups_at_once() {
+    let Some(brokers) = brokers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let schema = r#"{"type":"record","name":"wide","fields":[
+        {"name":"id","type":"string"},{"name":"ts","type":["null","long"],"default":null},
+        {"name":"a1","type":["null","long"],"default":null},{"name":"ts_a","type":["null","long"],"default":null},
+        {"name":"b1","type":["null","string"],"default":null},{"name":"ts_b","type":["null","long"],"default":null}]}"#;
+    let mut options = CreateOptions::new(schema, "id", "ts");
+    options.buckets = 2;
+    options.sequence_groups =
+        vec![tributary::SequenceGroup::parse("ts_a=a1").unwrap(), tributary::SequenceGroup::parse("ts_b=b1").unwrap()];
+    let t = Table::create_local(&dir.path().join("t"), options).await.unwrap();
+    let (topic_a, topic_b) = (topic(&brokers, "source-a", 2).await, topic(&brokers, "source-b", 2).await);
+    // Per key, each group's latest (event time, value).
+    type Latest<T> = Option<(i64, T)>;
+    let mut want: BTreeMap<String, (Latest<i64>, Latest<String>)> = BTreeMap::new();
+    let (mut a, mut b): (PartitionValues, PartitionValues) = (vec![Vec::new(); 2], vec![Vec::new(); 2]);
+    for n in 0..1200i64 {
+        let k = n % 80;
+        let id = format!("k{k}");
+        let ts = (n * 7919) % 5003;
+        let entry = want.entry(id.clone()).or_default();
+        if n % 2 == 0 {
+            a[(k / 2 % 2) as usize].push(Some(json!({"id": id, "a1": n, "ts_a": ts}).to_string()));
+            if entry.0.is_none_or(|(t, _)| ts >= t) {
+                entry.0 = Some((ts, n));
+            }
+        } else {
+            b[(k / 2 % 2) as usize].push(Some(json!({"id": id, "b1": format!("b{n}"), "ts_b": ts}).to_string()));
+            if entry.1.as_ref().is_none_or(|(t, _)| ts >= *t) {
+                entry.1 = Some((ts, format!("b{n}")));
+            }
+        }
+    }
+    let p = producer(&brokers);
+    for part in 0..2 {
+        produce(&p, &topic_a, part as i32, &a[part]).await;
+        produce(&p, &topic_b, part as i32, &b[part]).await;
+    }
+    let mut jobs = Vec::new();
+    let mut stops = Vec::new();
+    for (topic, group, columns) in [(&topic_a, "source-a", ["a1", "ts_a"]), (&topic_b, "source-b", ["b1", "ts_b"])] {
+        let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], group);
+        settings.commit_records = 150;
+        let write = WriteSettings { columns: Some(columns.map(String::from).to_vec()), ..Default::default() };
+        let job = t.ingest(write, settings).await.unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        stops.push(stop);
+        jobs.push(tokio::spawn(job.run(async move {
+            let _ = stopped.await;
+        })));
+    }
+    until_caught_up(&t, "source-a", &topic_a, &end_offsets(&brokers, &topic_a, 2)).await;
+    until_caught_up(&t, "source-b", &topic_b, &end_offsets(&brokers, &topic_b, 2)).await;
+    for stop in stops {
+        stop.send(()).unwrap();
+    }
+    for job in jobs {
+        job.await.unwrap().unwrap();
+    }
+    let batch = t.read(&ReadOptions::default()).await.unwrap();
+    let mut w = arrow::json::ArrayWriter::new(Vec::new());
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    let got: Vec<Value> = serde_json::from_slice(&w.into_inner()).unwrap();
+    let got: BTreeMap<String, (Option<i64>, Option<String>)> = got
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap().to_string(), (r["a1"].as_i64(), r["b1"].as_str().map(String::from))))
+        .collect();
+    let want: BTreeMap<String, (Option<i64>, Option<String>)> =
+        want.into_iter().map(|(k, (a, b))| (k, (a.map(|x| x.1), b.map(|x| x.1)))).collect();
+    assert_eq!(got, want);
 }

@@ -724,6 +724,15 @@ pub(crate) struct IngestArgs {
     /// reason as headers).
     #[arg(long, default_value = "fail", value_parser = parse_on_bad_record)]
     pub(crate) on_bad_record: OnBadRecordArg,
+    /// What values hold: `json` (a row of the table) or `debezium-json`
+    /// (a Debezium change event; needs --order-by).
+    #[arg(long, value_enum, default_value = "json")]
+    pub(crate) format: IngestFormatArg,
+    /// With `--format debezium-json`: the path in each event whose value
+    /// orders the changes and goes into the table's ordering field
+    /// (`source.lsn`, `ts_ms`).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) order_by: Option<String>,
     /// Where a partition the table holds no offset for starts.
     #[arg(long, value_enum, default_value = "earliest")]
     pub(crate) start: StartArgValue,
@@ -746,6 +755,16 @@ pub(crate) struct IngestArgs {
 /// `--on-bad-record`, parsed.
 #[derive(Debug, Clone)]
 pub(crate) struct OnBadRecordArg(pub(crate) tributary::ingest::OnBadRecord);
+
+#[cfg(feature = "kafka")]
+/// `--format` of `ingest`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum IngestFormatArg {
+    /// A JSON object: a row of the table.
+    Json,
+    /// A Debezium change event in JSON.
+    DebeziumJson,
+}
 
 #[cfg(feature = "kafka")]
 /// `--start`, as clap parses it.

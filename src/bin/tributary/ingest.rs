@@ -3,11 +3,15 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tributary::ingest::{IngestSettings, StartAt};
+use tributary::ingest::{IngestSettings, StartAt, ValueFormat};
 use tributary::{Error, TableSettings, WriteSettings};
 
-use crate::args::{IngestArgs, StartArgValue, StoreArgs};
+use crate::args::{IngestArgs, IngestFormatArg, StartArgValue, StoreArgs};
 use crate::output::Failure;
+
+fn invalid(what: &str, reason: &str) -> Error {
+    Error::InvalidInput { what: what.into(), reason: reason.into() }
+}
 
 /// Runs the job until SIGTERM or Ctrl-C, printing progress to standard
 /// error every few seconds.
@@ -20,6 +24,16 @@ pub(crate) async fn run(store: &StoreArgs, args: IngestArgs) -> Result<(), Failu
     settings.commit_records = args.commit_records;
     settings.commit_interval = args.commit_interval;
     settings.on_bad_record = args.on_bad_record.0;
+    settings.format = match (args.format, args.order_by) {
+        (IngestFormatArg::Json, None) => ValueFormat::Json,
+        (IngestFormatArg::DebeziumJson, Some(order_by)) => ValueFormat::DebeziumJson { order_by },
+        (IngestFormatArg::Json, Some(_)) => {
+            return Err(invalid("--order-by", "only --format debezium-json takes it").into());
+        }
+        (IngestFormatArg::DebeziumJson, None) => {
+            return Err(invalid("--format debezium-json", "needs --order-by PATH (source.lsn, ts_ms, ...)").into());
+        }
+    };
     settings.start_at = match args.start {
         StartArgValue::Earliest => StartAt::Earliest,
         StartArgValue::Latest => StartAt::Latest,
