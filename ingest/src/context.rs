@@ -3,10 +3,17 @@
 //! until the loop has taken its writer id over and moved it to the offset
 //! the table records.
 
+use std::sync::Arc;
+
 use rdkafka::ClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
+use rdkafka::statistics::Statistics;
 use rdkafka::topic_partition_list::TopicPartitionList;
 use tokio::sync::mpsc::UnboundedSender;
+
+use tributary_timeline::metrics as names;
+
+use crate::ingest::IngestStats;
 
 /// A topic and partition.
 pub(crate) type Partition = (String, i32);
@@ -20,16 +27,40 @@ pub(crate) enum Event {
     Revoked(Vec<Partition>),
 }
 
-/// The consumer context: forwards rebalances to the ingest loop.
+/// The consumer context: forwards rebalances to the ingest loop, and the
+/// client's statistics (each partition's lag) to the job's counters.
 pub(crate) struct Context {
     pub(crate) events: UnboundedSender<Event>,
+    pub(crate) stats: Arc<IngestStats>,
+    /// The table's name, the `table` label of every metric.
+    pub(crate) table: String,
 }
 
 fn partitions(tpl: &TopicPartitionList) -> Vec<Partition> {
     tpl.elements().iter().map(|e| (e.topic().to_string(), e.partition())).collect()
 }
 
-impl ClientContext for Context {}
+impl ClientContext for Context {
+    /// Every `statistics.interval.ms`: the lag of each partition this
+    /// consumer fetches (records after the last one consumed).
+    fn stats(&self, statistics: Statistics) {
+        let mut lags = std::collections::BTreeMap::new();
+        for (topic, t) in &statistics.topics {
+            for (partition, p) in &t.partitions {
+                if *partition < 0 || p.consumer_lag < 0 || p.fetch_state == "none" {
+                    continue;
+                }
+                let labels =
+                    [("table", self.table.clone()), ("topic", topic.clone()), ("partition", partition.to_string())];
+                metrics::gauge!(names::INGEST_LAG, &labels).set(p.consumer_lag as f64);
+                lags.insert((topic.clone(), *partition), p.consumer_lag);
+            }
+        }
+        if let Ok(mut lag) = self.stats.lag.lock() {
+            *lag = lags;
+        }
+    }
+}
 
 impl ConsumerContext for Context {
     fn pre_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {

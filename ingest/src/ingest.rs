@@ -31,6 +31,7 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use tokio::sync::mpsc;
+use tributary_timeline::metrics as names;
 use tributary_writer::{CommitSummary, SourceLease, WriteClient};
 
 use crate::context::{Context, Event, Partition};
@@ -64,6 +65,11 @@ pub struct IngestStats {
     pub retries: AtomicU64,
     /// The partitions this process owns now.
     pub partitions: AtomicU64,
+    /// Each fetched partition's lag (records after the last one consumed),
+    /// from the client's statistics every few seconds.
+    pub lag: std::sync::Mutex<std::collections::BTreeMap<(String, i32), i64>>,
+    /// The requested instant of the last commit.
+    pub last_commit: std::sync::Mutex<Option<String>>,
 }
 
 /// What a finished job did.
@@ -161,9 +167,13 @@ impl Ingest {
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("auto.offset.reset", "earliest");
+        if !settings.kafka.contains_key("statistics.interval.ms") {
+            config.set("statistics.interval.ms", "5000");
+        }
         let (tx, events) = mpsc::unbounded_channel();
+        let stats = Arc::new(IngestStats::default());
         let consumer: StreamConsumer<Context> = config
-            .create_with_context(Context { events: tx })
+            .create_with_context(Context { events: tx, stats: stats.clone(), table: client.location().name() })
             .map_err(|e| Error::kafka(format!("creating a consumer of {}", settings.brokers), e))?;
         let topics: Vec<&str> = settings.topics.iter().map(String::as_str).collect();
         consumer.subscribe(&topics).map_err(|e| Error::kafka(format!("subscribing to {topics:?}"), e))?;
@@ -191,7 +201,7 @@ impl Ingest {
             debezium,
             owned: HashMap::new(),
             batch: Batch::default(),
-            stats: Arc::new(IngestStats::default()),
+            stats,
         })
     }
 
@@ -478,6 +488,19 @@ impl Ingest {
         }
         self.stats.records.fetch_add(batch.lines.len() as u64, Ordering::Relaxed);
         self.stats.commits.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut last) = self.stats.last_commit.lock() {
+            *last = Some(summary.instant.to_string());
+        }
+        let table = self.client.location().name();
+        let mut per_topic: HashMap<&str, u64> = HashMap::new();
+        for ((topic, _), _) in &batch.lines {
+            *per_topic.entry(topic).or_default() += 1;
+        }
+        for (topic, n) in per_topic {
+            metrics::counter!(names::INGEST_RECORDS, "table" => table.clone(), "topic" => topic.to_string())
+                .increment(n);
+        }
+        metrics::counter!(names::INGEST_COMMITS, "table" => table).increment(1);
         tracing::info!(instant = %summary.instant, records = batch.lines.len(), "committed");
         Ok(Some(summary))
     }
@@ -546,7 +569,8 @@ impl Ingest {
     async fn leave_out(&self, position: &(Partition, i64), line: &str, error: &Error) -> Result<()> {
         let ((topic, partition), offset) = position;
         self.stats.bad_records.fetch_add(1, Ordering::Relaxed);
-        metrics::counter!("tributary_ingest_bad_records_total", "topic" => topic.clone()).increment(1);
+        let table = self.client.location().name();
+        metrics::counter!(names::INGEST_BAD_RECORDS, "table" => table, "topic" => topic.clone()).increment(1);
         tracing::warn!(%topic, partition, offset, error = %error, "bad record left out");
         let Some((to, producer)) = &self.dead_letters else { return Ok(()) };
         let (partition_text, offset_text, reason) = (partition.to_string(), offset.to_string(), error.to_string());

@@ -64,6 +64,16 @@ pub const SERVICE_FAILURES: &str = "tributary_service_failures_total";
 pub const BACKPRESSURE_WAIT: &str = "tributary_backpressure_wait_seconds";
 /// Counter: commits that waited at the log bound.
 pub const BACKPRESSURE_WAITS: &str = "tributary_backpressure_waits_total";
+/// Counter: records an ingest job committed, with label `topic`.
+pub const INGEST_RECORDS: &str = "tributary_ingest_records_total";
+/// Counter: commits an ingest job made.
+pub const INGEST_COMMITS: &str = "tributary_ingest_commits_total";
+/// Counter: bad records an ingest job left out (skipped or
+/// dead-lettered), with label `topic`.
+pub const INGEST_BAD_RECORDS: &str = "tributary_ingest_bad_records_total";
+/// Gauge: records after the last one an ingest job consumed, with labels
+/// `topic` and `partition` (the Kafka client's consumer lag).
+pub const INGEST_LAG: &str = "tributary_ingest_lag";
 
 /// Describes every metric to the installed recorder: its unit and help
 /// text. Call it once after installing one.
@@ -91,4 +101,8 @@ pub fn describe() {
     describe_counter!(SERVICE_FAILURES, Unit::Count, "Table-service jobs that failed, by job");
     describe_histogram!(BACKPRESSURE_WAIT, Unit::Seconds, "Time writers waited for compaction at the log bound");
     describe_counter!(BACKPRESSURE_WAITS, Unit::Count, "Commits that waited for compaction at the log bound");
+    describe_counter!(INGEST_RECORDS, Unit::Count, "Records ingest jobs committed, by topic");
+    describe_counter!(INGEST_COMMITS, Unit::Count, "Commits ingest jobs made");
+    describe_counter!(INGEST_BAD_RECORDS, Unit::Count, "Bad records ingest jobs left out, by topic");
+    describe_gauge!(INGEST_LAG, Unit::Count, "Records after the last one consumed, by topic and partition");
 }

@@ -138,6 +138,11 @@ impl WriteClient {
         &self.shared.config.sequence_groups
     }
 
+    /// The table this client writes.
+    pub fn location(&self) -> &TableLocation {
+        &self.shared.loc
+    }
+
     /// The settings this client was made with.
     pub fn settings(&self) -> &WriteSettings {
         &self.shared.settings

@@ -53,12 +53,17 @@ pub(crate) async fn run(store: &StoreArgs, args: IngestArgs) -> Result<(), Failu
             tokio::time::sleep(Duration::from_secs(5)).await;
             let records = stats.records.load(Ordering::Relaxed);
             let secs = started.elapsed().as_secs_f64().max(1e-3);
+            let lag = stats.lag.lock().map(|l| l.clone()).unwrap_or_default();
+            let last = stats.last_commit.lock().ok().and_then(|l| l.clone()).unwrap_or_else(|| "none".into());
+            let per_partition: Vec<String> = lag.iter().map(|((t, p), l)| format!("{t}/{p} {l}")).collect();
             eprintln!(
-                "{records} records ({:.0}/s), {} commits, {} bad, {} partitions",
+                "{records} records ({:.0}/s), {} commits (last {last}), {} bad, {} partitions, lag {} ({})",
                 records as f64 / secs,
                 stats.commits.load(Ordering::Relaxed),
                 stats.bad_records.load(Ordering::Relaxed),
                 stats.partitions.load(Ordering::Relaxed),
+                lag.values().sum::<i64>(),
+                per_partition.join(", "),
             );
         }
     });
