@@ -13,7 +13,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use tributary_timeline::metrics as names;
 
-use crate::ingest::IngestStats;
+use crate::stats::IngestStats;
 
 /// A topic and partition.
 pub(crate) type Partition = (String, i32);

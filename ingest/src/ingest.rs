@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rdkafka::Message;
@@ -39,6 +39,7 @@ use crate::debezium::Debezium;
 use crate::error::{Error, Result};
 use crate::position;
 use crate::settings::{IngestSettings, OnBadRecord, StartAt, ValueFormat};
+use crate::stats::{IngestStats, IngestSummary};
 
 /// How long a seek, a pause or a group offset commit may take.
 const KAFKA_TIMEOUT: Duration = Duration::from_secs(30);
@@ -49,39 +50,6 @@ const SHUTDOWN_COMMIT: Duration = Duration::from_secs(30);
 
 /// Waits between attempts after a commit failed for a reason that may pass.
 const RETRY_BACKOFF: Duration = Duration::from_secs(1);
-
-/// Counters of a running job, readable while it runs ([`Ingest::stats`]).
-#[derive(Debug, Default)]
-pub struct IngestStats {
-    /// Records committed to the table.
-    pub records: AtomicU64,
-    /// Records left out as bad ([`OnBadRecord::Skip`], [`OnBadRecord::DeadLetter`]).
-    pub bad_records: AtomicU64,
-    /// Tombstones (null values) skipped.
-    pub tombstones: AtomicU64,
-    /// Commits made.
-    pub commits: AtomicU64,
-    /// Commits that failed and were retried from the committed offsets.
-    pub retries: AtomicU64,
-    /// The partitions this process owns now.
-    pub partitions: AtomicU64,
-    /// Each fetched partition's lag (records after the last one consumed),
-    /// from the client's statistics every few seconds.
-    pub lag: std::sync::Mutex<std::collections::BTreeMap<(String, i32), i64>>,
-    /// The requested instant of the last commit.
-    pub last_commit: std::sync::Mutex<Option<String>>,
-}
-
-/// What a finished job did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct IngestSummary {
-    /// Records committed.
-    pub records: u64,
-    /// Commits made.
-    pub commits: u64,
-    /// Bad records left out.
-    pub bad_records: u64,
-}
 
 /// A partition this process owns.
 #[derive(Debug)]

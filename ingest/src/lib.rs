@@ -23,7 +23,9 @@ mod error;
 mod ingest;
 mod position;
 mod settings;
+mod stats;
 
 pub use error::{Error, Result};
-pub use ingest::{Ingest, IngestStats, IngestSummary};
+pub use ingest::Ingest;
 pub use settings::{IngestSettings, OnBadRecord, StartAt, ValueFormat};
+pub use stats::{IngestStats, IngestSummary};
