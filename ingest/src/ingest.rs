@@ -27,6 +27,7 @@ use std::time::Duration;
 use rdkafka::Message;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
@@ -47,6 +48,9 @@ const KAFKA_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the open batch may take to commit on shutdown before it is
 /// abandoned.
 const SHUTDOWN_COMMIT: Duration = Duration::from_secs(30);
+
+/// Waits between attempts at a seek the client refused for now.
+const SEEK_RETRY: Duration = Duration::from_millis(20);
 
 /// Waits between attempts after a commit failed for a reason that may pass.
 const RETRY_BACKOFF: Duration = Duration::from_secs(1);
@@ -258,7 +262,7 @@ impl Ingest {
                 if held {
                     // Its records of a partition no longer ours must not be
                     // committed: the batch goes, the others rewind.
-                    self.drop_batch();
+                    self.drop_batch().await;
                 }
                 tracing::info!(?partitions, "partitions revoked");
             }
@@ -282,7 +286,7 @@ impl Ingest {
                 StartAt::Latest => Offset::End,
             },
         };
-        self.seek(&p, committed)?;
+        self.seek(&p, committed).await?;
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition(&p.0, p.1);
         self.consumer.resume(&tpl).map_err(|e| Error::kafka(format!("resuming {} partition {}", p.0, p.1), e))?;
@@ -295,10 +299,26 @@ impl Ingest {
         Ok(())
     }
 
-    fn seek(&self, p: &Partition, offset: Offset) -> Result<()> {
-        self.consumer
-            .seek(&p.0, p.1, offset, KAFKA_TIMEOUT)
-            .map_err(|e| Error::kafka(format!("seeking {} partition {} to {offset:?}", p.0, p.1), e))
+    /// Moves `p` to `offset`. A partition assigned a moment ago may not
+    /// fetch yet, and librdkafka then refuses the seek (its erroneous
+    /// state): that is retried until it fetches.
+    async fn seek(&self, p: &Partition, offset: Offset) -> Result<()> {
+        let started = tokio::time::Instant::now();
+        let what = || format!("seeking {} partition {} to {offset:?}", p.0, p.1);
+        loop {
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition_offset(&p.0, p.1, offset).map_err(|e| Error::kafka(what(), e))?;
+            let result = self
+                .consumer
+                .seek_partitions(tpl, KAFKA_TIMEOUT)
+                .and_then(|tpl| tpl.elements().first().map_or(Ok(()), |e| e.error()));
+            match result {
+                Err(KafkaError::OffsetFetch(RDKafkaErrorCode::State)) if started.elapsed() < KAFKA_TIMEOUT => {
+                    tokio::time::sleep(SEEK_RETRY).await;
+                }
+                other => return other.map_err(|e| Error::kafka(what(), e)),
+            }
+        }
     }
 
     async fn on_message(&mut self, p: Partition, offset: i64, payload: Option<&[u8]>) -> Result<()> {
@@ -366,14 +386,15 @@ impl Ingest {
 
     /// Forgets the open batch; every partition it held goes back to its
     /// committed offset.
-    fn drop_batch(&mut self) {
+    async fn drop_batch(&mut self) {
         let batch = std::mem::take(&mut self.batch);
         for p in batch.ends.keys() {
+            let Some(committed) = self.owned.get(p).map(|o| o.committed) else { continue };
+            if let Err(e) = self.seek(p, committed).await {
+                tracing::warn!(topic = %p.0, partition = p.1, error = %e, "rewinding failed");
+            }
             if let Some(owned) = self.owned.get_mut(p) {
-                if let Err(e) = self.consumer.seek(&p.0, p.1, owned.committed, KAFKA_TIMEOUT) {
-                    tracing::warn!(topic = %p.0, partition = p.1, error = %e, "rewinding failed");
-                }
-                owned.next = match owned.committed {
+                owned.next = match committed {
                     Offset::Offset(n) => Some(n),
                     _ => None,
                 };
@@ -391,7 +412,7 @@ impl Ingest {
             Err(e) if e.kind() == tributary_format::ErrorKind::Unavailable => {
                 tracing::warn!(error = %e, "commit failed; consuming again from the committed offsets");
                 self.stats.retries.fetch_add(1, Ordering::Relaxed);
-                self.drop_batch();
+                self.drop_batch().await;
                 tokio::time::sleep(RETRY_BACKOFF).await;
                 Ok(None)
             }
@@ -399,7 +420,7 @@ impl Ingest {
                 tracing::warn!(error = %e, "commit fenced: partitions moved to another process");
                 self.stats.retries.fetch_add(1, Ordering::Relaxed);
                 self.forget_fenced().await?;
-                self.drop_batch();
+                self.drop_batch().await;
                 Ok(None)
             }
             Err(e) => Err(e),
