@@ -108,15 +108,42 @@ async fn until_caught_up(t: &Table, group: &str, topic: &str, ends: &[i64]) {
     }
 }
 
-/// The table's rows: id to (ts, v).
-async fn rows(t: &Table) -> BTreeMap<String, (i64, Option<i64>)> {
+/// The table's snapshot rows as JSON objects.
+async fn table_values(t: &Table) -> Vec<Value> {
     let batch = t.read(&ReadOptions::default()).await.unwrap();
     let mut w = arrow::json::ArrayWriter::new(Vec::new());
     w.write(&batch).unwrap();
     w.finish().unwrap();
     let bytes = w.into_inner();
-    let values: Vec<Value> = if bytes.is_empty() { Vec::new() } else { serde_json::from_slice(&bytes).unwrap() };
-    values
+    if bytes.is_empty() { Vec::new() } else { serde_json::from_slice(&bytes).unwrap() }
+}
+
+/// An ingest job running in a task until [`Running::stop`].
+struct Running {
+    stop: tokio::sync::oneshot::Sender<()>,
+    job: tokio::task::JoinHandle<Result<tributary::ingest::IngestSummary, tributary::ingest::Error>>,
+}
+
+impl Running {
+    fn start(job: tributary::ingest::Ingest) -> Self {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let job = tokio::spawn(job.run(async move {
+            let _ = stopped.await;
+        }));
+        Self { stop, job }
+    }
+
+    /// Shuts the job down; it must end without an error.
+    async fn stop(self) -> tributary::ingest::IngestSummary {
+        self.stop.send(()).unwrap();
+        self.job.await.unwrap().unwrap()
+    }
+}
+
+/// The table's rows: id to (ts, v).
+async fn rows(t: &Table) -> BTreeMap<String, (i64, Option<i64>)> {
+    table_values(t)
+        .await
         .into_iter()
         .map(|r| (r["id"].as_str().unwrap().to_string(), (r["ts"].as_i64().unwrap(), r["v"].as_i64())))
         .collect()
@@ -168,13 +195,9 @@ async fn a_topic_is_ingested_into_the_model_with_its_offsets() {
     settings.commit_interval = Duration::from_millis(500);
     let job = t.ingest(WriteSettings::default(), settings).await.unwrap();
     let stats = job.stats();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(job.run(async move {
-        let _ = stopped.await;
-    }));
+    let running = Running::start(job);
     until_caught_up(&t, "model", &topic, &ends).await;
-    stop.send(()).unwrap();
-    let summary = running.await.unwrap().unwrap();
+    let summary = running.stop().await;
     assert!(summary.commits > 3, "{summary:?}");
     assert_eq!(
         stats.tombstones.load(Ordering::Relaxed),
@@ -217,13 +240,9 @@ async fn a_bad_record_fails_the_job_or_is_skipped() {
     settings.on_bad_record = OnBadRecord::Skip;
     let job = t.ingest(WriteSettings::default(), settings).await.unwrap();
     let stats = job.stats();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(job.run(async move {
-        let _ = stopped.await;
-    }));
+    let running = Running::start(job);
     until_caught_up(&t, "bad-skip", &topic, &[4]).await;
-    stop.send(()).unwrap();
-    running.await.unwrap().unwrap();
+    running.stop().await;
     assert_eq!(stats.bad_records.load(Ordering::Relaxed), 2);
     let keys: Vec<String> = rows(&t).await.into_keys().collect();
     assert_eq!(keys, ["a", "c"]);
@@ -235,13 +254,9 @@ async fn a_bad_record_fails_the_job_or_is_skipped() {
     settings.commit_interval = Duration::from_millis(300);
     settings.on_bad_record = OnBadRecord::DeadLetter(dead.clone());
     let job = t.ingest(WriteSettings::default(), settings).await.unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(job.run(async move {
-        let _ = stopped.await;
-    }));
+    let running = Running::start(job);
     until_caught_up(&t, "bad-dead", &topic, &[4]).await;
-    stop.send(()).unwrap();
-    running.await.unwrap().unwrap();
+    running.stop().await;
     let letters = dead_letters(&brokers, &dead, 2);
     let offsets: Vec<&str> = letters.iter().map(|h| h["tributary.offset"].as_str()).collect();
     assert_eq!(offsets, ["1", "2"]);
@@ -542,21 +557,14 @@ async fn a_debezium_stream_gives_the_source_tables_final_state() {
     settings.format = tributary::ingest::ValueFormat::DebeziumJson { order_by: "source.lsn".into() };
     settings.commit_records = 100;
     let job = t.ingest(WriteSettings::default(), settings).await.unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(job.run(async move {
-        let _ = stopped.await;
-    }));
+    let running = Running::start(job);
     until_caught_up(&t, "cdc", &topic, &ends).await;
-    stop.send(()).unwrap();
-    running.await.unwrap().unwrap();
-    let batch = t.read(&ReadOptions::default()).await.unwrap();
-    let mut w = arrow::json::ArrayWriter::new(Vec::new());
-    w.write(&batch).unwrap();
-    w.finish().unwrap();
-    let bytes = w.into_inner();
-    let got: Vec<Value> = if bytes.is_empty() { Vec::new() } else { serde_json::from_slice(&bytes).unwrap() };
-    let got: BTreeMap<i64, String> =
-        got.iter().map(|r| (r["id"].as_i64().unwrap(), r["name"].as_str().unwrap().to_string())).collect();
+    running.stop().await;
+    let got: BTreeMap<i64, String> = table_values(&t)
+        .await
+        .iter()
+        .map(|r| (r["id"].as_i64().unwrap(), r["name"].as_str().unwrap().to_string()))
+        .collect();
     assert_eq!(got, source);
 }
 
@@ -605,32 +613,19 @@ async fn two_groups_fill_two_sequence_groups_at_once() {
         produce(&p, &topic_b, part as i32, &b[part]).await;
     }
     let mut jobs = Vec::new();
-    let mut stops = Vec::new();
     for (topic, group, columns) in [(&topic_a, "source-a", ["a1", "ts_a"]), (&topic_b, "source-b", ["b1", "ts_b"])] {
         let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], group);
         settings.commit_records = 150;
         let write = WriteSettings { columns: Some(columns.map(String::from).to_vec()), ..Default::default() };
-        let job = t.ingest(write, settings).await.unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        stops.push(stop);
-        jobs.push(tokio::spawn(job.run(async move {
-            let _ = stopped.await;
-        })));
+        jobs.push(Running::start(t.ingest(write, settings).await.unwrap()));
     }
     until_caught_up(&t, "source-a", &topic_a, &end_offsets(&brokers, &topic_a, 2)).await;
     until_caught_up(&t, "source-b", &topic_b, &end_offsets(&brokers, &topic_b, 2)).await;
-    for stop in stops {
-        stop.send(()).unwrap();
-    }
     for job in jobs {
-        job.await.unwrap().unwrap();
+        job.stop().await;
     }
-    let batch = t.read(&ReadOptions::default()).await.unwrap();
-    let mut w = arrow::json::ArrayWriter::new(Vec::new());
-    w.write(&batch).unwrap();
-    w.finish().unwrap();
-    let got: Vec<Value> = serde_json::from_slice(&w.into_inner()).unwrap();
-    let got: BTreeMap<String, (Option<i64>, Option<String>)> = got
+    let got: BTreeMap<String, (Option<i64>, Option<String>)> = table_values(&t)
+        .await
         .iter()
         .map(|r| (r["id"].as_str().unwrap().to_string(), (r["a1"].as_i64(), r["b1"].as_str().map(String::from))))
         .collect();
