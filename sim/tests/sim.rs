@@ -2,7 +2,7 @@
 //! its history operation by operation, the seeds of bugs the simulator
 //! found stay fixed, and the official Hudi reader (hudi 0.5.0) reads the
 //! final tables of a sample of histories as the model says. The CI run of
-//! 100,000 histories is `tributary-sim` built with the `sim` profile (`.ci/run`).
+//! 60,000 histories is `tributary-sim` built with the `sim` profile (`.ci/run`).
 
 use std::process::Command;
 
