@@ -108,7 +108,7 @@ pub use json_lines::{JsonLinesOptions, JsonLinesProgress, JsonLinesSummary, writ
 #[cfg(feature = "kafka")]
 pub mod ingest {
     pub use tributary_ingest::{
-        Error, Ingest, IngestSettings, IngestStats, IngestSummary, OnBadRecord, StartAt, ValueFormat,
+        Error, Ingest, IngestSettings, IngestStats, IngestSummary, KeyFrom, OnBadRecord, StartAt, ValueFormat,
     };
 }
 

@@ -84,10 +84,15 @@ def rows(n):
     return out, model
 
 
-def produce(brokers, topic, values, times=None):
-    """Produces (key, JSON) pairs; with `times`, records each delivery's
-    (partition, offset) -> produce time."""
-    p = Producer({"bootstrap.servers": brokers, "linger.ms": 5, "enable.idempotence": True})
+def producer(brokers):
+    return Producer({"bootstrap.servers": brokers, "linger.ms": 5, "enable.idempotence": True})
+
+
+def produce(brokers, topic, values, times=None, p=None):
+    """Produces (key, JSON) pairs, with producer `p` or a new one; with
+    `times`, records each delivery's (partition, offset) -> produce time.
+    A new producer takes about 0.5 s to deliver its first records."""
+    p = p or producer(brokers)
 
     def delivered(err, msg, sent=None):
         if err is not None:
@@ -210,9 +215,10 @@ def latency(brokers, folder, schema_file, all_rows, args):
     watcher = threading.Thread(target=watch)
     watcher.start()
     step = args.rate // 20
+    p = producer(brokers)
     began = time.monotonic()
     for i in range(0, n, step):
-        produce(brokers, topic, values[i:i + step], times)
+        produce(brokers, topic, values[i:i + step], times, p)
         pause = began + (i + step) / args.rate - time.monotonic()
         if pause > 0:
             time.sleep(pause)

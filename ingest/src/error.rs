@@ -39,6 +39,14 @@ pub enum Error {
         /// The client's error.
         source: rdkafka::error::KafkaError,
     },
+    /// An invariant of the job broke: a bug in Tributary.
+    #[error("{what}: {reason} (a bug in Tributary: please report it)")]
+    Internal {
+        /// The step that failed.
+        what: String,
+        /// Why.
+        reason: String,
+    },
     /// Writing the table failed.
     #[error(transparent)]
     Writer(#[from] tributary_writer::Error),
@@ -51,6 +59,7 @@ impl Error {
         match self {
             Error::BadRecord { .. } | Error::InvalidInput { .. } => ErrorKind::InvalidInput,
             Error::Kafka { .. } => ErrorKind::Unavailable,
+            Error::Internal { .. } => ErrorKind::Internal,
             Error::Writer(e) => e.kind(),
         }
     }

@@ -11,12 +11,16 @@
 //! any more: the new owner's takeover fences it.
 //!
 //! Values are JSON objects, decoded and checked exactly as `tributary write`
-//! decodes JSON lines, or Debezium change events ([`ValueFormat`]); a bad
+//! decodes JSON lines, Debezium change events, or Avro, plain or in
+//! Confluent's framing ([`ValueFormat`]). Record keys come from the value
+//! or from the message key ([`KeyFrom`]). A bad
 //! record fails the job, or is skipped or delivered to a dead-letter topic
 //! ([`OnBadRecord`]).
 
 #![warn(unreachable_pub)]
 
+mod batch;
+mod commit;
 mod context;
 mod debezium;
 mod error;
@@ -24,8 +28,9 @@ mod ingest;
 mod position;
 mod settings;
 mod stats;
+mod values;
 
 pub use error::{Error, Result};
 pub use ingest::Ingest;
-pub use settings::{IngestSettings, OnBadRecord, StartAt, ValueFormat};
+pub use settings::{IngestSettings, KeyFrom, OnBadRecord, StartAt, ValueFormat};
 pub use stats::{IngestStats, IngestSummary};

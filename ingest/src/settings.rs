@@ -37,6 +37,31 @@ pub enum ValueFormat {
         /// The path, with `.` between its parts.
         order_by: String,
     },
+    /// Avro binary of `schema`, a record whose fields are the table's
+    /// columns (or some of them, and `_hoodie_is_deleted`), decoded
+    /// with Avro's schema resolution into the table's types.
+    Avro {
+        /// The schema, as Avro JSON.
+        schema: String,
+        /// `None`: each value is a plain Avro body. `Some(id)`: each value
+        /// is in Confluent's framing (magic byte 0, the schema id as 4
+        /// bytes big-endian, then the body), and a value with another
+        /// schema id is a bad record.
+        schema_id: Option<u32>,
+    },
+}
+
+/// Where a record's key comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyFrom {
+    /// From the value's key fields.
+    #[default]
+    Value,
+    /// From the message key: a JSON object holding the key fields, or,
+    /// for a table with one key field, the key's text (a JSON string
+    /// unquoted). It replaces what the value holds there; a message
+    /// without a key is a bad record.
+    MessageKey,
 }
 
 /// Where a partition with no offset in the table starts.
@@ -70,6 +95,8 @@ pub struct IngestSettings {
     pub commit_bytes: usize,
     /// What values hold (default [`ValueFormat::Json`]).
     pub format: ValueFormat,
+    /// Where record keys come from (default [`KeyFrom::Value`]).
+    pub key_from: KeyFrom,
     /// Bad records (default [`OnBadRecord::Fail`]).
     pub on_bad_record: OnBadRecord,
     /// Where partitions without an offset in the table start.
@@ -93,6 +120,7 @@ impl IngestSettings {
             commit_interval: Duration::from_secs(5),
             commit_bytes: 256 << 20,
             format: ValueFormat::Json,
+            key_from: KeyFrom::Value,
             on_bad_record: OnBadRecord::Fail,
             start_at: StartAt::Earliest,
             kafka: BTreeMap::new(),

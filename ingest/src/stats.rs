@@ -17,6 +17,10 @@ pub struct IngestStats {
     pub commits: AtomicU64,
     /// Commits that failed and were retried from the committed offsets.
     pub retries: AtomicU64,
+    /// Times consuming was paused because a full batch waited longer for
+    /// the commit in flight than a moment (the writer waits out
+    /// compaction's backpressure, say).
+    pub pauses: AtomicU64,
     /// The partitions this process owns now.
     pub partitions: AtomicU64,
     /// Each fetched partition's lag (records after the last one consumed),

@@ -633,3 +633,122 @@ async fn two_groups_fill_two_sequence_groups_at_once() {
         want.into_iter().map(|(k, (a, b))| (k, (a.map(|x| x.1), b.map(|x| x.1)))).collect();
     assert_eq!(got, want);
 }
+
+/// Avro values in Confluent's framing, keyed by their message keys, through
+/// `tributary ingest --format avro`: a value naming another schema id and
+/// one without the framing go to the dead-letter topic, the rest into the
+/// table by event time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn framed_avro_values_keyed_by_message_keys() {
+    let Some(brokers) = brokers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let t = create(dir.path()).await;
+    let (topic, dead) = (topic(&brokers, "avro", 1).await, topic(&brokers, "avro-dead", 1).await);
+    // The values carry no key field: keys come from the messages.
+    let value_schema = r#"{"type":"record","name":"e","fields":[
+        {"name":"ts","type":"long"},{"name":"v","type":["null","long"],"default":null}]}"#;
+    let schema_file = dir.path().join("value.avsc");
+    std::fs::write(&schema_file, value_schema).unwrap();
+    let avro = apache_avro::Schema::parse_str(value_schema).unwrap();
+    let framed = |id: u32, ts: i64, v: i64| {
+        use apache_avro::types::Value as A;
+        let body = apache_avro::to_avro_datum(
+            &avro,
+            A::Record(vec![("ts".into(), A::Long(ts)), ("v".into(), A::Union(1, Box::new(A::Long(v))))]),
+        )
+        .unwrap();
+        let mut out = vec![0u8];
+        out.extend_from_slice(&id.to_be_bytes());
+        out.extend_from_slice(&body);
+        out
+    };
+    // (key, value): "a" updated out of order, a foreign schema id, no framing.
+    let messages: Vec<(&str, Vec<u8>)> = vec![
+        ("a", framed(7, 20, 2)),
+        ("b", framed(7, 5, 5)),
+        ("a", framed(7, 10, 1)),
+        ("c", framed(9, 1, 1)),
+        ("c", b"{\"ts\":1}".to_vec()),
+        ("\"d\"", framed(7, 1, 4)),
+    ];
+    let p = producer(&brokers);
+    for (key, value) in &messages {
+        let record: FutureRecord<'_, str, [u8]> = FutureRecord::to(&topic).partition(0).key(*key).payload(value);
+        p.send(record, Duration::from_secs(30)).await.unwrap();
+    }
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
+        .args(["ingest", dir.path().join("t").to_str().unwrap(), "--brokers", &brokers, "--topic", &topic])
+        .args(["--group", "avro", "--format", "avro", "--value-schema", schema_file.to_str().unwrap()])
+        .args(["--schema-id", "7", "--key-from", "message", "--commit-interval", "300ms"])
+        .args(["--on-bad-record", &format!("dead-letter={dead}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _reaper = Reaper(vec![child.id()]);
+    until_caught_up(&t, "avro", &topic, &[6]).await;
+    signal(&child, "-TERM");
+    assert!(child.wait().unwrap().success(), "the job did not end cleanly on SIGTERM");
+    let rows = rows(&t).await;
+    let expected: BTreeMap<String, (i64, Option<i64>)> =
+        [("a", (20, Some(2))), ("b", (5, Some(5))), ("d", (1, Some(4)))].map(|(k, v)| (k.to_string(), v)).into();
+    assert_eq!(rows, expected);
+    let letters = dead_letters(&brokers, &dead, 2);
+    let offsets: Vec<&str> = letters.iter().map(|h| h["tributary.offset"].as_str()).collect();
+    assert_eq!(offsets, ["3", "4"]);
+    assert!(letters[0]["tributary.error"].contains("schema id 9"), "{:?}", letters[0]);
+    assert!(letters[1]["tributary.error"].contains("framing"), "{:?}", letters[1]);
+}
+
+/// A job whose commits wait at the table's bound on uncompacted logs (no
+/// compactor runs) pauses consuming instead of buffering what the topic
+/// holds, and once a compaction frees the bound it goes on to the topic's
+/// end, losing nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_waiting_on_compaction_pauses_and_then_catches_up() {
+    let Some(brokers) = brokers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = CreateOptions::new(SCHEMA, "id", "ts");
+    options.buckets = 1;
+    options.max_logs_per_file_group = Some(2);
+    let t = Table::create_local(&dir.path().join("t"), options).await.unwrap();
+    let topic = topic(&brokers, "bounded", 1).await;
+    let values: Vec<Option<String>> =
+        (0..200).map(|i| Some(json!({"id": format!("k{}", i % 50), "ts": i, "v": i}).to_string())).collect();
+    produce(&producer(&brokers), &topic, 0, &values).await;
+
+    let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], "bounded");
+    settings.commit_records = 20;
+    settings.commit_interval = Duration::from_millis(100);
+    let job = t.ingest(WriteSettings::default(), settings).await.unwrap();
+    let stats = job.stats();
+    let running = Running::start(job);
+    // Two commits fill the bound; the third waits, and the batch after it
+    // fills, then consuming pauses.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while stats.pauses.load(Ordering::Relaxed) == 0 {
+        assert!(std::time::Instant::now() < deadline, "consuming never paused");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(stats.commits.load(Ordering::Relaxed), 2);
+    let held = table_offsets(&t, "bounded", &topic, 1).await;
+    assert_eq!(held, vec![Some(40)]);
+
+    let compactor = t.compactor(tributary_compaction::CompactorSettings::default()).await.unwrap();
+    let ends = end_offsets(&brokers, &topic, 1);
+    // Each compaction frees the bound for the commits after it.
+    let caught_up = async {
+        loop {
+            compactor.run_once().await.unwrap();
+            if table_offsets(&t, "bounded", &topic, 1).await == vec![Some(ends[0])] {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(120), caught_up).await.expect("the job never caught up");
+    running.stop().await;
+    let expected: BTreeMap<String, (i64, Option<i64>)> =
+        (150..200).map(|i| (format!("k{}", i % 50), (i, Some(i)))).collect();
+    assert_eq!(rows(&t).await, expected);
+}

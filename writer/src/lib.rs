@@ -28,7 +28,7 @@ pub use client::{CHECKPOINT_PREFIX, WriteClient};
 pub use commit::{Commit, CommitSummary};
 pub use error::{Error, Result};
 pub use file_write::FileWrite;
-pub use input::{InputEvolution, Rows, rows_from_json_lines, schema_evolution_in_json_lines};
+pub use input::{InputEvolution, Rows, rows_from_batch, rows_from_json_lines, schema_evolution_in_json_lines};
 pub use settings::WriteSettings;
 pub use source::SourceLease;
 pub use tributary_timeline::{Checkpoint, WriterStatus};

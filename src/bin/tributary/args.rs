@@ -724,10 +724,25 @@ pub(crate) struct IngestArgs {
     /// reason as headers).
     #[arg(long, default_value = "fail", value_parser = parse_on_bad_record)]
     pub(crate) on_bad_record: OnBadRecordArg,
-    /// What values hold: `json` (a row of the table) or `debezium-json`
-    /// (a Debezium change event; needs --order-by).
+    /// What values hold: `json` (a row of the table), `debezium-json` (a
+    /// Debezium change event; needs --order-by) or `avro` (Avro binary of
+    /// --value-schema; with --schema-id, in Confluent's framing).
     #[arg(long, value_enum, default_value = "json")]
     pub(crate) format: IngestFormatArg,
+    /// With `--format avro`: the values' Avro schema (a JSON file), a
+    /// record whose fields are table columns (and `_hoodie_is_deleted`).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) value_schema: Option<std::path::PathBuf>,
+    /// With `--format avro`: values are in Confluent's framing, and this is
+    /// the schema registry's id of --value-schema; a value naming another
+    /// id is a bad record.
+    #[arg(long, value_name = "ID")]
+    pub(crate) schema_id: Option<u32>,
+    /// Where record keys come from: `value` (its key fields) or `message`
+    /// (the message key: a JSON object of the key fields, or the single key
+    /// field's text).
+    #[arg(long, value_enum, default_value = "value")]
+    pub(crate) key_from: KeyFromArg,
     /// With `--format debezium-json`: the path in each event whose value
     /// orders the changes and goes into the table's ordering field
     /// (`source.lsn`, `ts_ms`).
@@ -764,6 +779,18 @@ pub(crate) enum IngestFormatArg {
     Json,
     /// A Debezium change event in JSON.
     DebeziumJson,
+    /// Avro binary of --value-schema.
+    Avro,
+}
+
+#[cfg(feature = "kafka")]
+/// `--key-from` of `ingest`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum KeyFromArg {
+    /// The value's key fields.
+    Value,
+    /// The message key.
+    Message,
 }
 
 #[cfg(feature = "kafka")]

@@ -3,14 +3,45 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tributary::ingest::{IngestSettings, StartAt, ValueFormat};
+use tributary::ingest::{IngestSettings, KeyFrom, StartAt, ValueFormat};
 use tributary::{Error, TableSettings, WriteSettings};
 
-use crate::args::{IngestArgs, IngestFormatArg, StartArgValue, StoreArgs};
+use crate::args::{IngestArgs, IngestFormatArg, KeyFromArg, StartArgValue, StoreArgs};
 use crate::output::Failure;
 
 fn invalid(what: &str, reason: &str) -> Error {
     Error::InvalidInput { what: what.into(), reason: reason.into() }
+}
+
+/// The value format `--format` and the options that go with it name.
+fn value_format(args: &IngestArgs) -> Result<ValueFormat, Error> {
+    let only = |flag: &str, format: &str| Err(invalid(flag, &format!("only --format {format} takes it")));
+    if args.order_by.is_some() && !matches!(args.format, IngestFormatArg::DebeziumJson) {
+        return only("--order-by", "debezium-json");
+    }
+    if !matches!(args.format, IngestFormatArg::Avro) {
+        if args.value_schema.is_some() {
+            return only("--value-schema", "avro");
+        }
+        if args.schema_id.is_some() {
+            return only("--schema-id", "avro");
+        }
+    }
+    Ok(match args.format {
+        IngestFormatArg::Json => ValueFormat::Json,
+        IngestFormatArg::DebeziumJson => match &args.order_by {
+            Some(order_by) => ValueFormat::DebeziumJson { order_by: order_by.clone() },
+            None => return Err(invalid("--format debezium-json", "needs --order-by PATH (source.lsn, ts_ms, ...)")),
+        },
+        IngestFormatArg::Avro => {
+            let Some(path) = &args.value_schema else {
+                return Err(invalid("--format avro", "needs --value-schema FILE (the values' Avro schema)"));
+            };
+            let schema = std::fs::read_to_string(path)
+                .map_err(|e| invalid(&format!("--value-schema {}", path.display()), &e.to_string()))?;
+            ValueFormat::Avro { schema, schema_id: args.schema_id }
+        }
+    })
 }
 
 /// Runs the job until SIGTERM or Ctrl-C, printing progress to standard
@@ -20,19 +51,15 @@ pub(crate) async fn run(store: &StoreArgs, args: IngestArgs) -> Result<(), Failu
         crate::metrics::serve_metrics(addr)?;
     }
     let t = store.open(&args.table, TableSettings::default()).await?;
+    let format = value_format(&args)?;
     let mut settings = IngestSettings::new(args.brokers, args.topics, args.group);
+    settings.format = format;
     settings.commit_records = args.commit_records;
     settings.commit_interval = args.commit_interval;
     settings.on_bad_record = args.on_bad_record.0;
-    settings.format = match (args.format, args.order_by) {
-        (IngestFormatArg::Json, None) => ValueFormat::Json,
-        (IngestFormatArg::DebeziumJson, Some(order_by)) => ValueFormat::DebeziumJson { order_by },
-        (IngestFormatArg::Json, Some(_)) => {
-            return Err(invalid("--order-by", "only --format debezium-json takes it").into());
-        }
-        (IngestFormatArg::DebeziumJson, None) => {
-            return Err(invalid("--format debezium-json", "needs --order-by PATH (source.lsn, ts_ms, ...)").into());
-        }
+    settings.key_from = match args.key_from {
+        KeyFromArg::Value => KeyFrom::Value,
+        KeyFromArg::Message => KeyFrom::MessageKey,
     };
     settings.start_at = match args.start {
         StartArgValue::Earliest => StartAt::Earliest,

@@ -10,7 +10,7 @@ use crate::error::Result;
 /// Validates an Arrow batch against the table schema. Columns are matched by
 /// name and cast to the table's types; a missing nullable column is filled
 /// with nulls; an optional boolean `_hoodie_is_deleted` column marks deletes.
-pub(crate) fn rows_from_batch(schema: &TableSchema, batch: &RecordBatch, source: &str) -> Result<Rows> {
+pub fn rows_from_batch(schema: &TableSchema, batch: &RecordBatch, source: &str) -> Result<Rows> {
     let input = batch.schema();
     for f in input.fields() {
         if f.name() != IS_DELETED && schema.arrow().index_of(f.name()).is_err() {

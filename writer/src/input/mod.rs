@@ -26,7 +26,7 @@ mod scalar;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use batch::rows_from_batch;
+pub use batch::rows_from_batch;
 pub use evolve::{InputEvolution, schema_evolution_in_json_lines};
 pub(crate) use json::rows_from_json;
 pub use json::rows_from_json_lines;
