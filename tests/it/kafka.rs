@@ -1,4 +1,5 @@
-//! Ingest from a real Kafka broker (`.ci/kafka.sh`, `TRIBUTARY_TEST_KAFKA`):
+//! Ingest from a real Kafka broker (`.ci/kafka.sh`, `TRIBUTARY_TEST_KAFKA`),
+//! into local tables and, in the S3 run, tables on S3 ([`Place`]):
 //! records and offsets committed together, out-of-order events and deletes
 //! against a model, bad records under each mode, and jobs that lose their
 //! partitions to others.
@@ -16,7 +17,7 @@ use serde_json::{Value, json};
 use tributary::ingest::{IngestSettings, OnBadRecord};
 use tributary::{CreateOptions, ReadOptions, Table, WriteSettings};
 
-use crate::support::require;
+use crate::support::{Place, Store, require, store};
 
 const SCHEMA: &str = r#"{"type":"record","name":"r","fields":[
     {"name":"id","type":"string"},{"name":"ts","type":"long"},
@@ -76,10 +77,11 @@ fn end_offsets(brokers: &str, topic: &str, partitions: i32) -> Vec<i64> {
     (0..partitions).map(|p| c.fetch_watermarks(topic, p, Duration::from_secs(30)).unwrap().1).collect()
 }
 
-async fn create(dir: &std::path::Path) -> Table {
+/// The test's table `t` in `place` (a local folder, or S3 in the S3 run).
+async fn create(place: &Place) -> Table {
     let mut options = CreateOptions::new(SCHEMA, "id", "ts");
     options.buckets = 4;
-    Table::create_local(&dir.join("t"), options).await.unwrap()
+    place.table("t").builder().create(options).await.unwrap()
 }
 
 /// The next offset the table records for each partition of `topic` under
@@ -156,8 +158,8 @@ async fn rows(t: &Table) -> BTreeMap<String, (i64, Option<i64>)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_topic_is_ingested_into_the_model_with_its_offsets() {
     let Some(brokers) = brokers() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let t = create(dir.path()).await;
+    let Some(place) = Place::new() else { return };
+    let t = create(&place).await;
     let topic = topic(&brokers, "model", 3).await;
     let producer = producer(&brokers);
     // Key k lives in partition k % 3; its event times come out of order.
@@ -213,8 +215,8 @@ async fn a_topic_is_ingested_into_the_model_with_its_offsets() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_record_fails_the_job_or_is_skipped() {
     let Some(brokers) = brokers() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let t = create(dir.path()).await;
+    let Some(place) = Place::new() else { return };
+    let t = create(&place).await;
     let topic = topic(&brokers, "bad", 1).await;
     let values: Vec<Option<String>> = vec![
         Some(json!({"id": "a", "ts": 1, "v": 1}).to_string()),
@@ -296,7 +298,7 @@ fn dead_letters(brokers: &str, topic: &str, n: usize) -> Vec<BTreeMap<String, St
 /// `log`, committing every `commit` records or time.
 fn ingest_process(
     brokers: &str,
-    table: &std::path::Path,
+    table: &str,
     topic: &str,
     group: &str,
     commit: (usize, &str),
@@ -304,7 +306,7 @@ fn ingest_process(
 ) -> std::process::Child {
     let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
     std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
-        .args(["ingest", table.to_str().unwrap(), "--brokers", brokers, "--topic", topic, "--group", group])
+        .args(["ingest", table, "--brokers", brokers, "--topic", topic, "--group", group])
         .args(["--commit-records", &commit.0.to_string(), "--commit-interval", commit.1])
         // A stopped process leaves the group after 6 s, not Kafka's 45.
         .args(["--kafka", "session.timeout.ms=6000", "--kafka", "heartbeat.interval.ms=1000"])
@@ -358,9 +360,9 @@ async fn written_records(t: &Table) -> u64 {
 async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
     use rand::{Rng, SeedableRng};
     let Some(brokers) = brokers() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let t = create(dir.path()).await;
-    let path = dir.path().join("t");
+    let Some(place) = Place::new() else { return };
+    let t = create(&place).await;
+    let path = place.table("t").uri().to_string();
     let group = format!("faults-{}", std::process::id());
     let (group, partitions) = (group.as_str(), 6);
     let topic = topic(&brokers, "faults", partitions).await;
@@ -388,7 +390,7 @@ async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
         })
     };
     let often = (300, "400ms");
-    let logs = dir.path().join("ingest.log");
+    let logs = place.scratch().join("ingest.log");
     let mut procs: Vec<_> = (0..2).map(|_| ingest_process(&brokers, &path, &topic, group, often, &logs)).collect();
     let mut reaper = Reaper(procs.iter().map(|p| p.id()).collect());
     // The third process never commits on its own: it holds what it
@@ -396,7 +398,7 @@ async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
     // the others and they committed every partition, it is told to stop
     // (SIGTERM) and continued: the commit of its batch on the way out
     // must fail, and show nothing.
-    let zombie_log = dir.path().join("zombie.log");
+    let zombie_log = place.scratch().join("zombie.log");
     let mut zombie = ingest_process(&brokers, &path, &topic, group, (1_000_000, "1h"), &zombie_log);
     reaper.0.push(zombie.id());
     let assigned = std::time::Instant::now();
@@ -462,7 +464,8 @@ async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
     assert_eq!(written_records(&t).await, produced, "records written, over every commit");
     let ours = rows(&t).await;
     assert_eq!(ours.len() as u64, produced);
-    if crate::support::have_official_reader() {
+    // The official reader reads local tables in these tests.
+    if store() == Store::Local && crate::support::have_official_reader() {
         assert_eq!(crate::support::official_rows_of(&t, false).len() as u64, produced);
     }
 }
@@ -475,13 +478,13 @@ async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
 async fn a_debezium_stream_gives_the_source_tables_final_state() {
     use rand::{Rng, SeedableRng};
     let Some(brokers) = brokers() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let Some(place) = Place::new() else { return };
     let schema = r#"{"type":"record","name":"r","fields":[
         {"name":"id","type":"long"},{"name":"name","type":["null","string"],"default":null},
         {"name":"lsn","type":"long"}]}"#;
     let mut options = CreateOptions::new(schema, "id", "lsn");
     options.buckets = 2;
-    let t = Table::create_local(&dir.path().join("t"), options).await.unwrap();
+    let t = place.table("t").builder().create(options).await.unwrap();
     let topic = topic(&brokers, "cdc", 2).await;
     let seed = rand::random::<u64>();
     eprintln!("change stream seed {seed}");
@@ -575,7 +578,7 @@ async fn a_debezium_stream_gives_the_source_tables_final_state() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_groups_fill_two_sequence_groups_at_once() {
     let Some(brokers) = brokers() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let Some(place) = Place::new() else { return };
     let schema = r#"{"type":"record","name":"wide","fields":[
         {"name":"id","type":"string"},{"name":"ts","type":["null","long"],"default":null},
         {"name":"a1","type":["null","long"],"default":null},{"name":"ts_a","type":["null","long"],"default":null},
@@ -584,7 +587,7 @@ async fn two_groups_fill_two_sequence_groups_at_once() {
     options.buckets = 2;
     options.sequence_groups =
         vec![tributary::SequenceGroup::parse("ts_a=a1").unwrap(), tributary::SequenceGroup::parse("ts_b=b1").unwrap()];
-    let t = Table::create_local(&dir.path().join("t"), options).await.unwrap();
+    let t = place.table("t").builder().create(options).await.unwrap();
     let (topic_a, topic_b) = (topic(&brokers, "source-a", 2).await, topic(&brokers, "source-b", 2).await);
     // Per key, each group's latest (event time, value).
     type Latest<T> = Option<(i64, T)>;
@@ -641,13 +644,13 @@ async fn two_groups_fill_two_sequence_groups_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn framed_avro_values_keyed_by_message_keys() {
     let Some(brokers) = brokers() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let t = create(dir.path()).await;
+    let Some(place) = Place::new() else { return };
+    let t = create(&place).await;
     let (topic, dead) = (topic(&brokers, "avro", 1).await, topic(&brokers, "avro-dead", 1).await);
     // The values carry no key field: keys come from the messages.
     let value_schema = r#"{"type":"record","name":"e","fields":[
         {"name":"ts","type":"long"},{"name":"v","type":["null","long"],"default":null}]}"#;
-    let schema_file = dir.path().join("value.avsc");
+    let schema_file = place.scratch().join("value.avsc");
     std::fs::write(&schema_file, value_schema).unwrap();
     let avro = apache_avro::Schema::parse_str(value_schema).unwrap();
     let framed = |id: u32, ts: i64, v: i64| {
@@ -677,7 +680,7 @@ async fn framed_avro_values_keyed_by_message_keys() {
         p.send(record, Duration::from_secs(30)).await.unwrap();
     }
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
-        .args(["ingest", dir.path().join("t").to_str().unwrap(), "--brokers", &brokers, "--topic", &topic])
+        .args(["ingest", place.table("t").uri(), "--brokers", &brokers, "--topic", &topic])
         .args(["--group", "avro", "--format", "avro", "--value-schema", schema_file.to_str().unwrap()])
         .args(["--schema-id", "7", "--key-from", "message", "--commit-interval", "300ms"])
         .args(["--on-bad-record", &format!("dead-letter={dead}")])
@@ -707,11 +710,11 @@ async fn framed_avro_values_keyed_by_message_keys() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_waiting_on_compaction_pauses_and_then_catches_up() {
     let Some(brokers) = brokers() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let Some(place) = Place::new() else { return };
     let mut options = CreateOptions::new(SCHEMA, "id", "ts");
     options.buckets = 1;
     options.max_logs_per_file_group = Some(2);
-    let t = Table::create_local(&dir.path().join("t"), options).await.unwrap();
+    let t = place.table("t").builder().create(options).await.unwrap();
     let topic = topic(&brokers, "bounded", 1).await;
     let values: Vec<Option<String>> =
         (0..200).map(|i| Some(json!({"id": format!("k{}", i % 50), "ts": i, "v": i}).to_string())).collect();
