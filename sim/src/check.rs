@@ -278,13 +278,18 @@ impl Checker {
 
     /// The batch a delta commit's checkpoint names.
     fn batch_of(&self, meta: &CommitMetadata) -> Check<BatchId> {
-        let (key, value) = meta
-            .extra_metadata
+        // A sourced writer's commit records its batch under its writer id
+        // and a second source id; the first names the writer.
+        let ids = meta.extra_metadata.iter().filter_map(|(k, v)| Some((k.strip_prefix(CHECKPOINT_PREFIX)?, v)));
+        let ids: Vec<(&str, &String)> = ids.collect();
+        let (w, value) = ids
             .iter()
-            .find(|(k, _)| k.starts_with(CHECKPOINT_PREFIX))
-            .ok_or("no checkpoint in its metadata")?;
-        let id = &key[CHECKPOINT_PREFIX.len()..];
-        let w = self.workload.writers.iter().position(|i| i.id == id).ok_or(format!("unknown writer `{id}`"))?;
+            .find_map(|(id, v)| Some((self.workload.writers.iter().position(|i| i.id == *id)?, *v)))
+            .ok_or(format!("no checkpoint of a writer in its metadata: {ids:?}"))?;
+        let id = &self.workload.writers[w].id;
+        if let Some((other, v)) = ids.iter().find(|(other, v)| !other.starts_with(id.as_str()) || *v != value) {
+            return Err(format!("writer {id}'s commit records `{v}` under `{other}`, not its batch {value}"));
+        }
         let b: usize = value.parse().map_err(|_| format!("checkpoint `{value}` is not a batch number"))?;
         if b >= self.workload.writers[w].batches.len() {
             return Err(format!("writer {id} has no batch {b}"));

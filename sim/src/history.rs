@@ -6,6 +6,10 @@
 //!   (re)started writer registers its id, asks the table for its
 //!   checkpoint and resumes after it; a failed commit is followed by the
 //!   same question, so a commit whose answer was lost is not sent twice.
+//!   A third of them, drawn apart, commit as an ingest job does: each
+//!   incarnation takes two source ids over (as a job takes over the Kafka
+//!   partitions it is assigned) and every commit records the batch under
+//!   both ([`tributary_writer::Commit::commit_with_sources`]).
 //! - **The compactor** runs [`Compactor::run_once`](tributary_compaction::Compactor::run_once)
 //!   now and then: it rolls back writes whose heartbeat expired, finishes
 //!   pending plans, plans at its own instant and executes.
@@ -48,7 +52,7 @@ use tributary::{
     ServiceSchedule, Table, TableSettings, TimeSettings,
 };
 use tributary_compaction::CompactorSettings;
-use tributary_writer::{WriteClient, WriteSettings};
+use tributary_writer::{SourceLease, WriteClient, WriteSettings};
 
 use crate::check::{Checker, Ledger};
 use crate::recovery::Recovery;
@@ -237,7 +241,18 @@ struct History {
     /// The table's bound on uncompacted logs per file group, when the
     /// history draws a tight one (writers then wait for compaction).
     bound: Option<usize>,
+    /// Per writer: whether it commits as an ingest job does, its position
+    /// recorded under source ids it takes over ([`SOURCE_LANES`]) rather
+    /// than under its registered writer id.
+    sourced: Vec<bool>,
 }
+
+/// The source ids a sourced writer's commits record, as an ingest job's
+/// commits record the partitions they hold: its writer id and one more.
+/// Each (re)started incarnation takes both over, one after the other, and
+/// every commit records its batch under both, so a zombie's commit is
+/// fenced by whichever takeover came first.
+const SOURCE_LANES: [&str; 2] = ["", ".lane1"];
 
 /// Archiving bounds as tight as they go: archive above two commits, down
 /// to one, with the history merging every two files of a level.
@@ -307,6 +322,8 @@ impl History {
             })
             .collect();
         let clocks = slots.iter().map(|s| (s.clock_offset_ms, s.drift_ppm)).collect();
+        let mut sources = StdRng::seed_from_u64(seed ^ 0x534f_5552_4345);
+        let sourced = (0..writers).map(|_| sources.random_bool(0.3)).collect();
         let plan = FaultPlan::draw(&mut rng, scale.stalls.long_for(seed));
         let world = World::new(StdRng::seed_from_u64(rng.random()), plan);
         Arc::new(Self {
@@ -327,6 +344,7 @@ impl History {
             clocks,
             recovery: Mutex::new(Recovery::new(HEARTBEAT_EXPIRY)),
             bound,
+            sourced,
         })
     }
 
@@ -480,11 +498,12 @@ impl History {
             }
             tokio::time::sleep(self.pause(50..500)).await;
         };
+        let sourced = self.sourced[w];
         let settings = WriteSettings {
             tasks: self.writer_tasks[w],
             buffer_bytes: 16 << 10,
             heartbeat_interval: HEARTBEAT_INTERVAL,
-            writer_id: input.id.clone(),
+            writer_id: if sourced { format!("{}-client", input.id) } else { input.id.clone() },
             columns: input.role.columns(),
             ..WriteSettings::default()
         };
@@ -503,12 +522,25 @@ impl History {
             }
             tokio::time::sleep(self.pause(50..500)).await;
         };
-        loop {
-            match client.register().await {
-                Ok(_) => break,
-                Err(e) => self.expect(&who, e),
+        let mut leases = Vec::new();
+        if !sourced {
+            loop {
+                match client.register().await {
+                    Ok(_) => break,
+                    Err(e) => self.expect(&who, e),
+                }
+                tokio::time::sleep(self.pause(50..500)).await;
             }
-            tokio::time::sleep(self.pause(50..500)).await;
+        }
+        for lane in SOURCE_LANES.iter().filter(|_| sourced) {
+            let id = format!("{}{lane}", input.id);
+            loop {
+                match client.take_over_source(&id).await {
+                    Ok((lease, _)) => break leases.push(lease),
+                    Err(e) => self.expect(&who, e),
+                }
+                tokio::time::sleep(self.pause(50..500)).await;
+            }
         }
         loop {
             // A read must reflect every acknowledgement made before it
@@ -539,7 +571,7 @@ impl History {
             }
             let id: BatchId = (w, next);
             self.ledger().attempted.insert(id);
-            match self.commit(&client, id).await {
+            match self.commit(&client, id, &leases).await {
                 Ok(()) => {
                     self.ledger().acked.insert(id);
                 }
@@ -578,13 +610,20 @@ impl History {
         }
     }
 
-    async fn commit(&self, client: &WriteClient, id: BatchId) -> tributary::Result<()> {
+    /// Commits batch `id`, its number the checkpoint of the writer's id,
+    /// or of every source in `leases` when it has some.
+    async fn commit(&self, client: &WriteClient, id: BatchId, leases: &[SourceLease]) -> tributary::Result<()> {
         let mut commit = client.start_commit().await?;
         if let Err(e) = commit.write_batch(&self.workload.arrow(id)).await {
             let _ = commit.abort().await;
             return Err(e.into());
         }
-        commit.commit_with_checkpoint(Some(id.1.to_string())).await?;
+        if leases.is_empty() {
+            commit.commit_with_checkpoint(Some(id.1.to_string())).await?;
+        } else {
+            let positions: Vec<(SourceLease, String)> = leases.iter().map(|l| (l.clone(), id.1.to_string())).collect();
+            commit.commit_with_sources(None, &positions).await?;
+        }
         Ok(())
     }
 
