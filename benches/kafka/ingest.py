@@ -19,12 +19,31 @@ buckets, ordered by `ts`, as the peers' tables are.
    up to the poll interval and the group commit's round trip. At the end
    the table's own offsets must equal the topic's. p50 and p99 over all
    records.
+3. Spark (with --spark, the default): Spark Structured Streaming reads the
+   throughput topic with Spark's Kafka source from the earliest offsets,
+   parses the values with `from_json` into the workload's columns and
+   writes them with Apache Hudi's streaming sink to a table of the same
+   layout (version 8, MOR, partitioned by `region`, the simple bucket index
+   at 16 buckets, key `id`, ordered by `ts`), configured as
+   benches/spark/ingest.py configures Spark's writer (NBCC, the in-process
+   lock, metadata table off; async compaction off too, as `tributary
+   ingest` does not compact), with `trigger(availableNow=True)`: what the
+   topic holds when the query starts, in micro-batches of Spark's own size
+   (without maxOffsetsPerTrigger, one), then it stops. local[2], the
+   versions in tests/spark/env.py. Wall time from the query's start until
+   it ends, and CPU seconds of the JVM (user + system, from /proc) over the
+   same span, so neither counts starting the JVM. The query must end at the
+   topic's end offsets, and the table, read back by Spark, must hold one
+   row per key, as the model says. The last line divides Tributary's
+   1-process figures by Spark's.
 
 The broker is started with .ci/kafka.sh unless TRIBUTARY_TEST_KAFKA names
-one. Needs `pip install confluent-kafka pyarrow`.
+one. Needs `pip install confluent-kafka pyarrow`, and for --spark
+`python3 tests/spark/env.py install` (PySpark, Hudi's Spark bundle, and
+Spark's Kafka source with the jars it needs, into ~/.m2).
 
 Usage: python3 benches/kafka/ingest.py [--rows N] [--rate R] [--seconds S]
-       [--commit-records C] [--commit-interval I]
+       [--commit-records C] [--commit-interval I] [--no-spark]
 """
 
 import argparse
@@ -43,8 +62,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benches" / "peers"))
+sys.path.insert(0, str(ROOT / "tests" / "spark"))
 
+import env  # noqa: E402
 import workload  # noqa: E402
+from support import nbcc_options  # noqa: E402
 
 BIN = ROOT / "target" / "release" / "tributary"
 PARTITIONS = 6
@@ -189,6 +211,58 @@ def throughput(brokers, folder, schema_file, topic, ends, model, processes, args
             "records_per_cpu_s": round(records / sum(cpu.values()))}
 
 
+def spark_throughput(brokers, folder, topic, ends, model):
+    """Spark Structured Streaming from the topic into a Hudi table of the
+    same layout: records per second, and per CPU-second of the JVM."""
+    from pyspark.sql.functions import col, from_json
+
+    # The Avro types of the workload's columns are Spark DDL types too.
+    schema = ", ".join(f"{f['name']} {f['type']}" for f in workload.AVRO_SCHEMA["fields"])
+    table = folder / "spark" / "table"
+    opts = nbcc_options("spark_table", buckets=16, metadata=False)
+    opts["hoodie.datasource.compaction.async.enable"] = "false"
+    # Hudi's streaming sink refuses a multi-writer (NBCC) table without the
+    # name its checkpoints are kept under in the commits.
+    opts["hoodie.datasource.write.streaming.checkpoint.identifier"] = "spark-bench"
+    spark = env.session("kafka-ingest-bench", "6g", folder / "spark" / "warehouse", kafka=True)
+    try:
+        pid = spark.sparkContext._gateway.proc.pid
+        began, cpu0 = time.monotonic(), cpu_seconds(pid)
+        query = (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", brokers)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .load()
+            .select(from_json(col("value").cast("string"), schema).alias("r"))
+            .select("r.*")
+            .writeStream.format("hudi")
+            .options(**opts)
+            .option("checkpointLocation", str(folder / "spark" / "checkpoint"))
+            .outputMode("append")
+            .trigger(availableNow=True)
+            .start(str(table))
+        )
+        query.awaitTermination()
+        wall, cpu = time.monotonic() - began, cpu_seconds(pid) - cpu0
+        batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
+        last = batches[-1]["sources"][0]["endOffset"][topic]
+        assert [last.get(str(p), 0) for p in range(PARTITIONS)] == ends, f"Spark ended at {last}, the topic at {ends}"
+        read = spark.read.format("hudi").option("hoodie.metadata.enable", "false").load(str(table))
+        rows = [r.asDict() for r in read.select(*workload.COLUMNS).collect()]
+        got = {r["id"]: r for r in rows}
+        assert len(rows) == len(got) == len(model), f"Spark's table: {len(rows)} rows, {len(got)} keys; the model {len(model)}"
+        wrong = [k for k in model if got.get(k) != model[k]]
+        assert not wrong, f"Spark's table differs from the model in {len(wrong)} keys, e.g. {got.get(wrong[0])} for {model[wrong[0]]}"
+    finally:
+        spark.stop()
+    commits = sum(1 for f in (table / ".hoodie" / "timeline").iterdir() if f.name.endswith(".deltacommit"))
+    records = sum(ends)
+    return {"engine": "spark-structured-streaming", "records": records, "micro_batches": len(batches),
+            "commits": commits, "wall_s": round(wall, 2), "records_per_s": round(records / wall),
+            "cpu_s": round(cpu, 2), "records_per_cpu_s": round(records / cpu)}
+
+
 def latency(brokers, folder, schema_file, all_rows, args):
     topic = f"latency-{random.randrange(1 << 30)}"
     make_topic(brokers, topic)
@@ -244,7 +318,12 @@ def main():
     ap.add_argument("--seconds", type=int, default=30)
     ap.add_argument("--commit-records", type=int, default=100_000)
     ap.add_argument("--commit-interval", default="1s")
+    ap.add_argument("--spark", action=argparse.BooleanOptionalAction, default=True,
+                    help="compare with Spark Structured Streaming writing Hudi (default: on)")
     args = ap.parse_args()
+    left = env.missing(kafka=True) if args.spark else []
+    if left:
+        sys.exit("; ".join(left) + " (python3 tests/spark/env.py install, or --no-spark)")
     run("cargo", "build", "--release", "--bin", "tributary", cwd=ROOT)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -266,7 +345,18 @@ def main():
             results = [throughput(brokers, folder, schema_file, topic, ends, model, n, args) for n in (1, 3)]
             for r in results:
                 print(json.dumps(r), flush=True)
+            if args.spark:
+                began = time.monotonic()
+                spark = spark_throughput(brokers, folder, topic, ends, model)
+                print(json.dumps(spark), flush=True)
+                print(f"Spark's part (session, query, check) took {time.monotonic() - began:.1f} s", flush=True)
             print(json.dumps(latency(brokers, folder, schema_file, all_rows, args)), flush=True)
+            if args.spark:
+                one = results[0]
+                ratio = {"tributary_1_process_over_spark": {
+                    "records_per_cpu_s": round(one["records_per_cpu_s"] / spark["records_per_cpu_s"], 2),
+                    "records_per_s": round(one["records_per_s"] / spark["records_per_s"], 2)}}
+                print(json.dumps(ratio), flush=True)
         finally:
             if not os.environ.get("TRIBUTARY_TEST_KAFKA"):
                 run(ROOT / ".ci" / "kafka.sh", "stop", folder / "kafka")
