@@ -308,6 +308,9 @@ fn ingest_process(
     std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
         .args(["ingest", table, "--brokers", brokers, "--topic", topic, "--group", group])
         .args(["--commit-records", &commit.0.to_string(), "--commit-interval", commit.1])
+        // Every record is stored, so the records commits wrote sum to the
+        // records produced (a commit keeps one version per key otherwise).
+        .arg("--keep-every-version")
         // A stopped process leaves the group after 6 s, not Kafka's 45.
         .args(["--kafka", "session.timeout.ms=6000", "--kafka", "heartbeat.interval.ms=1000"])
         .env("RUST_LOG", "tributary_ingest=info")
@@ -336,8 +339,8 @@ fn signal(child: &std::process::Child, sig: &str) {
     assert!(ok, "kill {sig} {}", child.id());
 }
 
-/// The records every completed delta commit wrote, summed: each record
-/// has a key of its own, so a record applied twice would count twice.
+/// The records every completed delta commit wrote (deletes included),
+/// summed: a record applied twice counts twice.
 async fn written_records(t: &Table) -> u64 {
     let timeline = t.timeline().await.unwrap();
     let folder = tributary::timeline::TimelineFolder::new(t.location(), t.config());
@@ -353,9 +356,11 @@ async fn written_records(t: &Table) -> u64 {
 /// Three processes in one group on six partitions while records keep
 /// coming: one is stopped (SIGSTOP) until the group gave its partitions to
 /// the others, then continued, and its commit fails; then ten times one
-/// is killed (SIGKILL) at a random point and started again. No record is lost or written
-/// twice, the table's offsets are the topic's end offsets, and both
-/// readers see every record.
+/// is killed (SIGKILL) at a random point and started again. Records with
+/// keys of their own, and records of shared keys out of event-time order
+/// with deletes among them: no record is lost or written twice, the
+/// table's offsets are the topic's end offsets, and both readers read the
+/// model of the topic.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
     use rand::{Rng, SeedableRng};
@@ -370,18 +375,50 @@ async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
     eprintln!("fault schedule seed {seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
 
-    // Records keep coming while processes stop and die: 80 waves of 300.
+    // Records keep coming while processes stop and die: 80 waves, each of
+    // 50 records per partition with keys of their own (ordered by wave) and
+    // 10 of five keys shared by the partition's waves, whose event times
+    // come out of order and a fifth of which delete.
+    type Row = (i64, Option<i64>);
+    let mut model: BTreeMap<String, (i64, Option<Row>)> = BTreeMap::new();
+    let mut waves: Vec<PartitionValues> = Vec::new();
+    for wave in 0..80i64 {
+        let mut wave_values: PartitionValues = Vec::new();
+        for part in 0..partitions as i64 {
+            let mut values = Vec::new();
+            for i in 0..50 {
+                let id = format!("w{wave}-p{part}-{i}");
+                values.push(Some(json!({"id": id, "ts": wave, "v": i}).to_string()));
+                model.insert(id, (wave, Some((wave, Some(i)))));
+            }
+            for j in 0..10i64 {
+                let n = wave * 60 + part * 10 + j;
+                let (id, ts) = (format!("s{part}-{}", j % 5), 1_000_000 + (n * 7919) % 100_003);
+                let deletes = (n * 31) % 5 == 0;
+                let value = if deletes {
+                    json!({"id": id, "ts": ts, "_hoodie_is_deleted": true})
+                } else {
+                    json!({"id": id, "ts": ts, "v": n})
+                };
+                values.push(Some(value.to_string()));
+                let e = model.entry(id).or_insert((i64::MIN, None));
+                if ts > e.0 {
+                    *e = (ts, (!deletes).then_some((ts, Some(n))));
+                }
+            }
+            wave_values.push(values);
+        }
+        waves.push(wave_values);
+    }
+    let want: BTreeMap<String, Row> = model.into_iter().filter_map(|(k, (_, v))| v.map(|v| (k, v))).collect();
     let producing = {
         let (brokers, topic) = (brokers.clone(), topic.clone());
         tokio::spawn(async move {
             let p = producer(&brokers);
             let mut n = 0u64;
-            for wave in 0..80 {
-                for part in 0..partitions {
-                    let values: Vec<Option<String>> = (0..50)
-                        .map(|i| Some(json!({"id": format!("w{wave}-p{part}-{i}"), "ts": wave, "v": i}).to_string()))
-                        .collect();
-                    produce(&p, &topic, part, &values).await;
+            for wave in waves {
+                for (part, values) in wave.iter().enumerate() {
+                    produce(&p, &topic, part as i32, values).await;
                     n += values.len() as u64;
                 }
                 tokio::time::sleep(Duration::from_millis(250)).await;
@@ -462,11 +499,14 @@ async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
         count("partitions revoked")
     );
     assert_eq!(written_records(&t).await, produced, "records written, over every commit");
-    let ours = rows(&t).await;
-    assert_eq!(ours.len() as u64, produced);
+    assert_eq!(rows(&t).await, want);
     // The official reader reads local tables in these tests.
     if store() == Store::Local && crate::support::have_official_reader() {
-        assert_eq!(crate::support::official_rows_of(&t, false).len() as u64, produced);
+        let theirs: BTreeMap<String, Row> = crate::support::official_rows_of(&t, false)
+            .into_iter()
+            .map(|r| (r["id"].as_str().unwrap().to_string(), (r["ts"].as_i64().unwrap(), r["v"].as_i64())))
+            .collect();
+        assert_eq!(theirs, want, "the official reader's rows");
     }
 }
 

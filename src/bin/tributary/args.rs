@@ -762,6 +762,10 @@ pub(crate) struct IngestArgs {
     /// Writer tasks.
     #[arg(long, default_value_t = 2)]
     pub(crate) tasks: usize,
+    /// Store every version of a key a commit is given; by default only
+    /// the one the merge keeps is stored (reads see the same rows).
+    #[arg(long)]
+    pub(crate) keep_every_version: bool,
     #[command(flatten)]
     pub(crate) metrics: MetricsArgs,
 }

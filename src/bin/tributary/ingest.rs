@@ -70,6 +70,7 @@ pub(crate) async fn run(store: &StoreArgs, args: IngestArgs) -> Result<(), Failu
         tasks: args.tasks,
         writer_id: format!("ingest-{}", std::process::id()),
         columns: args.columns,
+        combine: !args.keep_every_version,
         ..Default::default()
     };
     let job = t.ingest(write, settings).await?;
