@@ -510,6 +510,9 @@ impl Ingest {
             return Ok(None);
         }
         owned.next = Some(at.1 + 1);
+        if !batch.advances() {
+            tracing::debug!(topic = %at.0.0, partition = at.0.1, offset = at.1, "batch opened");
+        }
         batch.advance(&at);
         let Some(value) = payload else {
             // A tombstone (a null value): nothing to write; its offset is

@@ -313,7 +313,7 @@ fn ingest_process(
         .arg("--keep-every-version")
         // A stopped process leaves the group after 6 s, not Kafka's 45.
         .args(["--kafka", "session.timeout.ms=6000", "--kafka", "heartbeat.interval.ms=1000"])
-        .env("RUST_LOG", "tributary_ingest=info")
+        .env("RUST_LOG", "tributary_ingest=debug")
         .stdout(std::process::Stdio::null())
         .stderr(log)
         .spawn()
@@ -438,17 +438,25 @@ async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
     let zombie_log = place.scratch().join("zombie.log");
     let mut zombie = ingest_process(&brokers, &path, &topic, group, (1_000_000, "1h"), &zombie_log);
     reaper.0.push(zombie.id());
-    let assigned = std::time::Instant::now();
-    while !std::fs::read_to_string(&zombie_log).unwrap_or_default().contains("partition assigned") {
-        let said = || std::fs::read_to_string(&zombie_log).unwrap_or_default();
+    // It is stopped once the group is settled (the others committed) and
+    // it holds records consumed since its last assignment: a rebalance as
+    // the processes join revokes what it held before.
+    let started = std::time::Instant::now();
+    loop {
+        let said = std::fs::read_to_string(&zombie_log).unwrap_or_default();
+        let lines: Vec<&str> = said.lines().collect();
+        let last = |what: &str| lines.iter().rposition(|l| l.contains(what));
+        let holds = matches!((last("partition assigned"), last("batch opened")), (Some(a), Some(b)) if b > a);
+        let settled = std::fs::read_to_string(&logs).unwrap_or_default().contains("committed");
+        if holds && settled && last("partitions revoked") < last("partition assigned") {
+            break;
+        }
         assert!(
-            assigned.elapsed() < Duration::from_secs(60),
-            "the third process was never assigned a partition:\n{}",
-            said()
+            started.elapsed() < Duration::from_secs(60),
+            "the third process never held records of a partition:\n{said}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    tokio::time::sleep(Duration::from_secs(1)).await;
     signal(&zombie, "-STOP");
     let at_stop = table_offsets(&t, group, &topic, partitions).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
