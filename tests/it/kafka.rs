@@ -142,6 +142,22 @@ impl Running {
     }
 }
 
+/// A job of `group` on `topic` into `t`, committing every `records`
+/// records or `interval`, started; with its counters.
+async fn start_job(
+    t: &Table,
+    brokers: &str,
+    topic: &str,
+    group: &str,
+    (records, interval): (usize, Duration),
+) -> (std::sync::Arc<tributary::ingest::IngestStats>, Running) {
+    let mut settings = IngestSettings::new(brokers, vec![topic.to_string()], group);
+    settings.commit_records = records;
+    settings.commit_interval = interval;
+    let job = t.ingest(WriteSettings::default(), settings).await.unwrap();
+    (job.stats(), Running::start(job))
+}
+
 /// The table's rows: id to (ts, v).
 async fn rows(t: &Table) -> BTreeMap<String, (i64, Option<i64>)> {
     table_values(t)
@@ -192,12 +208,7 @@ async fn a_topic_is_ingested_into_the_model_with_its_offsets() {
         produce(&producer, &topic, p as i32, values).await;
     }
     let ends = end_offsets(&brokers, &topic, 3);
-    let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], "model");
-    settings.commit_records = 400;
-    settings.commit_interval = Duration::from_millis(500);
-    let job = t.ingest(WriteSettings::default(), settings).await.unwrap();
-    let stats = job.stats();
-    let running = Running::start(job);
+    let (stats, running) = start_job(&t, &brokers, &topic, "model", (400, Duration::from_millis(500))).await;
     until_caught_up(&t, "model", &topic, &ends).await;
     let summary = running.stop().await;
     assert!(summary.commits > 3, "{summary:?}");
@@ -768,12 +779,7 @@ async fn a_job_waiting_on_compaction_pauses_and_then_catches_up() {
         (0..200).map(|i| Some(json!({"id": format!("k{}", i % 50), "ts": i, "v": i}).to_string())).collect();
     produce(&producer(&brokers), &topic, 0, &values).await;
 
-    let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], "bounded");
-    settings.commit_records = 20;
-    settings.commit_interval = Duration::from_millis(100);
-    let job = t.ingest(WriteSettings::default(), settings).await.unwrap();
-    let stats = job.stats();
-    let running = Running::start(job);
+    let (stats, running) = start_job(&t, &brokers, &topic, "bounded", (20, Duration::from_millis(100))).await;
     // Two commits fill the bound; the third waits, and the batch after it
     // fills, then consuming pauses.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
