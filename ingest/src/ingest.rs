@@ -12,9 +12,8 @@
 //!                           next batch meanwhile
 //!  commit done ──────────> Kafka's group offsets (monitoring only); a full
 //!                          open batch is sealed next
-//!  rebalance: revoked p ─> forget p; an open batch holding p is dropped and
-//!                          its other partitions go back to where the batch
-//!                          in flight (or else the table) leaves them
+//!  rebalance: revoked p ─> an open batch holding p commits (after the batch
+//!                          in flight); then p is forgotten
 //! ```
 //!
 //! One batch commits at a time. While it does and the next one is full,
@@ -30,6 +29,7 @@
 //! the fenced ones are forgotten.
 
 use std::collections::HashMap;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -42,7 +42,7 @@ use rdkafka::producer::FutureProducer;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 use tributary_format::ErrorKind;
 use tributary_timeline::metrics as names;
 use tributary_writer::{SourceLease, WriteClient};
@@ -96,14 +96,6 @@ struct Owned {
     next: Option<i64>,
 }
 
-/// The batch being committed.
-#[derive(Debug)]
-struct InFlight {
-    /// Its partitions' next offsets.
-    ends: HashMap<Partition, i64>,
-    task: JoinHandle<Flushed>,
-}
-
 /// A running ingest job ([`Ingest::new`], [`Ingest::run`]).
 pub struct Ingest {
     settings: IngestSettings,
@@ -113,11 +105,19 @@ pub struct Ingest {
     values: Arc<Values>,
     owned: HashMap<Partition, Owned>,
     batch: Batch,
-    in_flight: Option<InFlight>,
+    /// The batch being committed: its task.
+    in_flight: Option<JoinHandle<Flushed>>,
     /// Since when the open batch is full while a commit is in flight.
     full_since: Option<Instant>,
     /// Whether the owned partitions are paused for that.
     paused: bool,
+    /// Fires every [`POLL_EVERY`]; reset when it fires, not per step.
+    poll_timer: Pin<Box<Sleep>>,
+    /// Fires at the open batch's commit deadline, `armed`; reset only when
+    /// that deadline changes (a timer made per step would be registered
+    /// with the runtime and dropped once per message).
+    due_timer: Pin<Box<Sleep>>,
+    armed: Option<Instant>,
     stats: Arc<IngestStats>,
 }
 
@@ -200,6 +200,9 @@ impl Ingest {
             in_flight: None,
             full_since: None,
             paused: false,
+            poll_timer: Box::pin(tokio::time::sleep(POLL_EVERY)),
+            due_timer: Box::pin(tokio::time::sleep(POLL_EVERY)),
+            armed: None,
             stats,
         })
     }
@@ -229,7 +232,7 @@ impl Ingest {
                 },
             };
             if stopping {
-                break match tokio::time::timeout(SHUTDOWN_COMMIT, self.finish()).await {
+                break match tokio::time::timeout(SHUTDOWN_COMMIT, self.commit_held()).await {
                     Ok(r) => r,
                     Err(_) => {
                         tracing::warn!("the open batch did not commit in {SHUTDOWN_COMMIT:?}; abandoned");
@@ -238,10 +241,10 @@ impl Ingest {
                 };
             }
         };
-        if let Some(f) = self.in_flight.take() {
+        if let Some(task) = self.in_flight.take() {
             // A failed job leaves its commit in flight unfinished: an
             // instant left inflight is a failed write, rolled back later.
-            f.task.abort();
+            task.abort();
         }
         self.consumer.unsubscribe();
         result?;
@@ -252,25 +255,33 @@ impl Ingest {
         })
     }
 
-    /// On shutdown: waits for the commit in flight, then commits the open
-    /// batch if that one succeeded.
-    async fn finish(&mut self) -> Result<()> {
-        if let Some(f) = self.in_flight.take() {
-            let flushed = join(f.task).await?;
-            let failed = flushed.result.is_err();
-            self.on_flushed(flushed).await?;
-            if failed {
-                return Ok(());
-            }
+    /// Commits what the job holds: waits for the commit in flight, then
+    /// commits the open batch if that one succeeded. On shutdown, and
+    /// before partitions the open batch holds are revoked.
+    ///
+    /// Cancel-safe: the commit in flight stays in `in_flight` until its
+    /// outcome is handled, so a later call waits for it rather than
+    /// committing beside it.
+    async fn commit_held(&mut self) -> Result<()> {
+        if !self.settle().await? {
+            return Ok(());
         }
         if self.batch.advances() {
             self.seal();
-            if let Some(f) = self.in_flight.take() {
-                let flushed = join(f.task).await?;
-                self.on_flushed(flushed).await?;
-            }
+            self.settle().await?;
         }
         Ok(())
+    }
+
+    /// Waits for the commit in flight, if any, and handles its outcome:
+    /// whether it succeeded (or there was none).
+    async fn settle(&mut self) -> Result<bool> {
+        let Some(task) = self.in_flight.as_mut() else { return Ok(true) };
+        let flushed = join(task).await?;
+        self.in_flight = None;
+        let succeeded = flushed.result.is_ok();
+        self.on_flushed(flushed).await?;
+        Ok(succeeded)
     }
 
     /// Whether the open batch is as large as a batch may be.
@@ -283,6 +294,12 @@ impl Ingest {
     async fn step(&mut self) -> Result<()> {
         let idle = self.in_flight.is_none();
         let due = self.batch.first_at.filter(|_| idle).map(|t| t + self.settings.commit_interval);
+        if due != self.armed {
+            if let Some(t) = due {
+                self.due_timer.as_mut().reset(t);
+            }
+            self.armed = due;
+        }
         // A full batch waits for the commit in flight: consuming stops,
         // unless the partitions are paused, when polling goes on.
         let consume = !self.full() || self.paused;
@@ -294,8 +311,11 @@ impl Ingest {
                 self.in_flight = None;
                 self.on_flushed(flushed?).await?;
             }
-            () = sleep_until(due) => self.seal(),
-            () = tokio::time::sleep(POLL_EVERY) => {}
+            () = &mut self.due_timer, if self.armed.is_some() => {
+                self.armed = None;
+                self.seal();
+            }
+            () = &mut self.poll_timer => self.poll_timer.as_mut().reset(Instant::now() + POLL_EVERY),
             message = self.consumer.recv(), if consume => match message {
                 Ok(m) => {
                     let at = ((m.topic().to_string(), m.partition()), m.offset());
@@ -350,9 +370,7 @@ impl Ingest {
             .iter()
             .filter_map(|(p, next)| self.owned.get(p).map(|o| (o.lease.clone(), position::render(*next))))
             .collect();
-        let ends = batch.ends.clone();
-        let task = tokio::spawn(self.committer.clone().commit(batch, positions));
-        self.in_flight = Some(InFlight { ends, task });
+        self.in_flight = Some(tokio::spawn(self.committer.clone().commit(batch, positions)));
     }
 
     /// A commit finished: on success its offsets are the partitions'
@@ -421,16 +439,17 @@ impl Ingest {
                 }
             }
             Event::Revoked(partitions) => {
-                let held = partitions.iter().any(|p| self.batch.ends.contains_key(p));
+                if partitions.iter().any(|p| self.batch.ends.contains_key(p)) {
+                    // What was consumed of them is committed before they
+                    // go, after the batch in flight, so the new owner
+                    // resumes after it. Should the new owner have taken
+                    // one of them over already (this process was stopped
+                    // or cut off), the commit is fenced: nothing of it
+                    // shows, and its partitions still ours rewind.
+                    self.commit_held().await?;
+                }
                 for p in &partitions {
                     self.owned.remove(p);
-                }
-                if held {
-                    // Its records of a partition no longer ours must not be
-                    // committed: the batch goes, the others rewind.
-                    let batch = std::mem::take(&mut self.batch);
-                    let rewind: Vec<Partition> = batch.ends.into_keys().collect();
-                    self.rewind(&rewind).await;
                 }
                 tracing::info!(?partitions, "partitions revoked");
             }
@@ -531,15 +550,11 @@ impl Ingest {
         Ok(Some((at, error, value.to_vec())))
     }
 
-    /// Sends partitions `ps` back to where the batch in flight leaves them,
-    /// or else to their committed offsets.
+    /// Sends partitions `ps` back to their committed offsets (no commit is
+    /// in flight when a failed one rewinds).
     async fn rewind(&mut self, ps: &[Partition]) {
         for p in ps {
-            let Some(owned) = self.owned.get(p) else { continue };
-            let to = match self.in_flight.as_ref().and_then(|f| f.ends.get(p)) {
-                Some(end) => Offset::Offset(*end),
-                None => owned.committed,
-            };
+            let Some(to) = self.owned.get(p).map(|o| o.committed) else { continue };
             if let Err(e) = self.seek(p, to).await {
                 tracing::warn!(topic = %p.0, partition = p.1, error = %e, "rewinding failed");
             }
@@ -578,9 +593,9 @@ fn offset_of(to: Offset) -> Option<i64> {
 }
 
 /// The commit in flight's outcome; never, when there is none.
-async fn wait(in_flight: &mut Option<InFlight>) -> Result<Flushed> {
+async fn wait(in_flight: &mut Option<JoinHandle<Flushed>>) -> Result<Flushed> {
     match in_flight {
-        Some(f) => join(&mut f.task).await,
+        Some(task) => join(task).await,
         None => std::future::pending().await,
     }
 }
@@ -590,11 +605,4 @@ async fn join(
     task: impl std::future::Future<Output = std::result::Result<Flushed, tokio::task::JoinError>>,
 ) -> Result<Flushed> {
     task.await.map_err(|e| Error::Internal { what: "a batch's commit task".into(), reason: e.to_string() })
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(t) => tokio::time::sleep_until(t).await,
-        None => std::future::pending().await,
-    }
 }

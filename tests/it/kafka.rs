@@ -315,6 +315,7 @@ fn ingest_process(
     commit: (usize, &str),
     log: &std::path::Path,
 ) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
     let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
     std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
         .args(["ingest", table, "--brokers", brokers, "--topic", topic, "--group", group])
@@ -325,10 +326,23 @@ fn ingest_process(
         // A stopped process leaves the group after 6 s, not Kafka's 45.
         .args(["--kafka", "session.timeout.ms=6000", "--kafka", "heartbeat.interval.ms=1000"])
         .env("RUST_LOG", "tributary_ingest=debug")
+        // A process group of its own, so that the kernel never hangs the
+        // stopped one up: a stopped member of a process group that has
+        // become orphaned (the test's, under some launchers) gets SIGHUP.
+        .process_group(0)
         .stdout(std::process::Stdio::null())
         .stderr(log)
         .spawn()
         .unwrap()
+}
+
+/// The logs at `paths`, for a failure's message.
+fn said(paths: &[&std::path::Path]) -> String {
+    let mut out = String::new();
+    for p in paths {
+        out += &format!("--- {}\n{}", p.display(), std::fs::read_to_string(p).unwrap_or_default());
+    }
+    out
 }
 
 /// Child processes killed when the test ends, passed or not.
@@ -444,8 +458,10 @@ async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
     // The third process never commits on its own: it holds what it
     // consumed when it is stopped. Once the group gave its partitions to
     // the others and they committed every partition, it is told to stop
-    // (SIGTERM) and continued: the commit of its batch on the way out
-    // must fail, and show nothing.
+    // (SIGTERM) and continued. It learns first either that it is stopping
+    // or that its session lapsed (librdkafka revokes its partitions);
+    // either way it commits what it holds, and that commit must fail, and
+    // show nothing.
     let zombie_log = place.scratch().join("zombie.log");
     let mut zombie = ingest_process(&brokers, &path, &topic, group, (1_000_000, "1h"), &zombie_log);
     reaper.0.push(zombie.id());
@@ -476,13 +492,18 @@ async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
         if now.iter().zip(&at_stop).all(|(n, s)| n > s) {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the others never took the stopped process's partitions over");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the others never took the stopped process's partitions over (table offsets {now:?}, at the stop \
+             {at_stop:?}):\n{}",
+            said(&[&logs, &zombie_log])
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     signal(&zombie, "-TERM");
     signal(&zombie, "-CONT");
     let status = zombie.wait().unwrap();
-    assert!(status.success(), "the stopped process ended with {status}");
+    assert!(status.success(), "the stopped process ended with {status}:\n{}", said(&[&zombie_log]));
     let zombie_said = std::fs::read_to_string(&zombie_log).unwrap();
     assert!(zombie_said.contains("commit fenced"), "the stopped process's commit was not fenced:\n{zombie_said}");
     procs.push(ingest_process(&brokers, &path, &topic, group, often, &logs));
@@ -505,7 +526,7 @@ async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
     }
     for p in &mut procs {
         let status = p.wait().unwrap();
-        assert!(status.success(), "an ingest process ended with {status}");
+        assert!(status.success(), "an ingest process ended with {status}:\n{}", said(&[&logs]));
     }
     // What the processes went through, from their logs.
     let log = std::fs::read_to_string(&logs).unwrap();
