@@ -48,7 +48,9 @@ mod incremental;
 mod json_lines;
 #[cfg(feature = "kafka")]
 mod kafka;
+mod predicate;
 mod read;
+mod scan;
 mod schema;
 mod service;
 mod settings;
@@ -128,7 +130,9 @@ pub use tributary_timeline::metrics;
 pub use service::{ServiceEvent, ServiceReport, ServiceSchedule, serve};
 
 // Reading ([`Table::read`]).
+pub use predicate::{CompareOp, Literal, Predicate};
 pub use read::{Query, ReadOptions};
+pub use scan::{Scan, ScanPlan, ScanStream};
 pub use schema::{Alteration, SchemaAt};
 pub use tributary_format::{SchemaChange, TableSchema};
 

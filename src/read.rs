@@ -5,13 +5,11 @@ use arrow::array::{ArrayRef, RecordBatch};
 use std::sync::Arc;
 
 use arrow::row::{RowConverter, SortField};
-use futures::StreamExt;
+use futures::TryStreamExt;
 use tributary_format::{META_FIELDS, PARTITION_PATH, RECORD_KEY, TableSchema};
-use tributary_merge::{BaseRows, RowOrder, SliceFiles, SliceMerge, merge_slice, written_by};
-use tributary_timeline::{FileSystemView, InstantTime, TableConfig, TableLocation, Timeline, TimelineFolder};
+use tributary_timeline::{InstantTime, TableConfig, TableLocation, Timeline, TimelineFolder};
 
 use crate::error::{Error, Result};
-use crate::incremental::Window;
 use crate::table::Table;
 
 /// Which rows a read returns.
@@ -53,11 +51,6 @@ fn arrow_err<'a>(table: &'a TableLocation, what: &'a str) -> impl Fn(arrow::erro
     move |e| Error::Internal { table: table.to_string(), what: what.to_string(), reason: e.to_string() }
 }
 
-/// A read task that panicked or was cancelled: a bug.
-fn join_err(table: &TableLocation, group: &str, e: tokio::task::JoinError) -> Error {
-    Error::Internal { table: table.to_string(), what: format!("reading file group {group}"), reason: e.to_string() }
-}
-
 impl Table {
     /// The table schema in force at `timeline`: the latest completed
     /// write's `extraMetadata.schema`, else the create schema
@@ -90,7 +83,7 @@ impl Table {
     /// saw: `t` is before the earliest commit that clean retains (Hudi's
     /// `validateTimestampAsOf`). Older file slices are gone, and a read
     /// would return a partial table without telling.
-    async fn check_not_cleaned(&self, timeline: &Timeline, t: &InstantTime) -> Result<()> {
+    pub(crate) async fn check_not_cleaned(&self, timeline: &Timeline, t: &InstantTime) -> Result<()> {
         let folder = TimelineFolder::new(self.location(), self.config());
         match tributary_compaction::latest_clean_retained(&folder, timeline).await? {
             Some(retained) if *t < retained => Err(Error::InvalidInput {
@@ -108,85 +101,23 @@ impl Table {
     /// loaded ([`Table::timeline`]): several queries at one timeline see
     /// the same completed instants, and none loads it again.
     pub async fn read_at(&self, full: &Timeline, options: &ReadOptions) -> Result<RecordBatch> {
-        let timeline = match &options.as_of {
-            Some(t) => {
-                self.check_not_cleaned(full, t).await?;
-                full.filtered(|i| &i.requested <= t)
-            }
-            None => full.clone(),
-        };
-        // Time travel sees the schema (and sequence groups) in force then.
-        let (schema, config) = self.in_force(&timeline).await?;
-        let window = match &options.query {
-            Query::Incremental { begin, end } => Some(Window::of(&timeline, begin, end)),
-            _ => None,
-        };
-        let view = match &window {
-            Some(w) => w.view(self, &timeline).await?,
-            None => FileSystemView::load(self.location(), self.config(), &timeline).await?,
-        };
-        // Slices are independent: read and merge them on all cores.
-        let schema = Arc::new(schema);
-        let timeline = Arc::new(timeline);
-        let base_only = options.query == Query::ReadOptimized;
-        let config = Arc::new(config);
-        tributary_merge::check_merger(&config)?;
-        let parallelism = parallelism();
-        let slices = view.latest_slices().into_iter().filter(|s| s.base.is_some() || !s.logs.is_empty());
-        let jobs = slices.map(|slice| {
-            let (loc, schema, timeline, config) =
-                (self.location().clone(), schema.clone(), timeline.clone(), config.clone());
-            let commits = window.as_ref().map(|w| w.commits().clone());
-            let group = if slice.partition.is_empty() {
-                slice.file_id.clone()
-            } else {
-                format!("{}/{}", slice.partition, slice.file_id)
-            };
-            let what = format!("the incremental read of {loc}, file group {group}");
-            let job = tokio::spawn(async move {
-                let base = slice.base.as_ref().map(|b| b.file.path.clone());
-                let logs: Vec<_> =
-                    if base_only { Vec::new() } else { slice.logs.iter().map(|l| l.file.path.clone()).collect() };
-                let log_sizes: Vec<u64> = slice.logs.iter().take(logs.len()).map(|l| l.file.size).collect();
-                // An incremental read merges the window's base rows only.
-                let base_rows = commits.as_deref().map_or(BaseRows::All, BaseRows::WrittenBy);
-                let files = SliceFiles { base: base.as_ref(), logs: &logs, log_sizes: &log_sizes, base_rows };
-                let ctx = SliceMerge { loc: &loc, schema: &schema, config: &config, timeline: &timeline };
-                let mut merged = merge_slice(&ctx, &files, RowOrder::Write, None).await?;
-                let mut batches = Vec::new();
-                while let Some(b) = merged.next_batch().await? {
-                    // Of an incremental read's merged rows, those the
-                    // window's commits wrote.
-                    batches.push(match commits.as_deref() {
-                        Some(c) => written_by(b, c, &what)?,
-                        None => b,
-                    });
-                }
-                Ok::<_, Error>(batches)
-            });
-            async move { (group, job.await) }
-        });
-        // Collected first: a stream over the iterator's closures would make
-        // this future `Send` for one lifetime only, and a read could not be
-        // spawned on a task.
-        let jobs: Vec<_> = jobs.collect();
-        let merged: Vec<_> = futures::stream::iter(jobs).buffer_unordered(parallelism).collect().await;
-        let mut parts = Vec::with_capacity(merged.len());
-        let loc = self.location();
-        for (group, m) in merged {
-            let m = m.map_err(|e| join_err(loc, &group, e))??;
-            parts.extend(m);
+        let mut scan = self.scan().at(full.clone()).query(options.query.clone()).with_meta(true);
+        if let Some(t) = &options.as_of {
+            scan = scan.as_of(t.clone());
         }
+        let stream = scan.stream().await?;
+        let with_meta = stream.schema();
+        let parts: Vec<RecordBatch> = stream.try_collect().await?;
+        let loc = self.location();
         // The meta columns are dropped before the slices are put together,
         // so that only the columns returned are copied; an ordered read
         // puts together the two it sorts by as well.
         let columns: Vec<usize> = if options.with_meta {
-            (0..schema.arrow_with_meta().fields().len()).collect()
+            (0..with_meta.fields().len()).collect()
         } else {
-            (META_FIELDS.len()..schema.arrow_with_meta().fields().len()).collect()
+            (META_FIELDS.len()..with_meta.fields().len()).collect()
         };
-        let out_schema =
-            Arc::new(schema.arrow_with_meta().project(&columns).map_err(arrow_err(loc, "dropping the meta columns"))?);
+        let out_schema = Arc::new(with_meta.project(&columns).map_err(arrow_err(loc, "dropping the meta columns"))?);
         let projected = parts
             .iter()
             .map(|p| p.project(&columns))
@@ -208,7 +139,7 @@ impl Table {
 /// How many file slices a read merges at once: one per core. Asked of the
 /// system once per process (the answer reads the cgroup quota from files,
 /// which costs more than merging a small slice).
-fn parallelism() -> usize {
+pub(crate) fn parallelism() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
 }

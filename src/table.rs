@@ -153,7 +153,7 @@ impl Table {
     }
 
     /// The store and folder compactors spill to.
-    async fn spill_root(&self) -> Result<(Arc<dyn ObjectStore>, Path)> {
+    pub(crate) async fn spill_root(&self) -> Result<(Arc<dyn ObjectStore>, Path)> {
         match &self.components.spill {
             Spill::Given(store, dir) => Ok((store.clone(), dir.clone())),
             Spill::Local(dir) => {

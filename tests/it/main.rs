@@ -27,6 +27,7 @@ mod read;
 mod recovery;
 mod robustness;
 mod s3;
+mod scan;
 mod schema_evolution;
 mod service;
 mod support;

@@ -30,13 +30,13 @@ use tributary_timeline::{WriterState, WriterStatus, lookup_writer};
 
 use crate::backpressure::LogTally;
 use crate::block_buffer::BlockBuffers;
-use crate::bucket::BucketIndex;
 pub use crate::commit::CHECKPOINT_PREFIX;
 use crate::commit::Commit;
 use crate::error::{Error, Result};
 pub(crate) use crate::settings::WriteSettings;
 use crate::shared::{Shared, WriteMeters};
 use crate::source::SourceLease;
+use tributary_timeline::BucketIndex;
 
 /// Writes commits into one table.
 #[derive(Debug, Clone)]

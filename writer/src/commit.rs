@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 use tributary_format::{CommitMetadata, WriteStat};
 use tributary_format::{TableDatumEncoder, TableDatums};
 use tributary_timeline::partition_file;
-use tributary_timeline::{Action, Instant, InstantTime, State};
+use tributary_timeline::{Action, Instant, InstantTime, NULL_PARTITION, State};
 use tributary_timeline::{Completion, Heartbeat, complete_instant_with, delete_if_exists};
 use tributary_timeline::{SEQUENCE_GROUPS_KEY, SequenceGroup};
 use tributary_timeline::{TableConfig, TableLocation, Timeline, replaced_groups, replaces_groups};
@@ -215,15 +215,12 @@ impl Commit {
             Some(p) => {
                 let values = as_strings(&s, &rows, p, "partition field")?;
                 let field = schema.field_name(p);
-                let mut seen: foldhash::HashMap<&str, u32> = foldhash::HashMap::default();
+                let mut seen: foldhash::HashMap<Option<&str>, u32> = foldhash::HashMap::default();
                 for r in 0..n {
-                    let v = if values.is_null(r) { "__HIVE_DEFAULT_PARTITION__" } else { values.value(r) };
+                    // A value spelled as the null folder is that folder.
+                    let v = (!values.is_null(r)).then(|| values.value(r)).filter(|v| *v != NULL_PARTITION);
                     let slot = *seen.entry(v).or_insert_with(|| {
-                        partitions.push(if s.config.hive_style_partitioning {
-                            Arc::from(format!("{field}={v}"))
-                        } else {
-                            Arc::from(v)
-                        });
+                        partitions.push(Arc::from(s.config.partition_path(field, v)));
                         (partitions.len() - 1) as u32
                     });
                     self.part_of_row.push(slot);

@@ -10,7 +10,7 @@
 
 mod backpressure;
 mod block_buffer;
-mod bucket;
+
 mod client;
 mod commit;
 mod error;
@@ -23,7 +23,6 @@ mod shared;
 mod source;
 mod task;
 
-pub use bucket::BucketIndex;
 pub use client::{CHECKPOINT_PREFIX, WriteClient};
 pub use commit::{Commit, CommitSummary};
 pub use error::{Error, Result};
@@ -31,4 +30,5 @@ pub use file_write::FileWrite;
 pub use input::{InputEvolution, Rows, rows_from_batch, rows_from_json_lines, schema_evolution_in_json_lines};
 pub use settings::WriteSettings;
 pub use source::SourceLease;
+pub use tributary_timeline::BucketIndex;
 pub use tributary_timeline::{Checkpoint, WriterStatus};

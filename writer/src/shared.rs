@@ -14,9 +14,9 @@ use tributary_timeline::{TableConfig, TableLocation, TimeGenerator, TimelineFold
 
 use crate::backpressure::LogTally;
 use crate::block_buffer::BlockBuffers;
-use crate::bucket::BucketIndex;
 use crate::error::Result;
 use crate::settings::WriteSettings;
+use tributary_timeline::BucketIndex;
 
 /// The file id of each bucket of one partition.
 pub(crate) type BucketFileIds = HashMap<u32, String>;

@@ -20,8 +20,8 @@ pub use bucket::{BucketHash, BucketSpec};
 pub use merge_mode::{MergeMode, SEQUENCE_GROUPS_STRATEGY_ID};
 pub(crate) use properties_text::{ChecksumState, checksum_state, parse_properties, render_properties, table_checksum};
 pub use table::{
-    DEFAULT_MAX_LOGS_PER_FILE_GROUP, DEFAULT_TABLE_VERSION, NewTableConfig, SequenceGroup, TableConfig, TableType,
-    WRITABLE_VERSIONS, split_fields,
+    DEFAULT_MAX_LOGS_PER_FILE_GROUP, DEFAULT_TABLE_VERSION, NULL_PARTITION, NewTableConfig, SequenceGroup, TableConfig,
+    TableType, WRITABLE_VERSIONS, split_fields,
 };
 pub use time_mode::TimeMode;
 pub use tombstone::TombstoneRetention;

@@ -203,6 +203,9 @@ pub(crate) fn key_generator_type(partitioned: bool, key_fields: usize) -> &'stat
 /// simple, complex and non-partitioned, in that order.
 const KEY_GENERATOR_TYPES: [&str; 3] = ["SIMPLE", "COMPLEX", "NON_PARTITION"];
 
+/// The partition folder of rows whose partition value is null (Hive's).
+pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
+
 /// The key generator classes (`hoodie.table.keygenerator.class`, which
 /// tables older than version 8 record) of [`KEY_GENERATOR_TYPES`].
 const KEY_GENERATOR_CLASSES: [&str; 6] = [
@@ -601,18 +604,15 @@ impl TableConfig {
         (list(keys::METADATA_PARTITIONS), list(keys::METADATA_PARTITIONS_INFLIGHT))
     }
 
-    /// Refuses a table whose record keys or partition paths another engine
-    /// forms in a way Tributary does not (a timestamp or custom key
-    /// generator, URL-encoded partition paths, several partition fields):
-    /// rows written anyway would land in other partitions or under other
-    /// keys than that engine's. Writers check it before anything else.
-    pub fn check_writable(&self) -> Result<()> {
-        let refuse = |reason: String| Err(Error::InvalidInput { what: format!("table {}", self.name), reason });
+    /// Why the table's record keys or partition paths are not formed as
+    /// Tributary forms them (a timestamp or custom key generator,
+    /// URL-encoded partition paths); `None` when they are.
+    fn other_key_rule(&self) -> Option<String> {
         let other = |k: &str| self.other.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
         if let Some(t) = other(keys::KEYGEN_TYPE)
             && !KEY_GENERATOR_TYPES.contains(&t)
         {
-            return refuse(format!(
+            return Some(format!(
                 "Tributary does not write key generator type {t} ({}); it writes {}",
                 keys::KEYGEN_TYPE,
                 KEY_GENERATOR_TYPES.join(", ")
@@ -621,10 +621,60 @@ impl TableConfig {
         if let Some(c) = other(keys::KEYGEN_CLASS)
             && !KEY_GENERATOR_CLASSES.contains(&c)
         {
-            return refuse(format!("Tributary does not write key generator {c} ({})", keys::KEYGEN_CLASS));
+            return Some(format!("Tributary does not write key generator {c} ({})", keys::KEYGEN_CLASS));
         }
         if other(keys::URL_ENCODE) == Some("true") {
-            return refuse(format!("Tributary does not URL-encode partition paths ({}=true)", keys::URL_ENCODE));
+            return Some(format!("Tributary does not URL-encode partition paths ({}=true)", keys::URL_ENCODE));
+        }
+        None
+    }
+
+    /// The partition folder of rows whose partition field `field` holds
+    /// `value` (`None` for null): the value as it is, or `field=value` in a
+    /// table with hive-style partitioning; a null value is Hive's
+    /// `__HIVE_DEFAULT_PARTITION__`.
+    pub fn partition_path(&self, field: &str, value: Option<&str>) -> String {
+        let value = value.unwrap_or(NULL_PARTITION);
+        if self.hive_style_partitioning { format!("{field}={value}") } else { value.to_string() }
+    }
+
+    /// The partition field values that partition folder `path` stands
+    /// for, in [`Self::partition_fields`] order (`None` for a null value),
+    /// as [`Self::partition_path`] forms folders, one level per field.
+    /// `None` when the table forms its paths otherwise (a timestamp or
+    /// custom key generator, URL encoding: a folder's name is then not a
+    /// field's value) or `path` does not parse.
+    pub fn partition_values(&self, path: &str) -> Option<Vec<Option<String>>> {
+        if self.partition_fields.is_empty() || self.other_key_rule().is_some() {
+            return None;
+        }
+        let levels: Vec<&str> = path.split('/').collect();
+        if levels.len() != self.partition_fields.len() {
+            return None;
+        }
+        levels
+            .iter()
+            .zip(&self.partition_fields)
+            .map(|(level, field)| {
+                let value = if self.hive_style_partitioning {
+                    level.strip_prefix(field.as_str())?.strip_prefix('=')?
+                } else {
+                    level
+                };
+                Some((value != NULL_PARTITION).then(|| value.to_string()))
+            })
+            .collect()
+    }
+
+    /// Refuses a table whose record keys or partition paths another engine
+    /// forms in a way Tributary does not (a timestamp or custom key
+    /// generator, URL-encoded partition paths, several partition fields):
+    /// rows written anyway would land in other partitions or under other
+    /// keys than that engine's. Writers check it before anything else.
+    pub fn check_writable(&self) -> Result<()> {
+        let refuse = |reason: String| Err(Error::InvalidInput { what: format!("table {}", self.name), reason });
+        if let Some(reason) = self.other_key_rule() {
+            return refuse(reason);
         }
         if self.partition_fields.len() > 1 {
             return refuse(format!(
@@ -680,6 +730,25 @@ mod tests {
         assert!(text.contains("hoodie.table.checksum="));
         let back = TableConfig::parse(&text, "hoodie.properties").unwrap();
         assert_eq!(back, cfg);
+    }
+
+    /// Folders name partitions as writers name them, and give their values
+    /// back; tables whose folders are not the values give none.
+    #[test]
+    fn partition_folders_and_their_values() {
+        let mut cfg = TableConfig::new_table(&sample());
+        for value in [Some("oslo"), None] {
+            let path = cfg.partition_path("city", value);
+            assert_eq!(cfg.partition_values(&path), Some(vec![value.map(String::from)]), "{path}");
+        }
+        assert_eq!(cfg.partition_path("city", None), "city=__HIVE_DEFAULT_PARTITION__");
+        assert_eq!(cfg.partition_values("town=oslo"), None);
+        assert_eq!(cfg.partition_values("city=oslo/x"), None);
+        cfg.hive_style_partitioning = false;
+        assert_eq!(cfg.partition_path("city", Some("oslo")), "oslo");
+        assert_eq!(cfg.partition_values("oslo"), Some(vec![Some("oslo".into())]));
+        cfg.other.insert(keys::KEYGEN_TYPE.into(), "TIMESTAMP".into());
+        assert_eq!(cfg.partition_values("2024/01/01"), None);
     }
 
     /// A version-9 table records what Hudi 1.1 records at creation: the

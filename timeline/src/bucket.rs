@@ -20,8 +20,8 @@
 //!   split simple keys containing `,`, and composite values containing `,`;
 //!   newer versions do not, and neither do we.)
 
+use crate::{BucketHash, BucketSpec, nbcc_file_id};
 use tributary_format::Keys;
-use tributary_timeline::{BucketHash, BucketSpec, nbcc_file_id};
 
 /// Maps record keys to buckets and buckets to file ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
