@@ -30,6 +30,7 @@ mod s3;
 mod scan;
 mod schema_evolution;
 mod service;
+mod sql;
 mod support;
 mod tombstones;
 mod wide;

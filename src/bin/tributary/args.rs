@@ -393,6 +393,36 @@ pub(crate) enum Command {
         /// Include the `_hoodie_*` meta columns.
         #[arg(long)]
         meta: bool,
+        /// Only these columns, in this order (`_hoodie_*` meta columns
+        /// among them if named): NAME,NAME,...
+        #[arg(long, value_delimiter = ',')]
+        columns: Vec<String>,
+        /// Only rows this SQL condition holds for (`amount > 100 AND
+        /// region = 'eu'`), parsed by DataFusion. With --columns, --where
+        /// or --limit, rows stream as they are merged, in no fixed order.
+        #[arg(long = "where", value_name = "CONDITION")]
+        filter: Option<String>,
+        /// At most this many rows.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Run a SQL query (Apache DataFusion) over one or more tables, each
+    /// registered by name; rows stream as they are computed.
+    Sql {
+        /// The query: SELECT ..., EXPLAIN ..., over the tables' names.
+        query: String,
+        /// A table by name: NAME=URI, optionally read as of an instant
+        /// (NAME=URI@as-of=T), read-optimized (@read-optimized) or
+        /// incremental (@incremental=BEGIN..END, completion times).
+        /// Repeatable.
+        #[arg(long = "table", value_name = "NAME=URI[@OPTION]", required = true, value_parser = table_arg)]
+        tables: Vec<TableArg>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "jsonl")]
+        format: FormatArg,
+        /// Write the rows to this file rather than standard output.
+        #[arg(long)]
+        output: Option<PathBuf>,
     },
     /// Change the table's schema without writing data: add nullable
     /// columns at the end, or promote a column's type (int to long, float,
@@ -505,6 +535,8 @@ pub(crate) enum FormatArg {
     Csv,
     /// An aligned text table.
     Table,
+    /// A Parquet file (with --output).
+    Parquet,
 }
 
 impl From<TimeModeArg> for TimeMode {
@@ -825,4 +857,45 @@ fn parse_property(text: &str) -> Result<(String, String), String> {
         Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
         _ => Err("expected KEY=VALUE".into()),
     }
+}
+
+/// A table a query names: `NAME=URI`, then options each after `@`:
+/// `@as-of=T`, `@read-optimized`, `@incremental=BEGIN..END`.
+#[derive(Clone, Debug)]
+pub(crate) struct TableArg {
+    pub(crate) name: String,
+    pub(crate) uri: String,
+    pub(crate) read_as: tributary::sql::ReadAs,
+}
+
+/// Parses `--table NAME=URI[@as-of=T][@read-optimized][@incremental=B..E]`.
+pub(crate) fn table_arg(s: &str) -> Result<TableArg, String> {
+    let (name, rest) = s.split_once('=').ok_or_else(|| format!("`{s}`: expected NAME=URI"))?;
+    let mut parts = rest.split('@');
+    let uri = parts.next().unwrap_or_default();
+    if name.is_empty() || uri.is_empty() {
+        return Err(format!("`{s}`: expected NAME=URI"));
+    }
+    let mut read_as = tributary::sql::ReadAs::default();
+    let instant = |t: &str| instant_arg(t, s).map_err(|e| e.to_string());
+    for option in parts {
+        match option.split_once('=') {
+            Some(("as-of", t)) => read_as.as_of = Some(instant(t)?),
+            Some(("incremental", window)) => {
+                let (begin, end) = window
+                    .split_once("..")
+                    .ok_or_else(|| format!("`{option}`: expected incremental=BEGIN..END (completion times)"))?;
+                let begin = instant(if begin.is_empty() { "00000000000000000" } else { begin })?;
+                let end = instant(if end.is_empty() { "99999999999999999" } else { end })?;
+                read_as.query = tributary::Query::Incremental { begin, end };
+            }
+            None if option == "read-optimized" => read_as.query = tributary::Query::ReadOptimized,
+            _ => {
+                return Err(format!(
+                    "`{option}` in `{s}`: the options are @as-of=T, @read-optimized and @incremental=BEGIN..END"
+                ));
+            }
+        }
+    }
+    Ok(TableArg { name: name.to_string(), uri: uri.to_string(), read_as })
 }

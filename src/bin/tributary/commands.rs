@@ -156,7 +156,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             };
             serve_tables(store, tables, schedule, service.table_settings(compactor.spill_dir.clone())).await?;
         }
-        Command::Read { table, query, as_of, begin, end, format, meta } => {
+        Command::Read { table, query, as_of, begin, end, format, meta, columns, filter, limit } => {
             let as_of = as_of.map(|t| instant_arg(&t, "--as-of")).transpose()?;
             let query = match query {
                 QueryArg::Snapshot => Query::Snapshot,
@@ -167,7 +167,17 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
                     Query::Incremental { begin, end }
                 }
             };
-            read(store, table, ReadOptions { query, as_of, with_meta: meta, ..Default::default() }, format).await?;
+            if columns.is_empty() && filter.is_none() && limit.is_none() {
+                let options = ReadOptions { query, as_of, with_meta: meta, ..Default::default() };
+                read(store, table, options, format).await?;
+            } else {
+                let read_as = tributary::sql::ReadAs { query, as_of };
+                let pick = crate::sql::Selection { columns, filter, limit, meta };
+                crate::sql::read(store, table, read_as, pick, format).await?;
+            }
+        }
+        Command::Sql { query, tables, format, output } => {
+            crate::sql::sql(store, &query, &tables, format, output).await?;
         }
         Command::Alter { table, add_columns, promotions, sequence_groups } => {
             let t = store.open(&table, TableSettings::default()).await?;

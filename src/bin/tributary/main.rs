@@ -11,6 +11,7 @@ mod commands;
 mod ingest;
 mod metrics;
 mod output;
+mod sql;
 
 use std::process::ExitCode;
 

@@ -298,23 +298,83 @@ pub(crate) fn archived(s: &ArchiveSummary) {
 
 /// `read`: the rows in the format asked for.
 pub(crate) fn rows(batch: RecordBatch, format: FormatArg) -> Result<(), Failure> {
-    use tributary::arrow;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    match format {
-        FormatArg::Jsonl => {
-            let mut w = arrow::json::LineDelimitedWriter::new(&mut out);
-            w.write(&batch)?;
-            w.finish()?;
-        }
-        FormatArg::Csv => {
-            let mut w = arrow::csv::Writer::new(&mut out);
-            w.write(&batch)?;
-        }
-        FormatArg::Table => {
-            writeln!(out, "{}", arrow::util::pretty::pretty_format_batches(&[batch])?)?;
-        }
+    let mut sink = Rows::new(batch.schema(), format, None)?;
+    sink.write(&batch)?;
+    sink.finish()
+}
+
+/// Rows written as they come, in the format asked for, to standard output
+/// or a file; an aligned table is written once every row has come (its
+/// widths need them all), Parquet only to a file.
+pub(crate) enum Rows {
+    Jsonl(arrow::json::LineDelimitedWriter<Box<dyn Write>>),
+    Csv(arrow::csv::Writer<Box<dyn Write>>),
+    Table(Vec<RecordBatch>, Box<dyn Write>),
+    Parquet(parquet::arrow::ArrowWriter<std::fs::File>),
+}
+
+use tributary::arrow;
+
+impl Rows {
+    /// A writer of rows of `schema` in `format` to `output`, else standard
+    /// output.
+    pub(crate) fn new(
+        schema: arrow::datatypes::SchemaRef,
+        format: FormatArg,
+        output: Option<std::path::PathBuf>,
+    ) -> Result<Self, Failure> {
+        let open = |path: &std::path::Path| {
+            std::fs::File::create(path).map_err(|e| Failure::Output(format!("creating {}: {e}", path.display()).into()))
+        };
+        let out: Box<dyn Write> = match (&output, format) {
+            (_, FormatArg::Parquet) => {
+                let Some(path) = &output else {
+                    return Err(Failure::Table(tributary::Error::InvalidInput {
+                        what: "--format parquet".into(),
+                        reason: "Parquet goes to a file: give --output FILE".into(),
+                    }));
+                };
+                let w = parquet::arrow::ArrowWriter::try_new(open(path)?, schema, None)
+                    .map_err(|e| Failure::Output(e.into()))?;
+                return Ok(Rows::Parquet(w));
+            }
+            (Some(path), _) => Box::new(std::io::BufWriter::new(open(path)?)),
+            (None, _) => Box::new(std::io::BufWriter::new(std::io::stdout())),
+        };
+        Ok(match format {
+            FormatArg::Jsonl => Rows::Jsonl(arrow::json::LineDelimitedWriter::new(out)),
+            FormatArg::Csv => Rows::Csv(arrow::csv::Writer::new(out)),
+            FormatArg::Table | FormatArg::Parquet => Rows::Table(Vec::new(), out),
+        })
     }
-    out.flush()?;
-    Ok(())
+
+    /// Writes `batch`.
+    pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<(), Failure> {
+        match self {
+            Rows::Jsonl(w) => w.write(batch)?,
+            Rows::Csv(w) => w.write(batch)?,
+            Rows::Table(all, _) => all.push(batch.clone()),
+            Rows::Parquet(w) => w.write(batch).map_err(|e| Failure::Output(e.into()))?,
+        }
+        Ok(())
+    }
+
+    /// Writes what is left and flushes.
+    pub(crate) fn finish(self) -> Result<(), Failure> {
+        match self {
+            Rows::Jsonl(mut w) => {
+                w.finish()?;
+                w.into_inner().flush()?;
+            }
+            Rows::Csv(w) => w.into_inner().flush()?,
+            Rows::Table(all, mut out) => {
+                writeln!(out, "{}", arrow::util::pretty::pretty_format_batches(&all)?)?;
+                out.flush()?;
+            }
+            Rows::Parquet(w) => {
+                w.close().map_err(|e| Failure::Output(e.into()))?;
+            }
+        }
+        Ok(())
+    }
 }

@@ -68,8 +68,8 @@ pub enum JsonLinesProgress<'a> {
 /// nothing of it was written; commits completed before it stay.
 ///
 /// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> tributary::Result<()> {
-/// use tributary::{CreateOptions, JsonLinesOptions, ReadOptions, Table, WriteSettings, write_json_lines};
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> tributary_table::Result<()> {
+/// use tributary_table::{CreateOptions, JsonLinesOptions, ReadOptions, Table, WriteSettings, write_json_lines};
 ///
 /// let dir = std::env::temp_dir().join(format!("tributary-doc-jsonl-{}", std::process::id()));
 /// let schema = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"ts","type":"long"}]}"#;

@@ -26,8 +26,8 @@ impl Table {
     /// [`Error::CheckpointMismatch`] (a conflict) before anything is written.
     ///
     /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> tributary::Result<()> {
-    /// use tributary::{CreateOptions, Table, WriteSettings};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> tributary_table::Result<()> {
+    /// use tributary_table::{CreateOptions, Table, WriteSettings};
     ///
     /// let dir = std::env::temp_dir().join(format!("tributary-doc-register-{}", std::process::id()));
     /// let schema = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"ts","type":"long"}]}"#;
@@ -37,7 +37,7 @@ impl Table {
     /// let status = table.register_writer(&client, Some("")).await?; // none committed yet
     /// assert_eq!((status.generation, status.checkpoint), (1, None));
     /// let stale = table.register_writer(&client, Some("offset=7")).await.unwrap_err();
-    /// assert_eq!(stale.kind(), tributary::ErrorKind::Conflict);
+    /// assert_eq!(stale.kind(), tributary_table::ErrorKind::Conflict);
     /// # std::fs::remove_dir_all(&dir).ok();
     /// # Ok(()) }
     /// ```

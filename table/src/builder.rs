@@ -48,10 +48,10 @@ enum Target {
 /// [`TableBuilder::create`].
 ///
 /// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> tributary::Result<()> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> tributary_table::Result<()> {
 /// use std::sync::Arc;
-/// use tributary::object_store::{memory::InMemory, path::Path};
-/// use tributary::{CreateOptions, ManualClock, Table, TableLocation};
+/// use tributary_table::object_store::{memory::InMemory, path::Path};
+/// use tributary_table::{CreateOptions, ManualClock, Table, TableLocation};
 ///
 /// let location = TableLocation::new(Arc::new(InMemory::new()), Path::from("warehouse/trips"));
 /// let schema = r#"{"type":"record","name":"trip","fields":[

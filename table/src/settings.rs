@@ -72,10 +72,10 @@ pub enum LockKind {
 /// under the field name plus `_ms`.
 ///
 /// ```
-/// let settings: tributary::TableSettings =
+/// let settings: tributary_table::TableSettings =
 ///     serde_json::from_str(r#"{"time": {"mode": "hybrid-logical"}, "lock": "in-process"}"#).unwrap();
 /// assert_eq!(settings.time.max_clock_skew, std::time::Duration::from_millis(200));
-/// assert!(serde_json::from_str::<tributary::TableSettings>(r#"{"lokc": "file"}"#).is_err());
+/// assert!(serde_json::from_str::<tributary_table::TableSettings>(r#"{"lokc": "file"}"#).is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -6,8 +6,9 @@
 //! in force and the file slices to read, leaving out partitions and buckets
 //! its filter rules out. Then each slice is merged on a task of its own, a
 //! few at once, and its rows are filtered and projected as they come out of
-//! the merge. Batches come in the plan's slice order; rows within a slice in
-//! write order, or (with a memory budget) in record-key order.
+//! the merge. Batches come as the merges running at once produce them, in
+//! no fixed order between slices; rows within a slice come in write order,
+//! or (with a memory budget) in record-key order.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -40,9 +41,9 @@ const READY_PER_SLICE: usize = 2;
 /// it.
 ///
 /// ```
-/// # async fn example(table: &tributary::Table) -> tributary::Result<()> {
+/// # async fn example(table: &tributary_table::Table) -> tributary_table::Result<()> {
 /// use futures::TryStreamExt;
-/// use tributary::{CompareOp, Predicate};
+/// use tributary_table::{CompareOp, Predicate};
 ///
 /// let batches: Vec<_> = table
 ///     .scan()
@@ -216,6 +217,8 @@ impl<'t> Scan<'t> {
             }),
             slices,
             limit: self.limit,
+            at_once: crate::read::parallelism(),
+            sharing: crate::read::parallelism(),
         })
     }
 
@@ -271,6 +274,11 @@ pub struct ScanPlan {
     shared: Arc<Shared>,
     slices: Vec<FileSlice>,
     limit: Option<usize>,
+    /// How many slices its stream merges at once.
+    at_once: usize,
+    /// How many merges share the memory budget: this plan's, and those of
+    /// the other parts of the plan it was split from.
+    sharing: usize,
 }
 
 impl ScanPlan {
@@ -279,7 +287,7 @@ impl ScanPlan {
         self.shared.out_schema.clone()
     }
 
-    /// The file slices it reads, in the order it reads them.
+    /// The file slices it reads, in the order it starts them.
     pub fn slices(&self) -> &[FileSlice] {
         &self.slices
     }
@@ -289,7 +297,43 @@ impl ScanPlan {
         &self.shared.timeline
     }
 
-    /// Streams every slice, then stops at the limit.
+    /// Its filter, if any.
+    pub fn filter(&self) -> Option<&Predicate> {
+        self.shared.filter.as_ref()
+    }
+
+    /// The plan in at most `n` parts of about equal bytes, to be streamed
+    /// at once (a query engine's partitions): each merges its slices one
+    /// core's share at a time, and the memory budget is shared among all
+    /// of them. A limit applies to each part.
+    pub fn split(&self, n: usize) -> Vec<ScanPlan> {
+        let parts = n.clamp(1, self.slices.len().max(1));
+        let bytes = |s: &FileSlice| {
+            s.base.as_ref().map_or(0, |b| b.file.size) + s.logs.iter().map(|l| l.file.size).sum::<u64>()
+        };
+        let mut slices = self.slices.clone();
+        slices.sort_by_key(|s| std::cmp::Reverse(bytes(s)));
+        let mut out: Vec<(u64, Vec<FileSlice>)> = vec![(0, Vec::new()); parts];
+        for s in slices {
+            if let Some(smallest) = out.iter_mut().min_by_key(|(size, _)| *size) {
+                smallest.0 += bytes(&s);
+                smallest.1.push(s);
+            }
+        }
+        let at_once = (self.at_once / parts).max(1);
+        out.into_iter()
+            .map(|(_, slices)| ScanPlan {
+                shared: self.shared.clone(),
+                slices,
+                limit: self.limit,
+                at_once,
+                sharing: at_once * parts,
+            })
+            .collect()
+    }
+
+    /// Streams every slice, a few at once (one per core), each slice's
+    /// batches as its merge produces them; stops at the limit.
     pub fn stream(&self) -> ScanStream {
         self.stream_slices(0..self.slices.len())
     }
@@ -299,12 +343,11 @@ impl ScanPlan {
     pub fn stream_slices(&self, range: std::ops::Range<usize>) -> ScanStream {
         let shared = self.shared.clone();
         let slices: Vec<FileSlice> = self.slices[range].to_vec();
-        let at_once = crate::read::parallelism();
-        let share = shared.spill.as_ref().map(|(bytes, _)| Share::of_budget(*bytes, at_once));
+        let at_once = self.at_once;
+        let share = shared.spill.as_ref().map(|(bytes, _)| Share::of_budget(*bytes, self.sharing));
         let rows = futures::stream::iter(slices)
-            .map(move |slice| futures::future::ready(SliceRows::spawn(shared.clone(), slice, share)))
-            .buffered(at_once)
-            .flatten();
+            .map(move |slice| SliceRows::spawn(shared.clone(), slice, share))
+            .flatten_unordered(at_once);
         let rows: Pin<Box<dyn Stream<Item = Result<RecordBatch>> + Send>> = match self.limit {
             Some(n) => Box::pin(limited(rows, n)),
             None => Box::pin(rows),

@@ -1,0 +1,125 @@
+//! `sql`, and `read` with `--columns`, `--where` or `--limit`: queries
+//! through Apache DataFusion over providers of the tables named
+//! ([`tributary::sql::TributaryTable`]), their rows written as they come.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use tributary::sql::datafusion::error::DataFusionError;
+use tributary::sql::datafusion::prelude::SessionContext;
+use tributary::sql::{ReadAs, TributaryTable};
+use tributary::{Error, TableSettings};
+
+use crate::args::{FormatArg, StoreArgs, TableArg};
+use crate::output::{self, Failure};
+
+/// A query's failure: the tables it named, and DataFusion's message (a
+/// table's own error keeps its kind).
+fn failed(tables: &[TableArg], e: DataFusionError) -> Failure {
+    match e {
+        DataFusionError::External(inner) => match inner.downcast::<Error>() {
+            Ok(table) => Failure::Table(*table),
+            Err(other) => Failure::Output(other),
+        },
+        // Wrappers: what decides is what they wrap.
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => failed(tables, *inner),
+        e => {
+            let named: Vec<String> = tables.iter().map(|t| format!("{}={}", t.name, t.uri)).collect();
+            let what = format!("the query over {}", named.join(", "));
+            let invalid = matches!(
+                e.find_root(),
+                DataFusionError::SQL(..) | DataFusionError::Plan(_) | DataFusionError::SchemaError(..)
+            );
+            let reason = e.to_string();
+            if invalid {
+                Failure::Table(Error::InvalidInput { what, reason })
+            } else {
+                Failure::Output(format!("{what}: {reason}").into())
+            }
+        }
+    }
+}
+
+/// A session with each of `tables` registered by its name.
+async fn session(store: &StoreArgs, tables: &[TableArg]) -> Result<SessionContext, Failure> {
+    let ctx = SessionContext::new();
+    for t in tables {
+        let table = store.open(&t.uri, TableSettings::default()).await?;
+        let provider = TributaryTable::new(table, t.read_as.clone()).await?;
+        ctx.register_table(t.name.as_str(), Arc::new(provider)).map_err(|e| failed(tables, e))?;
+    }
+    Ok(ctx)
+}
+
+/// `sql`: runs `query` over `tables` and writes its rows.
+pub(crate) async fn sql(
+    store: &StoreArgs,
+    query: &str,
+    tables: &[TableArg],
+    format: FormatArg,
+    output: Option<PathBuf>,
+) -> Result<(), Failure> {
+    let ctx = session(store, tables).await?;
+    let df = ctx.sql(query).await.map_err(|e| failed(tables, e))?;
+    let stream = df.execute_stream().await.map_err(|e| failed(tables, e))?;
+    write(stream, tables, format, output).await
+}
+
+/// What `read` picks with `--columns`, `--where` and `--limit`.
+pub(crate) struct Selection {
+    /// The columns, in order; every column (meta columns with `meta`)
+    /// when empty.
+    pub(crate) columns: Vec<String>,
+    /// A SQL condition.
+    pub(crate) filter: Option<String>,
+    /// At most this many rows.
+    pub(crate) limit: Option<usize>,
+    /// The meta columns, when no columns are named.
+    pub(crate) meta: bool,
+}
+
+/// `read` with `--columns`, `--where` or `--limit`: the filter parsed by
+/// DataFusion's SQL parser against the table's columns.
+pub(crate) async fn read(
+    store: &StoreArgs,
+    uri: String,
+    read_as: ReadAs,
+    pick: Selection,
+    format: FormatArg,
+) -> Result<(), Failure> {
+    let tables = [TableArg { name: "t".into(), uri, read_as }];
+    let ctx = session(store, &tables).await?;
+    let fail = |e| failed(&tables, e);
+    let mut df = ctx.table("t").await.map_err(fail)?;
+    if let Some(filter) = pick.filter {
+        let expr = df.parse_sql_expr(&filter).map_err(fail)?;
+        df = df.filter(expr).map_err(fail)?;
+    }
+    let columns: Vec<String> = if pick.columns.is_empty() {
+        let all = df.schema().fields().iter().map(|f| f.name().clone());
+        all.filter(|n| pick.meta || !n.starts_with("_hoodie_")).collect()
+    } else {
+        pick.columns
+    };
+    let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+    df = df.select_columns(&names).map_err(fail)?;
+    if pick.limit.is_some() {
+        df = df.limit(0, pick.limit).map_err(fail)?;
+    }
+    let stream = df.execute_stream().await.map_err(fail)?;
+    write(stream, &tables, format, None).await
+}
+
+async fn write(
+    mut stream: tributary::sql::datafusion::physical_plan::SendableRecordBatchStream,
+    tables: &[TableArg],
+    format: FormatArg,
+    output: Option<PathBuf>,
+) -> Result<(), Failure> {
+    let mut sink = output::Rows::new(stream.schema(), format, output)?;
+    while let Some(batch) = stream.next().await {
+        sink.write(&batch.map_err(|e| failed(tables, e))?)?;
+    }
+    sink.finish()
+}
