@@ -606,7 +606,7 @@ fn widen(part: RecordBatch, layout: Layout, schema: &TableSchema, path: &str) ->
                 // Marked absent, so it never overwrites a value; a row that
                 // has none takes this default ([`crate::columns`]).
                 present.push(false);
-                Ok(absent(Some(schema), i, f.data_type(), part.num_rows()))
+                Ok(absent(Some(schema), i, f.name(), f.data_type(), part.num_rows()))
             }
         })
         .collect::<Result<_>>()?;
@@ -653,7 +653,7 @@ fn decoded_file(bytes: &bytes::Bytes, path: &str) -> Result<Arc<[RecordBatch]>> 
 
 /// `b` laid out as `target`: columns matched by name, cast where the types
 /// differ, absent ones their default ([`TableSchema::absent_column`], when
-/// `target` is `table`'s `arrow_with_meta`) or null.
+/// `target` lays out `table`'s columns, or some of them) or null.
 fn conform(b: RecordBatch, target: &SchemaRef, table: Option<&TableSchema>, path: &str) -> Result<RecordBatch> {
     let err = |e: &dyn std::fmt::Display| Error::Corrupt { path: path.to_string(), reason: e.to_string() };
     let columns: Vec<ArrayRef> = target
@@ -663,27 +663,35 @@ fn conform(b: RecordBatch, target: &SchemaRef, table: Option<&TableSchema>, path
         .map(|(i, f)| match b.column_by_name(f.name()) {
             Some(c) if c.data_type() == f.data_type() => Ok(c.clone()),
             Some(c) => arrow::compute::cast(c, f.data_type()).map_err(|e| err(&format!("column {}: {e}", f.name()))),
-            None => Ok(absent(table, i, f.data_type(), b.num_rows())),
+            None => Ok(absent(table, i, f.name(), f.data_type(), b.num_rows())),
         })
         .collect::<Result<_>>()?;
     RecordBatch::try_new(target.clone(), columns).map_err(|e| err(&e))
 }
 
-/// Column `i` of `table`'s rows for `rows` rows that lack it: its default,
-/// or nulls.
-fn absent(table: Option<&TableSchema>, i: usize, data_type: &DataType, rows: usize) -> ArrayRef {
-    table.and_then(|t| t.absent_column(i, rows)).unwrap_or_else(|| new_null_array(data_type, rows))
+/// Column `name`, the `i`th of the layout, for `rows` rows that lack it:
+/// the default of `table`'s column of that name (the `i`th of its
+/// `arrow_with_meta`, unless the layout is a projection), or nulls.
+fn absent(table: Option<&TableSchema>, i: usize, name: &str, data_type: &DataType, rows: usize) -> ArrayRef {
+    let column = |t: &TableSchema| {
+        let all = t.arrow_with_meta();
+        match all.fields().get(i) {
+            Some(f) if f.name() == name => Some(i),
+            _ => all.index_of(name).ok(),
+        }
+    };
+    table.and_then(|t| t.absent_column(column(t)?, rows)).unwrap_or_else(|| new_null_array(data_type, rows))
 }
 
 /// The rows of a base (Parquet) file, read a row group at a time through
 /// the store rather than as one object, for files that may not fit in
 /// memory; a small file, fetched whole on opening, is decoded at once
 /// ([`decoded_file`]).
-pub(crate) struct BaseReader {
+pub struct BaseReader {
     source: BaseSource,
     target: SchemaRef,
-    /// The table whose rows `target` lays out, for the defaults of columns
-    /// the file lacks; `None` for a projection.
+    /// The table whose rows `target` lays out (or some of them), for the
+    /// defaults of columns the file lacks; `None`: nulls.
     table: Option<TableSchema>,
     path: String,
     rows: usize,
@@ -745,13 +753,28 @@ impl BaseReader {
         Ok(Self { source: BaseSource::Stream(Box::new(stream)), target: target.clone(), table: None, path: name, rows })
     }
 
+    /// Opens the base file at `path` for the columns of `target` only, a
+    /// projection of `schema`'s `arrow_with_meta`: only those the file has
+    /// are decoded, and those it lacks take their default. A scan of a
+    /// slice without logs reads its base file so.
+    pub async fn open_projected(
+        loc: &TableLocation,
+        schema: &TableSchema,
+        target: &SchemaRef,
+        path: &object_store::path::Path,
+    ) -> Result<Self> {
+        let mut reader = Self::open_columns(loc, target, path).await?;
+        reader.table = Some(schema.clone());
+        Ok(reader)
+    }
+
     /// The file's row count, as its metadata gives it.
     pub(crate) fn num_rows(&self) -> usize {
         self.rows
     }
 
     /// The next batch of rows, or `None` at the end.
-    pub(crate) async fn next(&mut self) -> Result<Option<RecordBatch>> {
+    pub async fn next(&mut self) -> Result<Option<RecordBatch>> {
         use futures::StreamExt;
         let b = match &mut self.source {
             BaseSource::Stream(stream) => match stream.next().await {

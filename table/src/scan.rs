@@ -23,7 +23,9 @@ use futures::channel::mpsc;
 use futures::{SinkExt, Stream, StreamExt};
 use object_store::path::Path;
 use tributary_format::{META_FIELDS, RECORD_KEY, TableSchema};
-use tributary_merge::{BaseRows, Budget, RowOrder, Share, SliceFiles, SliceMerge, SpillArea, merge_slice, written_by};
+use tributary_merge::{
+    BaseReader, BaseRows, Budget, RowOrder, Share, SliceFiles, SliceMerge, SpillArea, merge_slice, written_by,
+};
 use tributary_timeline::{
     BucketIndex, FileSlice, FileSystemView, InstantTime, TableConfig, TableLocation, Timeline, bucket_of_file_id,
 };
@@ -182,6 +184,17 @@ impl<'t> Scan<'t> {
         if let Some(f) = &self.filter {
             f.check(&all).map_err(|e| invalid(format!("filter {f}: {e}")))?;
         }
+        // What a base file without logs is read for: the columns returned
+        // and those the filter reads, in the table's order.
+        let mut read: Vec<usize> = columns.clone();
+        if let Some(f) = &self.filter {
+            read.extend(f.columns().iter().filter_map(|c| all.index_of(c).ok()));
+        }
+        read.sort_unstable();
+        read.dedup();
+        let base_schema = Arc::new(all.project(&read).map_err(|e| invalid(e.to_string()))?);
+        let base_columns: Vec<usize> =
+            columns.iter().map(|c| read.iter().position(|r| r == c).unwrap_or_default()).collect();
         let window = match &self.query {
             Query::Incremental { begin, end } => Some(Window::of(&timeline, begin, end)),
             _ => None,
@@ -213,6 +226,8 @@ impl<'t> Scan<'t> {
                 filter: self.filter,
                 columns,
                 out_schema,
+                base_schema,
+                base_columns,
                 spill,
             }),
             slices,
@@ -258,6 +273,10 @@ struct Shared {
     filter: Option<Predicate>,
     /// The columns returned, as indexes of the schema with meta columns.
     columns: Vec<usize>,
+    /// The columns a base file without logs is read for (those returned
+    /// and those the filter reads), and the returned ones among them.
+    base_schema: SchemaRef,
+    base_columns: Vec<usize>,
     out_schema: SchemaRef,
     /// The memory budget, and where to spill past it.
     spill: Option<SpillTo>,
@@ -502,6 +521,19 @@ async fn read_slice(
         }),
         _ => None,
     };
+    if logs.is_empty() && shared.commits.is_none() {
+        // Nothing to merge: the base file's rows, read for the columns the
+        // scan needs only.
+        if let Some(base) = &base {
+            let mut reader = BaseReader::open_projected(&shared.loc, &shared.schema, &shared.base_schema, base).await?;
+            while let Some(b) = reader.next().await? {
+                if !emit(shared, slice, b, &shared.base_columns, out).await? {
+                    return Ok(());
+                }
+            }
+        }
+        return Ok(());
+    }
     let order = if budget.is_some() { RowOrder::Key } else { RowOrder::Write };
     let what = format!("the incremental read of {}, file group {}", shared.loc, group_name(slice));
     let mut merged = merge_slice(&ctx, &files, order, budget.as_ref()).await?;
@@ -512,27 +544,38 @@ async fn read_slice(
             Some(c) => written_by(b, c, &what)?,
             None => b,
         };
-        let b = match &shared.filter {
-            Some(f) => f.filter(&b).map_err(|e| Error::InvalidInput {
-                what: format!("filter {f} on {}, file group {}", shared.loc, group_name(slice)),
-                reason: e,
-            })?,
-            None => b,
-        };
-        if b.num_rows() == 0 {
-            continue;
-        }
-        let b = b.project(&shared.columns).map_err(|e| Error::Internal {
-            table: shared.loc.to_string(),
-            what: "projecting a scan's columns".into(),
-            reason: e.to_string(),
-        })?;
-        if out.send(Ok(b)).await.is_err() {
-            // The scan was dropped (or reached its limit).
+        if !emit(shared, slice, b, &shared.columns, out).await? {
             return Ok(());
         }
     }
     Ok(())
+}
+
+/// Sends the rows of `b` the filter passes, as `columns` of it; false when
+/// the scan was dropped (or reached its limit).
+async fn emit(
+    shared: &Shared,
+    slice: &FileSlice,
+    b: RecordBatch,
+    columns: &[usize],
+    out: &mut mpsc::Sender<Result<RecordBatch>>,
+) -> Result<bool> {
+    let b = match &shared.filter {
+        Some(f) => f.filter(&b).map_err(|e| Error::InvalidInput {
+            what: format!("filter {f} on {}, file group {}", shared.loc, group_name(slice)),
+            reason: e,
+        })?,
+        None => b,
+    };
+    if b.num_rows() == 0 {
+        return Ok(true);
+    }
+    let b = b.project(columns).map_err(|e| Error::Internal {
+        table: shared.loc.to_string(),
+        what: "projecting a scan's columns".into(),
+        reason: e.to_string(),
+    })?;
+    Ok(out.send(Ok(b)).await.is_ok())
 }
 
 /// Which file slices a filter rules out: partitions whose values fail it,

@@ -457,3 +457,33 @@ fn unknown_columns_are_errors() {
         assert!(e.contains("'yesterday' is not a Int64"), "{e}");
     });
 }
+
+/// A base file written before a column was added, read for a projection
+/// naming that column (and filtered on it): the column's default, as a
+/// whole-row read gives it.
+#[test]
+fn a_projected_base_file_gives_added_columns_their_default() {
+    let Some(place) = Place::new() else { return };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let events: Vec<Event> = (0..6)
+            .map(|k| Event { key: k, ts: 100 + i64::from(k), amount: Some(7), note: None, delete: false })
+            .collect();
+        let t = run(&place, "t", &[events, Vec::new()], &[], (0, 0)).await.unwrap();
+        let add = tributary::Alteration::AddColumn {
+            name: "tier".into(),
+            data_type: "string".into(),
+            default: Some(serde_json::json!("basic")),
+        };
+        t.alter_schema(&[add]).await.unwrap();
+        let scan = t.scan().columns(["id", "tier"]).filter(Predicate::eq("tier", "basic"));
+        let got = rows_of(&scan.collect().await.unwrap());
+        let want: Vec<Row> = (0..6).map(|k| vec![Some(key_of(k)), Some("basic".into())]).collect();
+        assert_eq!(got, want);
+        let whole = t.read(&ReadOptions::default()).await.unwrap();
+        let tier = whole.column_by_name("tier").unwrap();
+        assert!(
+            (0..whole.num_rows()).all(|r| arrow::util::display::array_value_to_string(tier, r).unwrap() == "basic")
+        );
+    });
+}
