@@ -685,8 +685,8 @@ fn absent(table: Option<&TableSchema>, i: usize, name: &str, data_type: &DataTyp
 
 /// The rows of a base (Parquet) file, read a row group at a time through
 /// the store rather than as one object, for files that may not fit in
-/// memory; a small file, fetched whole on opening, is decoded at once
-/// ([`decoded_file`]).
+/// memory; a small file, fetched whole on opening, is decoded at once (and
+/// kept once per process by content).
 pub struct BaseReader {
     source: BaseSource,
     target: SchemaRef,
