@@ -666,7 +666,9 @@ fn conform(b: RecordBatch, target: &SchemaRef, table: Option<&TableSchema>, path
             None => Ok(absent(table, i, f.name(), f.data_type(), b.num_rows())),
         })
         .collect::<Result<_>>()?;
-    RecordBatch::try_new(target.clone(), columns).map_err(|e| err(&e))
+    // A layout of no columns (a count) keeps the rows' number.
+    let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+    RecordBatch::try_new_with_options(target.clone(), columns, &options).map_err(|e| err(&e))
 }
 
 /// Column `name`, the `i`th of the layout, for `rows` rows that lack it:
