@@ -433,9 +433,7 @@ impl SliceRows {
         let group = group_name(&slice);
         let loc = shared.loc.to_string();
         let task = tokio::spawn(async move {
-            let mut out = tx.clone();
-            let sent = read_slice(&shared, &slice, share, &mut out).await;
-            if let Err(e) = sent {
+            if let Err(e) = read_slice(&shared, &slice, share, &mut tx).await {
                 let _ = tx.send(Err(e)).await;
             }
         });
@@ -591,7 +589,7 @@ struct Pruning<'a> {
 
 impl<'a> Pruning<'a> {
     fn new(filter: Option<&'a Predicate>, config: &'a TableConfig, schema: &'a TableSchema) -> Self {
-        let buckets = filter.and_then(|f| key_buckets(f, config));
+        let buckets = filter.and_then(|f| key_buckets(f, config, schema));
         Self { filter, config, schema, buckets }
     }
 
@@ -613,21 +611,28 @@ impl<'a> Pruning<'a> {
 /// The buckets holding the keys `filter` names (`key = v`, `key IN (...)`,
 /// on the record key field or `_hoodie_record_key`) in a table with one
 /// record key field and a bucket index; `None` when it names none.
-fn key_buckets(filter: &Predicate, config: &TableConfig) -> Option<HashSet<u32>> {
+fn key_buckets(filter: &Predicate, config: &TableConfig, schema: &TableSchema) -> Option<HashSet<u32>> {
     let spec = config.bucket?;
     let [field] = config.record_key_fields.as_slice() else { return None };
-    let values = filter.values_of(field).or_else(|| filter.values_of(META_FIELDS[RECORD_KEY]))?;
+    let (column, values) = match filter.values_of(field) {
+        Some(values) => (field.as_str(), values),
+        None => (META_FIELDS[RECORD_KEY], filter.values_of(META_FIELDS[RECORD_KEY])?),
+    };
+    let key_type = schema.arrow_with_meta().field_with_name(column).ok()?.data_type().clone();
     let index = BucketIndex::new(spec);
     let mut buckets = HashSet::new();
     for v in values {
-        // A key is its value's text (`tributary_format::key`); a value
-        // without one (null, or a type keys do not take) decides nothing.
-        let text = arrow::compute::cast(v.array(), &arrow::datatypes::DataType::Utf8).ok()?;
-        let text = text.as_any().downcast_ref::<StringArray>()?;
-        if text.is_null(0) || !is_key_type(v.array()) {
+        // A key is its column value's text (`tributary_format::key`): the
+        // literal as the column's type first (`'007'` is the integer key
+        // `7`), as the filter compares it. A value without a key's text
+        // (null, or a type keys do not take) decides nothing.
+        let options = arrow::compute::CastOptions { safe: false, ..Default::default() };
+        let typed = arrow::compute::cast_with_options(v.array(), &key_type, &options).ok()?;
+        if typed.is_null(0) || !is_key_type(&typed) {
             return None;
         }
-        buckets.insert(index.bucket(text.value(0)));
+        let text = arrow::compute::cast(&typed, &arrow::datatypes::DataType::Utf8).ok()?;
+        buckets.insert(index.bucket(text.as_any().downcast_ref::<StringArray>()?.value(0)));
     }
     Some(buckets)
 }
@@ -657,4 +662,24 @@ fn partition_row(config: &TableConfig, schema: &TableSchema, path: &str) -> Opti
         fields.push(field.clone().with_nullable(true));
     }
     RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tributary_timeline::NewTableConfig;
+
+    /// A literal is taken as the key column's type before its bucket is
+    /// found: `id = '007'` on an integer key is the key `7`.
+    #[test]
+    fn key_literals_are_typed_as_the_key_column() {
+        let json = r#"{"type":"record","name":"r","fields":[{"name":"id","type":"long"},{"name":"ts","type":"long"}]}"#;
+        let config = TableConfig::new_table(&NewTableConfig::new("t", "id", "ts", json));
+        let schema = config.schema_of(json).unwrap();
+        let index = BucketIndex::new(config.bucket.unwrap());
+        let want: HashSet<u32> = [index.bucket("7")].into();
+        assert_eq!(key_buckets(&Predicate::eq("id", "007"), &config, &schema), Some(want.clone()));
+        assert_eq!(key_buckets(&Predicate::eq("id", 7i64), &config, &schema), Some(want));
+        assert_eq!(key_buckets(&Predicate::eq("ts", 7i64), &config, &schema), None);
+    }
 }
