@@ -48,13 +48,15 @@ use std::sync::Arc;
 use arrow::datatypes::{Schema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{DataFusionError, Result, ScalarValue};
+use datafusion::common::{DataFusionError, Result, ScalarValue, Statistics};
 use datafusion::datasource::TableType;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProviderFilterPushDown, expr::InList};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::statistics::StatisticsArgs;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     ChildrenPropertiesMode, DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
@@ -308,6 +310,22 @@ impl ExecutionPlan for TributaryScanExec {
 
     fn with_new_children(self: Arc<Self>, children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
         self.replace_children(children, ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute))
+    }
+
+    /// What is known before reading: the bytes of the files each
+    /// partition reads, as an inexact size of its output (merging drops
+    /// older versions; projection drops columns). Row counts are not known
+    /// without merging: base files keep tombstones, and logs hold versions.
+    fn statistics_from_inputs(&self, _inputs: &[Arc<Statistics>], args: &StatisticsArgs) -> Result<Arc<Statistics>> {
+        let schema = self.properties.eq_properties.schema();
+        let parts = match args.partition() {
+            Some(i) => self.parts.get(i..=i).unwrap_or_default(),
+            None => &self.parts[..],
+        };
+        let bytes: u64 = parts.iter().map(ScanPlan::file_bytes).sum();
+        let mut stats = Statistics::new_unknown(schema);
+        stats.total_byte_size = Precision::Inexact(usize::try_from(bytes).unwrap_or(usize::MAX));
+        Ok(Arc::new(stats))
     }
 
     fn execute(&self, partition: usize, _context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {

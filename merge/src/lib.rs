@@ -63,7 +63,7 @@ pub use version::Version;
 pub use combine::Combiner;
 
 // Merging a file slice, for snapshot readers and the compactor.
-pub use read::{BaseReader, BaseRows, SliceFiles, SliceMerge, written_by};
+pub use read::{BaseReader, BaseRows, RowGroupFilter, SliceFiles, SliceMerge, written_by};
 pub use slice::{Budget, Merged, RowOrder, merge_slice};
 
 // Memory: a merge's share of the budget, and where it spills.

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, AsArray, BooleanArray, RecordBatch, new_null_array};
-use arrow::datatypes::{DataType, SchemaRef};
+use arrow::datatypes::{DataType, Schema, SchemaRef};
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
 use tributary_format::Memo;
@@ -685,6 +685,15 @@ fn absent(table: Option<&TableSchema>, i: usize, name: &str, data_type: &DataTyp
     table.and_then(|t| t.absent_column(column(t)?, rows)).unwrap_or_else(|| new_null_array(data_type, rows))
 }
 
+/// Which row groups of a base file a read needs, from what the file's
+/// metadata says of them (a scan's filter rules out those whose statistics
+/// show that no row of theirs passes it).
+pub trait RowGroupFilter: Send + Sync {
+    /// The indexes, ascending, of the row groups of the file with
+    /// `metadata` to read; `schema` is the file's Arrow schema.
+    fn row_groups(&self, metadata: &parquet::file::metadata::ParquetMetaData, schema: &Schema) -> Vec<usize>;
+}
+
 /// The rows of a base (Parquet) file, read a row group at a time through
 /// the store rather than as one object, for files that may not fit in
 /// memory; a small file, fetched whole on opening, is decoded at once (and
@@ -724,6 +733,17 @@ impl BaseReader {
         target: &SchemaRef,
         path: &object_store::path::Path,
     ) -> Result<Self> {
+        Self::open_row_groups(loc, target, path, None).await
+    }
+
+    /// [`BaseReader::open_columns`], reading only the row groups `groups`
+    /// picks (all of a file small enough to have been fetched whole).
+    async fn open_row_groups(
+        loc: &TableLocation,
+        target: &SchemaRef,
+        path: &object_store::path::Path,
+        groups: Option<&dyn RowGroupFilter>,
+    ) -> Result<Self> {
         let name = path.to_string();
         let err = |e| Error::parquet(&name, e);
         let mut reader = StoreFile::open(loc.store.clone(), path.clone()).await?;
@@ -751,21 +771,28 @@ impl BaseReader {
             .map(|(i, _)| i)
             .collect();
         let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), wanted);
-        let stream = builder.with_projection(mask).with_batch_size(8192).build().map_err(err)?;
+        let mut builder = builder.with_projection(mask).with_batch_size(8192);
+        if let Some(groups) = groups {
+            let picked = groups.row_groups(builder.metadata(), builder.schema());
+            builder = builder.with_row_groups(picked);
+        }
+        let stream = builder.build().map_err(err)?;
         Ok(Self { source: BaseSource::Stream(Box::new(stream)), target: target.clone(), table: None, path: name, rows })
     }
 
     /// Opens the base file at `path` for the columns of `target` only, a
     /// projection of `schema`'s `arrow_with_meta`: only those the file has
-    /// are decoded, and those it lacks take their default. A scan of a
-    /// slice without logs reads its base file so.
+    /// are decoded, and those it lacks take their default. Of a file not
+    /// fetched whole on opening, only the row groups `groups` picks are
+    /// read. A scan of a slice without logs reads its base file so.
     pub async fn open_projected(
         loc: &TableLocation,
         schema: &TableSchema,
         target: &SchemaRef,
         path: &object_store::path::Path,
+        groups: Option<&dyn RowGroupFilter>,
     ) -> Result<Self> {
-        let mut reader = Self::open_columns(loc, target, path).await?;
+        let mut reader = Self::open_row_groups(loc, target, path, groups).await?;
         reader.table = Some(schema.clone());
         Ok(reader)
     }

@@ -24,6 +24,7 @@ mod scan;
 mod schema;
 mod service;
 mod settings;
+mod statistics;
 mod table;
 
 // The table: building, opening and creating it, and its settings.

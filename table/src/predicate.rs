@@ -75,7 +75,7 @@ impl Literal {
 
     /// This value as `to`, failing where it does not convert exactly
     /// (`'abc'` as an integer, say).
-    fn cast(&self, to: &DataType) -> Result<ArrayRef, String> {
+    pub(crate) fn cast(&self, to: &DataType) -> Result<ArrayRef, String> {
         if self.0.data_type() == to {
             return Ok(self.0.clone());
         }

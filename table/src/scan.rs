@@ -24,7 +24,8 @@ use futures::{SinkExt, Stream, StreamExt};
 use object_store::path::Path;
 use tributary_format::{META_FIELDS, RECORD_KEY, TableSchema};
 use tributary_merge::{
-    BaseReader, BaseRows, Budget, RowOrder, Share, SliceFiles, SliceMerge, SpillArea, merge_slice, written_by,
+    BaseReader, BaseRows, Budget, RowGroupFilter, RowOrder, Share, SliceFiles, SliceMerge, SpillArea, merge_slice,
+    written_by,
 };
 use tributary_timeline::{
     BucketIndex, FileSlice, FileSystemView, InstantTime, TableConfig, TableLocation, Timeline, bucket_of_file_id,
@@ -34,6 +35,7 @@ use crate::error::{Error, Result};
 use crate::incremental::Window;
 use crate::predicate::Predicate;
 use crate::read::Query;
+use crate::statistics::StatisticsFilter;
 use crate::table::Table;
 
 /// Batches a slice's task may have ready before the scan takes them.
@@ -215,6 +217,10 @@ impl<'t> Scan<'t> {
             Some(bytes) => Some((bytes, table.spill_root().await?)),
             None => None,
         };
+        let row_groups = self
+            .filter
+            .clone()
+            .map(|predicate| StatisticsFilter { predicate, table: schema.arrow_with_meta().clone() });
         Ok(ScanPlan {
             shared: Arc::new(Shared {
                 loc: loc.clone(),
@@ -223,6 +229,7 @@ impl<'t> Scan<'t> {
                 timeline,
                 commits: window.map(|w| w.commits().clone()),
                 base_only,
+                row_groups,
                 filter: self.filter,
                 columns,
                 out_schema,
@@ -271,6 +278,8 @@ struct Shared {
     commits: Option<Arc<HashSet<String>>>,
     base_only: bool,
     filter: Option<Predicate>,
+    /// The filter, for the row groups of base files read without logs.
+    row_groups: Option<StatisticsFilter>,
     /// The columns returned, as indexes of the schema with meta columns.
     columns: Vec<usize>,
     /// The columns a base file without logs is read for (those returned
@@ -309,6 +318,13 @@ impl ScanPlan {
     /// The file slices it reads, in the order it starts them.
     pub fn slices(&self) -> &[FileSlice] {
         &self.slices
+    }
+
+    /// The bytes of the files it reads: its slices' base files, and their
+    /// logs unless it reads base files only.
+    pub fn file_bytes(&self) -> u64 {
+        let logs = |s: &FileSlice| if self.shared.base_only { 0 } else { s.logs.iter().map(|l| l.file.size).sum() };
+        self.slices.iter().map(|s| s.base.as_ref().map_or(0, |b| b.file.size) + logs(s)).sum()
     }
 
     /// The timeline it reads at.
@@ -523,7 +539,9 @@ async fn read_slice(
         // Nothing to merge: the base file's rows, read for the columns the
         // scan needs only.
         if let Some(base) = &base {
-            let mut reader = BaseReader::open_projected(&shared.loc, &shared.schema, &shared.base_schema, base).await?;
+            let groups = shared.row_groups.as_ref().map(|f| f as &dyn RowGroupFilter);
+            let mut reader =
+                BaseReader::open_projected(&shared.loc, &shared.schema, &shared.base_schema, base, groups).await?;
             while let Some(b) = reader.next().await? {
                 if !emit(shared, slice, b, &shared.base_columns, out).await? {
                     return Ok(());

@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
+use arrow::array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use futures::TryStreamExt;
 use proptest::prelude::*;
@@ -26,6 +26,7 @@ use tributary::{CompareOp, CreateOptions, InstantTime, Predicate, Query, ReadOpt
 use tributary_compaction::CompactorSettings;
 use tributary_writer::WriteSettings;
 
+use crate::support::filters::{Ask, Columns, F, Lit, Row, ask, check, expected, read_rows, rows_of, scanned};
 use crate::support::{Place, hybrid};
 
 const SCHEMA: &str = r#"{"type":"record","name":"scan","fields":[
@@ -61,10 +62,6 @@ fn note_of(n: u8) -> String {
     format!("n{n}")
 }
 
-/// A model row: every column as text, `None` for null, in [`COLUMNS`]
-/// order.
-type Row = Vec<Option<String>>;
-
 fn model_row(e: &Event) -> Row {
     let key = key_of(e.key);
     vec![
@@ -77,27 +74,10 @@ fn model_row(e: &Event) -> Row {
     ]
 }
 
-/// A filter, as this test evaluates it and as Tributary is told it.
-#[derive(Debug, Clone)]
-enum F {
-    Cmp(usize, CompareOp, Lit),
-    In(usize, Vec<Lit>, bool),
-    IsNull(usize, bool),
-    And(Box<F>, Box<F>),
-    Or(Box<F>, Box<F>),
-    Not(Box<F>),
-}
-
-#[derive(Debug, Clone)]
-enum Lit {
-    Int(i64),
-    Text(String),
-}
-
 /// A literal for column `c`: an integer for `ts` and `amount`, text for
 /// the others.
-fn lit(c: usize) -> BoxedStrategy<Lit> {
-    match COLUMNS[c] {
+fn lit(c: &str) -> BoxedStrategy<Lit> {
+    match c {
         "ts" => (90i64..400).prop_map(Lit::Int).boxed(),
         "amount" => (0i64..200).prop_map(Lit::Int).boxed(),
         "region" => prop::sample::select(&REGIONS[..]).prop_map(|r| Lit::Text(r.into())).boxed(),
@@ -106,130 +86,7 @@ fn lit(c: usize) -> BoxedStrategy<Lit> {
     }
 }
 
-fn op() -> impl Strategy<Value = CompareOp> {
-    prop::sample::select(vec![
-        CompareOp::Eq,
-        CompareOp::NotEq,
-        CompareOp::Lt,
-        CompareOp::LtEq,
-        CompareOp::Gt,
-        CompareOp::GtEq,
-    ])
-}
-
-fn atom() -> impl Strategy<Value = F> {
-    (0..COLUMNS.len()).prop_flat_map(|c| {
-        prop_oneof![
-            3 => (op(), lit(c)).prop_map(move |(o, l)| F::Cmp(c, o, l)),
-            2 => (prop::collection::vec(lit(c), 1..4), prop::bool::weighted(0.2)).prop_map(move |(v, n)| F::In(c, v, n)),
-            1 => any::<bool>().prop_map(move |n| F::IsNull(c, n)),
-        ]
-    })
-}
-
-fn filter() -> impl Strategy<Value = F> {
-    atom().prop_recursive(3, 8, 2, |inner| {
-        prop_oneof![
-            (inner.clone(), inner.clone()).prop_map(|(a, b)| F::And(Box::new(a), Box::new(b))),
-            (inner.clone(), inner.clone()).prop_map(|(a, b)| F::Or(Box::new(a), Box::new(b))),
-            inner.prop_map(|a| F::Not(Box::new(a))),
-        ]
-    })
-}
-
-impl Lit {
-    fn literal(&self) -> tributary::Literal {
-        match self {
-            Lit::Int(i) => (*i).into(),
-            Lit::Text(s) => s.as_str().into(),
-        }
-    }
-
-    /// `value op self`, null when `value` is.
-    fn compare(&self, value: &Option<String>, op: CompareOp) -> Option<bool> {
-        let value = value.as_ref()?;
-        let ord = match self {
-            Lit::Int(i) => value.parse::<i64>().expect("an integer column").cmp(i),
-            Lit::Text(s) => value.as_str().cmp(s.as_str()),
-        };
-        Some(match op {
-            CompareOp::Eq => ord.is_eq(),
-            CompareOp::NotEq => ord.is_ne(),
-            CompareOp::Lt => ord.is_lt(),
-            CompareOp::LtEq => ord.is_le(),
-            CompareOp::Gt => ord.is_gt(),
-            CompareOp::GtEq => ord.is_ge(),
-        })
-    }
-}
-
-impl F {
-    fn predicate(&self) -> Predicate {
-        match self {
-            F::Cmp(c, o, l) => Predicate::compare(COLUMNS[*c], *o, l.literal()),
-            F::In(c, v, negated) => Predicate::InList {
-                column: COLUMNS[*c].into(),
-                values: v.iter().map(Lit::literal).collect(),
-                negated: *negated,
-            },
-            F::IsNull(c, negated) => Predicate::IsNull { column: COLUMNS[*c].into(), negated: *negated },
-            F::And(a, b) => a.predicate().and(b.predicate()),
-            F::Or(a, b) => a.predicate().or(b.predicate()),
-            F::Not(a) => a.predicate().not(),
-        }
-    }
-
-    /// Its value on `row`: `None` for SQL's null.
-    fn eval(&self, row: &Row) -> Option<bool> {
-        match self {
-            F::Cmp(c, o, l) => l.compare(&row[*c], *o),
-            F::In(c, v, negated) => {
-                let mut any = Some(false);
-                for l in v {
-                    any = or(any, l.compare(&row[*c], CompareOp::Eq));
-                }
-                if *negated { any.map(|b| !b) } else { any }
-            }
-            F::IsNull(c, negated) => Some(row[*c].is_none() != *negated),
-            F::And(a, b) => and(a.eval(row), b.eval(row)),
-            F::Or(a, b) => or(a.eval(row), b.eval(row)),
-            F::Not(a) => a.eval(row).map(|b| !b),
-        }
-    }
-}
-
-fn and(a: Option<bool>, b: Option<bool>) -> Option<bool> {
-    match (a, b) {
-        (Some(false), _) | (_, Some(false)) => Some(false),
-        (Some(true), Some(true)) => Some(true),
-        _ => None,
-    }
-}
-
-fn or(a: Option<bool>, b: Option<bool>) -> Option<bool> {
-    match (a, b) {
-        (Some(true), _) | (_, Some(true)) => Some(true),
-        (Some(false), Some(false)) => Some(false),
-        _ => None,
-    }
-}
-
-/// One query of a case: a filter, the columns returned, and a limit.
-#[derive(Debug, Clone)]
-struct Ask {
-    filter: F,
-    columns: Vec<usize>,
-    limit: Option<usize>,
-}
-
-fn ask() -> impl Strategy<Value = Ask> {
-    let columns = prop::sample::subsequence((0..COLUMNS.len()).collect::<Vec<_>>(), 1..=COLUMNS.len()).prop_shuffle();
-    (filter(), columns, prop::option::weighted(0.2, 0usize..6)).prop_map(|(filter, columns, limit)| Ask {
-        filter,
-        columns,
-        limit,
-    })
-}
+static SCANNED: Columns = Columns { names: &COLUMNS, literal: lit };
 
 /// Histories: events with distinct times, shuffled (out of order), cut
 /// into commits with compactions among them.
@@ -282,65 +139,6 @@ fn batch(events: &[Event]) -> RecordBatch {
     RecordBatch::try_new(schema, columns).unwrap()
 }
 
-/// `batch`'s rows as text, `None` for null, sorted.
-fn rows_of(batch: &RecordBatch) -> Vec<Row> {
-    let mut rows: Vec<Row> = (0..batch.num_rows())
-        .map(|r| {
-            batch
-                .columns()
-                .iter()
-                .map(|c| (!c.is_null(r)).then(|| arrow::util::display::array_value_to_string(c, r).unwrap()))
-                .collect()
-        })
-        .collect();
-    rows.sort();
-    rows
-}
-
-/// The model rows `ask` passes, projected, sorted.
-fn expected(rows: &[Row], ask: &Ask) -> Vec<Row> {
-    let mut out: Vec<Row> = rows
-        .iter()
-        .filter(|r| ask.filter.eval(r) == Some(true))
-        .map(|r| ask.columns.iter().map(|&c| r[c].clone()).collect())
-        .collect();
-    out.sort();
-    out
-}
-
-async fn scanned(t: &Table, query: &Query, ask: &Ask) -> Vec<Row> {
-    let mut scan =
-        t.scan().query(query.clone()).columns(ask.columns.iter().map(|&c| COLUMNS[c])).filter(ask.filter.predicate());
-    if let Some(n) = ask.limit {
-        scan = scan.limit(n);
-    }
-    let batches: Vec<RecordBatch> = scan.stream().await.unwrap().try_collect().await.unwrap();
-    let mut rows: Vec<Row> = batches.iter().flat_map(rows_of).collect();
-    rows.sort();
-    rows
-}
-
-/// The rows an unfiltered read of `query` returns, every column of
-/// [`COLUMNS`].
-async fn read_rows(t: &Table, query: &Query) -> Vec<Row> {
-    let all = t.read(&ReadOptions { query: query.clone(), with_meta: true, ..Default::default() }).await.unwrap();
-    let projected = all.project(&COLUMNS.map(|c| all.schema().index_of(c).unwrap())).unwrap();
-    rows_of(&projected)
-}
-
-fn check(got: Vec<Row>, want: Vec<Row>, ask: &Ask, what: &str) -> Result<(), TestCaseError> {
-    match ask.limit {
-        None => prop_assert_eq!(got, want, "{} with filter {}", what, ask.filter.predicate()),
-        Some(n) => {
-            prop_assert_eq!(got.len(), n.min(want.len()), "{} limited to {}", what, n);
-            for r in &got {
-                prop_assert!(want.contains(r), "{what}: row {r:?} does not pass {}", ask.filter.predicate());
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Makes table `name` of `place` with the history `commits`, asks it
 /// `asks`, and returns it.
 async fn run(
@@ -386,12 +184,18 @@ async fn run(
         }
     };
     for ask in asks {
-        check(scanned(&t, &Query::Snapshot, ask).await, expected(&model, ask), ask, "snapshot")?;
-        let ro = read_rows(&t, &Query::ReadOptimized).await;
-        check(scanned(&t, &Query::ReadOptimized, ask).await, expected(&ro, ask), ask, "read-optimized")?;
+        check(scanned(&t, &COLUMNS, &Query::Snapshot, ask).await, expected(&model, ask), ask, &COLUMNS, "snapshot")?;
+        let ro = read_rows(&t, &COLUMNS, &Query::ReadOptimized).await;
+        check(
+            scanned(&t, &COLUMNS, &Query::ReadOptimized, ask).await,
+            expected(&ro, ask),
+            ask,
+            &COLUMNS,
+            "read-optimized",
+        )?;
         if let Some(q) = &incremental {
-            let inc = read_rows(&t, q).await;
-            check(scanned(&t, q, ask).await, expected(&inc, ask), ask, "incremental")?;
+            let inc = read_rows(&t, &COLUMNS, q).await;
+            check(scanned(&t, &COLUMNS, q, ask).await, expected(&inc, ask), ask, &COLUMNS, "incremental")?;
         }
     }
     Ok(t)
@@ -407,7 +211,7 @@ proptest! {
     #[test]
     fn scans_with_filters_and_projections_match_the_model(
         commits in history(),
-        asks in prop::collection::vec(ask(), 1..5),
+        asks in prop::collection::vec(ask(&SCANNED), 1..5),
         window in (0usize..16, 0usize..16),
     ) {
         let Some(place) = Place::new() else { return Ok(()) };
@@ -434,7 +238,7 @@ fn a_newer_version_that_fails_the_filter_hides_an_older_one_that_passes() {
             commits.push(vec![e(200, 50)]);
             let name = format!("t{}", u8::from(compact_between));
             let t = run(&place, &name, &commits, std::slice::from_ref(&big), (0, 1)).await.unwrap();
-            let got = scanned(&t, &Query::Snapshot, &big).await;
+            let got = scanned(&t, &COLUMNS, &Query::Snapshot, &big).await;
             assert_eq!(got, Vec::<Row>::new(), "compacted between: {compact_between}");
         }
     });
@@ -485,5 +289,135 @@ fn a_projected_base_file_gives_added_columns_their_default() {
         assert!(
             (0..whole.num_rows()).all(|r| arrow::util::display::array_value_to_string(tier, r).unwrap() == "basic")
         );
+    });
+}
+
+/// What a scan of one partition for two columns fetches, counted through
+/// the store: the tail of each of that partition's base files (their
+/// footers) and the chunks of the columns it reads (the two, and the one
+/// its filter reads), of the row groups whose statistics the filter does
+/// not rule out; nothing of the other partitions, and no other column.
+#[test]
+fn a_scan_fetches_its_partition_columns_and_row_groups_only() {
+    use parquet::file::metadata::ParquetMetaDataReader;
+    use tributary_timeline::{CountingStore, TAIL_BYTES, TableLocation};
+
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let memory = Arc::new(object_store::memory::InMemory::new());
+        let store = Arc::new(CountingStore::new(memory.clone()));
+        let loc = TableLocation::new(store.clone(), object_store::path::Path::from("warehouse/scan"));
+        let mut o = CreateOptions::new(SCHEMA, "id", "ts");
+        o.partition_field = Some("region".into());
+        o.hive_style_partitioning = true;
+        o.buckets = 2;
+        let t = Table::builder(loc).with_settings(hybrid()).create(o).await.unwrap();
+        let client = t.write_client(WriteSettings::default()).await.unwrap();
+        // 60,000 rows, with notes that do not compress away, so each base
+        // file is several times the tail a reader fetches on opening.
+        let n = 60_000usize;
+        let ids: Vec<String> = (0..n).map(|i| format!("k{i:06}")).collect();
+        let regions: Vec<&str> = (0..n).map(|i| REGIONS[i % REGIONS.len()]).collect();
+        let noise = |i: usize| format!("{:016x}", (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let notes: Vec<String> = (0..n).map(|i| (0..6).map(|j| noise(i * 6 + j)).collect()).collect();
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Utf8, false),
+            Field::new("ts", DataType::Int64, false),
+            Field::new("region", DataType::Utf8, false),
+            Field::new("amount", DataType::Int64, true),
+            Field::new("note", DataType::Utf8, true),
+        ]));
+        let rows = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(StringArray::from_iter_values(&ids)),
+                Arc::new(Int64Array::from_iter_values((0..n as i64).map(|i| 1000 + i))),
+                Arc::new(StringArray::from_iter_values(&regions)),
+                Arc::new(Int64Array::from_iter_values((0..n as i64).map(|i| i % 1000))),
+                Arc::new(StringArray::from_iter_values(&notes)),
+            ],
+        )
+        .unwrap();
+        let mut c = client.start_commit().await.unwrap();
+        c.write_batch(&rows).await.unwrap();
+        c.commit().await.unwrap();
+        let settings = CompactorSettings { row_group_rows: 1024, ..CompactorSettings::default() };
+        t.compactor(settings).await.unwrap().run_once().await.unwrap();
+
+        // What this test expects each scan to fetch, from the base files'
+        // own footers: per file of region `eu`, its tail, and the chunks of
+        // `columns` in the row groups whose `id` may be below `below`.
+        let bases: Vec<(String, bytes::Bytes)> = {
+            use object_store::{ObjectStore, ObjectStoreExt};
+            let listed: Vec<_> = memory.list(None).try_collect().await.unwrap();
+            let mut out = Vec::new();
+            for m in listed.into_iter().filter(|m| m.location.as_ref().ends_with(".parquet")) {
+                if m.location.as_ref().contains("/.hoodie/") {
+                    continue;
+                }
+                out.push((m.location.to_string(), memory.get(&m.location).await.unwrap().bytes().await.unwrap()));
+            }
+            out
+        };
+        let eu: Vec<&(String, bytes::Bytes)> = bases.iter().filter(|(p, _)| p.contains("region=eu/")).collect();
+        assert_eq!(
+            eu.len(),
+            2,
+            "one base file per bucket of region eu: {bases:?}",
+            bases = bases.iter().map(|b| &b.0).collect::<Vec<_>>()
+        );
+        let bound = |columns: &[&str], below: Option<&str>| -> u64 {
+            let mut total = 0;
+            for (_, file) in &eu {
+                let meta = ParquetMetaDataReader::new().parse_and_finish(file).unwrap();
+                let size = file.len() as u64;
+                assert!(size > 3 * TAIL_BYTES, "a base file of {size} bytes");
+                let tail_start = size - TAIL_BYTES;
+                total += TAIL_BYTES;
+                for group in meta.row_groups() {
+                    let id = group.columns().iter().find(|c| c.column_path().string() == "id").unwrap();
+                    let min = id.statistics().and_then(|s| s.min_bytes_opt()).unwrap();
+                    if below.is_some_and(|b| min >= b.as_bytes()) {
+                        continue;
+                    }
+                    for c in group.columns().iter().filter(|c| columns.contains(&c.column_path().string().as_str())) {
+                        let (start, len) = c.byte_range();
+                        // A chunk within the tail is read from it.
+                        total += (start + len).min(tail_start).saturating_sub(start);
+                    }
+                }
+            }
+            total
+        };
+        let eu_bytes: u64 = eu.iter().map(|(_, f)| f.len() as u64).sum();
+
+        // The bytes a scan's stream fetches (its plan read the timeline),
+        // and the rows it returns.
+        async fn fetched(store: &CountingStore, scan: tributary::Scan<'_>) -> (u64, usize) {
+            let plan = scan.plan().await.unwrap();
+            let before = store.bytes_read();
+            let got: Vec<RecordBatch> = plan.stream().try_collect().await.unwrap();
+            (store.bytes_read() - before, got.iter().map(RecordBatch::num_rows).sum::<usize>())
+        }
+        let (bytes, rows) =
+            fetched(&store, t.scan().columns(["id", "amount"]).filter(Predicate::eq("region", "eu"))).await;
+        assert_eq!(rows, n / 3);
+        let most = bound(&["id", "amount", "region"], None);
+        assert!(bytes <= most, "{bytes} bytes fetched for one partition and two columns, at most {most} expected");
+        assert!(most < eu_bytes / 2, "the columns read are a small part of the files ({most} of {eu_bytes} bytes)");
+
+        // A filter on the key's order: the row groups whose smallest key is
+        // past the bound are not fetched at all.
+        let below = "k001000";
+        let filter = Predicate::eq("region", "eu").and(Predicate::compare("id", CompareOp::Lt, below));
+        let (bytes, rows) = fetched(&store, t.scan().columns(["id", "amount"]).filter(filter)).await;
+        assert_eq!(rows, ids.iter().zip(&regions).filter(|(id, r)| id.as_str() < below && **r == "eu").count());
+        let pruned = bound(&["id", "amount", "region"], Some(below));
+        assert!(
+            bytes <= pruned,
+            "{bytes} bytes fetched for the row groups with keys below {below}, at most {pruned} expected"
+        );
+        let tails = eu.len() as u64 * TAIL_BYTES;
+        assert!(pruned - tails < (most - tails) / 4, "most row groups are ruled out ({pruned} of {most} bytes)");
     });
 }

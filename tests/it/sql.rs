@@ -182,3 +182,29 @@ async fn bad_queries_are_errors_naming_the_tables() {
     let e = tributary_err(&["sql", "SELECT 1", "--table", &format!("{trips}@as-of=yesterday")]);
     assert!(e.contains("yesterday"), "{e}");
 }
+
+/// The provider's statistics: the bytes of the files a scan reads (base
+/// files and logs; base files only when read-optimized), as an inexact
+/// size, and no row count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_provider_states_the_bytes_it_reads() {
+    use tributary::sql::datafusion::catalog::TableProvider;
+    use tributary::sql::datafusion::common::stats::Precision;
+    use tributary::sql::datafusion::physical_plan::statistics::{StatisticsArgs, StatisticsContext};
+    use tributary::sql::datafusion::prelude::SessionContext;
+    use tributary::sql::{ReadAs, TributaryTable};
+
+    let Some(place) = Place::new() else { return };
+    let (_, u, _) = tables(&place).await;
+    let files = place.table("u").file_paths(|name| name.ends_with(".parquet") || name.contains(".log."));
+    let all: usize = files.iter().filter(|p| !p.contains(".hoodie/")).map(|p| place.table("u").read(p).len()).sum();
+    assert!(all > 0);
+    let ctx = SessionContext::new();
+    for (query, want) in [(Query::Snapshot, all), (Query::ReadOptimized, 0)] {
+        let provider = TributaryTable::new(u.clone(), ReadAs { query: query.clone(), as_of: None }).await.unwrap();
+        let exec = provider.scan(&ctx.state(), None, &[], None).await.unwrap();
+        let stats = StatisticsContext::new().compute(exec.as_ref(), &StatisticsArgs::new()).unwrap();
+        assert_eq!(stats.total_byte_size, Precision::Inexact(want), "{query:?}");
+        assert_eq!(stats.num_rows, Precision::Absent);
+    }
+}

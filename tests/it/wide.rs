@@ -9,11 +9,12 @@ use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use tributary::{CreateOptions, ReadOptions, Table, TableSettings, TimeSettings};
+use tributary::{CreateOptions, InstantTime, Query, ReadOptions, Table, TableSettings, TimeSettings};
 use tributary_compaction::CompactorSettings;
 use tributary_timeline::{SequenceGroup, TimeMode};
 use tributary_writer::WriteSettings;
 
+use crate::support::filters::{Ask, Columns, Lit, Row as ScanRow, ask, check, expected, read_rows, scanned};
 use crate::support::*;
 
 const SCHEMA: &str = r#"{"type":"record","name":"wide","fields":[
@@ -383,6 +384,50 @@ async fn new_table(place: &Place) -> Table {
     place.table("t").builder().with_settings(TableSettings { time, ..Default::default() }).create(o).await.unwrap()
 }
 
+/// The columns the property's scans read and filter on (`a2` is never
+/// written: always null).
+const SCANNED_NAMES: [&str; 8] = ["id", "ts", "a1", "a2", "ts_a", "b1", "ts_b", "note"];
+
+fn scan_literal(column: &str) -> BoxedStrategy<Lit> {
+    match column {
+        "id" => (0u8..7).prop_map(|k| Lit::Text(format!("k{k:02}"))).boxed(),
+        "a1" => any::<u16>().prop_map(|v| Lit::Text(format!("a{v}"))).boxed(),
+        "b1" => any::<u16>().prop_map(|v| Lit::Text(format!("b{v}"))).boxed(),
+        "note" => any::<u16>().prop_map(|v| Lit::Text(format!("n{v}"))).boxed(),
+        _ => (0i64..42).prop_map(Lit::Int).boxed(),
+    }
+}
+
+static SCANNED: Columns = Columns { names: &SCANNED_NAMES, literal: scan_literal };
+
+/// The model's visible rows as the columns of [`SCANNED_NAMES`].
+fn scan_rows(rows: &BTreeMap<String, Row>) -> Vec<ScanRow> {
+    let n = |v: Option<i64>| v.map(|v| v.to_string());
+    visible(rows)
+        .into_iter()
+        .map(|(id, r)| vec![Some(id), n(r.ts), r.a1, None, n(r.ts_a), r.b1, n(r.ts_b), r.note])
+        .collect()
+}
+
+/// Scans with filters and projections of `table` against the model's rows
+/// (snapshot), and against its unfiltered reads (read-optimized, and
+/// incremental over every commit but the first).
+async fn check_scans(table: &Table, model: &[ScanRow], asks: &[Ask]) -> Result<(), TestCaseError> {
+    let completions: Vec<InstantTime> =
+        table.timeline().await.unwrap().completed().filter_map(|i| i.completed.clone()).collect();
+    let incremental = Query::Incremental { begin: completions[0].clone(), end: completions.last().unwrap().clone() };
+    let names = &SCANNED_NAMES;
+    for ask in asks {
+        let got = scanned(table, names, &Query::Snapshot, ask).await;
+        check(got, expected(model, ask), ask, names, "snapshot")?;
+        for query in [Query::ReadOptimized, incremental.clone()] {
+            let all = read_rows(table, names, &query).await;
+            check(scanned(table, names, &query, ask).await, expected(&all, ask), ask, names, &format!("{query:?}"))?;
+        }
+    }
+    Ok(())
+}
+
 /// Cases of the three-source property: `TRIBUTARY_WIDE_CASES`, by default 24.
 fn cases() -> u32 {
     std::env::var("TRIBUTARY_WIDE_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24)
@@ -393,12 +438,14 @@ proptest! {
 
     /// Three sources (a group each, plus the ungrouped `note` following the
     /// table's `ts`) and deletes, against the model; and the same after a
-    /// compaction and more writes on top. `TRIBUTARY_WIDE_CASES` sets the
+    /// compaction and more writes on top, with random scans (filters,
+    /// projections, limits) of the result. `TRIBUTARY_WIDE_CASES` sets the
     /// number of cases.
     #[test]
     fn three_sources_with_deletes_match_the_model(
         first in prop::collection::vec(op_strategy(), 1..30),
         second in prop::collection::vec(op_strategy(), 0..10),
+        asks in prop::collection::vec(ask(&SCANNED), 1..4),
     ) {
         let Some(place) = Place::new() else { return Ok(()) };
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -415,8 +462,9 @@ proptest! {
             let expected = visible(&rows);
             // Compaction keeps tombstones: deletes stay in force after it.
             model_apply(&mut rows, &second);
-            (got, after, expected, visible(&rows))
-        });
+            check_scans(&table, &scan_rows(&rows), &asks).await?;
+            Ok::<_, TestCaseError>((got, after, expected, visible(&rows)))
+        })?;
         prop_assert_eq!(got, expected);
         prop_assert_eq!(after, expected_all);
     }

@@ -8,6 +8,7 @@ mod corpus;
 mod counting;
 mod fault;
 mod files;
+pub mod filters;
 mod handoff;
 pub mod live_events;
 mod oracle;
