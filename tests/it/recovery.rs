@@ -34,7 +34,7 @@ fn expired_writes_are_rolled_back_before_compaction() {
     let t = table.uri();
     let first = write_lines(place.scratch(), "a.jsonl", 100, 1);
     tributary_ok(&["write", t, "--input", first.to_str().unwrap(), "--time-mode", "hybrid-logical"]);
-    let before = tributary_ok(&["read", t]);
+    let before = tributary_ok(&["read", t, "--sort"]);
 
     // A writer dies while writing: kill it once its first log file exists.
     let big = write_lines(place.scratch(), "b.jsonl", 400_000, 2);
@@ -65,7 +65,7 @@ fn expired_writes_are_rolled_back_before_compaction() {
         assert!(o.contains(&format!("_{inflight}.log.")), "{o} is a log of the killed write {inflight}");
     }
     assert!(!table.file_names(is_marker).is_empty(), "the killed writer left its markers");
-    assert_eq!(tributary_ok(&["read", t]), before, "uncommitted files are invisible");
+    assert_eq!(tributary_ok(&["read", t, "--sort"]), before, "uncommitted files are invisible");
 
     // A live heartbeat protects it; an expired one gets it rolled back.
     let out = tributary_ok(&["compact", t, "--time-mode", "hybrid-logical", "--heartbeat-expiry", "10m"]);
@@ -91,7 +91,7 @@ fn expired_writes_are_rolled_back_before_compaction() {
     assert!(timeline.lines().any(|l| l.contains("rollback") && l.contains("COMPLETED")), "{timeline}");
     assert_eq!(table.file_names(is_log), committed_logs, "orphan logs deleted, committed logs kept");
     assert!(table.file_names(is_marker).is_empty());
-    assert_eq!(tributary_ok(&["read", t]), before);
+    assert_eq!(tributary_ok(&["read", t, "--sort"]), before);
     if have_official_reader() {
         let rows = assert_same_rows(t, "after the rollback");
         assert_eq!(rows.len(), before.lines().count());
@@ -108,7 +108,7 @@ fn clean_removes_old_slices_and_keeps_reads() {
         tributary_ok(&["write", t, "--input", f.to_str().unwrap(), "--time-mode", "hybrid-logical"]);
         tributary_ok(&["compact", t, "--time-mode", "hybrid-logical"]);
     }
-    let before = tributary_ok(&["read", t]);
+    let before = tributary_ok(&["read", t, "--sort"]);
     let bases_before = table.file_names(|n| n.ends_with(".parquet"));
     let logs_before = table.file_names(is_log);
     assert_eq!(
@@ -121,7 +121,7 @@ fn clean_removes_old_slices_and_keeps_reads() {
     assert!(bases_after.len() < bases_before.len(), "{bases_before:?} -> {bases_after:?}");
     let logs_after = table.file_names(is_log);
     assert!(logs_after.len() < logs_before.len(), "superseded logs removed: {logs_before:?} -> {logs_after:?}");
-    assert_eq!(tributary_ok(&["read", t]), before, "reads unchanged");
+    assert_eq!(tributary_ok(&["read", t, "--sort"]), before, "reads unchanged");
     let timeline = tributary_ok(&["timeline", t]);
     assert!(timeline.lines().any(|l| l.contains("clean") && l.contains("COMPLETED")), "{timeline}");
     if have_official_reader() {

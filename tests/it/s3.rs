@@ -187,7 +187,7 @@ fn four_writers_and_the_compaction_service_share_only_the_store() {
 
 /// `tributary read --meta` of the table at `uri`.
 fn ours_with_meta(dir: &Path, uri: &str) -> Vec<Value> {
-    ok_in(dir, &["read", uri, "--meta"]).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    ok_in(dir, &["read", uri, "--meta", "--sort"]).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 const LEASE: Duration = Duration::from_secs(3);

@@ -432,7 +432,7 @@ fn a_third_source_adds_its_sequence_group_while_two_keep_writing() {
         })
         .collect();
     let ours = |extra: &[&str]| -> Vec<Value> {
-        let mut args = vec!["read", t];
+        let mut args = vec!["read", t, "--sort"];
         args.extend_from_slice(extra);
         tributary_ok(&args).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
     };

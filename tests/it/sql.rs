@@ -137,6 +137,22 @@ async fn sql_answers_equal_the_reads() {
     assert!(rows.iter().all(|r| r.as_object().unwrap().len() == 2 && r["fare"].as_f64().unwrap() >= 1000.0));
     assert_eq!(lines(&tributary_ok(&["read", &tu, "--limit", "3"])).len(), 3);
 
+    // A plain read streams its rows in no fixed order; `--sort` orders them
+    // by partition and key, alone (a collected read) and with a selection
+    // (a sort in DataFusion), limits taking the first rows of that order.
+    let key = |r: &Value| {
+        (r["_hoodie_partition_path"].as_str().unwrap().to_string(), r["uuid"].as_str().unwrap().to_string())
+    };
+    let sorted = lines(&tributary_ok(&["read", &tu, "--meta", "--sort"]));
+    assert!(sorted.windows(2).all(|w| key(&w[0]) < key(&w[1])), "ordered by partition and key");
+    assert_eq!(sorted.len(), snapshot.len());
+    let mut streamed = lines(&tributary_ok(&["read", &tu, "--meta"]));
+    streamed.sort_by_key(key);
+    assert_eq!(streamed, sorted, "the same rows, streamed");
+    let first = lines(&tributary_ok(&["read", &tu, "--meta", "--sort", "--limit", "5", "--where", "fare < 1000"]));
+    let want: Vec<Value> = sorted.iter().filter(|r| r["fare"].as_f64().unwrap() < 1000.0).take(5).cloned().collect();
+    assert_eq!(first, want, "the first rows of the order");
+
     // Parquet to a file.
     let file = place.scratch().join("out.parquet");
     tributary_ok(&[

@@ -447,7 +447,7 @@ fn json_doubles_are_stored_exactly() {
         .collect();
     std::fs::write(&input, lines.join("\n")).unwrap();
     tributary_ok(&["write", t, "--input", input.to_str().unwrap()]);
-    let out = tributary_ok(&["read", t, "--format", "jsonl"]);
+    let out = tributary_ok(&["read", t, "--format", "jsonl", "--sort"]);
     let read: Vec<f64> =
         out.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["fare"].as_f64().unwrap()).collect();
     let want: Vec<f64> = doubles.iter().map(|d| d.parse::<f64>().unwrap()).collect();

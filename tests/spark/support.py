@@ -149,8 +149,8 @@ def data_rows(rows) -> list[dict]:
 
 
 def our_rows(table, *extra) -> list[dict]:
-    """`tributary read --meta` rows of `table` with `extra` options."""
-    out = tributary("read", table, "--format", "jsonl", "--meta", *extra)
+    """`tributary read --meta --sort` rows of `table` with `extra` options."""
+    out = tributary("read", table, "--format", "jsonl", "--meta", "--sort", *extra)
     return [json.loads(line) for line in out.splitlines()]
 
 

@@ -398,13 +398,18 @@ pub(crate) enum Command {
         #[arg(long, value_delimiter = ',')]
         columns: Vec<String>,
         /// Only rows this SQL condition holds for (`amount > 100 AND
-        /// region = 'eu'`), parsed by DataFusion. With --columns, --where
-        /// or --limit, rows stream as they are merged, in no fixed order.
+        /// region = 'eu'`), parsed by DataFusion.
         #[arg(long = "where", value_name = "CONDITION")]
         filter: Option<String>,
         /// At most this many rows.
         #[arg(long)]
         limit: Option<usize>,
+        /// Rows ordered by partition, then record key. Without it rows
+        /// stream as the file groups' merges produce them, in no fixed
+        /// order, and memory follows the file groups merged at once, not
+        /// the table; with it every row is held before the first prints.
+        #[arg(long)]
+        sort: bool,
     },
     /// Run a SQL query (Apache DataFusion) over one or more tables, each
     /// registered by name; rows stream as they are computed.

@@ -156,7 +156,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             };
             serve_tables(store, tables, schedule, service.table_settings(compactor.spill_dir.clone())).await?;
         }
-        Command::Read { table, query, as_of, begin, end, format, meta, columns, filter, limit } => {
+        Command::Read { table, query, as_of, begin, end, format, meta, columns, filter, limit, sort } => {
             let as_of = as_of.map(|t| instant_arg(&t, "--as-of")).transpose()?;
             let query = match query {
                 QueryArg::Snapshot => Query::Snapshot,
@@ -167,12 +167,15 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
                     Query::Incremental { begin, end }
                 }
             };
-            if columns.is_empty() && filter.is_none() && limit.is_none() {
+            let plain = columns.is_empty() && filter.is_none() && limit.is_none();
+            if plain && sort {
                 let options = ReadOptions { query, as_of, with_meta: meta, ..Default::default() };
                 read(store, table, options, format).await?;
+            } else if plain {
+                stream(store, table, query, as_of, meta, format).await?;
             } else {
                 let read_as = tributary::sql::ReadAs { query, as_of };
-                let pick = crate::sql::Selection { columns, filter, limit, meta };
+                let pick = crate::sql::Selection { columns, filter, limit, meta, sort };
                 crate::sql::read(store, table, read_as, pick, format).await?;
             }
         }
@@ -332,9 +335,33 @@ async fn serve_tables(
     Ok(())
 }
 
-/// `read`: the rows of one query.
+/// `read --sort`: the rows of one query, ordered by partition and key.
 async fn read(store: &StoreArgs, table: String, options: ReadOptions, format: FormatArg) -> Result<(), Failure> {
     let t = store.open(&table, TableSettings::default()).await?;
     let batch = t.read(&options).await?;
     output::rows(batch, format)
+}
+
+/// `read`: the rows of one query, printed as the scan's merges produce
+/// them.
+async fn stream(
+    store: &StoreArgs,
+    table: String,
+    query: Query,
+    as_of: Option<tributary::InstantTime>,
+    meta: bool,
+    format: FormatArg,
+) -> Result<(), Failure> {
+    use futures::TryStreamExt;
+    let t = store.open(&table, TableSettings::default()).await?;
+    let mut scan = t.scan().query(query).with_meta(meta);
+    if let Some(at) = as_of {
+        scan = scan.as_of(at);
+    }
+    let mut rows = scan.stream().await?;
+    let mut sink = output::Rows::new(rows.schema(), format, None)?;
+    while let Some(batch) = rows.try_next().await? {
+        sink.write(&batch)?;
+    }
+    sink.finish()
 }

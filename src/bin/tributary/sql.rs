@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use tributary::sql::datafusion::error::DataFusionError;
-use tributary::sql::datafusion::prelude::SessionContext;
+use tributary::sql::datafusion::prelude::{SessionContext, col};
 use tributary::sql::{ReadAs, TributaryTable};
 use tributary::{Error, TableSettings};
 
@@ -77,6 +77,8 @@ pub(crate) struct Selection {
     pub(crate) limit: Option<usize>,
     /// The meta columns, when no columns are named.
     pub(crate) meta: bool,
+    /// Rows ordered by partition, then record key.
+    pub(crate) sort: bool,
 }
 
 /// `read` with `--columns`, `--where` or `--limit`: the filter parsed by
@@ -95,6 +97,10 @@ pub(crate) async fn read(
     if let Some(filter) = pick.filter {
         let expr = df.parse_sql_expr(&filter).map_err(fail)?;
         df = df.filter(expr).map_err(fail)?;
+    }
+    if pick.sort {
+        let order = ["_hoodie_partition_path", "_hoodie_record_key"].map(|c| col(c).sort(true, false));
+        df = df.sort(order.to_vec()).map_err(fail)?;
     }
     let columns: Vec<String> = if pick.columns.is_empty() {
         let all = df.schema().fields().iter().map(|f| f.name().clone());
