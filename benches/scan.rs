@@ -5,9 +5,9 @@
 //! `cargo bench --bench scan` makes the table once (in
 //! `TRIBUTARY_BENCH_DIR`, default `target/bench-scan`):
 //! `TRIBUTARY_BENCH_ROWS` rows (default 20,000,000) of 10 columns over 8
-//! regions (the partitions) and 4 buckets each, compacted into base files,
-//! then a tenth of the keys updated again in logs, so every file slice
-//! holds a base file and logs. Then, each in a process of its own:
+//! regions (the partitions) and 4 buckets each, compacted into base files.
+//! Each run then updates a tenth of the keys in logs, so every file slice
+//! holds a base file and logs, and then, each in a process of its own:
 //! - `scan`: every row, merged, through `Table::scan` with a memory budget
 //!   (`TRIBUTARY_BENCH_BUDGET_MIB`, default 256); prints the rows, the time
 //!   and the process's peak RSS (`VmHWM`);
@@ -26,7 +26,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tributary::{CreateOptions, Predicate, Table, TableLocation, WriteSettings};
 use tributary_compaction::CompactorSettings;
-use tributary_timeline::CountingStore;
+use tributary_timeline::{Clock, CountingStore, SystemClock};
 
 #[cfg(feature = "jemalloc")]
 #[global_allocator]
@@ -109,7 +109,13 @@ async fn make(dir: &Path, rows: usize) {
     write(&table, 0..rows, 1, 1).await;
     println!("{rows} rows written in {:.1} s", started.elapsed().as_secs_f64());
     compact(&table).await;
-    write(&table, (0..rows).step_by(10), 2, 2).await;
+}
+
+/// Updates a tenth of the keys in logs, later than every version so far.
+async fn update(dir: &Path, rows: usize) {
+    let table = Table::builder_local(dir).open().await.expect("open");
+    let ts = SystemClock.now_millis();
+    write(&table, (0..rows).step_by(10), ts, ts as u64).await;
     println!("{} keys updated in logs", rows.div_ceil(10));
 }
 
@@ -199,12 +205,14 @@ async fn main() {
     // that each one's peak RSS is its own.
     match std::env::args().nth(1).as_deref() {
         Some("make") => make(&dir, rows).await,
+        Some("update") => update(&dir, rows).await,
         Some("scan") => scan(&dir, env("TRIBUTARY_BENCH_BUDGET_MIB", 256)).await,
         Some("query") => query(&dir).await,
         _ => {
             if !dir.join(".hoodie").exists() {
                 child("make");
             }
+            child("update");
             child("scan");
             child("query");
         }

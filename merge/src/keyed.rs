@@ -274,11 +274,24 @@ impl SliceScan<'_> {
         let mut sizes = Sizes::default();
         if let Some(base) = files.base {
             let mut reader = BaseReader::open_columns(self.loc, &self.base_keys, base).await?;
-            merger.expect_keys(reader.num_rows());
+            // Room for every key up front only when nothing bounds the
+            // index: a bounded merge declines as soon as it outgrows its
+            // limit, base file included.
+            if limit == usize::MAX {
+                merger.expect_keys(reader.num_rows());
+            }
             let mut first_row = 0;
             while let Some(b) = reader.next().await? {
                 merger.push_keys(b.column(0), (b.num_columns() > 1).then(|| b.column(1)), 0, first_row)?;
                 first_row += b.num_rows();
+                if merger.retained_bytes() > limit {
+                    tracing::debug!(
+                        held = merger.retained_bytes(),
+                        limit,
+                        "key index of the base file outgrows the budget"
+                    );
+                    return Ok(None);
+                }
             }
         }
         let mut source = 1;

@@ -3,11 +3,13 @@
 //! The compactor's budget is shared by the groups it merges at once, so each
 //! slice merge gets a [`Share`] of it. Within a share:
 //!
-//! - decoded rows are estimated at three times their encoded bytes, so a
-//!   slice whose files take more than a third of the share is merged in
-//!   bounded memory, with `P` = estimate / share spill partitions (at most
-//!   [`MAX_SPILL_PARTITIONS`]), each buffering a quarter of the share split
-//!   `P` ways before it writes a spill object;
+//! - decoded rows are estimated at three times their encoded bytes, and a
+//!   spill partition's merge holds its rows twice (the versions, and the
+//!   winners sorted by key), so a slice whose files take more than a sixth
+//!   of the share is merged in bounded memory, with `P` = twice the
+//!   estimate / share spill partitions (at most [`MAX_SPILL_PARTITIONS`]),
+//!   each buffering a quarter of the share split `P` ways before it writes
+//!   a spill object;
 //! - the key-first merge may hold a key index of half the share
 //!   ([`Limits::index`]), and index plus winning rows (estimated at one and a
 //!   half times their Avro bytes) of three quarters ([`Limits::keep`]); past
@@ -24,6 +26,9 @@
 //!   never sits in memory whole.
 //!
 //! Readers merge without a share: they hold every row they return anyway.
+
+/// Decoded rows per encoded byte, as the policy estimates them.
+const DECODED_PER_ENCODED: usize = 3;
 
 /// At most this many spill partitions per slice.
 pub(crate) const MAX_SPILL_PARTITIONS: usize = 1024;
@@ -64,7 +69,7 @@ impl Share {
     pub(crate) fn partitions(self, input_bytes: u64) -> usize {
         usize::try_from(input_bytes)
             .unwrap_or(usize::MAX)
-            .saturating_mul(3)
+            .saturating_mul(DECODED_PER_ENCODED * 2)
             .div_ceil(self.0)
             .clamp(1, MAX_SPILL_PARTITIONS)
     }
@@ -114,8 +119,8 @@ mod tests {
         let share = Share::of_budget(256 << 20, 2);
         assert_eq!(share, Share(128 << 20));
         assert_eq!(share.partitions(0), 1);
-        assert_eq!(share.partitions((128 << 20) / 3), 1);
-        assert_eq!(share.partitions(128 << 20), 3);
+        assert_eq!(share.partitions((128 << 20) / 6), 1);
+        assert_eq!(share.partitions(128 << 20), 6);
         assert_eq!(share.partitions(u64::MAX), MAX_SPILL_PARTITIONS);
         assert_eq!(share.row_group_bytes(), 16 << 20);
         assert_eq!(share.upload_buffer(), 10 << 20);
