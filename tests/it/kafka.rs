@@ -35,6 +35,12 @@ fn brokers() -> Option<String> {
     )
 }
 
+/// A consumer group named for the test and this run: the two runs of CI
+/// (local and S3) share one broker, and a group is never reused.
+fn group(name: &str) -> String {
+    format!("{name}-{}", std::process::id())
+}
+
 /// A new topic of `partitions` partitions, named for the test.
 async fn topic(brokers: &str, name: &str, partitions: i32) -> String {
     let name = format!("{name}-{}", std::process::id());
@@ -208,8 +214,8 @@ async fn a_topic_is_ingested_into_the_model_with_its_offsets() {
         produce(&producer, &topic, p as i32, values).await;
     }
     let ends = end_offsets(&brokers, &topic, 3);
-    let (stats, running) = start_job(&t, &brokers, &topic, "model", (400, Duration::from_millis(500))).await;
-    until_caught_up(&t, "model", &topic, &ends).await;
+    let (stats, running) = start_job(&t, &brokers, &topic, &group("model"), (400, Duration::from_millis(500))).await;
+    until_caught_up(&t, &group("model"), &topic, &ends).await;
     let summary = running.stop().await;
     assert!(summary.commits > 3, "{summary:?}");
     assert_eq!(
@@ -237,7 +243,7 @@ async fn a_bad_record_fails_the_job_or_is_skipped() {
     ];
     produce(&producer(&brokers), &topic, 0, &values).await;
 
-    let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], "bad-fail");
+    let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], group("bad-fail"));
     settings.commit_interval = Duration::from_millis(300);
     let job = t.ingest(WriteSettings::default(), settings.clone()).await.unwrap();
     let e = job.run(std::future::pending()).await.unwrap_err();
@@ -246,15 +252,15 @@ async fn a_bad_record_fails_the_job_or_is_skipped() {
     let named = (message.contains(&at(1)) && message.contains("`ts`"))
         || (message.contains(&at(2)) && message.contains("malformed JSON"));
     assert!(named, "{message}");
-    assert_eq!(table_offsets(&t, "bad-fail", &topic, 1).await, vec![None]);
+    assert_eq!(table_offsets(&t, &group("bad-fail"), &topic, 1).await, vec![None]);
     assert!(rows(&t).await.is_empty());
 
-    settings.group = "bad-skip".into();
+    settings.group = group("bad-skip");
     settings.on_bad_record = OnBadRecord::Skip;
     let job = t.ingest(WriteSettings::default(), settings).await.unwrap();
     let stats = job.stats();
     let running = Running::start(job);
-    until_caught_up(&t, "bad-skip", &topic, &[4]).await;
+    until_caught_up(&t, &group("bad-skip"), &topic, &[4]).await;
     running.stop().await;
     assert_eq!(stats.bad_records.load(Ordering::Relaxed), 2);
     let keys: Vec<String> = rows(&t).await.into_keys().collect();
@@ -263,12 +269,12 @@ async fn a_bad_record_fails_the_job_or_is_skipped() {
     // Dead-lettered: delivered with their positions and reasons before the
     // offsets pass them.
     let dead = self::topic(&brokers, "dead", 1).await;
-    let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], "bad-dead");
+    let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], group("bad-dead"));
     settings.commit_interval = Duration::from_millis(300);
     settings.on_bad_record = OnBadRecord::DeadLetter(dead.clone());
     let job = t.ingest(WriteSettings::default(), settings).await.unwrap();
     let running = Running::start(job);
-    until_caught_up(&t, "bad-dead", &topic, &[4]).await;
+    until_caught_up(&t, &group("bad-dead"), &topic, &[4]).await;
     running.stop().await;
     let letters = dead_letters(&brokers, &dead, 2);
     let offsets: Vec<&str> = letters.iter().map(|h| h["tributary.offset"].as_str()).collect();
@@ -284,7 +290,7 @@ fn dead_letters(brokers: &str, topic: &str, n: usize) -> Vec<BTreeMap<String, St
     use rdkafka::Message;
     use rdkafka::message::Headers;
     let c: BaseConsumer =
-        ClientConfig::new().set("bootstrap.servers", brokers).set("group.id", "dead-reader").create().unwrap();
+        ClientConfig::new().set("bootstrap.servers", brokers).set("group.id", group("dead-reader")).create().unwrap();
     let mut tpl = rdkafka::TopicPartitionList::new();
     tpl.add_partition_offset(topic, 0, rdkafka::Offset::Beginning).unwrap();
     c.assign(&tpl).unwrap();
@@ -636,12 +642,12 @@ async fn a_debezium_stream_gives_the_source_tables_final_state() {
         produce(&p, &topic, part as i32, values).await;
     }
     let ends = end_offsets(&brokers, &topic, 2);
-    let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], "cdc");
+    let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], group("cdc"));
     settings.format = tributary::ingest::ValueFormat::DebeziumJson { order_by: "source.lsn".into() };
     settings.commit_records = 100;
     let job = t.ingest(WriteSettings::default(), settings).await.unwrap();
     let running = Running::start(job);
-    until_caught_up(&t, "cdc", &topic, &ends).await;
+    until_caught_up(&t, &group("cdc"), &topic, &ends).await;
     running.stop().await;
     let got: BTreeMap<i64, String> = table_values(&t)
         .await
@@ -696,14 +702,16 @@ async fn two_groups_fill_two_sequence_groups_at_once() {
         produce(&p, &topic_b, part as i32, &b[part]).await;
     }
     let mut jobs = Vec::new();
-    for (topic, group, columns) in [(&topic_a, "source-a", ["a1", "ts_a"]), (&topic_b, "source-b", ["b1", "ts_b"])] {
+    for (topic, group, columns) in
+        [(&topic_a, group("source-a"), ["a1", "ts_a"]), (&topic_b, group("source-b"), ["b1", "ts_b"])]
+    {
         let mut settings = IngestSettings::new(&brokers, vec![topic.clone()], group);
         settings.commit_records = 150;
         let write = WriteSettings { columns: Some(columns.map(String::from).to_vec()), ..Default::default() };
         jobs.push(Running::start(t.ingest(write, settings).await.unwrap()));
     }
-    until_caught_up(&t, "source-a", &topic_a, &end_offsets(&brokers, &topic_a, 2)).await;
-    until_caught_up(&t, "source-b", &topic_b, &end_offsets(&brokers, &topic_b, 2)).await;
+    until_caught_up(&t, &group("source-a"), &topic_a, &end_offsets(&brokers, &topic_a, 2)).await;
+    until_caught_up(&t, &group("source-b"), &topic_b, &end_offsets(&brokers, &topic_b, 2)).await;
     for job in jobs {
         job.stop().await;
     }
@@ -727,6 +735,7 @@ async fn framed_avro_values_keyed_by_message_keys() {
     let Some(place) = Place::new() else { return };
     let t = create(&place).await;
     let (topic, dead) = (topic(&brokers, "avro", 1).await, topic(&brokers, "avro-dead", 1).await);
+    let avro_group = group("avro");
     // The values carry no key field: keys come from the messages.
     let value_schema = r#"{"type":"record","name":"e","fields":[
         {"name":"ts","type":"long"},{"name":"v","type":["null","long"],"default":null}]}"#;
@@ -761,7 +770,7 @@ async fn framed_avro_values_keyed_by_message_keys() {
     }
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tributary"))
         .args(["ingest", place.table("t").uri(), "--brokers", &brokers, "--topic", &topic])
-        .args(["--group", "avro", "--format", "avro", "--value-schema", schema_file.to_str().unwrap()])
+        .args(["--group", &avro_group, "--format", "avro", "--value-schema", schema_file.to_str().unwrap()])
         .args(["--schema-id", "7", "--key-from", "message", "--commit-interval", "300ms"])
         .args(["--on-bad-record", &format!("dead-letter={dead}")])
         .stdout(std::process::Stdio::null())
@@ -769,7 +778,7 @@ async fn framed_avro_values_keyed_by_message_keys() {
         .spawn()
         .unwrap();
     let _reaper = Reaper(vec![child.id()]);
-    until_caught_up(&t, "avro", &topic, &[6]).await;
+    until_caught_up(&t, &avro_group, &topic, &[6]).await;
     signal(&child, "-TERM");
     assert!(child.wait().unwrap().success(), "the job did not end cleanly on SIGTERM");
     let rows = rows(&t).await;
@@ -800,7 +809,7 @@ async fn a_job_waiting_on_compaction_pauses_and_then_catches_up() {
         (0..200).map(|i| Some(json!({"id": format!("k{}", i % 50), "ts": i, "v": i}).to_string())).collect();
     produce(&producer(&brokers), &topic, 0, &values).await;
 
-    let (stats, running) = start_job(&t, &brokers, &topic, "bounded", (20, Duration::from_millis(100))).await;
+    let (stats, running) = start_job(&t, &brokers, &topic, &group("bounded"), (20, Duration::from_millis(100))).await;
     // Two commits fill the bound; the third waits, and the batch after it
     // fills, then consuming pauses.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -809,7 +818,7 @@ async fn a_job_waiting_on_compaction_pauses_and_then_catches_up() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(stats.commits.load(Ordering::Relaxed), 2);
-    let held = table_offsets(&t, "bounded", &topic, 1).await;
+    let held = table_offsets(&t, &group("bounded"), &topic, 1).await;
     assert_eq!(held, vec![Some(40)]);
 
     let compactor = t.compactor(tributary_compaction::CompactorSettings::default()).await.unwrap();
@@ -818,7 +827,7 @@ async fn a_job_waiting_on_compaction_pauses_and_then_catches_up() {
     let caught_up = async {
         loop {
             compactor.run_once().await.unwrap();
-            if table_offsets(&t, "bounded", &topic, 1).await == vec![Some(ends[0])] {
+            if table_offsets(&t, &group("bounded"), &topic, 1).await == vec![Some(ends[0])] {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
