@@ -119,15 +119,21 @@ fn history() -> impl Strategy<Value = Vec<Vec<Event>>> {
     })
 }
 
-fn batch(events: &[Event]) -> RecordBatch {
-    let schema = Arc::new(Schema::new(vec![
+/// The Arrow fields of [`SCHEMA`]'s columns.
+fn table_fields() -> Vec<Field> {
+    vec![
         Field::new("id", DataType::Utf8, false),
         Field::new("ts", DataType::Int64, false),
         Field::new("region", DataType::Utf8, false),
         Field::new("amount", DataType::Int64, true),
         Field::new("note", DataType::Utf8, true),
-        Field::new("_hoodie_is_deleted", DataType::Boolean, false),
-    ]));
+    ]
+}
+
+fn batch(events: &[Event]) -> RecordBatch {
+    let mut fields = table_fields();
+    fields.push(Field::new("_hoodie_is_deleted", DataType::Boolean, false));
+    let schema = Arc::new(Schema::new(fields));
     let columns: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from_iter_values(events.iter().map(|e| key_of(e.key)))),
         Arc::new(Int64Array::from_iter_values(events.iter().map(|e| e.ts))),
@@ -320,13 +326,7 @@ fn a_scan_fetches_its_partition_columns_and_row_groups_only() {
         let regions: Vec<&str> = (0..n).map(|i| REGIONS[i % REGIONS.len()]).collect();
         let noise = |i: usize| format!("{:016x}", (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let notes: Vec<String> = (0..n).map(|i| (0..6).map(|j| noise(i * 6 + j)).collect()).collect();
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("id", DataType::Utf8, false),
-            Field::new("ts", DataType::Int64, false),
-            Field::new("region", DataType::Utf8, false),
-            Field::new("amount", DataType::Int64, true),
-            Field::new("note", DataType::Utf8, true),
-        ]));
+        let schema = Arc::new(Schema::new(table_fields()));
         let rows = RecordBatch::try_new(
             schema,
             vec![
