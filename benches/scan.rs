@@ -10,7 +10,8 @@
 //! holds a base file and logs, and then, each in a process of its own:
 //! - `scan`: every row, merged, through `Table::scan` with a memory budget
 //!   (`TRIBUTARY_BENCH_BUDGET_MIB`, default 256); prints the rows, the time
-//!   and the process's peak RSS (`VmHWM`);
+//!   and the process's peak RSS (`VmHWM`); `RUST_LOG=tributary_merge=debug`
+//!   shows how each slice was merged;
 //! - `query`: the rows of one region, two columns, through a store that
 //!   counts the bytes it serves, after the table is compacted again (slices
 //!   without logs); prints those bytes beside the region's file sizes.
@@ -131,6 +132,11 @@ fn peak_rss_mib() -> f64 {
 }
 
 async fn scan(dir: &Path, budget_mib: usize) {
+    // `RUST_LOG=tributary_merge=debug` shows how each slice was merged.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let table = Table::builder_local(dir).open().await.expect("open");
     let ticks = process::clock_ticks_per_second();
     let (cpu, started) = (process::cpu_time(ticks).expect("cpu"), Instant::now());

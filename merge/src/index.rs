@@ -84,10 +84,21 @@ impl<T: Default> KeyIndex<T> {
     /// Grows the table so that `additional` more entries fit without a
     /// further resize.
     pub(crate) fn reserve(&mut self, additional: usize) {
-        let want = self.len.saturating_add(additional).saturating_mul(2).max(1 << Self::MIN_BITS);
+        let want = Self::slots_for(self.len.saturating_add(additional));
         if want > self.slots.len() {
-            self.resize(want.next_power_of_two().trailing_zeros());
+            self.resize(want.trailing_zeros());
         }
+    }
+
+    /// Bytes of the slots of an index of `entries` entries, sized for them
+    /// at once.
+    pub(crate) fn bytes_for(entries: usize) -> usize {
+        Self::slots_for(entries).saturating_mul(std::mem::size_of::<(u64, T)>())
+    }
+
+    /// Slots for `entries` entries: at least twice as many, a power of two.
+    fn slots_for(entries: usize) -> usize {
+        entries.saturating_mul(2).max(1 << Self::MIN_BITS).checked_next_power_of_two().unwrap_or(usize::MAX)
     }
 
     fn resize(&mut self, bits: u32) {

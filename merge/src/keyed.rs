@@ -40,6 +40,7 @@ use crate::ordering::Ord2;
 use crate::read::{BaseReader, LogBlocks, LogEntry, Records, SliceFiles, SliceMerge, unsupported_block};
 use crate::rows::{KeyBatch, RowMerger, row_of};
 use crate::rules::sort_by_key;
+use crate::slice::RowSink;
 use crate::spill::{Run, Spiller};
 use crate::tombstone::Tombstone;
 use crate::version::Version;
@@ -96,39 +97,20 @@ pub(crate) async fn merge_key_first(
     limits: Limits,
     spiller: Option<&mut Spiller>,
 ) -> Result<KeyFirst> {
-    let SliceMerge { loc, schema, config, timeline } = *ctx;
-    // A base file of which only some rows take part (an incremental read)
-    // is merged the general way, which filters its rows as it reads them.
-    if !config.sequence_groups.is_empty() || (files.base.is_some() && !files.base_rows.all()) {
-        return Ok(KeyFirst::Declined);
-    }
-    let mut merger = RowMerger::new(schema, config.merge_mode);
-    if merger.several_ordering_fields() {
-        return Ok(KeyFirst::Declined);
-    }
-    let ordering = merger.event_time_ordering();
-    let Some(decoder) = ColumnDecoder::for_schema(schema.log_json()) else { return Ok(KeyFirst::Declined) };
-    let Some(scanner) = decoder.key_scanner(RECORD_KEY, ordering) else { return Ok(KeyFirst::Declined) };
-    let with_meta = schema.arrow_with_meta();
-    let base_keys = std::sync::Arc::new(
-        with_meta
-            .project(&[Some(RECORD_KEY), ordering].into_iter().flatten().collect::<Vec<_>>())
-            .map_err(|e| Error::arrow(format!("key columns of table {}", config.name), e))?,
-    );
     // A merge without limits holds every winner anyway; one with limits
     // keeps nothing extra, so that the key index and the winners get the
     // share.
     let keep_room = if limits == Limits::NONE { KEPT_LOG_BYTES } else { 0 };
-    let mut scan = SliceScan { loc, schema, timeline, decoder, scanner, base_keys, kept: Vec::new(), keep_room };
-    let Some(sizes) = scan.index(files, &mut merger, limits.index).await? else { return Ok(KeyFirst::Declined) };
+    let Some(Indexed { mut scan, mut merger, sizes }) = index_slice(ctx, files, limits.index, keep_room).await? else {
+        return Ok(KeyFirst::Declined);
+    };
     // Decoded rows take about one and a half times their Avro bytes.
     let winners = merger.winners();
     let decoded = winners.len().saturating_mul(sizes.bytes_per_record()).saturating_mul(3) / 2;
     if merger.retained_bytes().saturating_add(decoded) <= limits.keep {
-        let Out::Keep(batches) = scan.decode_winners(files, &winners, Out::Keep(Vec::new())).await? else {
-            unreachable!("kept rows stay kept")
-        };
-        merger.place(&winners, batches);
+        let mut kept = Vec::new();
+        scan.decode_winners(files, &winners, &mut kept).await?;
+        merger.place(&winners, kept);
         return Ok(KeyFirst::Merged(merger));
     }
     let Some(spiller) = spiller else {
@@ -139,29 +121,99 @@ pub(crate) async fn merge_key_first(
     let tombstones = merger.tombstones();
     drop(merger);
     tracing::debug!(winners = winners.len(), decoded, keep = limits.keep, "winning rows go to sorted runs");
-    let runs = SortedRuns { spiller, buffered: Vec::new(), bytes: 0, limit: limits.run_bytes(), runs: Vec::new() };
-    let Out::Runs(mut runs) = scan.decode_winners(files, &winners, Out::Runs(runs)).await? else {
-        unreachable!("spilled rows stay spilled")
-    };
+    let mut runs = SortedRuns { spiller, buffered: Vec::new(), bytes: 0, limit: limits.run_bytes(), runs: Vec::new() };
+    scan.decode_winners(files, &winners, &mut runs).await?;
     runs.flush().await?;
     Ok(KeyFirst::Spilled { runs: runs.runs, tombstones })
 }
 
-/// Where decoded winning rows go.
-enum Out<'s> {
-    Keep(Vec<RecordBatch>),
-    Runs(SortedRuns<'s>),
+/// Merges the slice `files` key first for a reader that takes rows in any
+/// order: with a key index of at most `index_limit` bytes, the winning rows
+/// go to `sink` as they are decoded, in the order of the files, so they are
+/// never held together. `None` when the slice is declined (nothing was
+/// sent); else whether the sink took every row.
+pub(crate) async fn stream_key_first<S: RowSink>(
+    ctx: &SliceMerge<'_>,
+    files: &SliceFiles<'_>,
+    index_limit: usize,
+    sink: &mut S,
+) -> Result<Option<bool>> {
+    let Some(Indexed { mut scan, merger, .. }) = index_slice(ctx, files, index_limit, 0).await? else {
+        return Ok(None);
+    };
+    let winners = merger.winners();
+    drop(merger);
+    tracing::debug!(winners = winners.len(), "winning rows streamed as they are decoded");
+    let mut out = Streamed { sink, open: true };
+    scan.decode_winners(files, &winners, &mut out).await?;
+    Ok(Some(out.open))
 }
 
-impl Out<'_> {
-    async fn push(&mut self, batch: RecordBatch) -> Result<()> {
-        match self {
-            Out::Keep(batches) => {
-                batches.push(batch);
-                Ok(())
-            }
-            Out::Runs(runs) => runs.push(batch).await,
-        }
+/// A slice's key index, and what reads its winners.
+struct Indexed<'a> {
+    scan: SliceScan<'a>,
+    merger: RowMerger,
+    sizes: Sizes,
+}
+
+/// The index pass of a slice the key-first merge covers, with a key index
+/// of at most `limit` bytes, keeping up to `keep_room` bytes of small log
+/// files for the decode pass; `None` when the merge declines the slice.
+async fn index_slice<'a>(
+    ctx: &SliceMerge<'a>,
+    files: &SliceFiles<'_>,
+    limit: usize,
+    keep_room: usize,
+) -> Result<Option<Indexed<'a>>> {
+    let SliceMerge { loc, schema, config, timeline } = *ctx;
+    // A base file of which only some rows take part (an incremental read)
+    // is merged the general way, which filters its rows as it reads them.
+    if !config.sequence_groups.is_empty() || (files.base.is_some() && !files.base_rows.all()) {
+        return Ok(None);
+    }
+    let mut merger = RowMerger::new(schema, config.merge_mode);
+    if merger.several_ordering_fields() {
+        return Ok(None);
+    }
+    let ordering = merger.event_time_ordering();
+    let Some(decoder) = ColumnDecoder::for_schema(schema.log_json()) else { return Ok(None) };
+    let Some(scanner) = decoder.key_scanner(RECORD_KEY, ordering) else { return Ok(None) };
+    let with_meta = schema.arrow_with_meta();
+    let base_keys = std::sync::Arc::new(
+        with_meta
+            .project(&[Some(RECORD_KEY), ordering].into_iter().flatten().collect::<Vec<_>>())
+            .map_err(|e| Error::arrow(format!("key columns of table {}", config.name), e))?,
+    );
+    let mut scan = SliceScan { loc, schema, timeline, decoder, scanner, base_keys, kept: Vec::new(), keep_room };
+    let Some(sizes) = scan.index(files, &mut merger, limit).await? else { return Ok(None) };
+    Ok(Some(Indexed { scan, merger, sizes }))
+}
+
+/// Where decoded winning rows go; `false` from [`WinnerOut::push`] ends the
+/// decode pass early.
+trait WinnerOut: Send {
+    fn push(&mut self, batch: RecordBatch) -> impl Future<Output = Result<bool>> + Send;
+}
+
+/// Kept in memory.
+impl WinnerOut for Vec<RecordBatch> {
+    async fn push(&mut self, batch: RecordBatch) -> Result<bool> {
+        Vec::push(self, batch);
+        Ok(true)
+    }
+}
+
+/// Handed on to a reader's sink.
+struct Streamed<'s, S> {
+    sink: &'s mut S,
+    /// False once the sink takes no more.
+    open: bool,
+}
+
+impl<S: RowSink> WinnerOut for Streamed<'_, S> {
+    async fn push(&mut self, batch: RecordBatch) -> Result<bool> {
+        self.open = self.sink.take(batch).await;
+        Ok(self.open)
     }
 }
 
@@ -175,13 +227,18 @@ struct SortedRuns<'s> {
     runs: Vec<Run>,
 }
 
-impl SortedRuns<'_> {
-    async fn push(&mut self, batch: RecordBatch) -> Result<()> {
+impl WinnerOut for SortedRuns<'_> {
+    async fn push(&mut self, batch: RecordBatch) -> Result<bool> {
         self.bytes += batch.get_array_memory_size();
         self.buffered.push(batch);
-        if self.bytes >= self.limit { self.flush().await } else { Ok(()) }
+        if self.bytes >= self.limit {
+            self.flush().await?;
+        }
+        Ok(true)
     }
+}
 
+impl SortedRuns<'_> {
     /// Writes what is buffered as the next run.
     async fn flush(&mut self) -> Result<()> {
         if self.buffered.is_empty() {
@@ -274,12 +331,16 @@ impl SliceScan<'_> {
         let mut sizes = Sizes::default();
         if let Some(base) = files.base {
             let mut reader = BaseReader::open_columns(self.loc, &self.base_keys, base).await?;
-            // Room for every key up front only when nothing bounds the
-            // index: a bounded merge declines as soon as it outgrows its
-            // limit, base file included.
-            if limit == usize::MAX {
-                merger.expect_keys(reader.num_rows());
+            // The base file holds one row per key: room for them all at
+            // once, so that the index does not grow (and hold its old and
+            // new slots) step by step; or, when that is past the limit, the
+            // merge is declined before a row is read.
+            let keys = reader.num_rows();
+            if RowMerger::index_bytes_for(keys) > limit {
+                tracing::debug!(keys, limit, "key index of the base file would outgrow the budget");
+                return Ok(None);
             }
+            merger.expect_keys(keys);
             let mut first_row = 0;
             while let Some(b) = reader.next().await? {
                 merger.push_keys(b.column(0), (b.num_columns() > 1).then(|| b.column(1)), 0, first_row)?;
@@ -349,13 +410,14 @@ impl SliceScan<'_> {
     }
 
     /// The decode pass: the rows of `winners` (ascending places, as
-    /// [`RowMerger::winners`] gives them), in that order.
-    async fn decode_winners<'s>(
+    /// [`RowMerger::winners`] gives them), in that order, to `out`, until it
+    /// takes no more.
+    async fn decode_winners<O: WinnerOut>(
         &mut self,
         files: &SliceFiles<'_>,
         winners: &[(u64, u32)],
-        mut out: Out<'s>,
-    ) -> Result<Out<'s>> {
+        out: &mut O,
+    ) -> Result<()> {
         let place = |w: &(u64, u32)| row_of(w.0);
         let mut next = 0;
         if let Some(base) = files.base
@@ -376,7 +438,9 @@ impl SliceScan<'_> {
                     let indices = arrow::array::UInt32Array::from(take);
                     let taken = arrow::compute::take_record_batch(&b, &indices)
                         .map_err(|e| Error::arrow(format!("winning rows of {base}"), e))?;
-                    out.push(taken).await?;
+                    if !out.push(taken).await? {
+                        return Ok(());
+                    }
                 }
                 first_row = end;
             }
@@ -421,14 +485,19 @@ impl SliceScan<'_> {
                         }
                     }
                     for b in done {
-                        out.push(b).await?;
+                        if !out.push(b).await? {
+                            return Ok(());
+                        }
                     }
                 }
                 source += 1;
             }
         }
         if self.decoder.rows() > 0 {
-            out.push(self.finish_batch("log records")?).await?;
+            let last = self.finish_batch("log records")?;
+            if !out.push(last).await? {
+                return Ok(());
+            }
         }
         if next != winners.len() {
             return Err(Error::Internal {
@@ -436,7 +505,7 @@ impl SliceScan<'_> {
                 reason: format!("{} winning rows were not found on the second read", winners.len() - next),
             });
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Indexes the key and ordering value of the record `at`.

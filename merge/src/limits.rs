@@ -14,7 +14,10 @@
 //!   ([`Limits::index`]), and index plus winning rows (estimated at one and a
 //!   half times their Avro bytes) of three quarters ([`Limits::keep`]); past
 //!   that the winners are written as sorted runs of half that each
-//!   ([`Limits::run_bytes`]: a run is sorted by a copy of itself);
+//!   ([`Limits::run_bytes`]: a run is sorted by a copy of itself); a reader
+//!   that takes rows in any order is handed the winners as they are
+//!   decoded, so its key index may take three quarters
+//!   ([`Share::stream_index`]);
 //! - the general merge folds (drops the rows that lost) once what it holds
 //!   passes 3/8 of the share ([`Share::fold_at`]), and hands its state on to
 //!   spill partitions when the winners alone still take over a quarter
@@ -85,6 +88,15 @@ impl Share {
         if spills { Limits { index: self.0 / 2, keep: self.0 / 4 * 3 } } else { Limits::NONE }
     }
 
+    /// The key index of a key-first merge that streams its winners to a
+    /// reader in any order ([`crate::slice::stream_slice`]): three quarters
+    /// of the share, as the index is dropped before the winners are
+    /// decoded, and the decode then holds a row group and a batch of log
+    /// records. A slice merged in memory needs no limit.
+    pub(crate) fn stream_index(self, spills: bool) -> usize {
+        if spills { self.0 / 4 * 3 } else { usize::MAX }
+    }
+
     /// What the general merge may hold before it folds.
     pub(crate) fn fold_at(self) -> usize {
         self.0 / 8 * 3
@@ -129,6 +141,7 @@ mod tests {
         assert_eq!(share.spill_buffer(4), 8 << 20);
         assert_eq!(share.key_first(false), Limits::NONE);
         assert_eq!(share.key_first(true), Limits { index: 64 << 20, keep: 96 << 20 });
+        assert_eq!((share.stream_index(true), share.stream_index(false)), (96 << 20, usize::MAX));
         assert_eq!(share.fold_at(), 48 << 20);
         assert_eq!(share.spill_after_fold(), 32 << 20);
     }

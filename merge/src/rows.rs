@@ -230,6 +230,11 @@ impl RowMerger {
         self.event_time && self.ordering_cols.len() > 1
     }
 
+    /// Bytes of a key index sized for `keys` keys at once.
+    pub(crate) fn index_bytes_for(keys: usize) -> usize {
+        KeyIndex::<Slot>::bytes_for(keys)
+    }
+
     /// Sizes an empty index for `keys` keys, so that it does not grow (and
     /// rehash) step by step; a no-op once the index holds keys.
     pub(crate) fn expect_keys(&mut self, keys: usize) {

@@ -292,6 +292,122 @@ pub async fn merge_slice(
     Ok(merged.with_tombstones(ctx, tombstones))
 }
 
+/// Where a bounded reader's merged rows go as the merge finds them
+/// ([`stream_slice`]).
+pub trait RowSink: Send {
+    /// Takes a batch of merged rows (schema `schema.arrow_with_meta()`);
+    /// `false` ends the merge: the reader takes no more.
+    fn take(&mut self, rows: RecordBatch) -> impl Future<Output = bool> + Send;
+}
+
+/// Merges the slice `files` within `budget` for a reader that takes rows in
+/// any order, handing each batch to `sink` as soon as its rows are known to
+/// win, so that nothing is sorted and winning rows are never spilled:
+/// - a slice without logs is its base file's rows, a row group at a time;
+/// - a whole-row slice whose key index fits the share's index limit is
+///   merged key first, the winners streamed as they are decoded;
+/// - the rest are read into the sink the memory policy picks (module
+///   notes), and each spill partition's rows go out once it is merged
+///   (partitions hold disjoint keys).
+///
+/// Returns whether the sink took every row.
+pub async fn stream_slice<S: RowSink>(
+    ctx: &SliceMerge<'_>,
+    files: &SliceFiles<'_>,
+    budget: &Budget,
+    sink: &mut S,
+) -> Result<bool> {
+    crate::rules::check_merger(ctx.config)?;
+    if files.logs.is_empty() {
+        let Some(path) = files.base else { return Ok(true) };
+        let mut reader = BaseReader::open(ctx.loc, ctx.schema, path).await?;
+        while let Some(b) = reader.next().await? {
+            let b = files.base_rows.keep(b, path.as_ref())?;
+            if b.num_rows() > 0 && !sink.take(b).await {
+                return Ok(false);
+            }
+        }
+        return Ok(true);
+    }
+    let partitions = budget.share.partitions(budget.input_bytes);
+    let index_limit = budget.share.stream_index(partitions > 1);
+    if let Some(took_all) = crate::keyed::stream_key_first(ctx, files, index_limit, sink).await? {
+        return Ok(took_all);
+    }
+    let mut spiller = None;
+    if partitions > 1 {
+        budget.spill.clear().await?;
+        spiller = Some(Spiller::new(budget.spill.clone(), partitions, budget.share.spill_buffer(partitions)));
+    }
+    match read_into(ctx, files, spiller, Some(budget.share)).await? {
+        Sink::Memory(versions) => {
+            let partial = versions.iter().any(|v| matches!(v, Version::Partial { .. }));
+            send_merged(ctx, versions, partial, sink).await
+        }
+        Sink::Fold { merger, .. } => send_survivors(merger, sink).await,
+        Sink::Spill(mut spiller) => {
+            spiller.finish().await?;
+            let mut took_all = true;
+            for part in 0..spiller.partitions() {
+                let versions = spiller.versions(part).await?;
+                if !send_merged(ctx, versions, spiller.partial(), sink).await? {
+                    took_all = false;
+                    break;
+                }
+            }
+            tracing::debug!(
+                partitions = spiller.partitions(),
+                spilled_bytes = spiller.spilled_bytes,
+                "file slice streamed through spill partitions"
+            );
+            spiller.area().clear().await?;
+            Ok(took_all)
+        }
+    }
+}
+
+/// Merges `versions` (of keys no other versions hold; `partial` as in
+/// [`merge_parts`]) and hands the rows to `sink` in batches of
+/// [`OUTPUT_BATCH_ROWS`]; whether it took them all. Whole rows are gathered
+/// a batch at a time, so they are never copied all at once.
+async fn send_merged<S: RowSink>(
+    ctx: &SliceMerge<'_>,
+    versions: Vec<Version>,
+    partial: bool,
+    sink: &mut S,
+) -> Result<bool> {
+    if !partial && ctx.config.sequence_groups.is_empty() {
+        let mut merger = RowMerger::new(ctx.schema, ctx.config.merge_mode);
+        for v in versions {
+            merger.push(&v)?;
+        }
+        return send_survivors(merger, sink).await;
+    }
+    let (rows, _) = merge_parts(ctx.schema, ctx.config, &versions, partial, false)?;
+    drop(versions);
+    let Some(rows) = rows else { return Ok(true) };
+    let mut at = 0;
+    while at < rows.num_rows() {
+        let len = OUTPUT_BATCH_ROWS.min(rows.num_rows() - at);
+        if !sink.take(rows.slice(at, len)).await {
+            return Ok(false);
+        }
+        at += len;
+    }
+    Ok(true)
+}
+
+/// Hands the rows `merger` kept to `sink` in write order, gathered a batch
+/// at a time; whether it took them all.
+async fn send_survivors<S: RowSink>(merger: RowMerger, sink: &mut S) -> Result<bool> {
+    for b in merger.finish_in_batches(false, OUTPUT_BATCH_ROWS) {
+        if !sink.take(b?).await {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// The rows of a slice without logs: its base file's, as they are (those
 /// its [`BaseRows`](crate::read::BaseRows) take). A merge without a budget
 /// (a reader) reads the file in one request; a bounded one a row group at a

@@ -24,8 +24,8 @@ use futures::{SinkExt, Stream, StreamExt};
 use object_store::path::Path;
 use tributary_format::{META_FIELDS, RECORD_KEY, TableSchema};
 use tributary_merge::{
-    BaseReader, BaseRows, Budget, RowGroupFilter, RowOrder, Share, SliceFiles, SliceMerge, SpillArea, merge_slice,
-    written_by,
+    BaseReader, BaseRows, Budget, RowGroupFilter, RowOrder, RowSink, Share, SliceFiles, SliceMerge, SpillArea,
+    merge_slice, stream_slice, written_by,
 };
 use tributary_timeline::{
     BucketIndex, FileSlice, FileSystemView, InstantTime, TableConfig, TableLocation, Timeline, bucket_of_file_id,
@@ -141,9 +141,11 @@ impl<'t> Scan<'t> {
         self
     }
 
-    /// Merges within `bytes` of memory, spilling to the table's spill
-    /// folder past it (as compaction does); rows within a slice then come
-    /// in record-key order. Without a budget a slice is merged in memory.
+    /// Merges within `bytes` of memory: a slice too large for its share of
+    /// it hands on its winning rows as they are decoded, or spills to the
+    /// table's spill folder (as compaction does) and hands on each spill
+    /// partition's rows once they are merged. Without a budget a slice is
+    /// merged in memory.
     pub fn memory_budget(mut self, bytes: usize) -> Self {
         self.memory_budget = Some(bytes);
         self
@@ -550,21 +552,51 @@ async fn read_slice(
         }
         return Ok(());
     }
-    let order = if budget.is_some() { RowOrder::Key } else { RowOrder::Write };
     let what = format!("the incremental read of {}, file group {}", shared.loc, group_name(slice));
-    let mut merged = merge_slice(&ctx, &files, order, budget.as_ref()).await?;
-    while let Some(b) = merged.next_batch().await? {
-        // Of an incremental read's merged rows, those the window's commits
-        // wrote.
-        let b = match shared.commits.as_deref() {
-            Some(c) => written_by(b, c, &what)?,
-            None => b,
-        };
-        if !emit(shared, slice, b, &shared.columns, out).await? {
-            return Ok(());
+    let mut sink = ScanSink { shared, slice, out, what, failed: None };
+    match &budget {
+        Some(budget) => {
+            stream_slice(&ctx, &files, budget, &mut sink).await?;
+        }
+        None => {
+            let mut merged = merge_slice(&ctx, &files, RowOrder::Write, None).await?;
+            while let Some(b) = merged.next_batch().await? {
+                if !sink.take(b).await {
+                    break;
+                }
+            }
         }
     }
-    Ok(())
+    sink.failed.map_or(Ok(()), Err)
+}
+
+/// A slice's merged rows on their way out of a scan: of an incremental
+/// read's rows, those the window's commits wrote; then filtered, projected
+/// and sent. Stops the merge once the scan is dropped or a batch fails.
+struct ScanSink<'a> {
+    shared: &'a Shared,
+    slice: &'a FileSlice,
+    out: &'a mut mpsc::Sender<Result<RecordBatch>>,
+    /// The read, for errors of an incremental one.
+    what: String,
+    failed: Option<Error>,
+}
+
+impl RowSink for ScanSink<'_> {
+    async fn take(&mut self, b: RecordBatch) -> bool {
+        let b = match self.shared.commits.as_deref() {
+            Some(c) => written_by(b, c, &self.what),
+            None => Ok(b),
+        };
+        let sent = match b {
+            Ok(b) => emit(self.shared, self.slice, b, &self.shared.columns, self.out).await,
+            Err(e) => Err(e.into()),
+        };
+        sent.unwrap_or_else(|e| {
+            self.failed = Some(e);
+            false
+        })
+    }
 }
 
 /// Sends the rows of `b` the filter passes, as `columns` of it; false when

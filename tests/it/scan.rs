@@ -235,7 +235,8 @@ fn a_newer_version_that_fails_the_filter_hides_an_older_one_that_passes() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         let e = |ts, amount| Event { key: 1, ts, amount: Some(amount), note: None, delete: false };
-        let big = Ask { filter: F::Cmp(3, CompareOp::Gt, Lit::Int(100)), columns: vec![0, 3], limit: None };
+        let big =
+            Ask { filter: F::Cmp(3, CompareOp::Gt, Lit::Int(100)), columns: vec![0, 3], limit: None, budget: None };
         for compact_between in [false, true] {
             let mut commits = vec![vec![e(100, 150)]];
             if compact_between {
@@ -244,8 +245,10 @@ fn a_newer_version_that_fails_the_filter_hides_an_older_one_that_passes() {
             commits.push(vec![e(200, 50)]);
             let name = format!("t{}", u8::from(compact_between));
             let t = run(&place, &name, &commits, std::slice::from_ref(&big), (0, 1)).await.unwrap();
-            let got = scanned(&t, &COLUMNS, &Query::Snapshot, &big).await;
-            assert_eq!(got, Vec::<Row>::new(), "compacted between: {compact_between}");
+            for budget in [None, Some(512), Some(8 << 10)] {
+                let got = scanned(&t, &COLUMNS, &Query::Snapshot, &Ask { budget, ..big.clone() }).await;
+                assert_eq!(got, Vec::<Row>::new(), "compacted between: {compact_between}, budget {budget:?}");
+            }
         }
     });
 }

@@ -149,23 +149,27 @@ fn or(a: Option<bool>, b: Option<bool>) -> Option<bool> {
     }
 }
 
-/// One query of a case: a filter, the columns returned, and a limit.
+/// One query of a case: a filter, the columns returned, a limit, and a
+/// memory budget.
 #[derive(Debug, Clone)]
 pub struct Ask {
     pub filter: F,
     pub columns: Vec<usize>,
     pub limit: Option<usize>,
+    /// Bytes: the smallest has every slice with logs merged the general way
+    /// through spill partitions, or folded; the middle one streams the
+    /// winners of whole-row slices as the key-first merge decodes them; the
+    /// largest merges each slice in memory.
+    pub budget: Option<usize>,
 }
 
 /// Random asks over `columns`.
 pub fn ask(columns: &'static Columns) -> impl Strategy<Value = Ask> {
     let n = columns.names.len();
     let projection = prop::sample::subsequence((0..n).collect::<Vec<_>>(), 1..=n).prop_shuffle();
-    (filter(columns), projection, prop::option::weighted(0.2, 0usize..6)).prop_map(|(filter, columns, limit)| Ask {
-        filter,
-        columns,
-        limit,
-    })
+    let budget = prop::option::weighted(0.5, prop::sample::select(vec![512usize, 8 << 10, 1 << 20]));
+    (filter(columns), projection, prop::option::weighted(0.2, 0usize..6), budget)
+        .prop_map(|(filter, columns, limit, budget)| Ask { filter, columns, limit, budget })
 }
 
 /// `batch`'s rows as text, `None` for null, sorted.
@@ -203,6 +207,9 @@ pub async fn scanned(t: &Table, names: &[&str], query: &Query, ask: &Ask) -> Vec
         .filter(ask.filter.predicate(names));
     if let Some(n) = ask.limit {
         scan = scan.limit(n);
+    }
+    if let Some(bytes) = ask.budget {
+        scan = scan.memory_budget(bytes);
     }
     let batches: Vec<RecordBatch> = scan.stream().await.unwrap().try_collect().await.unwrap();
     let mut rows: Vec<Row> = batches.iter().flat_map(rows_of).collect();
