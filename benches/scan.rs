@@ -14,7 +14,9 @@
 //!   shows how each slice was merged;
 //! - `query`: the rows of one region, two columns, through a store that
 //!   counts the bytes it serves, after the table is compacted again (slices
-//!   without logs); prints those bytes beside the region's file sizes.
+//!   without logs); prints those bytes beside the region's file sizes; then
+//!   the same for a thousand keys of the region (row groups and pages of
+//!   other keys skipped by their statistics).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,7 +27,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 use futures::TryStreamExt;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use tributary::{CreateOptions, Predicate, Table, TableLocation, WriteSettings};
+use tributary::{CompareOp, CreateOptions, Predicate, Table, TableLocation, WriteSettings};
 use tributary_compaction::CompactorSettings;
 use tributary_timeline::{Clock, CountingStore, SystemClock};
 
@@ -163,12 +165,19 @@ async fn query(dir: &Path) {
     let store = Arc::new(CountingStore::new(local));
     let loc = TableLocation::new(store.clone(), object_store::path::Path::from_absolute_path(&root).expect("path"));
     let table = Table::builder(loc).open().await.expect("open");
-    let plan = table.scan().columns(["id", "amount"]).filter(Predicate::eq("region", "eu")).plan().await.expect("plan");
-    let before = store.bytes_read();
-    let started = Instant::now();
-    let batches: Vec<RecordBatch> = plan.stream().try_collect().await.expect("query");
-    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
-    let fetched = store.bytes_read() - before;
+    // The bytes a scan fetches, and its rows.
+    let fetched = |filter: Predicate| {
+        let (table, store) = (&table, &store);
+        async move {
+            let plan = table.scan().columns(["id", "amount"]).filter(filter).plan().await.expect("plan");
+            let before = store.bytes_read();
+            let started = Instant::now();
+            let batches: Vec<RecordBatch> = plan.stream().try_collect().await.expect("query");
+            let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+            (store.bytes_read() - before, rows, started.elapsed())
+        }
+    };
+    let (bytes, rows, took) = fetched(Predicate::eq("region", "eu")).await;
     let (mut region, mut all) = (0u64, 0u64);
     for entry in walk(&root) {
         if entry.extension().is_some_and(|e| e == "parquet") && !entry.to_string_lossy().contains("/.hoodie/") {
@@ -180,12 +189,25 @@ async fn query(dir: &Path) {
             }
         }
     }
+    let mib = |b: u64| b as f64 / 1048576.0;
     println!(
         "one region, two columns: {rows} rows in {:.2} s; fetched {:.1} MiB of the region's {:.1} MiB of base files ({:.1} MiB in all)",
-        started.elapsed().as_secs_f64(),
-        fetched as f64 / 1048576.0,
-        region as f64 / 1048576.0,
-        all as f64 / 1048576.0
+        took.as_secs_f64(),
+        mib(bytes),
+        mib(region),
+        mib(all)
+    );
+    // A thousand keys of the region: base files hold their rows in key
+    // order, so the row groups and pages of other keys are skipped.
+    let (low, high) = ("key-0000100000", "key-0000101000");
+    let range = Predicate::eq("region", "eu")
+        .and(Predicate::compare("id", CompareOp::GtEq, low))
+        .and(Predicate::compare("id", CompareOp::Lt, high));
+    let (bytes, rows, took) = fetched(range).await;
+    println!(
+        "one region, keys {low} to {high}, two columns: {rows} rows in {:.3} s; fetched {:.2} MiB",
+        took.as_secs_f64(),
+        mib(bytes)
     );
 }
 

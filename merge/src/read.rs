@@ -685,13 +685,24 @@ fn absent(table: Option<&TableSchema>, i: usize, name: &str, data_type: &DataTyp
     table.and_then(|t| t.absent_column(column(t)?, rows)).unwrap_or_else(|| new_null_array(data_type, rows))
 }
 
-/// Which row groups of a base file a read needs, from what the file's
-/// metadata says of them (a scan's filter rules out those whose statistics
-/// show that no row of theirs passes it).
+/// Which row groups and pages of a base file a read needs, from what the
+/// file's metadata says of them (a scan's filter rules out those whose
+/// statistics show that no row of theirs passes it).
 pub trait RowGroupFilter: Send + Sync {
     /// The indexes, ascending, of the row groups of the file with
     /// `metadata` to read; `schema` is the file's Arrow schema.
     fn row_groups(&self, metadata: &parquet::file::metadata::ParquetMetaData, schema: &Schema) -> Vec<usize>;
+
+    /// Of the rows of the row groups `groups` (in that order), those to
+    /// read, from the page indexes in `metadata`; `None` for all of them.
+    /// The pages of the columns read that hold none of the selected rows
+    /// are then not fetched.
+    fn rows(
+        &self,
+        metadata: &parquet::file::metadata::ParquetMetaData,
+        schema: &Schema,
+        groups: &[usize],
+    ) -> Option<parquet::arrow::arrow_reader::RowSelection>;
 }
 
 /// The rows of a base (Parquet) file, read a row group at a time through
@@ -758,7 +769,11 @@ impl BaseReader {
                 rows,
             });
         }
-        let metadata = reader.arrow_metadata().await.map_err(err)?;
+        // A filtered read may skip pages too: it reads the page indexes.
+        let metadata = match groups {
+            Some(_) => reader.arrow_metadata_with_page_index().await.map_err(err)?,
+            None => reader.arrow_metadata().await.map_err(err)?,
+        };
         let builder = parquet::arrow::ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata);
         let rows = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
         // Only the file's columns that the target names are decoded.
@@ -774,6 +789,9 @@ impl BaseReader {
         let mut builder = builder.with_projection(mask).with_batch_size(8192);
         if let Some(groups) = groups {
             let picked = groups.row_groups(builder.metadata(), builder.schema());
+            if let Some(rows) = groups.rows(builder.metadata(), builder.schema(), &picked) {
+                builder = builder.with_row_selection(rows);
+            }
             builder = builder.with_row_groups(picked);
         }
         let stream = builder.build().map_err(err)?;

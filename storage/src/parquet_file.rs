@@ -22,7 +22,7 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::errors::{ParquetError, Result};
 use parquet::file::FOOTER_SIZE;
-use parquet::file::metadata::{FooterTail, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::metadata::{FooterTail, PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 use tributary_format::Memo;
 
 /// How many bytes of a file's end [`StoreFile::open`] fetches.
@@ -80,6 +80,20 @@ impl StoreFile {
         let len = footer_len(&last, size)?;
         let footer = self.get_bytes(size - len as u64..size).await?;
         arrow_metadata(&footer)
+    }
+
+    /// [`StoreFile::arrow_metadata`] with the file's page indexes (each
+    /// column chunk's page statistics and page places) when it has them, so
+    /// that a reader can skip pages; they sit before the footer, and a
+    /// file's are fetched in one request unless the opening tail holds
+    /// them. Decoded anew each time: only filtered reads ask for them.
+    pub async fn arrow_metadata_with_page_index(&mut self) -> Result<ArrowReaderMetadata> {
+        let plain = self.arrow_metadata().await?;
+        let mut reader = ParquetMetaDataReader::new_with_metadata(plain.metadata().as_ref().clone())
+            .with_page_index_policy(PageIndexPolicy::Optional);
+        reader.load_page_index(&mut *self).await?;
+        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+        ArrowReaderMetadata::try_new(Arc::new(reader.finish()?), options)
     }
 }
 
