@@ -30,6 +30,16 @@
 //! - `compact [--budget-mb N]`: one `Compactor::run_once` (default
 //!   settings: every file group with logs, 256 MiB budget, 2 groups at a
 //!   time; `--budget-mb` sets the budget).
+//! - `sql --queries F`: SQL through Tributary's DataFusion provider
+//!   (`tributary::sql::TributaryTable`, a snapshot read) registered as `t`
+//!   in a `SessionContext`, in this process. F is a JSON object of named
+//!   queries (run.py writes it); each runs once, in order, collected in
+//!   full, and is timed alone (planning and execution; opening the table,
+//!   making the provider and an untimed `SELECT 1` that warms the session
+//!   come before). Per query: `wall`, `cpu`, `rows` returned and
+//!   `answer`, the rows as JSON objects (for every query but the one named
+//!   `projection`, whose rows are only counted), which run.py checks
+//!   against its model.
 
 use std::fs::File;
 use std::io::BufRead;
@@ -51,6 +61,10 @@ mod process;
 
 /// Attempts of one commit before the case gives up.
 const MAX_ATTEMPTS: usize = 50;
+
+/// The `sql` case's untimed first query: session start-up, no table.
+#[cfg(feature = "sql")]
+const WARM_UP: &str = "SELECT 1";
 
 /// One run of one case.
 #[derive(Parser)]
@@ -114,6 +128,12 @@ enum Case {
         /// The compactor's memory budget in MiB (default: the compactor's).
         #[arg(long)]
         budget_mb: Option<usize>,
+    },
+    /// Named SQL queries through the DataFusion provider, each timed alone.
+    Sql {
+        /// JSON object of query name to SQL text; the table is `t`.
+        #[arg(long)]
+        queries: PathBuf,
     },
 }
 
@@ -308,6 +328,54 @@ fn compact(dir: &Path, budget_mb: Option<usize>, ticks: u64) -> Value {
     })
 }
 
+/// The rows of `batches` as JSON objects, one per row.
+#[cfg(feature = "sql")]
+fn json_rows(batches: &[RecordBatch]) -> Value {
+    let mut writer = arrow::json::ArrayWriter::new(Vec::new());
+    for b in batches {
+        writer.write(b).expect("rows as JSON");
+    }
+    writer.finish().expect("rows as JSON");
+    let bytes = writer.into_inner();
+    if bytes.is_empty() { json!([]) } else { serde_json::from_slice(&bytes).expect("the JSON of the rows") }
+}
+
+/// The `sql` case: each named query of the file `queries`, timed alone.
+#[cfg(feature = "sql")]
+fn sql(dir: &Path, queries: &Path, ticks: u64) -> Value {
+    use std::sync::Arc;
+    use tributary::sql::datafusion::prelude::SessionContext;
+    use tributary::sql::{ReadAs, TributaryTable};
+
+    let text = std::fs::read_to_string(queries).unwrap_or_else(|e| panic!("read {}: {e}", queries.display()));
+    let queries: serde_json::Map<String, Value> = serde_json::from_str(&text).expect("a JSON object of queries");
+    let rt = runtime();
+    let table = rt.block_on(open(dir));
+    let provider = rt.block_on(TributaryTable::new(table, ReadAs::default())).expect("the table provider");
+    let ctx = SessionContext::new();
+    ctx.register_table("t", Arc::new(provider)).expect("register the table");
+    rt.block_on(async { ctx.sql(WARM_UP).await?.collect().await }).expect("the warm-up query");
+    let mut figures = serde_json::Map::new();
+    let mut total = 0.0;
+    for (name, query) in &queries {
+        let query = query.as_str().expect("each query is a string");
+        let clock = Stopwatch::start(ticks);
+        let batches = rt
+            .block_on(async { ctx.sql(query).await?.collect().await })
+            .unwrap_or_else(|e| panic!("query {name}: {e}"));
+        let (wall, cpu) = clock.stop();
+        total += wall;
+        let answer = if name == "projection" { Value::Null } else { json_rows(&batches) };
+        figures.insert(name.clone(), json!({"wall": wall, "cpu": cpu, "rows": rows(&batches), "answer": answer}));
+    }
+    json!({"wall": total, "queries": figures})
+}
+
+#[cfg(not(feature = "sql"))]
+fn sql(_dir: &Path, _queries: &Path, _ticks: u64) -> Value {
+    panic!("the sql case needs the `sql` feature (on by default)")
+}
+
 /// The allocator, configured in .cargo/config.toml (README, "Allocator").
 #[cfg(feature = "jemalloc")]
 #[global_allocator]
@@ -333,6 +401,7 @@ fn main() {
         }
         Case::Read { dump } => read(&dir, dump.as_deref(), ticks),
         Case::Compact { budget_mb } => compact(&dir, *budget_mb, ticks),
+        Case::Sql { queries } => sql(&dir, queries, ticks),
     };
     println!("{figures}");
 }

@@ -41,6 +41,34 @@ Engines and the exact API each uses:
   table: `HudiTableBuilder.from_base_uri(DIR).build().read()` (a snapshot
   read; Arrow record batches). It only reads.
 
+SQL (case `sql --queries F`, F a JSON object of named queries over a table
+`t`; each query runs once, in order, is collected in full and timed alone;
+opening the table, making the session and an untimed `SELECT 1` come
+before, the last because delta-rs's first query in a process, whatever it
+is, takes some 150 ms more to start its session):
+
+- `paimon`: pypaimon-rust's own DataFusion session,
+  `pypaimon_rust.datafusion.SQLContext` with the warehouse registered as
+  catalog `paimon` (`register_catalog`) and `bench` as the current
+  database, so `t` is the table; `SQLContext.sql(q)` returns the record
+  batches.
+- `delta`: delta-rs's `deltalake.QueryBuilder` (DataFusion inside the
+  deltalake wheel): `QueryBuilder().register("t", DeltaTable(DIR))`, then
+  `.execute(q).read_all()`.
+- `hudi`: hudi-rs's DataFusion table provider, `hudi.HudiDataFusionDataSource(
+  DIR)` (a snapshot read of Tributary's table), registered with
+  `SessionContext.register_table("t", ...)` of the `datafusion` Python
+  package through DataFusion's FFI; `.sql(q).to_arrow_table()`. That
+  package must be built on the DataFusion hudi 0.5.0 is built on (54.1),
+  hence run.py's pin of `datafusion` 54.1.0.
+
+Compaction (case `compact`): `delta` only, `DeltaTable(DIR).optimize.compact()`
+(bin-packing small files into larger ones; it merges no versions, since a
+MERGE has already rewritten them). Neither pypaimon-rust 0.4.0 nor
+pypaimon 2.1.0 can compact a primary-key table: the Rust writer "flushes
+synchronously and has no background compaction", and pypaimon's commit
+rejects compaction increments (`_reject_compact_increment`).
+
 JSON-lines input (`ingest-json`, paimon and delta): pyarrow's JSON reader
 (`pyarrow.json.read_json` with the table's schema) parses the file inside
 the timed part, then the rows are written as by `ingest`.
@@ -64,6 +92,8 @@ import workload  # noqa: E402
 PAIMON_TABLE = "bench.t"
 # Attempts of one commit before a case gives up.
 MAX_ATTEMPTS = 50
+# The `sql` case's untimed first query: session start-up, no table.
+WARM_UP = "SELECT 1"
 
 
 def cpu_seconds() -> float:
@@ -166,6 +196,16 @@ class Paimon:
         latest = self.catalog.get_table(PAIMON_TABLE).latest_snapshot()
         return latest.id() if latest is not None else 0
 
+    def sql_session(self):
+        """A function that runs a query over the table `t`, to a pyarrow Table."""
+        from pypaimon_rust.datafusion import SQLContext
+
+        ctx = SQLContext()
+        ctx.register_catalog("paimon", {"warehouse": str(self.warehouse)})
+        ctx.set_current_catalog("paimon")
+        ctx.set_current_database(PAIMON_TABLE.split(".")[0])
+        return lambda q: batches_table(ctx.sql(q))
+
 
 # ---------------------------------------------------------------- Delta (delta-rs)
 
@@ -226,6 +266,19 @@ class Delta:
 
         return DeltaTable(str(self.path)).version()
 
+    def sql_session(self):
+        """A function that runs a query over the table `t`, to a pyarrow Table."""
+        from deltalake import DeltaTable, QueryBuilder
+
+        qb = QueryBuilder().register("t", DeltaTable(str(self.path)))
+        return lambda q: pa.table(qb.execute(q).read_all())
+
+    def compact(self) -> dict:
+        """`optimize.compact()`: its metrics."""
+        from deltalake import DeltaTable
+
+        return DeltaTable(str(self.path)).optimize.compact()
+
 
 # ---------------------------------------------------------------- Hudi (official reader)
 
@@ -249,8 +302,22 @@ class Hudi:
             return workload.SCHEMA.empty_table()
         return pa.Table.from_batches(batches)
 
+    def sql_session(self):
+        """A function that runs a query over the table `t`, to a pyarrow Table."""
+        from datafusion import SessionContext
+        from hudi import HudiDataFusionDataSource
+
+        ctx = SessionContext()
+        ctx.register_table("t", HudiDataFusionDataSource(str(self.path)))
+        return lambda q: ctx.sql(q).to_arrow_table()
+
 
 ENGINES = {"paimon": Paimon, "delta": Delta, "hudi": Hudi}
+
+
+def batches_table(batches: list) -> pa.Table:
+    """Record batches as one table (none: an empty table without columns)."""
+    return pa.Table.from_batches(batches) if batches else pa.table({})
 
 
 def engine(name: str, table: Path):
@@ -341,6 +408,29 @@ def case_read(e, args) -> dict:
     return {"rows": table.num_rows, "wall": wall, "cpu": cpu}
 
 
+def case_sql(e, args) -> dict:
+    """Each named query of `--queries`, timed alone; see the module notes."""
+    queries = json.loads(args.queries.read_text())
+    run = e.sql_session()
+    run(WARM_UP)
+    figures, total = {}, 0.0
+    for name, query in queries.items():
+        clock = Stopwatch()
+        result = run(query)
+        wall, cpu = clock.stop()
+        total += wall
+        answer = None if name == "projection" else result.to_pylist()
+        figures[name] = {"wall": wall, "cpu": cpu, "rows": result.num_rows, "answer": answer}
+    return {"wall": total, "queries": figures}
+
+
+def case_compact(e, args) -> dict:
+    clock = Stopwatch()
+    metrics = e.compact()
+    wall, cpu = clock.stop()
+    return {"wall": wall, "cpu": cpu, "metrics": metrics}
+
+
 def case_snapshot(e, args) -> dict:
     """Not a measurement: the table's latest snapshot id or version."""
     return {"snapshot": e.snapshot()}
@@ -352,6 +442,8 @@ CASES = {
     "upsert": case_upsert,
     "commits": case_commits,
     "read": case_read,
+    "sql": case_sql,
+    "compact": case_compact,
     "snapshot": case_snapshot,
 }
 
@@ -367,6 +459,7 @@ def main():
     p.add_argument("--count", type=int)
     p.add_argument("--barrier", action="store_true", help="print a ready line, wait for a line on stdin")
     p.add_argument("--dump", type=Path, help="read: also write the rows read to this Arrow IPC file (untimed)")
+    p.add_argument("--queries", type=Path, help="sql: a JSON object of named queries over the table `t`")
     args = p.parse_args()
     figures = CASES[args.case](engine(args.engine, args.table), args)
     print(json.dumps(figures), flush=True)

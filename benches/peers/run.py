@@ -6,12 +6,14 @@
 From a clean checkout with Rust and Python 3 (3.10 or later): the script
 makes its own virtualenv, `benches/peers/.venv`, and installs the peers there
 from PyPI: pypaimon 2.1.0 with pypaimon-rust 0.4.0 (Paimon's Rust
-writer and reader), deltalake 1.6.6 (delta-rs), pyarrow, and hudi 0.5.0 (the
-official Hudi reader). Then it builds Tributary's driver
-(`cargo build --release --bench peers`, benches/peers/driver.rs) and the
-`tributary` binary, re-runs itself under the virtualenv, generates the
-workload, runs every case, checks every table's contents, prints a ratio
-table and writes the raw figures to benches/peers/results.json.
+writer and reader), deltalake 1.6.6 (delta-rs), pyarrow, hudi 0.5.0 (the
+official Hudi reader) and datafusion 54.1.0 (DataFusion's Python package,
+which hudi 0.5.0's table provider plugs into: the `sql` case). Then it
+builds Tributary's driver (`cargo build --release --bench peers`,
+benches/peers/driver.rs) and the `tributary` binary, re-runs itself under
+the virtualenv, generates the workload, runs every case, checks every
+table's contents, prints a ratio table and writes the raw figures to
+benches/peers/results.json.
 
 The workload (benches/peers/workload.py; seeded, so every run writes the
 same rows): 10 columns, `id` over 200,000 keys, `region` (3 values derived
@@ -53,8 +55,35 @@ the input file or opening the table:
 6. `read`: a snapshot read of the table after case 4: rows/s, by
    Tributary's `Table::read`, by the official Hudi reader on Tributary's
    table (a second row), by Paimon's and by delta-rs's reader.
-7. `compact`: one compaction of Tributary's table after all that (Tributary
-   only): input rows per CPU-second.
+7. `compact`: one compaction of Tributary's table after all that: input
+   rows per CPU-second. Delta's nearest thing, `optimize.compact()`
+   (bin-packing small files; versions are already merged on write), is
+   timed beside it but not compared; Paimon's Python packages cannot
+   compact (engines.py), so its table stays as it was.
+8. `sql`: four SQL queries, on the tables after case 4 (`sql/commits`)
+   and again after case 7 (`sql/compact`): `SELECT count(*)`; a group-by
+   on region with `count(*)` and `sum(l1)`; a lookup of 100 keys
+   (`id IN (...)`, spread evenly over the key space, every column); and a
+   projection of every row's `id` and `ts`. Engines: Tributary's DataFusion
+   provider (`tributary::sql::TributaryTable`, in the driver's process),
+   hudi-rs's DataFusion provider (`hudi.HudiDataFusionDataSource`, with
+   DataFusion's Python package) on Tributary's table, Paimon's DataFusion
+   session (`pypaimon_rust.datafusion.SQLContext`) and delta-rs's
+   (`deltalake.QueryBuilder`); engines.py says exactly how. Each process
+   opens its table, warms its session with `SELECT 1` (untimed), then
+   runs each query once, in order, collecting every row: wall and CPU
+   time of each query alone, the median over the repetitions. Count,
+   group-by and projection are reported in table rows per second (the
+   rows the query covers), the lookup in queries per second; hudi-rs
+   counts as a peer here. Every answer is checked against the model:
+   the count, each region's count and sum, the 100 rows (every column)
+   and the projection's row count; a wrong answer is printed loudly
+   after the table, as a content mismatch is.
+
+`--cases a,b` runs some of the cases, and the cases they need (NEEDS:
+every case after `upsert` needs its tables, `read`, `compact` and `sql`
+the commits', `sql` the compaction), for trying a change quickly; the
+content check then covers the tables the cases chosen made.
 
 Then every table (ingested, concurrent and JSON-ingested, every repetition)
 must hold one row per key carrying its newest event (largest `ts`) of all
@@ -91,8 +120,39 @@ REQUIREMENTS = {
     "deltalake": "1.6.6",
     "pyarrow": None,
     "hudi": "0.5.0",
+    # The DataFusion hudi 0.5.0 is built on: its table provider crosses
+    # DataFusion's FFI, which holds only between equal major versions.
+    "datafusion": "54.1.0",
 }
 PEERS = ["paimon", "delta"]
+# The `sql` case's peers: hudi-rs's provider on Tributary's table too.
+SQL_PEERS = ["hudi", *PEERS]
+SQL_LABEL = {
+    "tributary": "Tributary (DataFusion provider)",
+    "hudi": "hudi-rs DataFusion provider",
+    "paimon": "Paimon SQLContext",
+    "delta": "delta-rs QueryBuilder",
+}
+# The tables' states the `sql` case queries: after case `commits`, and
+# after case `compact`.
+SQL_STATES = {"commits": "after the commits", "compact": "after compaction"}
+SQL_QUERIES = {
+    "count": "SELECT count(*)",
+    "group_by": "group-by region: count(*), sum(l1)",
+    "lookup": "lookup of 100 keys, every column",
+    "projection": "projection of id, ts, every row",
+}
+LOOKUP_KEYS = 100
+CASES = ["ingest", "ingest-json", "upsert", "commits", "concurrent", "read", "compact", "sql"]
+# What each case needs run before it.
+NEEDS = {
+    "upsert": ["ingest"],
+    "commits": ["upsert"],
+    "concurrent": ["upsert"],
+    "read": ["commits"],
+    "compact": ["commits"],
+    "sql": ["commits", "compact"],
+}
 LABEL = {
     "tributary": "Tributary",
     "tributary-cli": "Tributary (CLI)",
@@ -191,6 +251,50 @@ def run_json(cmd: list, what: str) -> dict:
     return last_json(done.stdout, what)
 
 
+def lookup_keys(keys: int) -> list:
+    """The `sql` case's lookup: LOOKUP_KEYS ids spread evenly over the key space."""
+    n = min(LOOKUP_KEYS, keys)
+    return [f"key-{i * keys // n:08d}" for i in range(n)]
+
+
+def sql_answers(model, keys: int) -> dict:
+    """What each `sql` query must answer, from the model (one row per key,
+    its newest event), in plain Python."""
+    rows = model.to_pylist()
+    regions = {}
+    for r in rows:
+        n, total = regions.get(r["region"], (0, 0))
+        regions[r["region"]] = (n + 1, total + r["l1"])
+    wanted = set(lookup_keys(keys))
+    return {
+        "count": [{"n": len(rows)}],
+        "group_by": [{"region": k, "n": n, "l1_sum": t} for k, (n, t) in sorted(regions.items())],
+        "lookup": sorted((r for r in rows if r["id"] in wanted), key=lambda r: r["id"]),
+        "projection": len(rows),
+    }
+
+
+def answer_diff(query: str, figures: dict, expected):
+    """None when an engine's answer to `query` is the model's, else what differs."""
+    if query == "projection":
+        return None if figures["rows"] == expected else f"{figures['rows']:,} rows, the model has {expected:,}"
+    got = figures["answer"]
+    if query == "group_by":
+        got = sorted(got, key=lambda r: r["region"])
+    if query == "lookup":
+        got = sorted(got, key=lambda r: r["id"])
+    if got == expected:
+        return None
+    if query == "lookup":
+        got_ids, want_ids = [r["id"] for r in got], [r["id"] for r in expected]
+        if got_ids != want_ids:
+            differ = sorted(set(got_ids) ^ set(want_ids))
+            return f"{len(got)} rows, the model has {len(expected)} (keys {differ[:3]} differ)"
+        wrong = [g["id"] for g, w in zip(got, expected) if g != w]
+        return f"{len(wrong)} rows differ from the model's (e.g. {wrong[0]})"
+    return f"{got} where the model has {expected}"
+
+
 class Bench:
     """Runs the cases and keeps every figure."""
 
@@ -232,7 +336,8 @@ class Bench:
         if needs is not None and (engine, rep, needs) in self.broken:
             entry = {"case": case, "engine": engine, "rep": rep, "error": f"not run: its {needs} table failed earlier"}
         else:
-            print(f"  {case:<11} rep {rep + 1}  {LABEL.get(engine, engine):<22}", end="", flush=True)
+            label = (SQL_LABEL if case.startswith("sql/") else LABEL).get(engine, engine)
+            print(f"  {case:<11} rep {rep + 1}  {label:<31}", end="", flush=True)
             started = time.perf_counter()
             try:
                 figures = fn()
@@ -428,8 +533,68 @@ class Bench:
             )
             if figures is not None:
                 figures["rows_in"] = self.wl.total_rows()
+            d = self.table("delta", rep)
+            optimize = self.peer_cmd("delta", "compact", d)
+            self.record("compact", "delta", rep, lambda: run_json(optimize, "delta"), needs="main")
+
+    def write_queries(self) -> Path:
+        """The `sql` case's queries, as a JSON file every engine reads."""
+        path = self.work / "input" / "queries.json"
+        keys = ", ".join(f"'{k}'" for k in lookup_keys(self.wl.sizes.keys))
+        queries = {
+            "count": "SELECT count(*) AS n FROM t",
+            "group_by": "SELECT region, count(*) AS n, sum(l1) AS l1_sum FROM t GROUP BY region",
+            "lookup": f"SELECT id, region, ts, l1, l2, l3, l4, d1, d2, note FROM t WHERE id IN ({keys})",
+            "projection": "SELECT id, ts FROM t",
+        }
+        assert list(queries) == list(SQL_QUERIES)
+        path.write_text(json.dumps(queries, indent=1))
+        return path
+
+    def case_sql(self, state: str):
+        """The queries on every engine's table as it is now (`state`)."""
+        if "queries" not in self.files:
+            self.files["queries"] = self.write_queries()
+        queries = self.files["queries"]
+        for rep in self.reps():
+            for e in ["tributary", *SQL_PEERS]:
+                t = self.table(e, rep)
+                needs_engine = "tributary" if e == "hudi" else e
+                if (needs_engine, rep, "main") in self.broken:
+                    self.broken.add((e, rep, "main"))
+                cmd = self.cmd(e, "sql", t, "--queries", queries)
+                self.record(f"sql/{state}", e, rep, lambda: run_json(cmd, e), needs="main")
+
+    def check_sql(self) -> list:
+        """Every `sql` run's answers against the model; the mismatches, as
+        (table owner, message)."""
+        expected = sql_answers(self.wl.expected_all, self.wl.sizes.keys)
+        problems, results = [], []
+        runs = [r for r in self.runs if r["case"].startswith("sql/") and "figures" in r]
+        if runs:
+            print("\nchecking every SQL answer against the model ...", flush=True)
+        for r in runs:
+            owner = "tributary" if r["engine"] in ("tributary", "hudi") else r["engine"]
+            for q, fig in r["figures"]["queries"].items():
+                what = f"{SQL_LABEL[r['engine']]}, {r['case']} rep {r['rep'] + 1}, {q}"
+                diff = answer_diff(q, fig, expected[q])
+                results.append({"query": what, "ok": diff is None, "diff": diff})
+                if diff is not None:
+                    problems.append((owner, f"{what}: {diff}"))
+                    print(f"  MISMATCH: {what}: {diff}")
+        ok = sum(1 for x in results if x["ok"])
+        if runs:
+            print(f"  {ok} of {len(results)} answers equal the model's")
+        self.check_results += results
+        return problems
 
     # -- checks
+
+    def checked_kinds(self) -> list:
+        """The tables whose contents the model knows once the cases chosen ran."""
+        ran = self.args.cases
+        kinds = {"main": "commits", "concurrent": "concurrent", "json": "ingest-json"}
+        return [k for k, case in kinds.items() if case in ran]
 
     def check(self) -> list:
         """Every table's contents against the model; the mismatches, as
@@ -445,7 +610,7 @@ class Bench:
         results = []
         dump = self.work / "dump.arrow"
         for rep in self.reps():
-            for kind in ["main", "concurrent", "json"]:
+            for kind in self.checked_kinds():
                 expected = self.wl.expected_ingest if kind == "json" else self.wl.expected_all
                 for e in ["tributary", *PEERS]:
                     owner = "tributary-cli" if (e == "tributary" and kind == "json") else e
@@ -465,7 +630,7 @@ class Bench:
                         else:
                             problems.append((owner, f"{what}: {diff}"))
                             print(f"  MISMATCH: {what}: {diff}")
-        self.check_results = results
+        self.check_results += results
         return problems
 
 
@@ -527,6 +692,7 @@ class Summary:
             ratio = t / best[1] if (t and best) else None
             out.append(
                 {
+                    "case": case,
                     "measure": label,
                     "tributary": fmt_rate(t, unit) if t else self.why_not(case, trib),
                     "peer": peer,
@@ -557,6 +723,7 @@ class Summary:
         best = self.best_peer("commits", lambda e: commits_cell("commits", e)[0])
         out.append(
             {
+                "case": "commits",
                 "measure": f"{s.small_commits} sequential {s.small_rows:,}-row commits",
                 "tributary": t_cell,
                 "peer": f"{LABEL[best[0]]}: {commits_cell('commits', best[0])[1]}" if best else "n/a",
@@ -594,6 +761,7 @@ class Summary:
                 peer += f" (not counted, {LABEL[e]}: {concurrent_cell(e)[1]})"
         out.append(
             {
+                "case": "concurrent",
                 "measure": f"{s.writers} concurrent writers × {s.small_commits // s.writers} commits (separate processes)",
                 "tributary": t_cell,
                 "peer": peer,
@@ -611,14 +779,118 @@ class Summary:
         )
         c = self.med("compact", "tributary", "cpu", per="rows_in")
         w = self.med("compact", "tributary", "wall")
+        dw, dc = self.med("compact", "delta", "wall"), self.med("compact", "delta", "cpu")
+        delta = f"Delta `optimize.compact()`: {self.why_not('compact', 'delta')}"
+        if dw is not None:
+            m = self.b.figures("compact", "delta")[0].get("metrics", {})
+            delta = (
+                f"Delta `optimize.compact()`, not compared (it bin-packs files; MERGE merged already): "
+                f"{dw:,.2f} s, {dc:,.2f} CPU-s, {m.get('numFilesAdded', '?')} files written of "
+                f"{m.get('totalConsideredFiles', '?')} considered"
+            )
         out.append(
             {
+                "case": "compact",
                 "measure": f"compaction of Tributary's table ({self.b.wl.total_rows():,} rows in)",
                 "tributary": f"{fmt_rate(c)} rows in per CPU-s, {w:,.2f} s" if c else self.why_not("compact", "tributary"),
-                "peer": "n/a (Tributary only: pypaimon-rust does not compact; Delta merges on write)",
+                "peer": f"{delta}; Paimon: none (pypaimon-rust 0.4.0 and pypaimon 2.1.0 cannot compact)",
                 "ratio": None,
             }
         )
+        for state in SQL_STATES:
+            out += self.sql_rows(state)
+        return [r for r in out if r["case"] in self.b.args.cases]
+
+    # -- the sql case
+
+    def sql_med(self, state: str, engine: str, query: str, key: str):
+        """Median over the repetitions of one query's figure `key`."""
+        figs = self.b.figures(f"sql/{state}", engine)
+        return median([f["queries"][query][key] for f in figs if query in f.get("queries", {})])
+
+    def sql_rate(self, state: str, engine: str, query: str):
+        """(rate, unit): queries per second for the lookup, else table rows
+        per second."""
+        wall = self.sql_med(state, engine, query, "wall")
+        if not wall:
+            return None, ""
+        if query == "lookup":
+            return 1 / wall, " queries/s"
+        return self.b.wl.expected_all.num_rows / wall, " rows/s"
+
+    def sql_cell(self, state: str, engine: str, query: str) -> str:
+        rate, unit = self.sql_rate(state, engine, query)
+        if rate is None:
+            return self.why_not(f"sql/{state}", engine)
+        wall = self.sql_med(state, engine, query, "wall")
+        cpu = self.sql_med(state, engine, query, "cpu")
+        return f"{fmt_rate(rate, unit)} ({wall * 1e3:,.1f} ms, CPU {cpu * 1e3:,.0f} ms)"
+
+    def sql_rows(self, state: str) -> list:
+        out = []
+        for q, label in SQL_QUERIES.items():
+            t = self.sql_rate(state, "tributary", q)[0]
+            best = None
+            for e in SQL_PEERS:
+                v = self.sql_rate(state, e, q)[0]
+                if v is not None and (best is None or v > best[1]):
+                    best = (e, v)
+            peer = f"{SQL_LABEL[best[0]]}: {self.sql_cell(state, best[0], q)}" if best else "n/a"
+            if best and best[0] == "paimon" and state == "compact":
+                peer += " (not compacted: Paimon cannot compact here)"
+            out.append(
+                {
+                    "case": "sql",
+                    "measure": f"SQL {SQL_STATES[state]}: {label}",
+                    "tributary": self.sql_cell(state, "tributary", q),
+                    "peer": peer,
+                    "ratio": t / best[1] if (t and best) else None,
+                }
+            )
+        return out
+
+    def sql_detail(self) -> list:
+        """Every engine's medians per query and state."""
+        lines = [
+            "| table | query | engine | runs | median wall ms | median CPU ms | rows returned | rate |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for state, state_label in SQL_STATES.items():
+            for q in SQL_QUERIES:
+                for e in ["tributary", *SQL_PEERS]:
+                    figs = self.b.figures(f"sql/{state}", e)
+                    errs = self.b.errors(f"sql/{state}", e)
+                    if not figs:
+                        if errs:
+                            lines.append(f"| {state_label} | {q} | {SQL_LABEL[e]} | 0 | n/a: {errs[0]} | | | |")
+                        continue
+                    wall = self.sql_med(state, e, q, "wall")
+                    cpu = self.sql_med(state, e, q, "cpu")
+                    rows = figs[0]["queries"][q]["rows"]
+                    rate, unit = self.sql_rate(state, e, q)
+                    note = " (not compacted)" if (e == "paimon" and state == "compact") else ""
+                    lines.append(
+                        f"| {state_label} | {q} | {SQL_LABEL[e]}{note} | {len(figs)} | {wall * 1e3:,.1f} | "
+                        f"{cpu * 1e3:,.0f} | {rows:,} | {fmt_rate(rate, unit)} |"
+                    )
+        return lines
+
+    def sql_medians(self) -> dict:
+        """The SQL medians for results.json: state -> query -> engine -> figures."""
+        out = {}
+        for state in SQL_STATES:
+            for q in SQL_QUERIES:
+                for e in ["tributary", *SQL_PEERS]:
+                    wall = self.sql_med(state, e, q, "wall")
+                    if wall is None:
+                        continue
+                    rate, unit = self.sql_rate(state, e, q)
+                    out.setdefault(state, {}).setdefault(q, {})[e] = {
+                        "wall": wall,
+                        "cpu": self.sql_med(state, e, q, "cpu"),
+                        "rate": rate,
+                        "unit": unit.strip(),
+                    }
         return out
 
     def detail(self) -> list:
@@ -634,11 +906,12 @@ class Summary:
                     lines.append(f"| {case} | {LABEL[e]} | 0 | n/a: {errs[0]} | | | |")
                     continue
                 cpu = median([f.get("cpu") for f in figs])
-                rows = figs[0].get("rows", figs[0].get("rows_in", ""))
+                rows = figs[0].get("rows", figs[0].get("rows_in"))
                 failed = median([f.get("failed") for f in figs])
                 lines.append(
                     f"| {case} | {LABEL[e]} | {len(figs)} | {median([f['wall'] for f in figs]):.3f} | "
-                    f"{'' if cpu is None else f'{cpu:.3f}'} | {rows:,} | {'' if failed is None else f'{failed:.0f}'} |"
+                    f"{'' if cpu is None else f'{cpu:.3f}'} | {'' if rows is None else f'{rows:,}'} | "
+                    f"{'' if failed is None else f'{failed:.0f}'} |"
                 )
         return lines
 
@@ -663,6 +936,12 @@ def print_report(bench: Bench, summary: Summary, rows: list):
     print()
     for line in summary.detail():
         print(line)
+    if "sql" in bench.args.cases:
+        print()
+        print("SQL, every engine's medians (each query timed alone; rate: table rows/s, the lookup queries/s):")
+        print()
+        for line in summary.sql_detail():
+            print(line)
     if bench.notes:
         print()
         for n in bench.notes:
@@ -678,6 +957,20 @@ def machine() -> dict:
     return info
 
 
+def with_needs(parser, cases: list) -> list:
+    """`cases` and every case they need, in CASES' order."""
+    unknown = sorted(set(cases) - set(CASES))
+    if unknown:
+        parser.error(f"unknown cases {unknown}; the cases: {', '.join(CASES)}")
+    wanted, todo = set(), list(cases)
+    while todo:
+        c = todo.pop()
+        if c not in wanted:
+            wanted.add(c)
+            todo += NEEDS.get(c, [])
+    return [c for c in CASES if c in wanted]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scale", type=float, default=1.0, help="multiply every row and key count (default 1)")
@@ -685,7 +978,14 @@ def main():
     p.add_argument("--buckets", type=int, default=16, help="buckets per partition, Tributary and Paimon (default 16)")
     p.add_argument("--dir", type=Path, help="work folder, kept afterwards (default: a temporary one, removed)")
     p.add_argument("--results", type=Path, default=HERE / "results.json", help="where the raw figures go")
+    p.add_argument(
+        "--cases",
+        type=lambda v: v.split(","),
+        default=CASES,
+        help=f"comma-separated cases to run, with the cases they need (default all: {','.join(CASES)})",
+    )
     args = p.parse_args()
+    args.cases = with_needs(p, args.cases)
 
     bootstrap()
     exes = build()
@@ -710,15 +1010,23 @@ def main():
                 "figures will be skewed, ratios less so",
                 flush=True,
             )
-        bench.case_ingest()
-        bench.case_ingest_json()
-        bench.case_upsert()
-        bench.copy_for_concurrent()
-        bench.case_commits()
-        bench.case_concurrent()
-        bench.case_read()
-        bench.case_compact()
-        problems = bench.check()
+        ran = args.cases
+        print(f"cases: {', '.join(ran)}", flush=True)
+        for case, step in [
+            ("ingest", bench.case_ingest),
+            ("ingest-json", bench.case_ingest_json),
+            ("upsert", bench.case_upsert),
+            ("concurrent", bench.copy_for_concurrent),
+            ("commits", bench.case_commits),
+            ("concurrent", bench.case_concurrent),
+            ("read", bench.case_read),
+            ("sql", lambda: bench.case_sql("commits")),
+            ("compact", bench.case_compact),
+            ("sql", lambda: bench.case_sql("compact")),
+        ]:
+            if case in ran:
+                step()
+        problems = bench.check() + bench.check_sql()
 
         summary = Summary(bench)
         rows = summary.rows()
@@ -737,6 +1045,13 @@ def main():
             "Delta has no key: each write keeps the newest row per id of its input first (timed), then appends "
             "(first ingest) or MERGEs on id, updating only where the new ts is larger."
         )
+        if "sql" in args.cases:
+            bench.notes.append(
+                "SQL: hudi-rs's provider runs in DataFusion's Python package 54.1.0 (its FFI matches hudi 0.5.0's "
+                "DataFusion 54.1); Paimon's SQLContext and delta-rs's QueryBuilder carry their own DataFusion "
+                "(54.0 and 55.1), Tributary's is 55.2. Paimon's table is not compacted for `sql/compact`: neither "
+                "pypaimon-rust 0.4.0 nor pypaimon 2.1.0 can compact a primary-key table."
+            )
         print_report(bench, summary, rows)
         args.results.write_text(
             json.dumps(
@@ -745,7 +1060,9 @@ def main():
                     "buckets": args.buckets,
                     "reps": args.reps,
                     "machine": {"at_start": at_start, "at_end": machine()},
+                    "cases": args.cases,
                     "table": rows,
+                    "sql": {"queries": SQL_QUERIES, "medians": summary.sql_medians()},
                     "runs": bench.runs,
                     "checks": bench.check_results,
                     "notes": bench.notes,
@@ -757,7 +1074,7 @@ def main():
         failed_runs = [r for r in bench.runs if "error" in r and r["engine"] in ("tributary", "tributary-cli", "hudi")]
         if problems:
             print("\n" + "!" * 78)
-            print(f"CONTENT CHECK FAILED for {len(problems)} table reads:")
+            print(f"CONTENT CHECK FAILED for {len(problems)} table reads or SQL answers:")
             for _, prob in problems:
                 print(f"  {prob}")
             owners = sorted({LABEL[o] for o, _ in problems})
