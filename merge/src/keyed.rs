@@ -40,7 +40,7 @@ use crate::ordering::Ord2;
 use crate::read::{BaseReader, LogBlocks, LogEntry, Records, SliceFiles, SliceMerge, unsupported_block};
 use crate::rows::{KeyBatch, RowMerger, row_of};
 use crate::rules::sort_by_key;
-use crate::slice::RowSink;
+use crate::sink::RowSink;
 use crate::spill::{Run, Spiller};
 use crate::tombstone::Tombstone;
 use crate::version::Version;

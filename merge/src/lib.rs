@@ -45,6 +45,7 @@ mod ordering;
 mod read;
 mod rows;
 mod rules;
+mod sink;
 mod slice;
 mod spill;
 #[cfg(test)]
@@ -64,7 +65,8 @@ pub use combine::Combiner;
 
 // Merging a file slice, for snapshot readers and the compactor.
 pub use read::{BaseReader, BaseRows, RowGroupFilter, SliceFiles, SliceMerge, written_by};
-pub use slice::{Budget, Merged, RowOrder, RowSink, merge_slice, stream_slice};
+pub use sink::RowSink;
+pub use slice::{Budget, Merged, RowOrder, merge_slice, stream_slice};
 
 // Memory: a merge's share of the budget, and where it spills.
 pub use limits::Share;

@@ -34,6 +34,7 @@ use crate::ordering::{Ord2, OrderColumn};
 use crate::read::{BaseReader, LogReader, SliceFiles, SliceMerge, read_parquet};
 use crate::rows::{RowMerger, Survivors};
 use crate::rules::{merge_parts, sort_by_key};
+use crate::sink::RowSink;
 use crate::spill::{RunMerger, SpillArea, Spiller};
 use crate::tombstone::{Tombstone, retained};
 use crate::version::Version;
@@ -290,14 +291,6 @@ pub async fn merge_slice(
         tombstones.clear();
     }
     Ok(merged.with_tombstones(ctx, tombstones))
-}
-
-/// Where a bounded reader's merged rows go as the merge finds them
-/// ([`stream_slice`]).
-pub trait RowSink: Send {
-    /// Takes a batch of merged rows (schema `schema.arrow_with_meta()`);
-    /// `false` ends the merge: the reader takes no more.
-    fn take(&mut self, rows: RecordBatch) -> impl Future<Output = bool> + Send;
 }
 
 /// Merges the slice `files` within `budget` for a reader that takes rows in
