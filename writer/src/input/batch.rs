@@ -7,8 +7,14 @@ use tributary_format::{IS_DELETED, TableSchema};
 use super::rows::{Rows, bad};
 use crate::error::Result;
 
+/// Casts that fail on a value that does not convert (Arrow's default
+/// turns it into a null).
+const STRICT: arrow::compute::CastOptions<'static> =
+    arrow::compute::CastOptions { safe: false, format_options: arrow::util::display::FormatOptions::new() };
+
 /// Validates an Arrow batch against the table schema. Columns are matched by
-/// name and cast to the table's types; a missing nullable column is filled
+/// name and cast to the table's types (a value that does not convert is an
+/// error naming the column); a missing nullable column is filled
 /// with nulls; an optional boolean `_hoodie_is_deleted` column marks deletes.
 pub fn rows_from_batch(schema: &TableSchema, batch: &RecordBatch, source: &str) -> Result<Rows> {
     let input = batch.schema();
@@ -22,7 +28,8 @@ pub fn rows_from_batch(schema: &TableSchema, batch: &RecordBatch, source: &str) 
     for (i, field) in schema.arrow().fields().iter().enumerate() {
         let col = match batch.column_by_name(field.name()) {
             Some(c) if c.data_type() == field.data_type() => c.clone(),
-            Some(c) => arrow::compute::cast(c, field.data_type()).map_err(|e| {
+            // A value that does not convert is an error, not a null.
+            Some(c) => arrow::compute::cast_with_options(c, field.data_type(), &STRICT).map_err(|e| {
                 bad(
                     source,
                     1,

@@ -294,4 +294,21 @@ fn composite_key_errors_name_the_record_and_field() {
     .unwrap();
     let err = rows_from_batch(&s2, &batch, "batch").unwrap_err().to_string();
     assert!(err.contains("field `a`: missing record key column"), "{err}");
+    // A value that does not convert to its column's type is an error naming
+    // the column, not a null.
+    let batch = RecordBatch::try_new(
+        Arc::new(arrow::datatypes::Schema::new(vec![
+            arrow::datatypes::Field::new("a", DataType::Utf8, false),
+            arrow::datatypes::Field::new("b", DataType::Utf8, false),
+            arrow::datatypes::Field::new("ts", DataType::Utf8, false),
+        ])),
+        vec![
+            Arc::new(arrow::array::StringArray::from(vec!["x", "y"])),
+            Arc::new(arrow::array::StringArray::from(vec!["1", "2"])),
+            Arc::new(arrow::array::StringArray::from(vec!["5", "late"])),
+        ],
+    )
+    .unwrap();
+    let err = rows_from_batch(&s2, &batch, "batch").unwrap_err().to_string();
+    assert!(err.contains("field `ts`") && err.contains("late"), "{err}");
 }

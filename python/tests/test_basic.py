@@ -1,0 +1,438 @@
+"""The first increment of the Python package (issue 40): create, write
+upserts and deletes out of order, read back (Tributary's reader, the
+official Hudi reader, pandas) against a model, bad input, two threads."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import tributary
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("ts", pa.int64(), nullable=False),
+        pa.field("city", pa.string(), nullable=False),
+        pa.field("fare", pa.float64()),
+        pa.field("note", pa.string()),
+    ]
+)
+CITIES = ["sf", "nyc", "paris"]
+
+
+def make_table(path: Path, buckets: int = 4) -> tributary.Table:
+    return tributary.create(
+        str(path), SCHEMA, record_key="id", ordering_field="ts", partition_by="city", buckets=buckets
+    )
+
+
+class Model:
+    """Each key keeps its event with the greatest ts (all ts are distinct);
+    a delete that wins removes the key."""
+
+    def __init__(self) -> None:
+        self.best: dict[str, tuple[int, dict | None]] = {}
+        self.lock = threading.Lock()
+
+    def apply(self, events: list[dict]) -> None:
+        with self.lock:
+            for e in events:
+                ts = e["ts"]
+                if e["id"] not in self.best or ts > self.best[e["id"]][0]:
+                    row = None if e["_hoodie_is_deleted"] else {k: v for k, v in e.items() if k != "_hoodie_is_deleted"}
+                    self.best[e["id"]] = (ts, row)
+
+    def rows(self) -> dict[str, dict]:
+        return {k: row for k, (_, row) in self.best.items() if row is not None}
+
+
+def events(rng: random.Random, keys: list[str], n: int, ts_pool: list[int]) -> list[dict]:
+    """n events on keys, out of order: ts drawn from a shuffled pool of
+    distinct values; about one in six is a delete. A key's city is fixed
+    (a record stays in its partition)."""
+    out = []
+    for _ in range(n):
+        k = rng.choice(keys)
+        out.append(
+            {
+                "id": k,
+                "ts": ts_pool.pop(),
+                "city": CITIES[int(k[1:]) % len(CITIES)],
+                "fare": round(rng.uniform(1, 100), 2),
+                "note": rng.choice([None, "x", "y"]),
+                "_hoodie_is_deleted": rng.random() < 1 / 6,
+            }
+        )
+    return out
+
+
+def as_arrow(evs: list[dict]) -> pa.Table:
+    cols = ["id", "ts", "city", "fare", "note", "_hoodie_is_deleted"]
+    return pa.table({c: [e[c] for e in evs] for c in cols})
+
+
+def by_key(t: pa.Table) -> dict[str, dict]:
+    cols = ["id", "ts", "city", "fare", "note"]
+    return {r["id"]: {c: r[c] for c in cols} for r in t.select(cols).to_pylist()}
+
+
+def hudi_rows(path: Path) -> dict[str, dict]:
+    from hudi import HudiTableBuilder
+
+    batches = HudiTableBuilder.from_base_uri(str(path.resolve())).build().read()
+    if not batches:
+        return {}
+    return by_key(pa.Table.from_batches(batches))
+
+
+def test_create_write_read_against_model(tmp_path: Path) -> None:
+    path = tmp_path / "trips"
+    table = make_table(path)
+    assert repr(table) == f'Table(uri="{path}", name="trips")'
+    assert table.schema().names == SCHEMA.names
+    avro = json.loads(table.avro_schema())
+    assert avro["fields"][3] == {"name": "fare", "type": ["null", "double"], "default": None}
+
+    rng = random.Random(7)
+    keys = [f"k{i}" for i in range(60)]
+    pool = list(range(1, 2000))
+    rng.shuffle(pool)
+    model = Model()
+    # pyarrow, pandas and a RecordBatchReader as inputs.
+    for round_ in range(6):
+        evs = events(rng, keys, 120, pool)
+        data = as_arrow(evs)
+        if round_ % 3 == 1:
+            data = data.to_pandas()
+        elif round_ % 3 == 2:
+            data = pa.RecordBatchReader.from_batches(data.schema, data.to_batches(max_chunksize=50))
+        summary = table.write(data)
+        model.apply(evs)
+        assert summary["rows"] == 120
+        assert summary["instant"] and summary["completed"] >= summary["instant"]
+
+    expected = model.rows()
+    assert by_key(table.to_pyarrow()) == expected
+    assert by_key(tributary.Table(str(path)).to_pandas().pipe(pa.Table.from_pandas)) == expected
+    assert by_key(pa.Table.from_batches(list(table.to_batches()), schema=table.schema())) == expected
+    # The official reader (hudi-rs) reads the same rows.
+    assert hudi_rows(path) == expected
+
+    # Filters and columns.
+    sf = table.to_pyarrow(columns=["id", "fare"], filter=[("city", "=", "sf"), ("fare", ">", 50.0)])
+    assert sf.column_names == ["id", "fare"]
+    want = {k for k, r in expected.items() if r["city"] == "sf" and r["fare"] > 50}
+    assert set(sf.column("id").to_pylist()) == want
+    either = table.to_pyarrow(filter=[[("city", "in", ["nyc"])], [("note", "=", None)]])
+    want = {k for k, r in expected.items() if r["city"] == "nyc" or r["note"] is None}
+    assert set(either.column("id").to_pylist()) == want
+
+    # Time travel to the first commit.
+    first = [i for i in table.timeline() if i["action"] == "deltacommit"][0]
+    assert first["state"] == "COMPLETED" or first["completed"]
+    assert table.to_pyarrow(as_of=first["requested"]).num_rows <= 120
+
+    # Compaction leaves the rows as they were, for both readers.
+    done = table.compact()
+    assert done and all(d["records"] >= 0 for d in done)
+    assert by_key(table.to_pyarrow()) == expected
+    assert hudi_rows(path) == expected
+
+
+def test_bad_input_names_the_column_and_writes_nothing(tmp_path: Path) -> None:
+    table = make_table(tmp_path / "t")
+    table.write(pa.table({"id": ["a"], "ts": [1], "city": ["sf"], "fare": [1.0]}))
+    before = table.to_pyarrow()
+    commits = [i for i in table.timeline() if i["completed"]]
+
+    with pytest.raises(tributary.InvalidInputError, match="`id`"):
+        table.write(pa.table({"ts": [2], "city": ["sf"]}))
+    with pytest.raises(tributary.InvalidInputError, match="`ts`"):
+        table.write(pa.table({"id": ["b"], "ts": ["not a number"], "city": ["sf"]}))
+    # A value that does not convert is an error, not a null.
+    with pytest.raises(tributary.InvalidInputError, match="field `fare`: cannot convert"):
+        table.write(pa.table({"id": ["b"], "ts": [2], "city": ["sf"], "fare": ["abc"]}))
+    with pytest.raises(tributary.InvalidInputError, match="`colour`"):
+        table.write(pa.table({"id": ["b"], "ts": [2], "city": ["sf"], "colour": ["red"]}))
+    # A bad second batch: the good first one is not committed either.
+    good = pa.record_batch({"id": ["c"], "ts": [3], "city": ["sf"]})
+    bad = pa.record_batch({"id": [None], "ts": [4], "city": ["sf"]}, schema=good.schema)
+    with pytest.raises(tributary.InvalidInputError, match="`id`"):
+        table.write(pa.RecordBatchReader.from_batches(good.schema, [good, bad]))
+    assert issubclass(tributary.InvalidInputError, tributary.TributaryError)
+
+    assert table.to_pyarrow().equals(before)
+    assert [i for i in table.timeline() if i["completed"]] == commits
+
+    with pytest.raises(tributary.InvalidInputError, match="not a Hudi table"):
+        tributary.Table(str(tmp_path / "nothing"))
+    with pytest.raises(tributary.ConflictError):
+        make_table(tmp_path / "t")
+    with pytest.raises(tributary.InvalidInputError, match="filter"):
+        table.to_pyarrow(filter=[("nope", "=", 1)])
+
+
+def test_two_threads_write_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "shared"
+    table = make_table(path, buckets=2)
+    keys = [f"k{i}" for i in range(40)]
+    pool = list(range(1, 5000))
+    random.Random(3).shuffle(pool)
+    pool_lock = threading.Lock()
+    model = Model()
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        rng = random.Random(n)
+        try:
+            for offset in range(1, 9):
+                with pool_lock:
+                    evs = events(rng, keys, 50, pool)
+                # Each thread's own table object; same table.
+                t = tributary.Table(str(path))
+                t.write(as_arrow(evs), writer_id=f"thread-{n}", checkpoint=str(offset))
+                model.apply(evs)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+    assert table.checkpoint("thread-0") == "8"
+    assert table.checkpoint("thread-1") == "8"
+    assert table.checkpoint("nobody") is None
+    commits = [i for i in table.timeline() if i["action"] == "deltacommit" and i["completed"]]
+    assert len(commits) == 16
+    expected = model.rows()
+    assert by_key(table.to_pyarrow()) == expected
+    assert hudi_rows(path) == expected
+
+
+def test_a_newer_writer_with_the_same_id_fences_the_older(tmp_path: Path) -> None:
+    table = make_table(tmp_path / "f")
+    row = {"id": ["a"], "ts": [1], "city": ["sf"]}
+    table.write(pa.table(row), writer_id="app", checkpoint="10")
+    assert table.checkpoint("app") == "10"
+
+    # The older writer registers and starts its commit, then waits in the
+    # middle of its input while a newer writer of the id commits.
+    middle, go = threading.Event(), threading.Event()
+    schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("city", pa.string())])
+
+    def slow_input():
+        yield pa.record_batch({"id": ["b"], "ts": [2], "city": ["sf"]}, schema=schema)
+        middle.set()
+        go.wait(60)
+        yield pa.record_batch({"id": ["c"], "ts": [3], "city": ["sf"]}, schema=schema)
+
+    outcome: list[BaseException | dict] = []
+
+    def older() -> None:
+        try:
+            reader = pa.RecordBatchReader.from_batches(schema, slow_input())
+            outcome.append(table.write(reader, writer_id="app", checkpoint="11"))
+        except BaseException as e:  # noqa: BLE001 - checked below
+            outcome.append(e)
+
+    thread = threading.Thread(target=older)
+    thread.start()
+    assert middle.wait(60)
+    table.write(pa.table({"id": ["d"], "ts": [4], "city": ["sf"]}), writer_id="app", checkpoint="12")
+    go.set()
+    thread.join(60)
+
+    assert len(outcome) == 1 and isinstance(outcome[0], tributary.FencedError), outcome
+    assert isinstance(outcome[0], tributary.ConflictError)
+    assert table.checkpoint("app") == "12"
+    assert sorted(table.to_pyarrow().column("id").to_pylist()) == ["a", "d"]
+
+
+def test_avro_schema_of_types() -> None:
+    schema = pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            ("when", pa.timestamp("ns", tz="UTC")),
+            ("day", pa.date32()),
+            ("price", pa.decimal128(10, 2)),
+            ("tags", pa.list_(pa.string())),
+            ("where", pa.struct([("lat", pa.float64()), ("lon", pa.float64())])),
+        ]
+    )
+    avro = json.loads(tributary.avro_schema_of(schema, "trips"))
+    assert avro["name"] == "trips_record" and avro["namespace"] == "hoodie.trips"
+    fields = {f["name"]: f for f in avro["fields"]}
+    assert fields["id"]["type"] == "string"
+    assert fields["when"]["type"] == ["null", {"type": "long", "logicalType": "timestamp-micros"}]
+    assert fields["when"]["default"] is None
+    assert fields["day"]["type"][1]["logicalType"] == "date"
+
+
+def _process_writer(path: str, n: int, evs: list[dict]) -> None:
+    """One process's writes: its events in 4 commits under its writer id."""
+    table = tributary.Table(path)
+    for offset in range(4):
+        part = evs[offset::4]
+        table.write(as_arrow(part), writer_id=f"process-{n}", checkpoint=str(offset + 1))
+
+
+@pytest.mark.parametrize("start_method", ["spawn", "fork"])
+def test_processes_write_at_once(tmp_path: Path, start_method: str) -> None:
+    import multiprocessing
+
+    path = tmp_path / "procs"
+    table = make_table(path, buckets=2)
+    # The parent has used the runtime before it forks: a forked child makes
+    # its own.
+    assert table.to_pyarrow().num_rows == 0
+    rng = random.Random(11)
+    keys = [f"k{i}" for i in range(30)]
+    pool = list(range(1, 5000))
+    rng.shuffle(pool)
+    per_process = [events(rng, keys, 80, pool) for _ in range(4)]
+    ctx = multiprocessing.get_context(start_method)
+    procs = [ctx.Process(target=_process_writer, args=(str(path), n, evs)) for n, evs in enumerate(per_process)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+
+    model = Model()
+    for evs in per_process:
+        model.apply(evs)
+    expected = model.rows()
+    assert all(table.checkpoint(f"process-{n}") == "4" for n in range(4))
+    assert by_key(table.to_pyarrow()) == expected
+    assert hudi_rows(path) == expected
+
+
+def test_types_round_trip(tmp_path: Path) -> None:
+    import datetime as dt
+    import decimal
+
+    utc = dt.timezone.utc
+    schema = pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("ts", pa.int64(), nullable=False),
+            ("i32", pa.int32()),
+            ("flag", pa.bool_()),
+            ("f32", pa.float32()),
+            ("raw", pa.binary()),
+            ("price", pa.decimal128(10, 2)),
+            ("day", pa.date32()),
+            ("at_utc", pa.timestamp("us", tz="UTC")),
+            ("at_ms", pa.timestamp("ms", tz="UTC")),
+            ("at_local", pa.timestamp("us")),
+            ("tags", pa.list_(pa.string())),
+            ("place", pa.struct([("lat", pa.float64()), ("lon", pa.float64())])),
+            ("attrs", pa.map_(pa.string(), pa.int64())),
+        ]
+    )
+    rows = [
+        {
+            "id": "a",
+            "ts": 1,
+            "i32": 7,
+            "flag": True,
+            "f32": 1.5,
+            "raw": b"\x00\x01",
+            "price": decimal.Decimal("12.34"),
+            "day": dt.date(2024, 2, 29),
+            "at_utc": dt.datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=utc),
+            "at_ms": dt.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=utc),
+            "at_local": dt.datetime(2024, 1, 2, 3, 4, 5, 6),
+            "tags": ["x", None],
+            "place": {"lat": 1.0, "lon": 2.0},
+            "attrs": [("k", 1)],
+        },
+        {"id": "b", "ts": 2, **{f.name: None for f in schema if f.name not in ("id", "ts")}},
+    ]
+    table = tributary.create(str(tmp_path / "types"), schema, record_key="id", ordering_field="ts")
+    table.write(pa.Table.from_pylist(rows[:1], schema=schema))
+    # pandas: nanosecond timestamps, cast to the table's microseconds.
+    table.write(pa.Table.from_pylist(rows[1:], schema=schema).to_pandas())
+    got = sorted(table.to_pyarrow().to_pylist(), key=lambda r: r["id"])
+    # Maps come back as lists of pairs, as pyarrow gives them.
+    assert got == rows
+    # The official reader (hudi-rs 0.5.0) panics on `local-timestamp-micros`
+    # (a timestamp without a time zone); the rest it reads.
+    from hudi import HudiTableBuilder
+
+    path = tmp_path / "types_hudi"
+    no_local = pa.schema([f for f in schema if f.name != "at_local"])
+    t2 = tributary.create(str(path), no_local, record_key="id", ordering_field="ts")
+    t2.write(pa.Table.from_pylist([{k: v for k, v in r.items() if k != "at_local"} for r in rows], schema=no_local))
+    read = pa.Table.from_batches(HudiTableBuilder.from_base_uri(str(path)).build().read())
+    assert sorted(read.select(no_local.names).to_pylist(), key=lambda r: r["id"]) == [
+        {k: v for k, v in r.items() if k != "at_local"} for r in rows
+    ]
+
+
+def test_writer_adds_several_batches_to_one_commit(tmp_path: Path) -> None:
+    table = make_table(tmp_path / "w")
+    with table.writer(writer_id="app") as w:
+        assert w.is_open and w.instant
+        w.write(pa.table({"id": ["a"], "ts": [1], "city": ["sf"]}))
+        w.write(pa.record_batch({"id": ["b"], "ts": [2], "city": ["nyc"]}))
+        # Not visible before the commit.
+        assert table.to_pyarrow().num_rows == 0
+        summary = w.commit(checkpoint="2")
+    assert summary["rows"] == 2 and summary["writer_id"] == "app"
+    assert not w.is_open
+    assert table.checkpoint("app") == "2"
+    assert sorted(table.to_pyarrow().column("id").to_pylist()) == ["a", "b"]
+    with pytest.raises(tributary.InvalidInputError, match="committed or aborted"):
+        w.write(pa.table({"id": ["c"], "ts": [3], "city": ["sf"]}))
+
+    # Leaving the block without a commit aborts; so does a bad batch.
+    with table.writer() as w:
+        w.write(pa.table({"id": ["c"], "ts": [3], "city": ["sf"]}))
+    with pytest.raises(tributary.InvalidInputError, match="`ts`"):
+        with table.writer() as w:
+            w.write(pa.table({"id": ["d"], "ts": [4], "city": ["sf"]}))
+            w.write(pa.table({"id": ["e"], "city": ["sf"]}))
+    assert sorted(table.to_pyarrow().column("id").to_pylist()) == ["a", "b"]
+    deltacommits = [i for i in table.timeline() if i["action"] == "deltacommit" and i["completed"]]
+    assert len(deltacommits) == 1
+
+
+def test_queries_and_clean(tmp_path: Path) -> None:
+    table = make_table(tmp_path / "q", buckets=1)
+    first = table.write(pa.table({"id": ["a", "b"], "ts": [1, 1], "city": ["sf", "sf"], "fare": [1.0, 2.0]}))
+    second = table.write(pa.table({"id": ["b", "c"], "ts": [2, 2], "city": ["sf", "sf"], "fare": [3.0, 4.0]}))
+
+    def ids(t: pa.Table) -> list[str]:
+        return sorted(t.column("id").to_pylist())
+
+    # Before any compaction there are no base files.
+    assert table.to_pyarrow(query="read_optimized").num_rows == 0
+    # What the second commit wrote.
+    inc = table.to_pyarrow(query="incremental", begin=first["completed"], end=second["completed"])
+    assert ids(inc) == ["b", "c"]
+    assert ids(table.to_pyarrow(query="incremental", end=first["completed"])) == ["a", "b"]
+    with pytest.raises(tributary.InvalidInputError, match="query"):
+        table.to_pyarrow(query="latest")
+    with pytest.raises(tributary.InvalidInputError, match="incremental"):
+        table.to_pyarrow(begin=first["completed"])
+
+    assert table.compact()
+    assert ids(table.to_pyarrow(query="read_optimized")) == ["a", "b", "c"]
+    # The compaction made the two log files' slices obsolete.
+    table.write(pa.table({"id": ["d"], "ts": [3], "city": ["sf"]}))
+    done = table.clean(retain_commits=1)
+    assert done is not None and done["deleted_files"]
+    assert ids(table.to_pyarrow()) == ["a", "b", "c", "d"]
+    assert table.clean(retain_commits=1) is None
+    with pytest.raises(tributary.InvalidInputError, match="not both"):
+        table.clean(retain_commits=1, retain_hours=1)

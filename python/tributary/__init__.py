@@ -1,0 +1,340 @@
+"""Tributary: many streaming writers upserting into one Apache Hudi
+Merge-on-Read table at once, without aborting each other.
+
+>>> import pyarrow as pa, tributary
+>>> schema = pa.schema([pa.field("id", pa.string(), nullable=False),
+...                     pa.field("ts", pa.int64(), nullable=False),
+...                     ("city", pa.string()), ("fare", pa.float64())])
+>>> table = tributary.create("/tmp/trips", schema, record_key="id",
+...                          ordering_field="ts", partition_by="city")  # doctest: +SKIP
+>>> table.write(pa.table({"id": ["a"], "ts": [1], "city": ["sf"], "fare": [9.5]}))  # doctest: +SKIP
+>>> table.to_pyarrow()  # doctest: +SKIP
+
+The GIL is released while a call does IO or merges, so threads of one
+process write and read in parallel. Errors are raised as subclasses of
+:class:`TributaryError`, one per kind of error.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence, Union
+
+import pyarrow as pa
+
+from . import _tributary
+from ._tributary import (
+    ConflictError,
+    CorruptDataError,
+    FencedError,
+    InternalError,
+    InvalidInputError,
+    TributaryError,
+    UnavailableError,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas
+
+__version__: str = _tributary.__version__
+
+__all__ = [
+    "Table",
+    "Writer",
+    "create",
+    "avro_schema_of",
+    "TributaryError",
+    "InvalidInputError",
+    "CorruptDataError",
+    "UnavailableError",
+    "ConflictError",
+    "FencedError",
+    "InternalError",
+]
+
+#: One filter term: ``(column, op, value)`` with op one of ``=``, ``!=``,
+#: ``<``, ``<=``, ``>``, ``>=``, ``in``, ``not in``.
+FilterTerm = tuple[str, str, Any]
+#: A filter: terms that must all hold, or a list of such lists of which one
+#: must (pyarrow's and deltalake's ``filters`` form).
+Filter = Union[Sequence[FilterTerm], Sequence[Sequence[FilterTerm]]]
+#: Which rows a read returns.
+Query = Literal["snapshot", "read_optimized", "incremental"]
+
+
+def _as_stream(data: Any) -> Any:
+    """``data`` as an object with ``__arrow_c_stream__``."""
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    module = type(data).__module__.split(".")[0]
+    if module == "pandas":
+        # The index is not a column of the table.
+        return pa.Table.from_pandas(data, preserve_index=False)
+    if hasattr(data, "__arrow_c_stream__"):
+        return data
+    if module == "polars" and hasattr(data, "to_arrow"):
+        return data.to_arrow()
+    raise TypeError(
+        "data must be a pyarrow Table, RecordBatch or RecordBatchReader, a pandas or "
+        f"Polars DataFrame, or have __arrow_c_stream__; got {type(data).__name__}"
+    )
+
+
+class Table:
+    """A Hudi Merge-on-Read table (table version 8) that many writers upsert
+    into at once.
+
+    ``Table(uri)`` opens the table at ``uri``: a local path, ``file://``,
+    ``s3://``, ``gs://`` or ``az://``. ``storage_options`` configure the
+    object store (``endpoint``, ``region``, ``access_key_id``,
+    ``allow_http``, ...), after the environment's ``AWS_*`` and similar.
+    """
+
+    __slots__ = ("_table",)
+
+    def __init__(self, uri: str, *, storage_options: Mapping[str, str] | None = None) -> None:
+        self._table = _tributary.Table(str(uri), storage_options=_options(storage_options))
+
+    @classmethod
+    def _wrap(cls, native: _tributary.Table) -> "Table":
+        table = cls.__new__(cls)
+        table._table = native
+        return table
+
+    @property
+    def uri(self) -> str:
+        """The URI the table was opened with."""
+        return self._table.uri
+
+    @property
+    def name(self) -> str:
+        """The table's name (``hoodie.table.name``)."""
+        return self._table.name
+
+    def __repr__(self) -> str:
+        return repr(self._table)
+
+    def write(
+        self,
+        data: Any,
+        *,
+        writer_id: str | None = None,
+        checkpoint: str | None = None,
+    ) -> dict[str, Any]:
+        """Upserts ``data`` in one commit, and returns its summary.
+
+        ``data`` is a pyarrow Table, RecordBatch or RecordBatchReader, a
+        pandas or Polars DataFrame, or anything with ``__arrow_c_stream__``.
+        Columns are matched to the table's by name and cast to their types;
+        a missing nullable column is null. A boolean ``_hoodie_is_deleted``
+        column marks deletes. Each key keeps the version with the greatest
+        ordering value, whatever order versions arrive in.
+
+        With ``writer_id``, the id is registered first (a newer writer with
+        the same id fences this one: :class:`FencedError`), and
+        ``checkpoint`` (a source offset, say) is recorded with the commit in
+        the same atomic step: :meth:`checkpoint` returns it exactly when the
+        commit is visible.
+
+        Bad input raises :class:`InvalidInputError` naming the column, and
+        nothing of the commit becomes visible.
+
+        Returns ``{"instant", "completed", "rows", "records", "files",
+        "bytes", "writer_id"}``.
+        """
+        return self._table._write(_as_stream(data), writer_id=writer_id, checkpoint=checkpoint)
+
+    def writer(self, *, writer_id: str | None = None) -> "Writer":
+        """Starts one commit that several :meth:`Writer.write` calls add to:
+
+        >>> with table.writer(writer_id="app") as w:  # doctest: +SKIP
+        ...     for batch in batches:
+        ...         w.write(batch)
+        ...     w.commit(checkpoint="offset=1042")
+
+        ``writer_id`` is registered now, as by :meth:`write`. Leaving the
+        ``with`` block without :meth:`Writer.commit` (or by an exception)
+        aborts the commit: nothing of it becomes visible.
+        """
+        return Writer(self._table.writer(writer_id=writer_id))
+
+    def to_pyarrow(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: Filter | None = None,
+        as_of: str | None = None,
+        query: Query = "snapshot",
+        begin: str | None = None,
+        end: str | None = None,
+    ) -> pa.Table:
+        """The latest snapshot (or the one ``as_of`` an instant, 17 digits),
+        merged, as a :class:`pyarrow.Table`; rows come in no fixed order.
+
+        ``columns`` picks and orders columns (``_hoodie_*`` meta columns may
+        be named). ``filter`` keeps rows it is true on, e.g.
+        ``[("city", "=", "sf"), ("fare", ">", 10)]``; partitions and buckets
+        it rules out are not read.
+
+        ``query`` is ``"snapshot"`` (base files and logs merged),
+        ``"read_optimized"`` (base files only: what the last compaction
+        wrote) or ``"incremental"``: what the commits completed after
+        ``begin`` and up to ``end`` (instants; open when omitted) wrote.
+        """
+        return self._table.to_pyarrow(_columns(columns), filter, as_of, query, begin, end)
+
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: Filter | None = None,
+        as_of: str | None = None,
+        query: Query = "snapshot",
+        begin: str | None = None,
+        end: str | None = None,
+    ) -> pa.RecordBatchReader:
+        """:meth:`to_pyarrow` as a stream: a :class:`pyarrow.RecordBatchReader`
+        whose batches come as file slices are merged, a few at once."""
+        return self._table.to_batches(_columns(columns), filter, as_of, query, begin, end)
+
+    def to_pandas(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: Filter | None = None,
+        as_of: str | None = None,
+        query: Query = "snapshot",
+        begin: str | None = None,
+        end: str | None = None,
+    ) -> "pandas.DataFrame":
+        """:meth:`to_pyarrow` as a pandas DataFrame."""
+        return self.to_pyarrow(columns, filter, as_of, query, begin, end).to_pandas()
+
+    def schema(self) -> pa.Schema:
+        """The schema in force, without the ``_hoodie_*`` meta columns."""
+        return self._table.schema()
+
+    def avro_schema(self) -> str:
+        """The schema in force, as the Avro schema JSON Hudi records."""
+        return self._table.avro_schema()
+
+    def compact(self) -> list[dict[str, Any]]:
+        """Compacts the file groups that are due (merging their logs into
+        new base files), and returns a summary per compaction executed."""
+        return self._table.compact()
+
+    def clean(
+        self, *, retain_commits: int | None = None, retain_hours: int | None = None
+    ) -> dict[str, Any] | None:
+        """Rolls back a few failed writes, then deletes the file slices no
+        retained commit needs: those of the last ``retain_commits`` commits
+        (10 by default), or of the commits requested in the last
+        ``retain_hours`` hours. Returns the clean's summary, or ``None``
+        when there was nothing to delete. Time travel (``as_of``) before
+        the earliest retained commit is refused afterwards."""
+        return self._table.clean(retain_commits=retain_commits, retain_hours=retain_hours)
+
+    def timeline(self) -> list[dict[str, Any]]:
+        """The instants of the timeline by requested time: ``{"requested",
+        "action", "state", "completed"}``."""
+        return self._table.timeline()
+
+    def checkpoint(self, writer_id: str) -> str | None:
+        """The checkpoint of the last visible commit of ``writer_id`` that
+        carried one, or ``None``."""
+        return self._table.checkpoint(writer_id)
+
+
+class Writer:
+    """One open commit of a table (:meth:`Table.writer`): add data with
+    :meth:`write`, then :meth:`commit` or :meth:`abort`. A context manager
+    that aborts an uncommitted commit on exit. A failed :meth:`write`
+    aborts the commit."""
+
+    __slots__ = ("_writer",)
+
+    def __init__(self, native: _tributary.Writer) -> None:
+        self._writer = native
+
+    @property
+    def writer_id(self) -> str:
+        """The writer id the commit is made under."""
+        return self._writer.writer_id
+
+    @property
+    def instant(self) -> str | None:
+        """The commit's instant while it is open."""
+        return self._writer.instant
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the commit is still open."""
+        return self._writer.is_open
+
+    def __repr__(self) -> str:
+        return repr(self._writer)
+
+    def write(self, data: Any) -> None:
+        """Adds ``data`` (as :meth:`Table.write` takes it) to the commit."""
+        self._writer._write(_as_stream(data))
+
+    def commit(self, checkpoint: str | None = None) -> dict[str, Any]:
+        """Completes the commit, recording ``checkpoint`` under the writer
+        id in the same atomic step, and returns its summary."""
+        return self._writer.commit(checkpoint)
+
+    def abort(self) -> None:
+        """Withdraws the commit, deleting what it wrote."""
+        self._writer.abort()
+
+    def __enter__(self) -> "Writer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._writer.abort()
+
+
+def create(
+    uri: str,
+    schema: pa.Schema | str,
+    record_key: str | Sequence[str],
+    ordering_field: str | Sequence[str],
+    *,
+    partition_by: str | None = None,
+    buckets: int = 16,
+    storage_options: Mapping[str, str] | None = None,
+) -> Table:
+    """Creates a Hudi Merge-on-Read table (version 8) at ``uri`` and
+    returns it.
+
+    ``schema`` is a :class:`pyarrow.Schema` (converted to the Avro schema
+    Hudi records: :func:`avro_schema_of`) or an Avro schema JSON string.
+    ``record_key`` names the key column (several for a composite key);
+    ``ordering_field`` the event-time column that decides which version of
+    a key wins. ``partition_by`` names a partition column; ``buckets`` is
+    the number of buckets per partition.
+    """
+    native = _tributary.create(
+        str(uri),
+        schema,
+        _names(record_key),
+        _names(ordering_field),
+        partition_by=partition_by,
+        buckets=buckets,
+        storage_options=_options(storage_options),
+    )
+    return Table._wrap(native)
+
+
+def avro_schema_of(schema: pa.Schema, name: str = "tributary") -> str:
+    """The Avro schema JSON :func:`create` makes a table named ``name`` of
+    from ``schema``."""
+    return _tributary.avro_schema_of(schema, name)
+
+
+def _names(value: str | Iterable[str]) -> str | list[str]:
+    return value if isinstance(value, str) else [str(v) for v in value]
+
+
+def _columns(columns: Sequence[str] | None) -> list[str] | None:
+    return None if columns is None else [str(c) for c in columns]
+
+
+def _options(options: Mapping[str, str] | None) -> dict[str, str] | None:
+    return None if options is None else {str(k): str(v) for k, v in options.items()}
