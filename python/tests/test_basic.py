@@ -1,6 +1,7 @@
-"""The first increment of the Python package (issue 40): create, write
-upserts and deletes out of order, read back (Tributary's reader, the
-official Hudi reader, pandas) against a model, bad input, two threads."""
+"""The Python package: create, write upserts and deletes out of order,
+read back (Tributary's reader, the official Hudi reader, pandas) against a
+model; bad input; threads and processes at once; types; a writer killed
+and resumed from its checkpoint (exactly once)."""
 
 from __future__ import annotations
 
@@ -436,3 +437,62 @@ def test_queries_and_clean(tmp_path: Path) -> None:
     assert table.clean(retain_commits=1) is None
     with pytest.raises(tributary.InvalidInputError, match="not both"):
         table.clean(retain_commits=1, retain_hours=1)
+
+
+def _resuming_writer(path: str, batches: int) -> None:
+    """Writes batch `i` (50 new keys) with checkpoint `i + 1`, from where the
+    last visible commit of its writer id left off, pausing between commits
+    so that a kill can land anywhere."""
+    import time
+
+    table = tributary.Table(path)
+    start = int(table.checkpoint("resumer") or 0)
+    rng = random.Random(start)
+    for i in range(start, batches):
+        rows = [
+            {"id": f"k{i * 50 + j}", "ts": i, "city": CITIES[j % 3], "fare": float(i), "note": str(j),
+             "_hoodie_is_deleted": False}
+            for j in range(50)
+        ]
+        table.write(as_arrow(rows), writer_id="resumer", checkpoint=str(i + 1))
+        time.sleep(rng.uniform(0, 0.02))
+
+
+def test_a_killed_writer_resumes_from_its_checkpoint(tmp_path: Path) -> None:
+    """Exactly once: a writer process killed at random moments (mid-write
+    included) and started again resumes from `checkpoint()`; at the end
+    every batch is in the table once, each in one completed commit."""
+    import multiprocessing
+    import os
+    import signal
+
+    path = tmp_path / "resume"
+    make_table(path, buckets=2)
+    batches = 30
+    ctx = multiprocessing.get_context("spawn")
+    rng = random.Random(5)
+    kills = 0
+    for _ in range(60):
+        p = ctx.Process(target=_resuming_writer, args=(str(path), batches))
+        p.start()
+        p.join(timeout=rng.uniform(0.3, 1.5))
+        if p.exitcode is None:
+            os.kill(p.pid, signal.SIGKILL)
+            p.join()
+            kills += 1
+            continue
+        assert p.exitcode == 0
+        break
+    else:
+        pytest.fail("the writer never finished")
+    assert kills > 0, "no run was killed: the test did not test resuming"
+
+    table = tributary.Table(str(path))
+    assert table.checkpoint("resumer") == str(batches)
+    rows = table.to_pyarrow()
+    ids = rows.column("id").to_pylist()
+    assert sorted(ids) == sorted(f"k{i}" for i in range(batches * 50)), "every key once"
+    # No batch was committed twice: one completed delta commit per batch.
+    done = [i for i in table.timeline() if i["action"] == "deltacommit" and i["state"] == "COMPLETED"]
+    assert len(done) == batches, done
+    assert hudi_rows(path).keys() == set(ids)
