@@ -34,6 +34,7 @@ from ._tributary import (
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
+    import polars
 
 __version__: str = _tributary.__version__
 
@@ -205,6 +206,21 @@ class Table:
     ) -> "pandas.DataFrame":
         """:meth:`to_pyarrow` as a pandas DataFrame."""
         return self.to_pyarrow(columns, filter, as_of, query, begin, end).to_pandas()
+
+    def to_polars(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: Filter | None = None,
+        as_of: str | None = None,
+        query: Query = "snapshot",
+        begin: str | None = None,
+        end: str | None = None,
+    ) -> "polars.DataFrame":
+        """:meth:`to_pyarrow` as a Polars DataFrame (Polars must be
+        installed; it is not a dependency)."""
+        import polars
+
+        return polars.from_arrow(self.to_pyarrow(columns, filter, as_of, query, begin, end))
 
     def schema(self) -> pa.Schema:
         """The schema in force, without the ``_hoodie_*`` meta columns."""
