@@ -169,7 +169,10 @@ impl Iterator for ScanReader {
             Ok(rt) => rt,
             Err(e) => return Some(Err(ArrowError::ExternalError(Box::new(e)))),
         };
-        let next = rt.block_on(self.stream.next())?;
+        // pyarrow asks for the next batch holding the GIL: the scan runs
+        // without it, so other Python threads go on meanwhile.
+        let stream = &mut self.stream;
+        let next = Python::attach(|py| py.detach(|| rt.block_on(stream.next())))?;
         Some(next.map_err(|e| ArrowError::ExternalError(Box::new(e))))
     }
 }
