@@ -234,10 +234,11 @@ impl PyTable {
         PyWriter::start(py, &self.table, writer_id)
     }
 
-    /// The rows, as a `pyarrow.Table`.
-    #[pyo3(signature = (columns = None, filter = None, as_of = None, query = "snapshot", begin = None, end = None))]
+    /// The rows, as a `pyarrow.Table`, or with `stream` as a
+    /// `pyarrow.RecordBatchReader` that merges as it is read.
+    #[pyo3(signature = (columns, filter, as_of, query, begin, end, stream))]
     #[allow(clippy::too_many_arguments)]
-    fn to_pyarrow<'py>(
+    fn read<'py>(
         &self,
         py: Python<'py>,
         columns: Option<Vec<String>>,
@@ -246,9 +247,15 @@ impl PyTable {
         query: &str,
         begin: Option<&str>,
         end: Option<&str>,
+        stream: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let args = ScanArgs::new(columns, filter, as_of, query, begin, end)?;
         let table = &self.table;
+        if stream {
+            let stream = block(py, args.stream(table))?;
+            let reader: Box<dyn RecordBatchReader + Send> = Box::new(ScanReader { schema: stream.schema(), stream });
+            return reader.into_pyarrow(py);
+        }
         let (schema, batches) = block(py, async move {
             let stream = args.stream(table).await?;
             let schema = stream.schema();
@@ -257,26 +264,6 @@ impl PyTable {
         })?;
         let out = arrow_pyarrow::Table::try_new(batches, schema).map_err(|e| invalid("to_pyarrow", e))?;
         out.into_pyarrow(py)
-    }
-
-    /// The rows, streamed as a `pyarrow.RecordBatchReader`.
-    #[pyo3(signature = (columns = None, filter = None, as_of = None, query = "snapshot", begin = None, end = None))]
-    #[allow(clippy::too_many_arguments)]
-    fn to_batches<'py>(
-        &self,
-        py: Python<'py>,
-        columns: Option<Vec<String>>,
-        filter: Option<&Bound<'py, PyAny>>,
-        as_of: Option<&str>,
-        query: &str,
-        begin: Option<&str>,
-        end: Option<&str>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let args = ScanArgs::new(columns, filter, as_of, query, begin, end)?;
-        let table = &self.table;
-        let stream = block(py, args.stream(table))?;
-        let reader: Box<dyn RecordBatchReader + Send> = Box::new(ScanReader { schema: stream.schema(), stream });
-        reader.into_pyarrow(py)
     }
 
     /// The schema in force, as a `pyarrow.Schema` (without the `_hoodie_`

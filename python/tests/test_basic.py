@@ -479,7 +479,7 @@ def _resuming_writer(path: str, batches: int) -> None:
             for j in range(50)
         ]
         table.write(as_arrow(rows), writer_id="resumer", checkpoint=str(i + 1))
-        time.sleep(rng.uniform(0, 0.02))
+        time.sleep(rng.uniform(0.005, 0.02))
 
 
 def test_a_killed_writer_resumes_from_its_checkpoint(place: str) -> None:
@@ -487,8 +487,8 @@ def test_a_killed_writer_resumes_from_its_checkpoint(place: str) -> None:
     included) and started again resumes from `checkpoint()`; at the end
     every batch is in the table once, each in one completed commit."""
     import multiprocessing
-    import os
     import signal
+    import time
 
     path = f"{place}/resume"
     make_table(path, buckets=2)
@@ -497,16 +497,25 @@ def test_a_killed_writer_resumes_from_its_checkpoint(place: str) -> None:
     ctx = multiprocessing.get_context("spawn")
     rng = random.Random(5)
     kills, finished = 0, False
-    # Up to 8 runs killed at random moments, then one left to finish.
+    reader = tributary.Table(path)
+    # Up to 8 runs killed at a random moment soon after they commit their
+    # next batch (so that every killed run made progress, and a kill can
+    # land mid-write), then one left to finish.
     for attempt in range(9):
+        before = reader.checkpoint("resumer")
         p = ctx.Process(target=_resuming_writer, args=(path, batches))
         p.start()
-        p.join(timeout=rng.uniform(0.5, 3.0) if attempt < 8 else 300)
-        if p.exitcode is None:
-            os.kill(p.pid, signal.SIGKILL)
-            p.join()
-            kills += 1
-            continue
+        if attempt < 8:
+            deadline = time.monotonic() + 120
+            while p.is_alive() and reader.checkpoint("resumer") == before and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(rng.uniform(0, 0.05))
+            if p.is_alive():
+                os.kill(p.pid, signal.SIGKILL)
+                p.join()
+                kills += 1
+                continue
+        p.join(timeout=300)
         assert p.exitcode == 0
         finished = True
         break

@@ -180,7 +180,7 @@ class Table:
         wrote) or ``"incremental"``: what the commits completed after
         ``begin`` and up to ``end`` (instants; open when omitted) wrote.
         """
-        return self._table.to_pyarrow(_columns(columns), filter, as_of, query, begin, end)
+        return self._table.read(_columns(columns), filter, as_of, query, begin, end, False)
 
     def to_batches(
         self,
@@ -193,7 +193,7 @@ class Table:
     ) -> pa.RecordBatchReader:
         """:meth:`to_pyarrow` as a stream: a :class:`pyarrow.RecordBatchReader`
         whose batches come as file slices are merged, a few at once."""
-        return self._table.to_batches(_columns(columns), filter, as_of, query, begin, end)
+        return self._table.read(_columns(columns), filter, as_of, query, begin, end, True)
 
     def to_pandas(
         self,

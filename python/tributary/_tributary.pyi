@@ -38,24 +38,16 @@ class Table:
         self, data: Any, *, writer_id: str | None = None, checkpoint: str | None = None
     ) -> dict[str, Any]: ...
     def writer(self, *, writer_id: str | None = None) -> Writer: ...
-    def to_pyarrow(
+    def read(
         self,
-        columns: Sequence[str] | None = None,
-        filter: Any = None,
-        as_of: str | None = None,
-        query: str = "snapshot",
-        begin: str | None = None,
-        end: str | None = None,
-    ) -> pa.Table: ...
-    def to_batches(
-        self,
-        columns: Sequence[str] | None = None,
-        filter: Any = None,
-        as_of: str | None = None,
-        query: str = "snapshot",
-        begin: str | None = None,
-        end: str | None = None,
-    ) -> pa.RecordBatchReader: ...
+        columns: Sequence[str] | None,
+        filter: Any,
+        as_of: str | None,
+        query: str,
+        begin: str | None,
+        end: str | None,
+        stream: bool,
+    ) -> pa.Table | pa.RecordBatchReader: ...
     def schema(self) -> pa.Schema: ...
     def avro_schema(self) -> str: ...
     def compact(self) -> list[dict[str, Any]]: ...
