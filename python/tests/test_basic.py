@@ -493,19 +493,20 @@ def test_a_killed_writer_resumes_from_its_checkpoint(place: str) -> None:
     path = f"{place}/resume"
     make_table(path, buckets=2)
     # Fewer on S3, whose commits take longer.
-    batches = 12 if path.startswith("s3://") else 30
+    on_s3 = path.startswith("s3://")
+    batches, runs_killed = (8, 3) if on_s3 else (30, 8)
     ctx = multiprocessing.get_context("spawn")
     rng = random.Random(5)
     kills, finished = 0, False
     reader = tributary.Table(path)
-    # Up to 8 runs killed at a random moment soon after they commit their
+    # Up to `runs_killed` runs killed at a random moment soon after they commit their
     # next batch (so that every killed run made progress, and a kill can
     # land mid-write), then one left to finish.
-    for attempt in range(9):
+    for attempt in range(runs_killed + 1):
         before = reader.checkpoint("resumer")
         p = ctx.Process(target=_resuming_writer, args=(path, batches))
         p.start()
-        if attempt < 8:
+        if attempt < runs_killed:
             deadline = time.monotonic() + 120
             while p.is_alive() and reader.checkpoint("resumer") == before and time.monotonic() < deadline:
                 time.sleep(0.01)
