@@ -63,6 +63,24 @@ pub struct Budget {
     pub spill: SpillArea,
 }
 
+impl Budget {
+    /// Whether the slice is too large to merge in its share at once.
+    fn spills(&self) -> bool {
+        self.share.partitions(self.input_bytes) > 1
+    }
+
+    /// The spiller of a slice that [`Budget::spills`], its area cleared;
+    /// `None` for one merged in memory.
+    async fn spiller(&self) -> Result<Option<Spiller>> {
+        let partitions = self.share.partitions(self.input_bytes);
+        if partitions <= 1 {
+            return Ok(None);
+        }
+        self.spill.clear().await?;
+        Ok(Some(Spiller::new(self.spill.clone(), partitions, self.share.spill_buffer(partitions))))
+    }
+}
+
 /// The merged rows of a slice, a batch at a time, and how they were merged;
 /// in key order (the compactor's), also the tombstones of its deleted keys.
 pub struct Merged {
@@ -210,14 +228,10 @@ pub async fn merge_slice(
         return base_rows(ctx, files, order, budget.is_some()).await;
     }
     let by_key = order == RowOrder::Key;
-    let mut spiller = None;
-    if let Some(b) = budget {
-        let partitions = b.share.partitions(b.input_bytes);
-        if partitions > 1 {
-            b.spill.clear().await?;
-            spiller = Some(Spiller::new(b.spill.clone(), partitions, b.share.spill_buffer(partitions)));
-        }
-    }
+    let mut spiller = match budget {
+        Some(b) => b.spiller().await?,
+        None => None,
+    };
     let limits = budget.map_or(Limits::NONE, |b| b.share.key_first(spiller.is_some()));
     let keyed = merge_key_first(ctx, files, limits, spiller.as_mut()).await?;
     let key_first = !matches!(keyed, KeyFirst::Declined);
@@ -322,16 +336,11 @@ pub async fn stream_slice<S: RowSink>(
         }
         return Ok(true);
     }
-    let partitions = budget.share.partitions(budget.input_bytes);
-    let index_limit = budget.share.stream_index(partitions > 1);
+    let index_limit = budget.share.stream_index(budget.spills());
     if let Some(took_all) = crate::keyed::stream_key_first(ctx, files, index_limit, sink).await? {
         return Ok(took_all);
     }
-    let mut spiller = None;
-    if partitions > 1 {
-        budget.spill.clear().await?;
-        spiller = Some(Spiller::new(budget.spill.clone(), partitions, budget.share.spill_buffer(partitions)));
-    }
+    let spiller = budget.spiller().await?;
     match read_into(ctx, files, spiller, Some(budget.share)).await? {
         Sink::Memory(versions) => {
             let partial = versions.iter().any(|v| matches!(v, Version::Partial { .. }));
