@@ -114,8 +114,8 @@ impl CompactionMeters {
     /// Records a completed compaction: the records it wrote and the
     /// tombstones it kept.
     pub(crate) fn compacted(&self, records: u64, tombstones: u64) {
-        self.compactions.increment(1);
         self.records.increment(records);
         self.tombstones.set(tombstones as f64);
+        self.compactions.increment(1);
     }
 }

@@ -183,8 +183,12 @@ fn the_metrics_endpoints_show_what_the_processes_did() {
     }
     stdin.flush().unwrap();
     let table_label = "table=\"m\"";
-    let page = scrape_until(port, |p| sample(p, "tributary_commits_total", &[table_label]) == Some(3.0));
-    assert_eq!(sample(&page, "tributary_records_written_total", &[table_label, "op=\"upsert\""]), Some(6.0));
+    // A scrape reads each counter on its own, so it can fall between two
+    // updates of one commit; wait until every counter has caught up.
+    let page = scrape_until(port, |p| {
+        sample(p, "tributary_commits_total", &[table_label]) == Some(3.0)
+            && sample(p, "tributary_records_written_total", &[table_label, "op=\"upsert\""]) == Some(6.0)
+    });
     assert_eq!(sample(&page, "tributary_file_group_logs_max", &[table_label]), Some(3.0), "{page}");
     assert!(sample(&page, "tributary_store_requests_total", &[table_label, "kind=\"put\""]).unwrap() >= 3.0);
     assert!(sample(&page, "tributary_lock_hold_seconds_count", &[table_label]).unwrap() >= 3.0, "{page}");
@@ -202,9 +206,11 @@ fn the_metrics_endpoints_show_what_the_processes_did() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let page = scrape_until(port, |p| sample(p, "tributary_compactions_total", &[table_label]) == Some(1.0));
+    let page = scrape_until(port, |p| {
+        sample(p, "tributary_compactions_total", &[table_label]) == Some(1.0)
+            && sample(p, "tributary_compacted_records_total", &[table_label]) == Some(6.0)
+    });
     assert_eq!(sample(&page, "tributary_file_group_logs_max", &[table_label]), Some(3.0), "{page}");
-    assert_eq!(sample(&page, "tributary_compacted_records_total", &[table_label]), Some(6.0), "{page}");
     assert_eq!(sample(&page, "tributary_compactions_pending", &[table_label]), Some(0.0), "{page}");
     assert!(sample(&page, "tributary_compaction_lag_seconds", &[table_label]).unwrap() > 0.0, "{page}");
     assert_eq!(sample(&page, "tributary_commits_total", &[table_label]), None, "serve commits nothing");

@@ -572,9 +572,9 @@ impl Commit {
             s.meters.logs_max.set(max as f64);
             s.meters.logs_p99.set(p99 as f64);
         }
-        s.meters.commits.increment(1);
         s.meters.upserts.increment(files.iter().map(|f| f.records).sum());
         s.meters.deletes.increment(files.iter().map(|f| f.deletes).sum());
+        s.meters.commits.increment(1);
         let summary = CommitSummary { instant: self.instant.clone(), completed, files, rows: self.rows };
         Ok((summary, schema_behind.load(Ordering::Relaxed)))
     }
