@@ -24,7 +24,7 @@ if [[ -z "$venv" ]]; then
 fi
 "$python" -m venv "$venv"
 # shellcheck disable=SC2086
-"$venv/bin/pip" install --quiet ${PIP_ARGS:-} "maturin>=1.9,<2" pyarrow pytest pandas polars "hudi==0.5.0"
+"$venv/bin/pip" install --quiet ${PIP_ARGS:-} "maturin>=1.9,<2" pyarrow pytest pandas polars "datafusion>=55,<56" "hudi==0.5.0"
 
 started=$(date +%s)
 rm -f "$wheels"/tributary-*.whl

@@ -75,6 +75,64 @@ pub struct ReadAs {
     pub as_of: Option<InstantTime>,
 }
 
+impl ReadAs {
+    /// `self` with the options of `options` applied in order, each after
+    /// an `@`, as a table named in a query gives them
+    /// (`trips=s3://b/trips@as-of=20250101000000000`): `as-of=T`,
+    /// `read-optimized`, `incremental=BEGIN..END` (completion times, either
+    /// end open when left out). The error names the option and says which
+    /// there are.
+    pub fn with_options(mut self, options: &str) -> std::result::Result<Self, String> {
+        let instant = |t: &str| InstantTime::parse(t).map_err(|e| format!("`{t}` in `{options}`: {e}"));
+        for option in options.split('@').filter(|o| !o.is_empty()) {
+            match option.split_once('=') {
+                Some(("as-of", t)) => self.as_of = Some(instant(t)?),
+                Some(("incremental", window)) => {
+                    let (begin, end) = window
+                        .split_once("..")
+                        .ok_or_else(|| format!("`{option}`: expected incremental=BEGIN..END (completion times)"))?;
+                    let begin = instant(if begin.is_empty() { "00000000000000000" } else { begin })?;
+                    let end = instant(if end.is_empty() { "99999999999999999" } else { end })?;
+                    self.query = Query::Incremental { begin, end };
+                }
+                None if option == "read-optimized" => self.query = Query::ReadOptimized,
+                _ => {
+                    return Err(format!(
+                        "`{option}` in `{options}`: the options are @as-of=T, @read-optimized and @incremental=BEGIN..END"
+                    ));
+                }
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// What a failed query over Tributary tables means to its caller:
+/// - a table's own error (reading, merging, a corrupt file), with its kind;
+/// - a query DataFusion could not plan (syntax, an unknown table, column or
+///   function, mismatched types): invalid input, about the query over
+///   `over` (the tables it could name);
+/// - anything else (say, an execution error of a function) is returned as
+///   it is.
+pub fn query_error(e: DataFusionError, over: &str) -> std::result::Result<tributary_table::Error, DataFusionError> {
+    match e {
+        DataFusionError::External(inner) => match inner.downcast::<tributary_table::Error>() {
+            Ok(table) => Ok(*table),
+            Err(other) => Err(DataFusionError::External(other)),
+        },
+        // Wrappers: what decides is what they wrap.
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => query_error(*inner, over),
+        e if matches!(
+            e.find_root(),
+            DataFusionError::SQL(..) | DataFusionError::Plan(_) | DataFusionError::SchemaError(..)
+        ) =>
+        {
+            Ok(tributary_table::Error::InvalidInput { what: format!("the query over {over}"), reason: e.to_string() })
+        }
+        e => Err(e),
+    }
+}
+
 /// A Tributary table as a DataFusion table (see the crate notes). Each
 /// query loads the latest timeline, so it sees the commits completed
 /// before it started; the schema is the one in force when the provider

@@ -35,6 +35,16 @@ pub(crate) fn block<T: Send>(
     py: Python<'_>,
     f: impl std::future::Future<Output = tributary::Result<T>> + Send,
 ) -> PyResult<T> {
+    block_on(py, f)?.map_err(to_py)
+}
+
+/// Runs future `f` on the shared runtime with the GIL released, and
+/// returns what it returned.
+pub(crate) fn block_on<F>(py: Python<'_>, f: F) -> PyResult<F::Output>
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
     let rt = runtime().map_err(no_runtime)?;
-    py.detach(|| rt.block_on(f)).map_err(to_py)
+    Ok(py.detach(|| rt.block_on(f)))
 }

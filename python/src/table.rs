@@ -3,28 +3,26 @@
 
 use std::collections::HashMap;
 
-use arrow::array::RecordBatch;
-use arrow::datatypes::{Schema, SchemaRef};
-use arrow::error::ArrowError;
-use arrow::record_batch::RecordBatchReader;
+use arrow::datatypes::Schema;
 use arrow_array::ffi_stream::ArrowArrayStreamReader;
 use arrow_pyarrow::{FromPyArrow, IntoPyArrow, ToPyArrow};
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyCapsule, PyDict, PyList};
 use tributary::{
     CleanRetention, CompactionSummary, CompactorSettings, CreateOptions, InstantTime, Predicate, Query, ScanStream,
     Table, TableBuilder,
 };
 
-use crate::errors::invalid;
+use crate::batches::PyBatches;
+use crate::errors::{invalid, to_py};
 use crate::filter::predicate_of;
-use crate::runtime::{block, runtime};
+use crate::runtime::block;
 use crate::schema::avro_json;
 use crate::writer::{PyWriter, commit_dict, write_stream};
 
 /// A builder for `uri` with `storage_options` for its store.
-fn builder(uri: &str, storage_options: Option<HashMap<String, String>>) -> TableBuilder {
+pub(crate) fn builder(uri: &str, storage_options: Option<HashMap<String, String>>) -> TableBuilder {
     Table::builder_uri(uri).with_store_options(storage_options.unwrap_or_default())
 }
 
@@ -154,32 +152,10 @@ impl ScanArgs {
     }
 }
 
-/// A scan's stream as a synchronous `RecordBatchReader`, each batch waited
-/// for on the shared runtime (pyarrow calls it with the GIL released).
-struct ScanReader {
-    schema: SchemaRef,
-    stream: ScanStream,
-}
-
-impl Iterator for ScanReader {
-    type Item = Result<RecordBatch, ArrowError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let rt = match runtime() {
-            Ok(rt) => rt,
-            Err(e) => return Some(Err(ArrowError::ExternalError(Box::new(e)))),
-        };
-        // pyarrow asks for the next batch holding the GIL: the scan runs
-        // without it, so other Python threads go on meanwhile.
-        let stream = &mut self.stream;
-        let next = Python::attach(|py| py.detach(|| rt.block_on(stream.next())))?;
-        Some(next.map_err(|e| ArrowError::ExternalError(Box::new(e))))
-    }
-}
-
-impl RecordBatchReader for ScanReader {
-    fn schema(&self) -> SchemaRef {
-        self.schema.clone()
+impl PyTable {
+    /// The table.
+    pub(crate) fn table(&self) -> &Table {
+        &self.table
     }
 }
 
@@ -235,7 +211,7 @@ impl PyTable {
     }
 
     /// The rows, as a `pyarrow.Table`, or with `stream` as a
-    /// `pyarrow.RecordBatchReader` that merges as it is read.
+    /// `Batches` that merge as they are read.
     #[pyo3(signature = (columns, filter, as_of, query, begin, end, stream))]
     #[allow(clippy::too_many_arguments)]
     fn read<'py>(
@@ -253,13 +229,14 @@ impl PyTable {
         let table = &self.table;
         if stream {
             let stream = block(py, args.stream(table))?;
-            let reader: Box<dyn RecordBatchReader + Send> = Box::new(ScanReader { schema: stream.schema(), stream });
-            return reader.into_pyarrow(py);
+            let schema = stream.schema();
+            let batches = PyBatches::new(schema, stream.map_err(to_py).boxed());
+            return Ok(Bound::new(py, batches)?.into_any());
         }
         let (schema, batches) = block(py, async move {
             let stream = args.stream(table).await?;
             let schema = stream.schema();
-            let batches = futures::TryStreamExt::try_collect::<Vec<_>>(stream).await?;
+            let batches = stream.try_collect::<Vec<_>>().await?;
             Ok((schema, batches))
         })?;
         let out = arrow_pyarrow::Table::try_new(batches, schema).map_err(|e| invalid("to_pyarrow", e))?;
@@ -335,6 +312,16 @@ impl PyTable {
             })
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, items)
+    }
+
+    /// The table's snapshot as a provider capsule for DataFusion-Python's
+    /// `session` (`SessionContext.register_table(name, table)`).
+    fn __datafusion_table_provider__<'py>(
+        &self,
+        py: Python<'py>,
+        session: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        crate::provider::provider_capsule(py, &self.table, session)
     }
 
     /// The last checkpoint writer `writer_id` committed, or `None`.

@@ -192,6 +192,18 @@ def test_bad_input_names_the_column_and_writes_nothing(tmp_path: Path) -> None:
         table.write(pa.RecordBatchReader.from_batches(good.schema, [good, bad]))
     assert issubclass(tributary.InvalidInputError, tributary.TributaryError)
 
+    # The same mistakes from pandas and Polars.
+    import pandas as pd
+    import polars as pl
+
+    for frame in (pd.DataFrame, pl.DataFrame):
+        with pytest.raises(tributary.InvalidInputError, match="`id`"):
+            table.write(frame({"ts": [2], "city": ["sf"]}))
+        with pytest.raises(tributary.InvalidInputError, match="`ts`"):
+            table.write(frame({"id": ["b"], "ts": ["not a number"], "city": ["sf"]}))
+        with pytest.raises(tributary.InvalidInputError, match="`colour`"):
+            table.write(frame({"id": ["b"], "ts": [2], "city": ["sf"], "colour": ["red"]}))
+
     assert table.to_pyarrow().equals(before)
     assert [i for i in table.timeline() if i["completed"]] == commits
 
@@ -302,12 +314,27 @@ def test_avro_schema_of_types() -> None:
     assert fields["day"]["type"][1]["logicalType"] == "date"
 
 
+def _writer_ids(n: int) -> list[str]:
+    """The writer ids of process n: process 0 writes from 2 threads."""
+    return [f"process-0-thread-{t}" for t in range(2)] if n == 0 else [f"process-{n}"]
+
+
 def _process_writer(path: str, n: int, evs: list[dict]) -> None:
-    """One process's writes: its events in 4 commits under its writer id."""
+    """One process's writes: its events in 4 commits per writer id, process
+    0's split between 2 threads that share one `Table`."""
     table = tributary.Table(path)
-    for offset in range(4):
-        part = evs[offset::4]
-        table.write(as_arrow(part), writer_id=f"process-{n}", checkpoint=str(offset + 1))
+    ids = _writer_ids(n)
+
+    def write(k: int, writer_id: str) -> None:
+        mine = evs[k :: len(ids)]
+        for offset in range(4):
+            table.write(as_arrow(mine[offset::4]), writer_id=writer_id, checkpoint=str(offset + 1))
+
+    threads = [threading.Thread(target=write, args=(k, w)) for k, w in enumerate(ids)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 @pytest.mark.parametrize("start_method", ["spawn", "fork"])
@@ -336,9 +363,12 @@ def test_processes_write_at_once(tmp_path: Path, start_method: str) -> None:
     for evs in per_process:
         model.apply(evs)
     expected = model.rows()
-    assert all(table.checkpoint(f"process-{n}") == "4" for n in range(4))
+    assert all(table.checkpoint(w) == "4" for n in range(4) for w in _writer_ids(n))
+    commits = [i for i in table.timeline() if i["action"] == "deltacommit" and i["completed"]]
+    assert len(commits) == 5 * 4
     assert by_key(table.to_pyarrow()) == expected
     assert hudi_rows(path) == expected
+    assert by_key(pa.Table.from_pandas(table.to_pandas(), preserve_index=False)) == expected
 
 
 def test_types_round_trip(tmp_path: Path) -> None:
@@ -383,13 +413,30 @@ def test_types_round_trip(tmp_path: Path) -> None:
         },
         {"id": "b", "ts": 2, **{f.name: None for f in schema if f.name not in ("id", "ts")}},
     ]
+    import polars as pl
+
     table = tributary.create(str(tmp_path / "types"), schema, record_key="id", ordering_field="ts")
-    table.write(pa.Table.from_pylist(rows[:1], schema=schema))
-    # pandas: nanosecond timestamps, cast to the table's microseconds.
-    table.write(pa.Table.from_pylist(rows[1:], schema=schema).to_pandas())
-    got = sorted(table.to_pyarrow().to_pylist(), key=lambda r: r["id"])
+    # The same rows from each library, under keys of their own. pandas
+    # holds timestamps in nanoseconds (cast to the table's microseconds)
+    # and maps as lists of pairs; Polars has its own types for each.
+    converters = {
+        "pyarrow": lambda t: t,
+        "pandas": lambda t: t.to_pandas(),
+        "polars": pl.from_arrow,
+    }
+    for source, convert in converters.items():
+        mine = [{**r, "id": f"{source}-{r['id']}"} for r in rows]
+        table.write(convert(pa.Table.from_pylist(mine, schema=schema)))
+    got = table.to_pyarrow()
+    # UTC comes back spelled as Arrow's Avro and Parquet readers spell it.
+    utc_as_read = pa.schema(
+        [f.with_type(pa.timestamp(f.type.unit, tz="+00:00")) if getattr(f.type, "tz", None) == "UTC" else f for f in schema]
+    )
+    assert got.schema.remove_metadata() == utc_as_read
     # Maps come back as lists of pairs, as pyarrow gives them.
-    assert got == rows
+    for source in converters:
+        mine = sorted((r for r in got.to_pylist() if r["id"].startswith(f"{source}-")), key=lambda r: r["id"])
+        assert [{**r, "id": r["id"].split("-", 1)[1]} for r in mine] == rows, source
     # The official reader (hudi-rs 0.5.0) panics on `local-timestamp-micros`
     # (a timestamp without a time zone); the rest it reads.
     from hudi import HudiTableBuilder
@@ -551,3 +598,62 @@ def test_polars_in_and_out(tmp_path: Path) -> None:
         {"id": "k2", "ts": 1, "fare": None, "note": "b"},
         {"id": "k3", "ts": 2, "fare": 3.0, "note": None},
     ]
+
+
+def test_sql_over_tables(place: str) -> None:
+    path = f"{place}/sqlt"
+    table = make_table(path, buckets=2)
+    first = table.write(pa.table({"id": ["a", "b", "c"], "ts": [1, 1, 1], "city": ["sf", "sf", "nyc"], "fare": [1.0, 2.0, 3.0]}))
+    table.write(pa.table({"id": ["b", "d"], "ts": [2, 2], "city": ["sf", "paris"], "fare": [20.0, 4.0]}))
+
+    got = tributary.sql("SELECT city, count(*) AS n, sum(fare) AS total FROM t GROUP BY city ORDER BY city", {"t": table})
+    assert got.to_pylist() == [
+        {"city": "nyc", "n": 1, "total": 3.0},
+        {"city": "paris", "n": 1, "total": 4.0},
+        {"city": "sf", "n": 2, "total": 21.0},
+    ]
+    # A URI with time travel, joined to the latest snapshot.
+    changed = tributary.sql(
+        "SELECT n.id, n.fare - o.fare AS change FROM n JOIN o ON n.id = o.id WHERE n.fare <> o.fare",
+        {"n": table, "o": f"{path}@as-of={first['completed']}"},
+    )
+    assert changed.to_pylist() == [{"id": "b", "change": 18.0}]
+    meta = tributary.sql("SELECT _hoodie_record_key AS k FROM t WHERE fare > 3 ORDER BY k", {"t": path})
+    assert meta.column("k").to_pylist() == ["b", "d"]
+    reader = tributary.sql("SELECT id FROM t", {"t": table}, stream=True)
+    assert isinstance(reader, pa.RecordBatchReader)
+    assert sorted(reader.read_all().column("id").to_pylist()) == ["a", "b", "c", "d"]
+
+    with pytest.raises(tributary.InvalidInputError, match="SELEC"):
+        tributary.sql("SELEC 1", {"t": table})
+    with pytest.raises(tributary.InvalidInputError, match="nope"):
+        tributary.sql("SELECT nope FROM t", {"t": table})
+    with pytest.raises(tributary.InvalidInputError, match="missing"):
+        tributary.sql("SELECT * FROM missing", {"t": table})
+    with pytest.raises(tributary.InvalidInputError, match="@as-of=T"):
+        tributary.sql("SELECT 1", {"t": f"{path}@yesterday"})
+
+
+def test_datafusion_python_queries_a_table(tmp_path: Path) -> None:
+    from datafusion import SessionContext
+
+    table = make_table(tmp_path / "df")
+    table.write(pa.table({"id": ["a", "b", "c"], "ts": [1, 1, 1], "city": ["sf", "sf", "nyc"], "fare": [1.0, 2.0, 3.0]}))
+    table.write(pa.table({"id": ["a"], "ts": [2], "city": ["sf"], "_hoodie_is_deleted": [True]}))
+    ctx = SessionContext()
+    ctx.register_table("trips", table)
+    got = ctx.sql("SELECT city, count(*) AS n FROM trips WHERE fare >= 2 GROUP BY city ORDER BY city").to_arrow_table()
+    assert got.to_pylist() == [{"city": "nyc", "n": 1}, {"city": "sf", "n": 1}]
+    assert ctx.sql("SELECT id FROM trips LIMIT 1").count() == 1
+
+
+def test_an_error_while_streaming_raises_its_kind(tmp_path: Path) -> None:
+    table = make_table(tmp_path / "e", buckets=1)
+    table.write(pa.table({"id": ["a"], "ts": [1], "city": ["sf"], "fare": [1.0]}))
+    reader = table.to_batches()
+    # The file the scan planned is damaged before it is read.
+    for f in (tmp_path / "e" / "city=sf").iterdir():
+        if ".log." in f.name:
+            f.write_bytes(b"not an avro log")
+    with pytest.raises(tributary.CorruptDataError):
+        reader.read_all()

@@ -17,7 +17,7 @@ process write and read in parallel. Errors are raised as subclasses of
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, Union
 
 import pyarrow as pa
 
@@ -42,6 +42,7 @@ __all__ = [
     "Table",
     "Writer",
     "create",
+    "sql",
     "avro_schema_of",
     "TributaryError",
     "InvalidInputError",
@@ -62,14 +63,15 @@ Filter = Union[Sequence[FilterTerm], Sequence[Sequence[FilterTerm]]]
 Query = Literal["snapshot", "read_optimized", "incremental"]
 
 
-def _as_stream(data: Any) -> Any:
-    """``data`` as an object with ``__arrow_c_stream__``."""
+def _as_stream(data: Any, schema: Callable[[], pa.Schema]) -> Any:
+    """``data`` as an object with ``__arrow_c_stream__``; a pandas
+    DataFrame is converted with the types of ``schema()`` (the table's) for
+    the columns it shares with it."""
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data])
     module = type(data).__module__.split(".")[0]
     if module == "pandas":
-        # The index is not a column of the table.
-        return pa.Table.from_pandas(data, preserve_index=False)
+        return _from_pandas(data, schema())
     if hasattr(data, "__arrow_c_stream__"):
         return data
     if module == "polars" and hasattr(data, "to_arrow"):
@@ -142,7 +144,8 @@ class Table:
         Returns ``{"instant", "completed", "rows", "records", "files",
         "bytes", "writer_id"}``.
         """
-        return self._table._write(_as_stream(data), writer_id=writer_id, checkpoint=checkpoint)
+        data = _as_stream(data, self._table.schema)
+        return self._table._write(data, writer_id=writer_id, checkpoint=checkpoint)
 
     def writer(self, *, writer_id: str | None = None) -> "Writer":
         """Starts one commit that several :meth:`Writer.write` calls add to:
@@ -156,7 +159,7 @@ class Table:
         ``with`` block without :meth:`Writer.commit` (or by an exception)
         aborts the commit: nothing of it becomes visible.
         """
-        return Writer(self._table.writer(writer_id=writer_id))
+        return Writer(self._table.writer(writer_id=writer_id), self._table.schema)
 
     def to_pyarrow(
         self,
@@ -193,7 +196,8 @@ class Table:
     ) -> pa.RecordBatchReader:
         """:meth:`to_pyarrow` as a stream: a :class:`pyarrow.RecordBatchReader`
         whose batches come as file slices are merged, a few at once."""
-        return self._table.read(_columns(columns), filter, as_of, query, begin, end, True)
+        batches = self._table.read(_columns(columns), filter, as_of, query, begin, end, True)
+        return _reader(batches)
 
     def to_pandas(
         self,
@@ -256,6 +260,20 @@ class Table:
         carried one, or ``None``."""
         return self._table.checkpoint(writer_id)
 
+    def __datafusion_table_provider__(self, session: Any) -> object:
+        """The table's snapshot as a provider for DataFusion-Python (the
+        ``datafusion`` package, of the major version of the DataFusion
+        Tributary is built with):
+
+        >>> from datafusion import SessionContext  # doctest: +SKIP
+        >>> ctx = SessionContext()  # doctest: +SKIP
+        >>> ctx.register_table("trips", table)  # doctest: +SKIP
+        >>> ctx.sql("SELECT city, count(*) FROM trips GROUP BY city").to_arrow_table()  # doctest: +SKIP
+
+        Projections, filters and limits are pushed into Tributary's scan,
+        as for :func:`sql`."""
+        return self._table.__datafusion_table_provider__(session)
+
 
 class Writer:
     """One open commit of a table (:meth:`Table.writer`): add data with
@@ -263,10 +281,11 @@ class Writer:
     that aborts an uncommitted commit on exit. A failed :meth:`write`
     aborts the commit."""
 
-    __slots__ = ("_writer",)
+    __slots__ = ("_writer", "_schema")
 
-    def __init__(self, native: _tributary.Writer) -> None:
+    def __init__(self, native: _tributary.Writer, schema: Callable[[], pa.Schema]) -> None:
         self._writer = native
+        self._schema = schema
 
     @property
     def writer_id(self) -> str:
@@ -288,7 +307,7 @@ class Writer:
 
     def write(self, data: Any) -> None:
         """Adds ``data`` (as :meth:`Table.write` takes it) to the commit."""
-        self._writer._write(_as_stream(data))
+        self._writer._write(_as_stream(data, self._schema))
 
     def commit(self, checkpoint: str | None = None) -> dict[str, Any]:
         """Completes the commit, recording ``checkpoint`` under the writer
@@ -338,10 +357,70 @@ def create(
     return Table._wrap(native)
 
 
+def sql(
+    query: str,
+    tables: Mapping[str, "Table | str"],
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    stream: bool = False,
+) -> pa.Table | pa.RecordBatchReader:
+    """Runs the SQL ``query`` (Apache DataFusion's dialect) over ``tables``,
+    each by its name, and returns its rows as a :class:`pyarrow.Table`, or
+    with ``stream`` as a :class:`pyarrow.RecordBatchReader` read as the
+    query runs.
+
+    A table is a :class:`Table` (its latest snapshot) or a URI, opened with
+    ``storage_options``, which may end in options after ``@``:
+    ``@as-of=T`` (time travel to instant ``T``), ``@read-optimized``, or
+    ``@incremental=BEGIN..END`` (what the commits completed in that window
+    wrote), as ``tributary sql --table`` takes them:
+
+    >>> tributary.sql(  # doctest: +SKIP
+    ...     "SELECT n.id, n.fare - o.fare AS change FROM n JOIN o ON n.id = o.id",
+    ...     tables={"n": table, "o": f"{table.uri}@as-of=20250101000000000"})
+
+    The ``_hoodie_*`` meta columns can be selected. Filters on columns,
+    projections and limits are pushed into the scans. A syntax error, or
+    an unknown table or column, raises :class:`InvalidInputError` with
+    DataFusion's message.
+    """
+    natives = {str(name): (t._table if isinstance(t, Table) else str(t)) for name, t in tables.items()}
+    out = _tributary.sql(query, natives, storage_options=_options(storage_options), stream=stream)
+    return _reader(out) if stream else out
+
+
 def avro_schema_of(schema: pa.Schema, name: str = "tributary") -> str:
     """The Avro schema JSON :func:`create` makes a table named ``name`` of
     from ``schema``."""
     return _tributary.avro_schema_of(schema, name)
+
+
+def _reader(batches: _tributary.Batches) -> pa.RecordBatchReader:
+    """Native batches as a :class:`pyarrow.RecordBatchReader`; an error
+    while reading raises Tributary's exception of its kind."""
+    return pa.RecordBatchReader.from_batches(batches.schema, batches)
+
+
+def _from_pandas(df: "pandas.DataFrame", schema: pa.Schema) -> pa.Table:
+    """``df`` (its index left out) as a pyarrow Table. pandas holds maps,
+    decimals and nested values as Python objects, whose type pyarrow can't
+    always infer (a map is a list of pairs): a column the table has gets
+    the table's type. Should that conversion fail, types are inferred
+    instead, and the write's own checks name the column that is wrong."""
+    known = set(schema.names)
+    fields = [
+        schema.field(str(c)).with_nullable(True) if str(c) in known else None for c in df.columns
+    ]
+    if any(f is not None for f in fields):
+        try:
+            typed = [
+                f if f is not None else pa.Schema.from_pandas(df[[c]], preserve_index=False).field(0)
+                for c, f in zip(df.columns, fields)
+            ]
+            return pa.Table.from_pandas(df, schema=pa.schema(typed), preserve_index=False)
+        except (pa.ArrowException, ValueError, TypeError):
+            pass
+    return pa.Table.from_pandas(df, preserve_index=False)
 
 
 def _names(value: str | Iterable[str]) -> str | list[str]:

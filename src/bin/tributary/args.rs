@@ -876,31 +876,11 @@ pub(crate) struct TableArg {
 /// Parses `--table NAME=URI[@as-of=T][@read-optimized][@incremental=B..E]`.
 pub(crate) fn table_arg(s: &str) -> Result<TableArg, String> {
     let (name, rest) = s.split_once('=').ok_or_else(|| format!("`{s}`: expected NAME=URI"))?;
-    let mut parts = rest.split('@');
-    let uri = parts.next().unwrap_or_default();
+    let uri = rest.split('@').next().unwrap_or_default();
     if name.is_empty() || uri.is_empty() {
         return Err(format!("`{s}`: expected NAME=URI"));
     }
-    let mut read_as = tributary::sql::ReadAs::default();
-    let instant = |t: &str| instant_arg(t, s).map_err(|e| e.to_string());
-    for option in parts {
-        match option.split_once('=') {
-            Some(("as-of", t)) => read_as.as_of = Some(instant(t)?),
-            Some(("incremental", window)) => {
-                let (begin, end) = window
-                    .split_once("..")
-                    .ok_or_else(|| format!("`{option}`: expected incremental=BEGIN..END (completion times)"))?;
-                let begin = instant(if begin.is_empty() { "00000000000000000" } else { begin })?;
-                let end = instant(if end.is_empty() { "99999999999999999" } else { end })?;
-                read_as.query = tributary::Query::Incremental { begin, end };
-            }
-            None if option == "read-optimized" => read_as.query = tributary::Query::ReadOptimized,
-            _ => {
-                return Err(format!(
-                    "`{option}` in `{s}`: the options are @as-of=T, @read-optimized and @incremental=BEGIN..END"
-                ));
-            }
-        }
-    }
+    let options = &rest[uri.len()..];
+    let read_as = tributary::sql::ReadAs::default().with_options(options).map_err(|e| format!("`{s}`: {e}"))?;
     Ok(TableArg { name: name.to_string(), uri: uri.to_string(), read_as })
 }

@@ -6,38 +6,23 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use tributary::TableSettings;
 use tributary::sql::datafusion::error::DataFusionError;
 use tributary::sql::datafusion::prelude::{SessionContext, col};
 use tributary::sql::{ReadAs, TributaryTable};
-use tributary::{Error, TableSettings};
 
 use crate::args::{FormatArg, StoreArgs, TableArg};
 use crate::output::{self, Failure};
 
 /// A query's failure: the tables it named, and DataFusion's message (a
-/// table's own error keeps its kind).
+/// table's own error keeps its kind; see [`tributary::sql::query_error`]).
 fn failed(tables: &[TableArg], e: DataFusionError) -> Failure {
-    match e {
-        DataFusionError::External(inner) => match inner.downcast::<Error>() {
-            Ok(table) => Failure::Table(*table),
-            Err(other) => Failure::Output(other),
-        },
-        // Wrappers: what decides is what they wrap.
-        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => failed(tables, *inner),
-        e => {
-            let named: Vec<String> = tables.iter().map(|t| format!("{}={}", t.name, t.uri)).collect();
-            let what = format!("the query over {}", named.join(", "));
-            let invalid = matches!(
-                e.find_root(),
-                DataFusionError::SQL(..) | DataFusionError::Plan(_) | DataFusionError::SchemaError(..)
-            );
-            let reason = e.to_string();
-            if invalid {
-                Failure::Table(Error::InvalidInput { what, reason })
-            } else {
-                Failure::Output(format!("{what}: {reason}").into())
-            }
-        }
+    let named: Vec<String> = tables.iter().map(|t| format!("{}={}", t.name, t.uri)).collect();
+    let over = named.join(", ");
+    match tributary::sql::query_error(e, &over) {
+        Ok(e) => Failure::Table(e),
+        Err(DataFusionError::External(other)) => Failure::Output(other),
+        Err(e) => Failure::Output(format!("the query over {over}: {e}").into()),
     }
 }
 
