@@ -338,10 +338,10 @@ def _process_writer(path: str, n: int, evs: list[dict]) -> None:
 
 
 @pytest.mark.parametrize("start_method", ["spawn", "fork"])
-def test_processes_write_at_once(tmp_path: Path, start_method: str) -> None:
+def test_processes_write_at_once(place: str, start_method: str) -> None:
     import multiprocessing
 
-    path = tmp_path / "procs"
+    path = f"{place}/procs"
     table = make_table(path, buckets=2)
     # The parent has used the runtime before it forks: a forked child makes
     # its own.
