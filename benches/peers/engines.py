@@ -5,8 +5,9 @@ benchmark's virtualenv, once per case and repetition, as it starts
 Tributary's driver (benches/peers/driver.rs); like the driver, each run
 prints one JSON line of figures: `wall` (seconds), `cpu` (user + system
 seconds of this process, all threads, from getrusage), `rows`, and per case
-more. Imports, reading the input and opening the table come before the
-clock starts.
+more. Imports (those pyarrow and delta-rs make lazily too: see
+`pa.array([0])` and `Delta.open`), reading the input and opening the table
+come before the clock starts.
 
 Engines and the exact API each uses:
 
@@ -40,6 +41,20 @@ Engines and the exact API each uses:
 - `hudi`: the official Hudi reader, hudi-rs (`hudi` 0.5.0), on Tributary's
   table: `HudiTableBuilder.from_base_uri(DIR).build().read()` (a snapshot
   read; Arrow record batches). It only reads.
+- `tributary-py`: Tributary's own Python package (`tributary`, the release
+  wheel run.py builds from python/ for its `python` case), the in-process
+  counterpart of the driver. The table is made by `tributary.create(DIR,
+  schema, record_key="id", ordering_field="ts", partition_by="region",
+  buckets=N)` (the workload's pyarrow schema; a Merge-on-Read table with
+  event-time merging, as the driver makes) and opened by
+  `tributary.Table(DIR)` before the clock starts. Every write, the first
+  included, is `table.write(rows)`: one commit, each key keeping its
+  largest `ts`, so no deduplication comes first; a `ConflictError` counts
+  as a failed attempt and the write starts over, as the driver does. A
+  read is `table.to_pyarrow()` (a snapshot read, merged) of the table
+  opened before the clock, as the driver's read is; the snapshot count is
+  the completed `deltacommit`s of `table.timeline()`, as run.py counts the
+  driver's.
 
 SQL (case `sql --queries F`, F a JSON object of named queries over a table
 `t`; each query runs once, in order, is collected in full and timed alone;
@@ -72,6 +87,19 @@ rejects compaction increments (`_reject_compact_increment`).
 JSON-lines input (`ingest-json`, paimon and delta): pyarrow's JSON reader
 (`pyarrow.json.read_json` with the table's schema) parses the file inside
 the timed part, then the rows are written as by `ingest`.
+
+pandas input (`ingest` and `upsert` with `--from pandas`; run.py's
+`python` case): the input's rows become a pandas DataFrame
+(`pa.Table.to_pandas()`) before the clock starts, and each engine is given
+the DataFrame, so that the conversion it needs is timed as part of the
+write. `tributary-py` takes it as it is (`table.write(df)` converts it to
+Arrow with the table's types inside the call). Paimon's `write_arrow`
+takes record batches only: `pa.Table.from_pandas(df, schema=SCHEMA,
+preserve_index=False)` first (`arrow_of`). Delta's `write_deltalake` and
+`merge` would take the DataFrame (through pandas' `__arrow_c_stream__`,
+itself `pa.Table.from_pandas`), but its newest-row-per-`id` step works on
+Arrow, so Delta converts with `arrow_of` as Paimon does, and then writes
+Arrow as with Arrow input: the same conversion, made once.
 """
 
 import argparse
@@ -89,11 +117,31 @@ import pyarrow.json
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workload  # noqa: E402
 
+# pyarrow imports pandas, when it is installed, the first time it makes an
+# array of Python objects (`pa.array`, as `newest_per_key` does): some
+# 0.25 s. Done here, so that no engine's clock counts it.
+pa.array([0])
+
 PAIMON_TABLE = "bench.t"
 # Attempts of one commit before a case gives up.
 MAX_ATTEMPTS = 50
 # The `sql` case's untimed first query: session start-up, no table.
 WARM_UP = "SELECT 1"
+
+
+def with_retries(commit, conflict: type) -> int:
+    """Calls `commit` until it returns, retrying while it raises `conflict`
+    (a concurrent writer got there first), at most MAX_ATTEMPTS times;
+    the failed attempts."""
+    failed = 0
+    while True:
+        try:
+            commit()
+            return failed
+        except conflict:
+            failed += 1
+            if failed >= MAX_ATTEMPTS:
+                raise
 
 
 def cpu_seconds() -> float:
@@ -110,6 +158,15 @@ class Stopwatch:
 
     def stop(self):
         return time.perf_counter() - self.wall, cpu_seconds() - self.cpu
+
+
+def arrow_of(rows) -> pa.Table:
+    """`rows` as a pyarrow Table of the workload's schema: a pandas
+    DataFrame (`--from pandas`) is converted, inside the timed part; a
+    pyarrow Table is returned as it is."""
+    if isinstance(rows, pa.Table):
+        return rows
+    return pa.Table.from_pandas(rows, schema=workload.SCHEMA, preserve_index=False)
 
 
 def newest_per_key(table: pa.Table) -> pa.Table:
@@ -160,9 +217,11 @@ class Paimon:
         return self.write(table)
 
     def write(self, table: pa.Table) -> int:
-        """One commit of `table`'s rows; failed attempts."""
-        failed = 0
-        while True:
+        """One commit of `table`'s rows (or a DataFrame's: `arrow_of`);
+        failed attempts."""
+        table = arrow_of(table)
+
+        def commit():
             builder = self._table.new_batch_write_builder()
             writer = builder.new_write()
             try:
@@ -174,13 +233,10 @@ class Paimon:
                     committer.commit(messages)
                 finally:
                     committer.close()
-                return failed
-            except Exception:
-                failed += 1
-                if failed >= MAX_ATTEMPTS:
-                    raise
             finally:
                 writer.close()
+
+        return with_retries(commit, Exception)
 
     def read(self) -> pa.Table:
         table = self.catalog.get_table(PAIMON_TABLE)
@@ -225,6 +281,11 @@ class Delta:
         DeltaTable.create(str(self.path), workload.SCHEMA, partition_by=["region"])
 
     def open(self):
+        # What `to_pyarrow_table` imports on its first call (some 25 ms),
+        # imported here so that a read's clock does not count it.
+        import deltalake.fs  # noqa: F401
+        import pyarrow.dataset  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
         from deltalake import DeltaTable
 
         DeltaTable(str(self.path))
@@ -232,29 +293,22 @@ class Delta:
     def first_write(self, table: pa.Table) -> int:
         from deltalake import write_deltalake
 
-        write_deltalake(str(self.path), newest_per_key(table), mode="append")
+        write_deltalake(str(self.path), newest_per_key(arrow_of(table)), mode="append")
         return 0
 
     def write(self, table: pa.Table) -> int:
         from deltalake import DeltaTable
         from deltalake.exceptions import CommitFailedError
 
-        rows = newest_per_key(table)
-        failed = 0
-        while True:
-            try:
-                (
-                    DeltaTable(str(self.path))
-                    .merge(rows, self.predicate, source_alias="s", target_alias="t")
-                    .when_matched_update_all(predicate="s.ts > t.ts")
-                    .when_not_matched_insert_all()
-                    .execute()
-                )
-                return failed
-            except CommitFailedError:
-                failed += 1
-                if failed >= MAX_ATTEMPTS:
-                    raise
+        rows = newest_per_key(arrow_of(table))
+        return with_retries(
+            lambda: DeltaTable(str(self.path))
+            .merge(rows, self.predicate, source_alias="s", target_alias="t")
+            .when_matched_update_all(predicate="s.ts > t.ts")
+            .when_not_matched_insert_all()
+            .execute(),
+            CommitFailedError,
+        )
 
     def read(self) -> pa.Table:
         from deltalake import DeltaTable
@@ -312,7 +366,59 @@ class Hudi:
         return lambda q: ctx.sql(q).to_arrow_table()
 
 
-ENGINES = {"paimon": Paimon, "delta": Delta, "hudi": Hudi}
+# ---------------------------------------------------------------- Tributary (Python package)
+
+
+class TributaryPy:
+    """Tributary's Python package, in this process: `table.write` for every
+    write, `table.to_pyarrow()` to read."""
+
+    name = "tributary-py"
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._table = None
+
+    def create(self, buckets: int):
+        import tributary
+
+        tributary.create(
+            str(self.path),
+            workload.SCHEMA,
+            record_key="id",
+            ordering_field="ts",
+            partition_by="region",
+            buckets=buckets,
+        )
+
+    def open(self):
+        import tributary
+
+        self._table = tributary.Table(str(self.path))
+
+    def first_write(self, rows) -> int:
+        """Rows into the new, empty table: a write like any other."""
+        return self.write(rows)
+
+    def write(self, rows) -> int:
+        """One commit of `rows` (a pyarrow Table or a pandas DataFrame, which
+        `table.write` converts itself); failed attempts."""
+        from tributary import ConflictError
+
+        return with_retries(lambda: self._table.write(rows), ConflictError)
+
+    def read(self) -> pa.Table:
+        return self._table.to_pyarrow()
+
+    def snapshot(self) -> int:
+        """Completed delta commits in the timeline."""
+        import tributary
+
+        timeline = tributary.Table(str(self.path)).timeline()
+        return sum(1 for i in timeline if i["action"] == "deltacommit" and i["completed"])
+
+
+ENGINES = {"paimon": Paimon, "delta": Delta, "hudi": Hudi, "tributary-py": TributaryPy}
 
 
 def batches_table(batches: list) -> pa.Table:
@@ -333,11 +439,18 @@ def one_commit(step) -> dict:
     clock = Stopwatch()
     rows, failed = step()
     wall, cpu = clock.stop()
-    return {"rows": rows.num_rows, "commits": 1, "failed": failed, "wall": wall, "cpu": cpu}
+    return {"rows": len(rows), "commits": 1, "failed": failed, "wall": wall, "cpu": cpu}
+
+
+def input_rows(args):
+    """The rows of `--input` as a pyarrow Table, or with `--from pandas` as a
+    pandas DataFrame (made here, before the clock starts)."""
+    rows = pa.Table.from_batches(workload.read_ipc(args.input), schema=workload.SCHEMA)
+    return rows.to_pandas() if args.source == "pandas" else rows
 
 
 def case_ingest(e, args) -> dict:
-    rows = pa.Table.from_batches(workload.read_ipc(args.input), schema=workload.SCHEMA)
+    rows = input_rows(args)
     e.create(args.buckets)
     e.open()
     return one_commit(lambda: (rows, e.first_write(rows)))
@@ -357,7 +470,7 @@ def case_ingest_json(e, args) -> dict:
 
 
 def case_upsert(e, args) -> dict:
-    rows = pa.Table.from_batches(workload.read_ipc(args.input), schema=workload.SCHEMA)
+    rows = input_rows(args)
     e.open()
     return one_commit(lambda: (rows, e.write(rows)))
 
@@ -455,6 +568,13 @@ def main():
     p.add_argument("--table", type=Path, required=True)
     p.add_argument("--input", type=Path)
     p.add_argument("--buckets", type=int, default=16)
+    p.add_argument(
+        "--from",
+        dest="source",
+        choices=["arrow", "pandas"],
+        default="arrow",
+        help="ingest, upsert: give each engine the input as a pyarrow Table (default) or a pandas DataFrame",
+    )
     p.add_argument("--first", type=int, default=0)
     p.add_argument("--count", type=int)
     p.add_argument("--barrier", action="store_true", help="print a ready line, wait for a line on stdin")

@@ -11,9 +11,10 @@ official Hudi reader) and datafusion 54.1.0 (DataFusion's Python package,
 which hudi 0.5.0's table provider plugs into: the `sql` case). Then it
 builds Tributary's driver (`cargo build --release --bench peers`,
 benches/peers/driver.rs) and the `tributary` binary, re-runs itself under
-the virtualenv, generates the workload, runs every case, checks every
-table's contents, prints a ratio table and writes the raw figures to
-benches/peers/results.json.
+the virtualenv, builds and installs Tributary's Python package there when
+the `python` case runs (below), generates the workload, runs every case,
+checks every table's contents, prints a ratio table and writes the raw
+figures to benches/peers/results.json.
 
 The workload (benches/peers/workload.py; seeded, so every run writes the
 same rows): 10 columns, `id` over 200,000 keys, `region` (3 values derived
@@ -79,19 +80,48 @@ the input file or opening the table:
    the count, each region's count and sum, the 100 rows (every column)
    and the projection's row count; a wrong answer is printed loudly
    after the table, as a content mismatch is.
+9. `python`: Tributary's Python package (`tributary`, in engines.py's
+   process: the engine `tributary-py`) against the peers' Python APIs, on
+   tables of its own, in four steps, each measured as the cases above are
+   (every step `--reps` times interleaved, each run a fresh engines.py
+   process, the medians of rows/s and of rows per CPU-second):
+   `python/write`, the 800,000 ingest rows as a pyarrow Table into a new
+   table (`table.write(rows)`; Paimon and Delta write as in `ingest`);
+   `python/pandas`, the same rows as a pandas DataFrame into another new
+   table, the DataFrame made before the clock starts and the conversion
+   each engine needs timed (engines.py's `--from pandas` says which);
+   `python/upsert`, the 200,000 upsert rows as a pyarrow Table into the
+   first table (`table.write` against Delta's MERGE and Paimon's commit);
+   `python/read`, that table read into a pyarrow Table
+   (`table.to_pyarrow()` against `DeltaTable(DIR).to_pyarrow_table()` and
+   Paimon's read). The package is built first, from python/, as a release
+   wheel (`maturin build --release`, cargo's target folder target-py/ as
+   python/build.sh uses: some 15 to 20 minutes on a 2-core machine from
+   cold, 21 minutes with DataFusion in it),
+   with maturin (1.x) and pandas installed into the virtualenv, and the
+   wheel installed there by `pip install --force-reinstall --no-deps`:
+   never with its `datafusion` extra, whose DataFusion-Python 55 would
+   replace the 54.1.0 that hudi 0.5.0's provider needs (`sql`), and with
+   nothing else moved (its one dependency, pyarrow, is there). Other cases
+   do not build it.
 
 `--cases a,b` runs some of the cases, and the cases they need (NEEDS:
 every case after `upsert` needs its tables, `read`, `compact` and `sql`
-the commits', `sql` the compaction), for trying a change quickly; the
-content check then covers the tables the cases chosen made.
+the commits', `sql` the compaction; `python` needs none, it makes its
+own tables), for trying a change quickly; the content check then covers
+the tables the cases chosen made.
 
-Then every table (ingested, concurrent and JSON-ingested, every repetition)
-must hold one row per key carrying its newest event (largest `ts`) of all
-the input it was given, compared with a model kept in plain Python
-(workload.py). Tributary's tables are read both by the official Hudi
-reader and by the driver. A mismatch is printed loudly after the table;
-the script exits with status 1 when one of Tributary's tables fails (a
-peer's failure is a finding about the peer, reported, not a failed run).
+Then every table (ingested, concurrent and JSON-ingested, every repetition;
+the `python` case's two) must hold one row per key carrying its newest
+event (largest `ts`) of all the input it was given, compared with a model
+kept in plain Python (workload.py): after the commits, or after the
+ingest (JSON-ingested, `python/pandas`), or after the upsert
+(`python/write`'s table, upserted into). Tributary's tables are read both
+by the official Hudi reader and by the driver (those of the `python` case
+by the package's `to_pyarrow()` instead of the driver). TABLE_KINDS lists
+them. A mismatch is printed loudly after the table; the script exits with
+status 1 when one of Tributary's tables fails (a peer's failure is a
+finding about the peer, reported, not a failed run).
 
 The ratios, not the absolute figures, carry over between machines: this
 benchmark runs each engine on the same machine at the same time, but
@@ -143,7 +173,7 @@ SQL_QUERIES = {
     "projection": "projection of id, ts, every row",
 }
 LOOKUP_KEYS = 100
-CASES = ["ingest", "ingest-json", "upsert", "commits", "concurrent", "read", "compact", "sql"]
+CASES = ["ingest", "ingest-json", "upsert", "commits", "concurrent", "read", "compact", "sql", "python"]
 # What each case needs run before it.
 NEEDS = {
     "upsert": ["ingest"],
@@ -156,9 +186,31 @@ NEEDS = {
 LABEL = {
     "tributary": "Tributary",
     "tributary-cli": "Tributary (CLI)",
+    "tributary-py": "Tributary (Python)",
     "hudi": "official Hudi reader",
     "paimon": "Paimon",
     "delta": "Delta",
+}
+# The `python` case's engines and steps (run name -> what it measures).
+PYTHON_ENGINES = ["tributary-py", *PEERS]
+PYTHON_STEPS = {
+    "python/write": "write of {ingest:,} rows, a pyarrow Table, into a new table",
+    "python/pandas": "write of {ingest:,} rows, a pandas DataFrame (conversion timed), into a new table",
+    "python/upsert": "upsert of {upsert:,} rows, a pyarrow Table",
+    "python/read": "read into a pyarrow Table after the upsert",
+}
+# What the `python` case installs into the virtualenv besides REQUIREMENTS:
+# maturin, which builds Tributary's wheel, and pandas, its DataFrames.
+PYTHON_REQUIREMENTS = ["maturin>=1.9,<2", "pandas"]
+# The tables whose contents are checked: kind -> (the case that makes it,
+# the Tributary engine that writes it, the Tributary reader besides the
+# official one, the model it must equal: a Workload attribute).
+TABLE_KINDS = {
+    "main": ("commits", "tributary", "tributary", "expected_all"),
+    "concurrent": ("concurrent", "tributary", "tributary", "expected_all"),
+    "json": ("ingest-json", "tributary-cli", "tributary", "expected_ingest"),
+    "python": ("python", "tributary-py", "tributary-py", "expected_upsert"),
+    "pandas": ("python", "tributary-py", "tributary-py", "expected_ingest"),
 }
 
 
@@ -222,6 +274,27 @@ def build() -> dict:
     if missing:
         sys.exit(f"cargo built no executable for {sorted(missing)}")
     return {"driver": found["peers"], "cli": found["tributary"]}
+
+
+def install_python_package(wheels: Path) -> str:
+    """Builds Tributary's Python package as a release wheel into `wheels`
+    and installs it into the virtualenv (this script runs under it) without
+    dependencies; the wheel's file name."""
+    pip = [str(VENV_PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    subprocess.run(pip + PYTHON_REQUIREMENTS, check=True)
+    print(
+        "building Tributary's Python package (maturin build --release in python/; some 15-20 minutes on 2 cores) ...",
+        flush=True,
+    )
+    shutil.rmtree(wheels, ignore_errors=True)
+    cmd = [str(VENV / "bin" / "maturin"), "build", "--release", "--out", str(wheels)]
+    env = {**os.environ, "CARGO_TARGET_DIR": str(ROOT / "target-py")}
+    done = subprocess.run(cmd, cwd=ROOT / "python", env=env)
+    if done.returncode != 0:
+        sys.exit(f"maturin build failed ({done.returncode}); see its messages above")
+    (wheel,) = wheels.glob("tributary-*.whl")
+    subprocess.run(pip + ["--force-reinstall", "--no-deps", str(wheel)], check=True)
+    return wheel.name
 
 
 # ---------------------------------------------------------------- running cases
@@ -337,7 +410,7 @@ class Bench:
             entry = {"case": case, "engine": engine, "rep": rep, "error": f"not run: its {needs} table failed earlier"}
         else:
             label = (SQL_LABEL if case.startswith("sql/") else LABEL).get(engine, engine)
-            print(f"  {case:<11} rep {rep + 1}  {label:<31}", end="", flush=True)
+            print(f"  {case:<13} rep {rep + 1}  {label:<31}", end="", flush=True)
             started = time.perf_counter()
             try:
                 figures = fn()
@@ -565,6 +638,25 @@ class Bench:
                 cmd = self.cmd(e, "sql", t, "--queries", queries)
                 self.record(f"sql/{state}", e, rep, lambda: run_json(cmd, e), needs="main")
 
+    def case_python(self):
+        """Tributary's Python package against the peers' Python APIs, step by
+        step, each step's repetitions interleaved; every run is engines.py."""
+        ingest = ["--input", self.files["ingest"], "--buckets", self.args.buckets]
+        # step: (its table, engines.py's case and arguments, the table it
+        # needs, the table its failure leaves unusable)
+        steps = {
+            "python/write": ("python", ["ingest", *ingest], None, "python"),
+            "python/pandas": ("pandas", ["ingest", *ingest, "--from", "pandas"], None, "pandas"),
+            "python/upsert": ("python", ["upsert", "--input", self.files["upsert"]], "python", "python"),
+            "python/read": ("python", ["read"], "python", None),
+        }
+        assert list(steps) == list(PYTHON_STEPS)
+        for step, (kind, (case, *extra), needs, breaks) in steps.items():
+            for rep in self.reps():
+                for e in PYTHON_ENGINES:
+                    cmd = self.peer_cmd(e, case, self.table(e, rep, kind), *extra)
+                    self.record(step, e, rep, lambda: run_json(cmd, e), needs=needs, breaks=breaks)
+
     def check_sql(self) -> list:
         """Every `sql` run's answers against the model; the mismatches, as
         (table owner, message)."""
@@ -592,9 +684,7 @@ class Bench:
 
     def checked_kinds(self) -> list:
         """The tables whose contents the model knows once the cases chosen ran."""
-        ran = self.args.cases
-        kinds = {"main": "commits", "concurrent": "concurrent", "json": "ingest-json"}
-        return [k for k, case in kinds.items() if case in ran]
+        return [k for k, (case, *_) in TABLE_KINDS.items() if case in self.args.cases]
 
     def check(self) -> list:
         """Every table's contents against the model; the mismatches, as
@@ -611,13 +701,13 @@ class Bench:
         dump = self.work / "dump.arrow"
         for rep in self.reps():
             for kind in self.checked_kinds():
-                expected = self.wl.expected_ingest if kind == "json" else self.wl.expected_all
-                for e in ["tributary", *PEERS]:
-                    owner = "tributary-cli" if (e == "tributary" and kind == "json") else e
+                _, ours, our_reader, model = TABLE_KINDS[kind]
+                expected = getattr(self.wl, model)
+                for owner in [ours, *PEERS]:
                     table = self.table(owner, rep, kind)
                     if (owner, rep, kind) in self.broken or not table.exists():
                         continue
-                    for reader in ["hudi", "tributary"] if e == "tributary" else [e]:
+                    for reader in ["hudi", our_reader] if owner == ours else [owner]:
                         what = f"{LABEL[owner]} {kind} table, rep {rep + 1}, read by {LABEL[reader]}"
                         try:
                             run_json(self.cmd(reader, "read", table, "--dump", dump), f"{reader} read")
@@ -799,7 +889,11 @@ class Summary:
         )
         for state in SQL_STATES:
             out += self.sql_rows(state)
-        return [r for r in out if r["case"] in self.b.args.cases]
+        for step, label in PYTHON_STEPS.items():
+            label = f"Python: {label.format(ingest=s.ingest, upsert=s.upsert)}"
+            throughput(label, step, "rows", "wall", " rows/s", trib="tributary-py")
+            throughput(f"{label}: rows per CPU-second", step, "rows", "cpu", " rows/CPU-s", trib="tributary-py")
+        return [r for r in out if r["case"].split("/")[0] in self.b.args.cases]
 
     # -- the sql case
 
@@ -896,8 +990,8 @@ class Summary:
     def detail(self) -> list:
         """Every engine's medians per case, for the record."""
         lines = ["| case | engine | runs | median wall s | median CPU s | rows | failed attempts |", "|---|---|---|---|---|---|---|"]
-        for case in ["ingest", "ingest-json", "upsert", "commits", "concurrent", "read", "compact"]:
-            for e in ["tributary", "tributary-cli", "hudi", *PEERS]:
+        for case in ["ingest", "ingest-json", "upsert", "commits", "concurrent", "read", "compact", *PYTHON_STEPS]:
+            for e in ["tributary", "tributary-cli", "tributary-py", "hudi", *PEERS]:
                 figs = self.b.figures(case, e)
                 errs = self.b.errors(case, e)
                 if not figs and not errs:
@@ -997,6 +1091,7 @@ def main():
     if (work / "tables").exists():
         sys.exit(f"{work}/tables exists: give an empty --dir")
     try:
+        wheel = install_python_package(work / "wheel") if "python" in args.cases else None
         sizes = workload.Sizes(args.scale)
         print(f"generating the workload ({json.dumps(sizes.as_dict())}) into {work} ...", flush=True)
         wl = workload.Workload(sizes)
@@ -1023,6 +1118,7 @@ def main():
             ("sql", lambda: bench.case_sql("commits")),
             ("compact", bench.case_compact),
             ("sql", lambda: bench.case_sql("compact")),
+            ("python", bench.case_python),
         ]:
             if case in ran:
                 step()
@@ -1052,6 +1148,11 @@ def main():
                 "(54.0 and 55.1), Tributary's is 55.2. Paimon's table is not compacted for `sql/compact`: neither "
                 "pypaimon-rust 0.4.0 nor pypaimon 2.1.0 can compact a primary-key table."
             )
+        if wheel is not None:
+            bench.notes.append(
+                f"Python: Tributary's package is {wheel} (release, built from python/ now), in engines.py's "
+                "process; Delta and Paimon convert a DataFrame with pa.Table.from_pandas inside the clock."
+            )
         print_report(bench, summary, rows)
         args.results.write_text(
             json.dumps(
@@ -1071,7 +1172,8 @@ def main():
             )
         )
         print(f"\nraw figures: {args.results}")
-        failed_runs = [r for r in bench.runs if "error" in r and r["engine"] in ("tributary", "tributary-cli", "hudi")]
+        our_engines = ("tributary", "tributary-cli", "tributary-py", "hudi")
+        failed_runs = [r for r in bench.runs if "error" in r and r["engine"] in our_engines]
         if problems:
             print("\n" + "!" * 78)
             print(f"CONTENT CHECK FAILED for {len(problems)} table reads or SQL answers:")

@@ -97,6 +97,7 @@ class Workload:
         self.ingest = self._make(rng, sizes.ingest)
         self.expected_ingest = self._model()
         self.upsert = self._make(rng, sizes.upsert)
+        self.expected_upsert = self._model()
         self.small = [self._make(rng, sizes.small_rows) for _ in range(sizes.small_commits)]
         self.expected_all = self._model()
 
