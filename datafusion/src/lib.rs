@@ -76,6 +76,13 @@ pub struct ReadAs {
 }
 
 impl ReadAs {
+    /// A table as a query names it, `URI[@option...]`: the URI, and what
+    /// its options (see [`ReadAs::with_options`]) ask for.
+    pub fn of_spec(spec: &str) -> std::result::Result<(&str, ReadAs), String> {
+        let uri = spec.split('@').next().unwrap_or_default();
+        Ok((uri, ReadAs::default().with_options(&spec[uri.len()..])?))
+    }
+
     /// `self` with the options of `options` applied in order, each after
     /// an `@`, as a table named in a query gives them
     /// (`trips=s3://b/trips@as-of=20250101000000000`): `as-of=T`,
@@ -91,9 +98,8 @@ impl ReadAs {
                     let (begin, end) = window
                         .split_once("..")
                         .ok_or_else(|| format!("`{option}`: expected incremental=BEGIN..END (completion times)"))?;
-                    let begin = instant(if begin.is_empty() { "00000000000000000" } else { begin })?;
-                    let end = instant(if end.is_empty() { "99999999999999999" } else { end })?;
-                    self.query = Query::Incremental { begin, end };
+                    let bound = |t: &str| if t.is_empty() { Ok(None) } else { instant(t).map(Some) };
+                    self.query = Query::incremental(bound(begin)?, bound(end)?);
                 }
                 None if option == "read-optimized" => self.query = Query::ReadOptimized,
                 _ => {

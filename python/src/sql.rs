@@ -39,9 +39,7 @@ fn table_of(
     let spec: String = value
         .extract()
         .map_err(|_| invalid(&format!("tables[{name:?}]"), "expected a tributary.Table or a URI string"))?;
-    let uri = spec.split('@').next().unwrap_or_default();
-    let read_as =
-        ReadAs::default().with_options(&spec[uri.len()..]).map_err(|e| invalid(&format!("tables[{name:?}]"), e))?;
+    let (uri, read_as) = ReadAs::of_spec(&spec).map_err(|e| invalid(&format!("tables[{name:?}]"), e))?;
     let table = block(py, builder(uri, storage_options.clone()).open())?;
     Ok((table, read_as))
 }

@@ -120,10 +120,10 @@ impl ScanArgs {
         let query = match query {
             "snapshot" => Query::Snapshot,
             "read_optimized" => Query::ReadOptimized,
-            "incremental" => Query::Incremental {
-                begin: instant(begin.unwrap_or("00000000000000000"), "begin")?,
-                end: instant(end.unwrap_or("99999999999999999"), "end")?,
-            },
+            "incremental" => Query::incremental(
+                begin.map(|t| instant(t, "begin")).transpose()?,
+                end.map(|t| instant(t, "end")).transpose()?,
+            ),
             other => {
                 return Err(invalid(
                     "query",

@@ -32,6 +32,14 @@ pub enum Query {
     },
 }
 
+impl Query {
+    /// An incremental query over `(begin, end]`, either end open when
+    /// `None`.
+    pub fn incremental(begin: Option<InstantTime>, end: Option<InstantTime>) -> Self {
+        Query::Incremental { begin: begin.unwrap_or(InstantTime::EARLIEST), end: end.unwrap_or(InstantTime::LATEST) }
+    }
+}
+
 /// Options of [`Table::read`].
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {

@@ -36,6 +36,11 @@ impl PartialOrd for InstantTime {
 }
 
 impl InstantTime {
+    /// `00000000000000000`: before every instant, an open lower bound.
+    pub const EARLIEST: InstantTime = InstantTime { digits: [b'0'; 17], len: 17 };
+    /// `99999999999999999`: after every instant, an open upper bound.
+    pub const LATEST: InstantTime = InstantTime { digits: [b'9'; 17], len: 17 };
+
     /// Formats epoch milliseconds (UTC) as a 17-digit instant time.
     pub fn from_millis(millis: i64) -> Result<Self> {
         let dt = DateTime::<Utc>::from_timestamp_millis(millis).ok_or_else(|| Error::InvalidName {
@@ -368,6 +373,15 @@ mod tests {
         assert!(InstantTime::parse("2025122021010807").is_err());
         assert!(InstantTime::parse("2025122021010807x").is_err());
         assert_eq!(InstantTime::parse("00000000000000000").unwrap().to_millis(), None);
+    }
+
+    #[test]
+    fn the_open_bounds_enclose_every_instant() {
+        assert_eq!(InstantTime::EARLIEST, InstantTime::parse("00000000000000000").unwrap());
+        assert_eq!(InstantTime::LATEST, InstantTime::parse("99999999999999999").unwrap());
+        let t = InstantTime::from_millis(1_766_264_468_078).unwrap();
+        let legacy = InstantTime::parse("20251220210108").unwrap();
+        assert!(InstantTime::EARLIEST < legacy && legacy < t && t < InstantTime::LATEST);
     }
 
     #[test]

@@ -876,11 +876,9 @@ pub(crate) struct TableArg {
 /// Parses `--table NAME=URI[@as-of=T][@read-optimized][@incremental=B..E]`.
 pub(crate) fn table_arg(s: &str) -> Result<TableArg, String> {
     let (name, rest) = s.split_once('=').ok_or_else(|| format!("`{s}`: expected NAME=URI"))?;
-    let uri = rest.split('@').next().unwrap_or_default();
+    let (uri, read_as) = tributary::sql::ReadAs::of_spec(rest).map_err(|e| format!("`{s}`: {e}"))?;
     if name.is_empty() || uri.is_empty() {
         return Err(format!("`{s}`: expected NAME=URI"));
     }
-    let options = &rest[uri.len()..];
-    let read_as = tributary::sql::ReadAs::default().with_options(options).map_err(|e| format!("`{s}`: {e}"))?;
     Ok(TableArg { name: name.to_string(), uri: uri.to_string(), read_as })
 }

@@ -162,9 +162,9 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
                 QueryArg::Snapshot => Query::Snapshot,
                 QueryArg::ReadOptimized => Query::ReadOptimized,
                 QueryArg::Incremental => {
-                    let begin = instant_arg(begin.as_deref().unwrap_or("00000000000000000"), "--begin")?;
-                    let end = instant_arg(end.as_deref().unwrap_or("99999999999999999"), "--end")?;
-                    Query::Incremental { begin, end }
+                    let begin = begin.as_deref().map(|t| instant_arg(t, "--begin")).transpose()?;
+                    let end = end.as_deref().map(|t| instant_arg(t, "--end")).transpose()?;
+                    Query::incremental(begin, end)
                 }
             };
             let plain = columns.is_empty() && filter.is_none() && limit.is_none();
