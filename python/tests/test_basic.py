@@ -196,6 +196,11 @@ def test_bad_input_names_the_column_and_writes_nothing(tmp_path: Path) -> None:
     import pandas as pd
     import polars as pl
 
+    # Python objects that fit neither what pyarrow infers nor the table's
+    # type: pyarrow's message names the column.
+    with pytest.raises(tributary.InvalidInputError, match="fare"):
+        table.write(pd.DataFrame({"id": ["b"], "ts": [2], "city": ["sf"], "fare": [[("k", object())]]}))
+
     for frame in (pd.DataFrame, pl.DataFrame):
         with pytest.raises(tributary.InvalidInputError, match="`id`"):
             table.write(frame({"ts": [2], "city": ["sf"]}))

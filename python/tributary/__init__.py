@@ -65,13 +65,13 @@ Query = Literal["snapshot", "read_optimized", "incremental"]
 
 def _as_stream(data: Any, schema: Callable[[], pa.Schema]) -> Any:
     """``data`` as an object with ``__arrow_c_stream__``; a pandas
-    DataFrame is converted with the types of ``schema()`` (the table's) for
-    the columns it shares with it."""
+    DataFrame is converted by :func:`_from_pandas`, with ``schema`` (the
+    table's) at hand."""
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data])
     module = type(data).__module__.split(".")[0]
     if module == "pandas":
-        return _from_pandas(data, schema())
+        return _from_pandas(data, schema)
     if hasattr(data, "__arrow_c_stream__"):
         return data
     if module == "polars" and hasattr(data, "to_arrow"):
@@ -401,26 +401,27 @@ def _reader(batches: _tributary.Batches) -> pa.RecordBatchReader:
     return pa.RecordBatchReader.from_batches(batches.schema, batches)
 
 
-def _from_pandas(df: "pandas.DataFrame", schema: pa.Schema) -> pa.Table:
-    """``df`` (its index left out) as a pyarrow Table. pandas holds maps,
-    decimals and nested values as Python objects, whose type pyarrow can't
-    always infer (a map is a list of pairs): a column the table has gets
-    the table's type. Should that conversion fail, types are inferred
-    instead, and the write's own checks name the column that is wrong."""
-    known = set(schema.names)
-    fields = [
-        schema.field(str(c)).with_nullable(True) if str(c) in known else None for c in df.columns
-    ]
-    if any(f is not None for f in fields):
+def _from_pandas(df: "pandas.DataFrame", schema: Callable[[], pa.Schema]) -> pa.Table:
+    """``df`` (its index left out) as a pyarrow Table, with the types
+    pyarrow infers. pandas holds maps, decimals and nested values as Python
+    objects, and a map (a list of pairs) is one it cannot infer: then the
+    columns the table has take the table's types (``schema()``, read only
+    then). Should that fail too, :class:`InvalidInputError` says why, with
+    pyarrow's message naming the column."""
+    try:
+        return pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowException, ValueError, TypeError) as inferred:
+        known = schema()
+        fields = [
+            known.field(str(c)).with_nullable(True)
+            if str(c) in known.names
+            else pa.Schema.from_pandas(df[[c]], preserve_index=False).field(0)
+            for c in df.columns
+        ]
         try:
-            typed = [
-                f if f is not None else pa.Schema.from_pandas(df[[c]], preserve_index=False).field(0)
-                for c, f in zip(df.columns, fields)
-            ]
-            return pa.Table.from_pandas(df, schema=pa.schema(typed), preserve_index=False)
+            return pa.Table.from_pandas(df, schema=pa.schema(fields), preserve_index=False)
         except (pa.ArrowException, ValueError, TypeError):
-            pass
-    return pa.Table.from_pandas(df, preserve_index=False)
+            raise InvalidInputError(f"data: {inferred}") from inferred
 
 
 def _names(value: str | Iterable[str]) -> str | list[str]:
