@@ -243,6 +243,25 @@ impl PyTable {
         out.into_pyarrow(py)
     }
 
+    /// The change feed of the commits completed in `(begin, end]` (open
+    /// ends when `None`): its rows as a `pyarrow.Table`, and the window's
+    /// bounds, the end being where the next window begins.
+    #[pyo3(signature = (begin, end))]
+    fn changes<'py>(
+        &self,
+        py: Python<'py>,
+        begin: Option<&str>,
+        end: Option<&str>,
+    ) -> PyResult<(Bound<'py, PyAny>, String, String)> {
+        let begin = begin.map(|t| instant(t, "begin")).transpose()?.unwrap_or(InstantTime::EARLIEST);
+        let end = end.map(|t| instant(t, "end")).transpose()?.unwrap_or(InstantTime::LATEST);
+        let table = &self.table;
+        let changes = block(py, table.changes(&begin, &end))?;
+        let rows = changes.rows.schema();
+        let out = arrow_pyarrow::Table::try_new(vec![changes.rows], rows).map_err(|e| invalid("changes", e))?;
+        Ok((out.into_pyarrow(py)?, changes.begin.to_string(), changes.end.to_string()))
+    }
+
     /// The schema in force, as a `pyarrow.Schema` (without the `_hoodie_`
     /// meta columns).
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

@@ -41,6 +41,7 @@ __version__: str = _tributary.__version__
 __all__ = [
     "Table",
     "Writer",
+    "Changes",
     "create",
     "sql",
     "avro_schema_of",
@@ -226,6 +227,19 @@ class Table:
 
         return polars.from_arrow(self.to_pyarrow(columns, filter, as_of, query, begin, end))
 
+    def changes(self, begin: str | None = None, end: str | None = None) -> "Changes":
+        """The change feed of the commits that completed after ``begin`` and
+        up to ``end`` (completion times; open when omitted): for each
+        commit, in completion order, each key whose visible row it changed.
+        Rows have ``op`` (``"i"``, ``"u"``, ``"d"``), ``commit_time``,
+        ``completion_time``, ``partition_path``, ``record_key``, and the
+        rows ``before`` and ``after`` as structs. A late event that lost to
+        a newer one changes nothing. Follow a table by passing each
+        window's ``end`` as the next ``begin``.
+        """
+        rows, first, last = self._table.changes(begin, end)
+        return Changes(rows, first, last)
+
     def schema(self) -> pa.Schema:
         """The schema in force, without the ``_hoodie_*`` meta columns."""
         return self._table.schema()
@@ -273,6 +287,23 @@ class Table:
         Projections, filters and limits are pushed into Tributary's scan,
         as for :func:`sql`."""
         return self._table.__datafusion_table_provider__(session)
+
+
+class Changes:
+    """A window of the change feed (:meth:`Table.changes`)."""
+
+    __slots__ = ("rows", "begin", "end")
+
+    def __init__(self, rows: pa.Table, begin: str, end: str) -> None:
+        #: One row per change, by completion time, then partition and key.
+        self.rows = rows
+        #: The window's exclusive start (a completion time).
+        self.begin = begin
+        #: The window's inclusive end: where the next window begins.
+        self.end = end
+
+    def __repr__(self) -> str:
+        return f"Changes({self.rows.num_rows} rows in ({self.begin}, {self.end}])"
 
 
 class Writer:

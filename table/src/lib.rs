@@ -10,6 +10,7 @@
 //! binary can share it.
 
 mod builder;
+mod changes;
 mod checkpoint;
 mod components;
 mod create_options;
@@ -101,6 +102,10 @@ pub use tributary_timeline::metrics;
 pub use service::{ServiceEvent, ServiceReport, ServiceSchedule, serve};
 
 // Reading ([`Table::read`]).
+pub use changes::{
+    CHANGE_AFTER, CHANGE_BEFORE, CHANGE_COMMIT_TIME, CHANGE_COMPLETION_TIME, CHANGE_KEY, CHANGE_OP, CHANGE_PARTITION,
+    Changes,
+};
 pub use predicate::{CompareOp, Literal, Predicate};
 pub use read::{Query, ReadOptions};
 pub use scan::{Scan, ScanPlan, ScanStream};

@@ -87,18 +87,20 @@ impl Table {
         self.read_at(&self.timeline().await?, options).await
     }
 
-    /// Refuses time travel to `t` when the latest clean removed what `t`
-    /// saw: `t` is before the earliest commit that clean retains (Hudi's
-    /// `validateTimestampAsOf`). Older file slices are gone, and a read
-    /// would return a partial table without telling.
-    pub(crate) async fn check_not_cleaned(&self, timeline: &Timeline, t: &InstantTime) -> Result<()> {
+    /// Refuses a read of the table as it was at `t` (time travel, or the
+    /// start of a change feed's window; `what` names the read) when the
+    /// latest clean removed what `t` saw: `t` is before the earliest commit
+    /// that clean retains (Hudi's `validateTimestampAsOf`). Older file
+    /// slices are gone, and a read would return a partial table without
+    /// telling.
+    pub(crate) async fn check_not_cleaned(&self, timeline: &Timeline, t: &InstantTime, what: String) -> Result<()> {
         let folder = TimelineFolder::new(self.location(), self.config());
         match tributary_compaction::latest_clean_retained(&folder, timeline).await? {
             Some(retained) if *t < retained => Err(Error::InvalidInput {
-                what: format!("time travel to {t} in {}", self.location()),
+                what,
                 reason: format!(
-                    "the cleaner removed the file slices of that instant (the latest clean retains commits from \
-                     {retained} on); travel to {retained} or later, or have the cleaner retain more commits"
+                    "the cleaner removed the file slices of {t} (the latest clean retains commits from {retained} \
+                     on); start at {retained} or later, or have the cleaner retain more commits"
                 ),
             }),
             _ => Ok(()),

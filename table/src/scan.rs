@@ -164,7 +164,7 @@ impl<'t> Scan<'t> {
         };
         let timeline = match &self.as_of {
             Some(t) => {
-                table.check_not_cleaned(&full, t).await?;
+                table.check_not_cleaned(&full, t, format!("time travel to {t} in {loc}")).await?;
                 full.filtered(|i| &i.requested <= t)
             }
             None => full,

@@ -5,6 +5,7 @@
 mod archived;
 mod backpressure;
 mod builder;
+mod changes;
 mod checkpoint;
 mod client;
 mod compaction;

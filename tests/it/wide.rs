@@ -226,27 +226,29 @@ fn two_sources_at_once_keep_each_groups_newest_values() {
 
 /// One operation of the three-source workload.
 #[derive(Debug, Clone)]
-enum Op {
+pub(crate) enum Op {
     A { key: u8, a1: u16, ts_a: i64 },
     B { key: u8, b1: u16, ts_b: i64 },
     C { key: u8, note: u16, ts: i64 },
     Delete { key: u8, ts: i64 },
 }
 
+/// A key's row in the model: the written columns, and whether a delete
+/// won (a tombstone).
 #[derive(Debug, Clone, Default, PartialEq)]
-struct Row {
-    ts: Option<i64>,
-    a1: Option<String>,
-    ts_a: Option<i64>,
-    b1: Option<String>,
-    ts_b: Option<i64>,
-    note: Option<String>,
-    deleted: bool,
+pub(crate) struct Row {
+    pub(crate) ts: Option<i64>,
+    pub(crate) a1: Option<String>,
+    pub(crate) ts_a: Option<i64>,
+    pub(crate) b1: Option<String>,
+    pub(crate) ts_b: Option<i64>,
+    pub(crate) note: Option<String>,
+    pub(crate) deleted: bool,
 }
 
 /// The documented rules, written out independently of the library. `rows`
 /// keeps deleted rows as tombstones; visible rows are the others.
-fn model_apply(rows: &mut BTreeMap<String, Row>, ops: &[Op]) {
+pub(crate) fn model_apply(rows: &mut BTreeMap<String, Row>, ops: &[Op]) {
     for op in ops {
         let key = match op {
             Op::A { key, .. } | Op::B { key, .. } | Op::C { key, .. } | Op::Delete { key, .. } => format!("k{key:02}"),
@@ -294,11 +296,11 @@ fn model_apply(rows: &mut BTreeMap<String, Row>, ops: &[Op]) {
     }
 }
 
-fn visible(rows: &BTreeMap<String, Row>) -> BTreeMap<String, Row> {
+pub(crate) fn visible(rows: &BTreeMap<String, Row>) -> BTreeMap<String, Row> {
     rows.iter().filter(|(_, r)| !r.deleted).map(|(k, r)| (k.clone(), r.clone())).collect()
 }
 
-fn op_strategy() -> impl Strategy<Value = Op> {
+pub(crate) fn op_strategy() -> impl Strategy<Value = Op> {
     let key = 0u8..6;
     prop_oneof![
         (key.clone(), any::<u16>(), 1i64..40).prop_map(|(key, a1, ts_a)| Op::A { key, a1, ts_a }),
@@ -308,42 +310,49 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Commits `ops` in order: consecutive ops of one source share a commit;
-/// deletes are committed on their own.
-async fn apply(table: &Table, ops: &[Op]) {
+/// The write client of each kind of op ([`op_kind`]): each writes only its
+/// columns.
+pub(crate) async fn op_clients(table: &Table) -> [tributary::WriteClient; 4] {
     let client = async |cols: &[&str]| {
         let settings =
             WriteSettings { columns: Some(cols.iter().map(|c| c.to_string()).collect()), ..Default::default() };
         table.write_client(settings).await.unwrap()
     };
-    let clients = [
-        client(&["a1", "ts_a"]).await,
-        client(&["b1", "ts_b"]).await,
-        client(&["note", "ts"]).await,
-        client(&["ts"]).await,
-    ];
+    [client(&["a1", "ts_a"]).await, client(&["b1", "ts_b"]).await, client(&["note", "ts"]).await, client(&["ts"]).await]
+}
+
+/// Which of [`op_clients`] writes `op`.
+pub(crate) fn op_kind(op: &Op) -> usize {
+    match op {
+        Op::A { .. } => 0,
+        Op::B { .. } => 1,
+        Op::C { .. } => 2,
+        Op::Delete { .. } => 3,
+    }
+}
+
+/// The JSON record that writes `op`.
+pub(crate) fn op_json(op: &Op) -> Value {
+    match op {
+        Op::A { key, a1, ts_a } => json!({"id": format!("k{key:02}"), "a1": format!("a{a1}"), "ts_a": ts_a}),
+        Op::B { key, b1, ts_b } => json!({"id": format!("k{key:02}"), "b1": format!("b{b1}"), "ts_b": ts_b}),
+        Op::C { key, note, ts } => json!({"id": format!("k{key:02}"), "note": format!("n{note}"), "ts": ts}),
+        Op::Delete { key, ts } => json!({"id": format!("k{key:02}"), "ts": ts, "_hoodie_is_deleted": true}),
+    }
+}
+
+/// Commits `ops` in order: consecutive ops of one source share a commit;
+/// deletes are committed on their own.
+async fn apply(table: &Table, ops: &[Op]) {
+    let clients = op_clients(table).await;
     let mut i = 0;
     while i < ops.len() {
-        let kind = |op: &Op| match op {
-            Op::A { .. } => 0,
-            Op::B { .. } => 1,
-            Op::C { .. } => 2,
-            Op::Delete { .. } => 3,
-        };
-        let k = kind(&ops[i]);
+        let k = op_kind(&ops[i]);
         let mut j = i;
-        while j < ops.len() && kind(&ops[j]) == k && (k != 3 || j == i) {
+        while j < ops.len() && op_kind(&ops[j]) == k && (k != 3 || j == i) {
             j += 1;
         }
-        let values: Vec<Value> = ops[i..j]
-            .iter()
-            .map(|op| match op {
-                Op::A { key, a1, ts_a } => json!({"id": format!("k{key:02}"), "a1": format!("a{a1}"), "ts_a": ts_a}),
-                Op::B { key, b1, ts_b } => json!({"id": format!("k{key:02}"), "b1": format!("b{b1}"), "ts_b": ts_b}),
-                Op::C { key, note, ts } => json!({"id": format!("k{key:02}"), "note": format!("n{note}"), "ts": ts}),
-                Op::Delete { key, ts } => json!({"id": format!("k{key:02}"), "ts": ts, "_hoodie_is_deleted": true}),
-            })
-            .collect();
+        let values: Vec<Value> = ops[i..j].iter().map(op_json).collect();
         let mut c = clients[k].start_commit().await.unwrap();
         c.write_json(&values, "ops", 1).await.unwrap();
         c.commit().await.unwrap();
@@ -351,32 +360,41 @@ async fn apply(table: &Table, ops: &[Op]) {
     }
 }
 
-async fn snapshot(table: &Table) -> BTreeMap<String, Row> {
+pub(crate) async fn snapshot(table: &Table) -> BTreeMap<String, Row> {
     let b: RecordBatch = table.read(&ReadOptions::default()).await.unwrap();
-    let s = |n: &str| b.column_by_name(n).unwrap().as_string::<i32>().clone();
-    let l = |n: &str| b.column_by_name(n).unwrap().as_primitive::<arrow::datatypes::Int64Type>().clone();
-    let (id, a1, b1, note) = (s("id"), s("a1"), s("b1"), s("note"));
-    let (ts, ts_a, ts_b) = (l("ts"), l("ts_a"), l("ts_b"));
-    let os = |a: &arrow::array::StringArray, i: usize| (!a.is_null(i)).then(|| a.value(i).to_string());
-    let ol = |a: &arrow::array::Int64Array, i: usize| (!a.is_null(i)).then(|| a.value(i));
-    (0..b.num_rows())
-        .map(|i| {
-            let row = Row {
-                ts: ol(&ts, i),
-                a1: os(&a1, i),
-                ts_a: ol(&ts_a, i),
-                b1: os(&b1, i),
-                ts_b: ol(&ts_b, i),
-                note: os(&note, i),
-                deleted: false,
-            };
-            (id.value(i).to_string(), row)
-        })
-        .collect()
+    (0..b.num_rows()).map(|i| model_row(b.columns(), &b.schema(), i)).collect()
+}
+
+/// Row `i` of the table's columns `columns` (named by `schema`), as the
+/// model's key and row.
+pub(crate) fn model_row(
+    columns: &[arrow::array::ArrayRef],
+    schema: &arrow::datatypes::Schema,
+    i: usize,
+) -> (String, Row) {
+    let column = |n: &str| &columns[schema.index_of(n).unwrap()];
+    let s = |n: &str| {
+        let a = column(n).as_string::<i32>();
+        (!a.is_null(i)).then(|| a.value(i).to_string())
+    };
+    let l = |n: &str| {
+        let a = column(n).as_primitive::<arrow::datatypes::Int64Type>();
+        (!a.is_null(i)).then(|| a.value(i))
+    };
+    let row = Row {
+        ts: l("ts"),
+        a1: s("a1"),
+        ts_a: l("ts_a"),
+        b1: s("b1"),
+        ts_b: l("ts_b"),
+        note: s("note"),
+        deleted: false,
+    };
+    (s("id").unwrap(), row)
 }
 
 /// A table `t` in `place` with groups `ts_a=a1,a2` and `ts_b=b1,b2`.
-async fn new_table(place: &Place) -> Table {
+pub(crate) async fn new_table(place: &Place) -> Table {
     let mut o = CreateOptions::new(SCHEMA, "id", "ts");
     o.buckets = 2;
     o.sequence_groups = vec![SequenceGroup::parse("ts_a=a1,a2").unwrap(), SequenceGroup::parse("ts_b=b1,b2").unwrap()];

@@ -81,7 +81,8 @@ pub struct FileSlice {
     pub base_instant: InstantTime,
     /// The base file, if any.
     pub base: Option<BaseFile>,
-    /// Log files in log order.
+    /// Log files in log order, except that the tombstone log
+    /// ([`FileSlice::is_tombstone_log`]) comes first.
     pub logs: Vec<LogFile>,
 }
 
@@ -287,6 +288,15 @@ impl FileSystemView {
                 .map(|(k, _)| k.clone())
                 .unwrap_or_else(|| name.instant.clone());
             g.slice_at(key).logs.push(LogFile { name, file, completed });
+        }
+        // A slice's tombstone log holds the deletes its compaction folded:
+        // they came before every write of the slice, so it is merged
+        // first, ahead of logs requested before the compaction that
+        // completed after it.
+        for slice in groups.values_mut().flat_map(|ids| ids.values_mut()).flat_map(|g| g.slices.values_mut()) {
+            if let Some(at) = slice.base.as_ref().map(|b| b.name.instant.clone()) {
+                slice.logs.sort_by_key(|l| l.name.instant != at);
+            }
         }
         let clustering = planned.clustering.clone();
         Self { groups, pending_compactions, in_pending_plans, clustering, replaced, skipped }
@@ -519,6 +529,35 @@ mod tests {
     /// completion time comes from the history, and the log stays there
     /// (with the requested time standing in, it fell into the old slice,
     /// which readers drop once the compaction completed).
+    /// A compaction's tombstone log comes first in its slice, before a log
+    /// requested before the compaction that completed after it.
+    #[test]
+    fn the_tombstone_log_comes_first_in_its_slice() {
+        let ts = |n: u32| format!("20250101000000{n:03}");
+        let names: Vec<String> = vec![
+            format!("{}.deltacommit.requested", ts(10)),
+            format!("{}_{}.deltacommit", ts(10), ts(11)),
+            format!("{}.deltacommit.requested", ts(20)),
+            format!("{}.compaction.requested", ts(30)),
+            format!("{}_{}.commit", ts(30), ts(31)),
+            format!("{}_{}.deltacommit", ts(20), ts(40)),
+        ];
+        let tl = Timeline::from_layout2_names(names.iter().map(String::as_str));
+        let fid = "00000000-0000-0000-0000-000000000000-0";
+        let files = vec![
+            file("p", &format!(".{fid}_{}.log.1_0-1-1", ts(10))),
+            file("p", &format!(".{fid}_{}.log.1_0-1-1", ts(20))),
+            file("p", &format!("{fid}_0-1-1_{}.parquet", ts(30))),
+            file("p", &format!(".{fid}_{}.log.1_0-1-1", ts(30))),
+        ];
+        let view = FileSystemView::build(&tl, files, &PlannedGroups::default());
+        let slice = view.latest_slices().pop().unwrap();
+        assert_eq!(slice.base_instant, t(&ts(30)));
+        let tombstones = format!(".{fid}_{}.log.1_0-1-1", ts(30));
+        let late = format!(".{fid}_{}.log.1_0-1-1", ts(20));
+        assert_eq!(slice.log_file_names(), [tombstones.as_str(), late.as_str()]);
+    }
+
     #[test]
     fn archived_completion_times_place_logs() {
         let ts = |n: u32| format!("20250101000000{n:03}");

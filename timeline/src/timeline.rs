@@ -322,6 +322,17 @@ impl Timeline {
         }
     }
 
+    /// The timeline as it stood at completion time `t`: the instants that
+    /// had completed by then (completion time at or before `t`; a layout-1
+    /// instant's requested time stands in). Instants still pending at `t`
+    /// are left out, so their files are invisible and a compaction that
+    /// completed later has not yet opened its slice. The change feed reads
+    /// the table at each commit's completion this way; time travel
+    /// ([`Timeline::filtered`] by requested time) is Hudi's other rule.
+    pub fn completed_by(&self, t: &InstantTime) -> Timeline {
+        self.filtered(|i| i.is_completed() && i.visible_at() <= t)
+    }
+
     /// Every instant, active and archived, by requested time.
     pub fn instants(&self) -> Instants<'_> {
         Instants { active: &self.active, archived: &self.archived.instants }
@@ -714,6 +725,32 @@ mod tests {
 
     /// The placeholder that creates a local table's timeline folder is no
     /// stray file, should a listing see it.
+    /// The table as it stood at a completion time: instants completed by
+    /// then, not those requested before it that completed later (time
+    /// travel keeps those), nor pending ones.
+    #[test]
+    fn completed_by_keeps_what_had_completed_then() {
+        let tl = Timeline::from_layout2_names([
+            "20251220210100000.deltacommit.requested",
+            "20251220210100000_20251220210105000.deltacommit",
+            "20251220210101000.deltacommit.requested",
+            "20251220210101000_20251220210103000.deltacommit",
+            "20251220210102000.compaction.requested",
+            "20251220210102000_20251220210104000.commit",
+            "20251220210106000.deltacommit.requested",
+        ]);
+        let at = |t: &str| -> Vec<String> {
+            let t = InstantTime::parse(t).unwrap();
+            tl.completed_by(&t).instants().map(|i| i.requested.to_string()).collect()
+        };
+        assert_eq!(at("20251220210102999"), Vec::<String>::new());
+        assert_eq!(at("20251220210103000"), ["20251220210101000"]);
+        assert_eq!(at("20251220210104500"), ["20251220210101000", "20251220210102000"]);
+        assert_eq!(at("20251220210107000"), ["20251220210100000", "20251220210101000", "20251220210102000"]);
+        let later = tl.completed_by(&InstantTime::parse("20251220210104500").unwrap());
+        assert!(!later.is_completed(&InstantTime::parse("20251220210100000").unwrap()), "completed after: invisible");
+    }
+
     #[test]
     fn the_folder_placeholder_is_skipped_without_a_warning() {
         let tl = Timeline::from_layout2_names([FOLDER_PLACEHOLDER, "20251220210108078.deltacommit.requested"]);

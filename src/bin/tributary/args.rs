@@ -371,6 +371,19 @@ pub(crate) enum Command {
         #[command(flatten)]
         metrics: MetricsArgs,
     },
+    /// Print the change feed: for each commit that completed in (begin,
+    /// end], in completion order, each key whose visible row it changed,
+    /// with `op` (i, u, d) and the rows before and after. Standard error
+    /// says where the next window begins.
+    Changes {
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
+        #[command(flatten)]
+        window: WindowArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "jsonl")]
+        format: FormatArg,
+    },
     /// Read a table and print its rows, ordered by partition then record key.
     Read {
         /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
@@ -381,12 +394,9 @@ pub(crate) enum Command {
         /// Time travel: the table as of this instant.
         #[arg(long)]
         as_of: Option<String>,
-        /// Incremental: exclusive start (completion time).
-        #[arg(long)]
-        begin: Option<String>,
-        /// Incremental: inclusive end (completion time); default the latest.
-        #[arg(long)]
-        end: Option<String>,
+        /// Incremental: the window's bounds.
+        #[command(flatten)]
+        window: WindowArgs,
         /// Output format.
         #[arg(long, value_enum, default_value = "jsonl")]
         format: FormatArg,
@@ -569,6 +579,27 @@ pub(crate) fn tombstone_retention(s: &str) -> Result<TombstoneRetention, String>
 }
 
 /// Parses an instant given as option `what`.
+/// A window `(begin, end]` of completion times (`read --query
+/// incremental`, `changes`).
+#[derive(Debug, clap::Args)]
+pub(crate) struct WindowArgs {
+    /// Exclusive start (completion time); default before the first commit.
+    #[arg(long)]
+    begin: Option<String>,
+    /// Inclusive end (completion time); default the latest.
+    #[arg(long)]
+    end: Option<String>,
+}
+
+impl WindowArgs {
+    /// The bounds given, parsed; `None` where open.
+    pub(crate) fn bounds(&self) -> tributary::Result<(Option<InstantTime>, Option<InstantTime>)> {
+        let begin = self.begin.as_deref().map(|t| instant_arg(t, "--begin")).transpose()?;
+        let end = self.end.as_deref().map(|t| instant_arg(t, "--end")).transpose()?;
+        Ok((begin, end))
+    }
+}
+
 pub(crate) fn instant_arg(s: &str, what: &str) -> tributary::Result<InstantTime> {
     InstantTime::parse(s).map_err(|e| Error::InvalidInput { what: what.to_string(), reason: e.to_string() })
 }

@@ -156,14 +156,13 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             };
             serve_tables(store, tables, schedule, service.table_settings(compactor.spill_dir.clone())).await?;
         }
-        Command::Read { table, query, as_of, begin, end, format, meta, columns, filter, limit, sort } => {
+        Command::Read { table, query, as_of, window, format, meta, columns, filter, limit, sort } => {
             let as_of = as_of.map(|t| instant_arg(&t, "--as-of")).transpose()?;
             let query = match query {
                 QueryArg::Snapshot => Query::Snapshot,
                 QueryArg::ReadOptimized => Query::ReadOptimized,
                 QueryArg::Incremental => {
-                    let begin = begin.as_deref().map(|t| instant_arg(t, "--begin")).transpose()?;
-                    let end = end.as_deref().map(|t| instant_arg(t, "--end")).transpose()?;
+                    let (begin, end) = window.bounds()?;
                     Query::incremental(begin, end)
                 }
             };
@@ -178,6 +177,16 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
                 let pick = crate::sql::Selection { columns, filter, limit, meta, sort };
                 crate::sql::read(store, table, read_as, pick, format).await?;
             }
+        }
+        Command::Changes { table, window, format } => {
+            let (begin, end) = window.bounds()?;
+            let begin = begin.unwrap_or(tributary::InstantTime::EARLIEST);
+            let end = end.unwrap_or(tributary::InstantTime::LATEST);
+            let t = store.open(&table, TableSettings::default()).await?;
+            let changes = t.changes(&begin, &end).await?;
+            let n = changes.rows.num_rows();
+            output::rows(changes.rows, format)?;
+            eprintln!("{n} changes in ({}, {}]; the next window begins at {}", changes.begin, changes.end, changes.end);
         }
         Command::Sql { query, tables, format, output } => {
             crate::sql::sql(store, &query, &tables, format, output).await?;

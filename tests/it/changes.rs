@@ -1,0 +1,317 @@
+//! The change feed ([`Table::changes`]) against the model of `wide.rs`:
+//! writers whose commits are open at once and complete out of order,
+//! out-of-order events, late deletes, partial sequence-group writes and
+//! compactions at random points; and a consumer that rebuilds the table
+//! from successive windows while writers, compactions and cleaning run. On
+//! the store `TRIBUTARY_TEST_STORE` names (see [`Place`]).
+
+use std::collections::BTreeMap;
+
+use arrow::array::{Array, AsArray, RecordBatch, StructArray};
+use arrow::datatypes::Schema;
+use proptest::prelude::*;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use tributary::{ErrorKind, InstantTime, Table, WriteClient};
+use tributary_compaction::CompactorSettings;
+
+use crate::support::*;
+use crate::wide::{Op, Row, model_apply, model_row, new_table, op_clients, op_json, op_kind, op_strategy, visible};
+
+/// Keys and their visible rows.
+type State = BTreeMap<String, Row>;
+
+/// One change as the feed gives it: completion time, key, op, before, after.
+type Change = (String, String, String, Option<Row>, Option<Row>);
+
+/// A commit that completed: its ops, and where its writes stand in merge
+/// order (the compactions planned before it completed, then its start).
+#[derive(Debug, Clone)]
+struct Done {
+    ops: Vec<Op>,
+    epoch: usize,
+    started: usize,
+    completed: InstantTime,
+}
+
+/// The model's visible rows once `done` have completed. Versions merge in
+/// write order: a compaction folds the logs completed before it into its
+/// base, and later logs follow it in their own order (requested time), so
+/// a commit's place is (compactions planned before it completed, start).
+fn model_state(done: &[&Done]) -> State {
+    let mut order: Vec<&Done> = done.to_vec();
+    order.sort_by_key(|d| (d.epoch, d.started));
+    let mut rows = BTreeMap::new();
+    for d in order {
+        model_apply(&mut rows, &d.ops);
+    }
+    visible(&rows)
+}
+
+/// The model's state at completion time `t`.
+fn model_at(done: &[Done], t: &InstantTime) -> State {
+    model_state(&done.iter().filter(|d| &d.completed <= t).collect::<Vec<_>>())
+}
+
+/// The changes the model expects of the commits completed in `(b, e]`.
+fn expected_changes(done: &[Done], b: &InstantTime, e: &InstantTime) -> Vec<Change> {
+    let mut commits: Vec<&Done> = done.iter().filter(|d| &d.completed > b && &d.completed <= e).collect();
+    commits.sort_by(|x, y| x.completed.cmp(&y.completed));
+    let mut out = Vec::new();
+    for c in commits {
+        let before = model_state(&done.iter().filter(|d| d.completed < c.completed).collect::<Vec<_>>());
+        let after = model_at(done, &c.completed);
+        let keys: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+        for k in keys {
+            let (old, new) = (before.get(k).cloned(), after.get(k).cloned());
+            let op = match (&old, &new) {
+                (None, Some(_)) => "i",
+                (Some(_), None) => "d",
+                (Some(o), Some(n)) if o != n => "u",
+                _ => continue,
+            };
+            out.push((c.completed.to_string(), k.clone(), op.to_string(), old, new));
+        }
+    }
+    out
+}
+
+/// The feed's rows as the model's changes.
+fn changes_of(rows: &RecordBatch) -> Vec<Change> {
+    let text = |n: &str| rows.column_by_name(n).unwrap().as_string::<i32>().clone();
+    let (op, key, completed) = (text("op"), text("record_key"), text("completion_time"));
+    let image = |n: &str| rows.column_by_name(n).unwrap().as_any().downcast_ref::<StructArray>().unwrap().clone();
+    let (before, after) = (image("before"), image("after"));
+    let row = |s: &StructArray, i: usize| {
+        (!s.is_null(i)).then(|| model_row(s.columns(), &Schema::new(s.fields().clone()), i).1)
+    };
+    (0..rows.num_rows())
+        .map(|i| {
+            let k = key.value(i).to_string();
+            (completed.value(i).to_string(), k, op.value(i).to_string(), row(&before, i), row(&after, i))
+        })
+        .collect()
+}
+
+/// Applies `changes` to `state`, checking each against what it replaces:
+/// an insert's key is absent, an update's and a delete's row before is the
+/// one held.
+fn replay(state: &mut State, changes: &[Change]) -> Result<(), String> {
+    for (at, key, op, before, after) in changes {
+        let held = state.get(key);
+        let ok = match op.as_str() {
+            "i" => held.is_none() && before.is_none() && after.is_some(),
+            "u" => held == before.as_ref() && after.is_some() && before != after,
+            "d" => held == before.as_ref() && held.is_some() && after.is_none(),
+            _ => false,
+        };
+        if !ok {
+            return Err(format!("change {op} of {key} at {at} (before {before:?}) does not follow {held:?}"));
+        }
+        match after {
+            Some(row) => state.insert(key.clone(), row.clone()),
+            None => state.remove(key),
+        };
+    }
+    Ok(())
+}
+
+/// A round of the property: its ops' commits (one per kind of op, the
+/// first delete alone) are started in order; a compaction may run while
+/// they are open; then they complete in an order drawn from `seed`.
+#[derive(Debug, Clone)]
+struct Round {
+    ops: Vec<Op>,
+    compact: bool,
+    seed: u64,
+}
+
+fn round_strategy() -> impl Strategy<Value = Round> {
+    (prop::collection::vec(op_strategy(), 1..8), prop::bool::weighted(0.3), any::<u64>())
+        .prop_map(|(ops, compact, seed)| Round { ops, compact, seed })
+}
+
+/// The commits of `ops`: one per kind in the order kinds first appear,
+/// deletes one only (the first).
+fn commits_of(ops: &[Op]) -> Vec<(usize, Vec<Op>)> {
+    let mut commits: Vec<(usize, Vec<Op>)> = Vec::new();
+    for op in ops {
+        let k = op_kind(op);
+        match commits.iter_mut().find(|(kind, _)| *kind == k) {
+            Some((_, ops)) if k != 3 => ops.push(op.clone()),
+            Some(_) => {}
+            None => commits.push((k, vec![op.clone()])),
+        }
+    }
+    commits
+}
+
+/// Starts a commit of `ops` on `client` and writes them.
+async fn start(client: &WriteClient, ops: &[Op]) -> tributary::Commit {
+    let mut c = client.start_commit().await.unwrap();
+    c.write_json(&ops.iter().map(op_json).collect::<Vec<_>>(), "ops", 1).await.unwrap();
+    c
+}
+
+/// Runs `rounds` on `table`: the commits that completed, and the
+/// completion times of the compactions.
+async fn run(table: &Table, rounds: &[Round]) -> (Vec<Done>, Vec<InstantTime>) {
+    let clients = op_clients(table).await;
+    let compactor = table.compactor(CompactorSettings::default()).await.unwrap();
+    let (mut done, mut compactions) = (Vec::new(), Vec::new());
+    let (mut started, mut epoch) = (0, 0);
+    for round in rounds {
+        let mut open = Vec::new();
+        for (kind, ops) in commits_of(&round.ops) {
+            open.push((start(&clients[kind], &ops).await, ops, started));
+            started += 1;
+        }
+        if round.compact {
+            compactions.extend(compactor.run_once().await.unwrap().into_iter().map(|s| s.completed));
+            epoch += 1;
+        }
+        open.shuffle(&mut StdRng::seed_from_u64(round.seed));
+        for (commit, ops, started) in open {
+            let summary = commit.commit().await.unwrap();
+            done.push(Done { ops, epoch, started, completed: summary.completed });
+        }
+    }
+    (done, compactions)
+}
+
+/// Checks the feed of `(b, e]` against the model: the changes of each
+/// commit, in completion order, and that replaying them onto the model at
+/// `b` gives the model at `e`.
+async fn check_window(table: &Table, done: &[Done], b: &InstantTime, e: &InstantTime) -> Result<(), TestCaseError> {
+    let feed = table.changes(b, e).await.unwrap();
+    let got = changes_of(&feed.rows);
+    let end = if *e == InstantTime::LATEST { feed.end.clone() } else { e.clone() };
+    prop_assert_eq!(&got, &expected_changes(done, b, &end), "changes of ({}, {}]", b, e);
+    let mut state = model_at(done, b);
+    replay(&mut state, &got).map_err(TestCaseError::fail)?;
+    prop_assert_eq!(state, model_at(done, &end), "replaying ({}, {}] onto the model at {}", b, e, b);
+    Ok(())
+}
+
+/// Cases of the property: `TRIBUTARY_CHANGES_CASES`, by default 16.
+fn cases() -> u32 {
+    std::env::var("TRIBUTARY_CHANGES_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(16)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    /// For windows starting at every completion point (commits,
+    /// compactions, and before the first) and ending at the latest, and
+    /// for each single step between consecutive points: the feed holds
+    /// exactly the model's changes, each commit's against the state just
+    /// before it completed (so a window's first before-image is the state
+    /// at its start, and a version that never became visible changes
+    /// nothing), and replaying it gives the state at the window's end.
+    #[test]
+    fn the_feed_replays_every_window_of_the_model(rounds in prop::collection::vec(round_strategy(), 1..6)) {
+        let Some(place) = Place::new() else { return Ok(()) };
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        rt.block_on(async {
+            let table = new_table(&place).await;
+            let (done, compactions) = run(&table, &rounds).await;
+            let all: Vec<&Done> = done.iter().collect();
+            prop_assert_eq!(crate::wide::snapshot(&table).await, model_state(&all), "the snapshot");
+            let mut points: Vec<InstantTime> = done.iter().map(|d| d.completed.clone()).collect();
+            points.extend(compactions);
+            points.push(InstantTime::EARLIEST);
+            points.sort();
+            for (n, b) in points.iter().enumerate() {
+                check_window(&table, &done, b, &InstantTime::LATEST).await?;
+                if let Some(e) = points.get(n + 1) {
+                    check_window(&table, &done, b, e).await?;
+                }
+            }
+            Ok::<_, TestCaseError>(())
+        })?;
+    }
+}
+
+/// A consumer task follows the feed window after window, from the start,
+/// while writers commit at once (completing in any order), a compactor runs
+/// and the cleaner keeps two commits; each window begins where the last
+/// ended. Its replica, built from the feed alone, equals the table. A
+/// window reaching before what the cleaner kept is refused.
+#[test]
+fn a_consumer_rebuilds_the_table_from_the_feed_alone() {
+    let Some(place) = Place::new() else { return };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let table = std::sync::Arc::new(new_table(&place).await);
+        let (caught_up, mut position) = tokio::sync::watch::channel(InstantTime::EARLIEST);
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let consumer = {
+            let table = table.clone();
+            tokio::spawn(async move {
+                let mut replica = State::new();
+                let mut at = InstantTime::EARLIEST;
+                let mut windows = 0;
+                loop {
+                    let last = *stopped.borrow();
+                    let feed = table.changes(&at, &InstantTime::LATEST).await.unwrap();
+                    replay(&mut replica, &changes_of(&feed.rows)).unwrap();
+                    at = feed.end;
+                    windows += 1;
+                    caught_up.send_replace(at.clone());
+                    if last {
+                        return (replica, windows);
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+            })
+        };
+        let clients = op_clients(&table).await;
+        let compactor = table.compactor(CompactorSettings::default()).await.unwrap();
+        let mut rng = StdRng::seed_from_u64(41);
+        let (mut cleaned, mut compacted) = (0, 0);
+        for round in 0..24 {
+            let ops: Vec<Op> = (0..rng.random_range(1..8)).map(|_| random_op(&mut rng)).collect();
+            let mut open = Vec::new();
+            for (kind, ops) in commits_of(&ops) {
+                open.push(start(&clients[kind], &ops).await);
+            }
+            // The writers complete at once, in whatever order they get there.
+            for summary in futures::future::join_all(open.into_iter().map(|c| c.commit())).await {
+                summary.unwrap();
+            }
+            if round % 3 == 2 {
+                compacted += compactor.run_once().await.unwrap().len();
+            }
+            if round % 4 == 3 {
+                // The consumer keeps up before the cleaner removes what its
+                // next window would need.
+                let latest = table.timeline().await.unwrap().latest_completed().unwrap().visible_at().clone();
+                position.wait_for(|at| *at >= latest).await.unwrap();
+                if table.clean(2).await.unwrap().is_some_and(|c| !c.deleted_files.is_empty()) {
+                    cleaned += 1;
+                }
+            }
+        }
+        stop.send_replace(true);
+        let (replica, windows) = consumer.await.unwrap();
+        assert!(compacted > 0 && cleaned > 0, "{compacted} compactions and {cleaned} cleans ran");
+        let want = crate::wide::snapshot(&table).await;
+        assert_eq!(replica, want, "the replica built from {windows} windows of the feed");
+        let err = table.changes(&InstantTime::EARLIEST, &InstantTime::LATEST).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+        assert!(err.to_string().contains("cleaner removed"), "{err}");
+    });
+}
+
+/// An op of the consumer test's writers.
+fn random_op(rng: &mut StdRng) -> Op {
+    let key = rng.random_range(0..6);
+    let ts = rng.random_range(1..60);
+    match rng.random_range(0..4) {
+        0 => Op::A { key, a1: rng.random(), ts_a: ts },
+        1 => Op::B { key, b1: rng.random(), ts_b: ts },
+        2 => Op::C { key, note: rng.random(), ts },
+        _ => Op::Delete { key, ts },
+    }
+}
