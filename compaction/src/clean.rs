@@ -385,6 +385,25 @@ pub async fn latest_clean_retained(folder: &TimelineFolder, timeline: &Timeline)
     Ok(InstantTime::parse(&meta.earliest_commit_to_retain).ok())
 }
 
+/// The point before which a clean of `timeline` may have removed file
+/// slices: the latest earliest-commit-to-retain among the completed clean
+/// that completed last and every pending clean, whose plan's deletions may
+/// already be under way. A read of the table as it was before that point
+/// may miss files. Load `timeline` after listing the files a read uses:
+/// a clean creates its plan before it deletes anything, so a clean that
+/// removed a listed file's neighbours is then on it.
+pub async fn cleaned_before(folder: &TimelineFolder, timeline: &Timeline) -> Result<Option<InstantTime>> {
+    let mut retained = latest_clean_retained(folder, timeline).await?;
+    for pending in timeline.pending().filter(|i| i.action == Action::Clean) {
+        let path = folder.path_of(pending, State::Requested)?;
+        let bytes = folder.read(pending, State::Requested).await?;
+        let plan = CleanerPlan::from_avro_container(&bytes, path.as_ref())?;
+        let planned = plan.earliest_instant_to_retain.and_then(|i| InstantTime::parse(&i.timestamp).ok());
+        retained = retained.max(planned);
+    }
+    Ok(retained)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -518,6 +537,14 @@ mod tests {
         let i = Instant::requested(r.clone(), Action::Clean);
         writer(&tb).create(&i, State::Requested, plan.to_avro_container().unwrap()).await.unwrap();
         tb.loc.store.delete(&tb.loc.join(&partition_file(PARTITION, &base(0, 200)))).await.unwrap();
+
+        // Deleting already: a read from before its retained commit is unsafe
+        // while it is pending, though no completed clean says so yet.
+        let folder = writer(&tb);
+        let retained = plan.earliest_instant_to_retain.as_ref().map(|i| InstantTime::parse(&i.timestamp).unwrap());
+        assert!(retained.is_some());
+        assert_eq!(latest_clean_retained(&folder, &timeline(&tb).await).await.unwrap(), None);
+        assert_eq!(cleaned_before(&folder, &timeline(&tb).await).await.unwrap(), retained);
 
         // The next call finishes it (with any retention) and plans nothing new.
         let s = clean(&tb.loc, &tb.config, &tb.time, Commits(3)).await.unwrap().unwrap();

@@ -48,7 +48,7 @@ pub use health::LogSpread;
 pub use plan::{PlanSettings, plan};
 
 // Cleaning old file slices.
-pub use clean::{CleanRetention, CleanSummary, clean, latest_clean_retained};
+pub use clean::{CleanRetention, CleanSummary, clean, cleaned_before, latest_clean_retained};
 
 // Archiving old instants into the history.
 pub use archive::{ArchiveSettings, ArchiveSummary, Retained, archive};

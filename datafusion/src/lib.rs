@@ -66,13 +66,16 @@ use futures::TryStreamExt;
 use tributary_table::{CompareOp, InstantTime, Literal, Predicate, Query, Scan, ScanPlan, Table};
 
 /// Which rows of a table a provider reads: a query and, for time travel,
-/// an instant.
+/// an instant; or the change feed of a window.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReadAs {
     /// Snapshot (the default), read-optimized or incremental.
     pub query: Query,
     /// The table as of this instant.
     pub as_of: Option<InstantTime>,
+    /// The change feed of the commits completed in `(begin, end]`
+    /// ([`Table::changes`]) in place of the table's rows.
+    pub changes: Option<(InstantTime, InstantTime)>,
 }
 
 impl ReadAs {
@@ -86,25 +89,33 @@ impl ReadAs {
     /// `self` with the options of `options` applied in order, each after
     /// an `@`, as a table named in a query gives them
     /// (`trips=s3://b/trips@as-of=20250101000000000`): `as-of=T`,
-    /// `read-optimized`, `incremental=BEGIN..END` (completion times, either
-    /// end open when left out). The error names the option and says which
-    /// there are.
+    /// `read-optimized`, `incremental=BEGIN..END`, `changes=BEGIN..END`
+    /// (completion times, either end open when left out). The error names
+    /// the option and says which there are.
     pub fn with_options(mut self, options: &str) -> std::result::Result<Self, String> {
         let instant = |t: &str| InstantTime::parse(t).map_err(|e| format!("`{t}` in `{options}`: {e}"));
         for option in options.split('@').filter(|o| !o.is_empty()) {
             match option.split_once('=') {
                 Some(("as-of", t)) => self.as_of = Some(instant(t)?),
-                Some(("incremental", window)) => {
+                Some((name @ ("incremental" | "changes"), window)) => {
                     let (begin, end) = window
                         .split_once("..")
-                        .ok_or_else(|| format!("`{option}`: expected incremental=BEGIN..END (completion times)"))?;
+                        .ok_or_else(|| format!("`{option}`: expected {name}=BEGIN..END (completion times)"))?;
                     let bound = |t: &str| if t.is_empty() { Ok(None) } else { instant(t).map(Some) };
-                    self.query = Query::incremental(bound(begin)?, bound(end)?);
+                    let (begin, end) = (bound(begin)?, bound(end)?);
+                    match name {
+                        "changes" => {
+                            self.changes =
+                                Some((begin.unwrap_or(InstantTime::EARLIEST), end.unwrap_or(InstantTime::LATEST)))
+                        }
+                        _ => self.query = Query::incremental(begin, end),
+                    }
                 }
                 None if option == "read-optimized" => self.query = Query::ReadOptimized,
                 _ => {
                     return Err(format!(
-                        "`{option}` in `{options}`: the options are @as-of=T, @read-optimized and @incremental=BEGIN..END"
+                        "`{option}` in `{options}`: the options are @as-of=T, @read-optimized, \
+                         @incremental=BEGIN..END and @changes=BEGIN..END"
                     ));
                 }
             }
@@ -142,19 +153,26 @@ pub fn query_error(e: DataFusionError, over: &str) -> std::result::Result<tribut
 /// A Tributary table as a DataFusion table (see the crate notes). Each
 /// query loads the latest timeline, so it sees the commits completed
 /// before it started; the schema is the one in force when the provider
-/// was made (or at its `as_of`), meta columns first.
+/// was made (or at its `as_of`), meta columns first. A provider of the
+/// change feed ([`ReadAs::changes`]) holds the feed of its window as it
+/// was when the provider was made, and leaves filters to DataFusion.
 #[derive(Debug, Clone)]
 pub struct TributaryTable {
     table: Table,
     read_as: ReadAs,
     schema: SchemaRef,
+    changes: Option<arrow::array::RecordBatch>,
 }
 
 impl TributaryTable {
     /// A provider of `table`'s rows as `read_as` says.
     pub async fn new(table: Table, read_as: ReadAs) -> tributary_table::Result<Self> {
+        if let Some((begin, end)) = &read_as.changes {
+            let rows = table.changes(begin, end).await?.rows;
+            return Ok(Self { table, read_as, schema: rows.schema(), changes: Some(rows) });
+        }
         let schema = scan_of(&table, &read_as).with_meta(true).plan().await?.schema();
-        Ok(Self { table, read_as, schema })
+        Ok(Self { table, read_as, schema, changes: None })
     }
 
     /// The table.
@@ -192,6 +210,14 @@ impl TableProvider for TributaryTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        if let Some(rows) = &self.changes {
+            let source = datafusion::datasource::memory::MemorySourceConfig::try_new_exec(
+                &[vec![rows.clone()]],
+                self.schema.clone(),
+                projection.cloned(),
+            )?;
+            return Ok(source);
+        }
         let columns: Vec<String> = match projection {
             Some(p) => p.iter().map(|&i| self.schema.field(i).name().clone()).collect(),
             None => self.schema.fields().iter().map(|f| f.name().clone()).collect(),
@@ -216,8 +242,8 @@ impl TableProvider for TributaryTable {
         Ok(filters
             .iter()
             .map(|f| match predicate(f, &self.schema) {
-                Some(_) => TableProviderFilterPushDown::Exact,
-                None => TableProviderFilterPushDown::Unsupported,
+                Some(_) if self.changes.is_none() => TableProviderFilterPushDown::Exact,
+                _ => TableProviderFilterPushDown::Unsupported,
             })
             .collect())
     }

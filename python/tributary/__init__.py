@@ -404,7 +404,9 @@ def sql(
     ``storage_options``, which may end in options after ``@``:
     ``@as-of=T`` (time travel to instant ``T``), ``@read-optimized``, or
     ``@incremental=BEGIN..END`` (what the commits completed in that window
-    wrote), as ``tributary sql --table`` takes them:
+    wrote), or ``@changes=BEGIN..END`` (that window's change feed, as
+    :meth:`Table.changes` gives it), as ``tributary sql --table`` takes
+    them:
 
     >>> tributary.sql(  # doctest: +SKIP
     ...     "SELECT n.id, n.fare - o.fare AS change FROM n JOIN o ON n.id = o.id",

@@ -20,6 +20,10 @@
 //! - **Or one service process** in place of those two, in some histories:
 //!   [`tributary::serve`] with schedules drawn from the seed, doing all of
 //!   it (rollback, compaction, cleaning and archiving) in one loop.
+//! - **A change-feed consumer**, in some histories: it follows
+//!   [`Table::changes`] window after window into a replica built from the
+//!   feed alone (`feed.rs`), starting again from a snapshot when the
+//!   cleaner overtook it; at the end the replica must equal the table.
 //! - **The crash controller** crashes a random process at random times and
 //!   restarts it after a while. With [`Scale::zombies`], it freezes some
 //!   instead of crashing them: a new incarnation takes the frozen one's
@@ -48,13 +52,14 @@ use rand::{Rng, SeedableRng};
 use tokio::task::JoinHandle;
 use tributary::timeline::{ErrorKind, InProcessLock, LockProvider, SequenceGroup, TableLocation, TimeMode};
 use tributary::{
-    Alteration, ArchiveSettings, CleanRetention, CreateOptions, HistorySettings, LockKind, ServiceEvent,
+    Alteration, ArchiveSettings, CleanRetention, CreateOptions, HistorySettings, InstantTime, LockKind, ServiceEvent,
     ServiceSchedule, Table, TableSettings, TimeSettings,
 };
 use tributary_compaction::CompactorSettings;
 use tributary_writer::{SourceLease, WriteClient, WriteSettings};
 
 use crate::check::{Checker, Ledger};
+use crate::feed::Feed;
 use crate::recovery::Recovery;
 use crate::workload::{BatchId, Role, Rows, Workload};
 use crate::world::{FaultKind, FaultPlan, LONGEST_PAUSE, ProcessStore, SimClock, World};
@@ -144,6 +149,9 @@ pub struct Outcome {
     pub checks: usize,
     /// Instants in the table's LSM history at the end.
     pub archived: usize,
+    /// The change-feed consumer's windows, changes and starts from a
+    /// snapshot (zeros in a history without one).
+    pub feed: (usize, usize, usize),
     /// Store operations that took effect.
     pub ops: u64,
     /// The fingerprint of those operations: a replay must match it.
@@ -196,6 +204,8 @@ enum Part {
     Cleaner,
     /// `serve`: compaction, cleaning and archiving in one process.
     Service,
+    /// Follows the change feed.
+    Consumer,
 }
 
 /// A process slot: its part, its current incarnation's view and task.
@@ -241,6 +251,8 @@ struct History {
     /// The table's bound on uncompacted logs per file group, when the
     /// history draws a tight one (writers then wait for compaction).
     bound: Option<usize>,
+    /// The change-feed consumer's position and replica.
+    feed: Mutex<Feed>,
     /// Per writer: whether it commits as an ingest job does, its position
     /// recorded under source ids it takes over ([`SOURCE_LANES`]) rather
     /// than under its registered writer id.
@@ -310,6 +322,8 @@ impl History {
         } else {
             parts.extend([Part::Compactor, Part::Cleaner]);
         }
+        // Its clock is drawn after the others', so theirs stay as they were.
+        let consumer = services.random_bool(0.3);
         let slots: Vec<Slot> = parts
             .into_iter()
             .map(|part| Slot {
@@ -321,6 +335,17 @@ impl History {
                 task: None,
             })
             .collect();
+        let mut slots = slots;
+        if consumer {
+            slots.push(Slot {
+                part: Part::Consumer,
+                clock_offset_ms: services.random_range(-MAX_OFFSET_MS..=MAX_OFFSET_MS),
+                drift_ppm: services.random_range(-MAX_DRIFT_PPM..=MAX_DRIFT_PPM),
+                incarnation: 0,
+                store: None,
+                task: None,
+            });
+        }
         let clocks = slots.iter().map(|s| (s.clock_offset_ms, s.drift_ppm)).collect();
         let mut sources = StdRng::seed_from_u64(seed ^ 0x534f_5552_4345);
         let sourced = (0..writers).map(|_| sources.random_bool(0.3)).collect();
@@ -344,6 +369,7 @@ impl History {
             clocks,
             recovery: Mutex::new(Recovery::new(HEARTBEAT_EXPIRY)),
             bound,
+            feed: Mutex::new(Feed::default()),
             sourced,
         })
     }
@@ -438,6 +464,7 @@ impl History {
                 Part::Compactor => this.compactor(s, clock, pid).await,
                 Part::Cleaner => this.cleaner(s, clock, pid).await,
                 Part::Service => this.service(s, clock, pid).await,
+                Part::Consumer => this.consumer(s, clock, pid).await,
             }
         }));
         slot.store = Some(store);
@@ -703,6 +730,65 @@ impl History {
         }
     }
 
+    /// Follows the change feed now and then.
+    async fn consumer(self: Arc<Self>, store: ProcessStore, clock: Arc<SimClock>, pid: u32) {
+        let who = format!("feed consumer (process {pid})");
+        loop {
+            tokio::time::sleep(self.pause(300..5_000)).await;
+            let run = async {
+                let table = self.open(&store, clock.clone(), pid).await?;
+                self.follow(&table, &who).await
+            };
+            if let Err(e) = run.await {
+                self.expect(&who, e);
+            }
+        }
+    }
+
+    /// Applies the next window of the feed to the consumer's replica, or
+    /// starts it again from a snapshot when the cleaner overtook its
+    /// position (the table refuses the window as invalid input).
+    async fn follow(&self, table: &Table, who: &str) -> tributary::Result<()> {
+        let from = self.feed().position();
+        match table.changes(&from, &InstantTime::LATEST).await {
+            Ok(window) => {
+                if let Err(e) = self.feed().apply(&from, &window) {
+                    self.fail(format!("{who}: {e}"));
+                }
+                Ok(())
+            }
+            Err(e) if e.kind() == ErrorKind::InvalidInput => {
+                let timeline = table.timeline().await?;
+                let snapshot = crate::feed::snapshot(table, &timeline).await?;
+                let mut feed = self.feed();
+                if feed.position() == from
+                    && let Err(e) = feed.restart(&timeline, &snapshot)
+                {
+                    self.fail(format!("{who}: {e}"));
+                }
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn feed(&self) -> std::sync::MutexGuard<'_, Feed> {
+        self.feed.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The consumer catches up with `table` (now alone on a calm store) and
+    /// its replica must equal the table's snapshot.
+    async fn check_feed(&self, table: &Table, what: &str) -> Result<(), String> {
+        let who = format!("the feed consumer at {what}");
+        self.follow(table, &who).await.map_err(|e| format!("{who}: {e}"))?;
+        if let Some(f) = self.failed() {
+            return Err(f);
+        }
+        let timeline = table.timeline().await.map_err(|e| format!("{who}: {e}"))?;
+        let snapshot = crate::feed::snapshot(table, &timeline).await.map_err(|e| format!("{who}: {e}"))?;
+        self.feed().matches(&snapshot).map_err(|e| format!("{who}: {e}"))
+    }
+
     /// Crashes a random process now and then, and restarts it.
     async fn crash_controller(self: Arc<Self>) {
         let n = self.slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len();
@@ -795,6 +881,15 @@ impl History {
         let store = self.world.process(pid);
         let clock = Arc::new(SimClock::new(EPOCH_MS, self.start, 0, 0));
         let table = self.open(&store, clock, pid).await.map_err(|e| format!("final open: {e}"))?;
+        let consumer = self
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .any(|s| s.part == Part::Consumer);
+        if consumer {
+            self.check_feed(&table, "the end of the writes").await?;
+        }
         table.clean(1).await.map_err(|e| format!("final clean: {e}"))?;
         let compactor =
             table.compactor(CompactorSettings::default()).await.map_err(|e| format!("final compactor: {e}"))?;
@@ -808,6 +903,14 @@ impl History {
             }
         }
         table.archive(&TIGHT_ARCHIVING).await.map_err(|e| format!("final archiving: {e}"))?;
+        if consumer {
+            // Compactions, a clean and archiving changed no row.
+            self.check_feed(&table, "the end").await?;
+        }
+        let feed = {
+            let feed = self.feed();
+            (feed.windows, feed.changes, feed.restarts)
+        };
         let timeline = table.timeline().await.map_err(|e| format!("final timeline: {e}"))?;
         let archived = timeline.instants().filter(|i| timeline.is_archived(&i.requested)).count();
         self.check_pending(&mut checker).await?;
@@ -819,6 +922,7 @@ impl History {
             faults: self.world.faults(),
             checks: checker.checks,
             archived,
+            feed,
             ops,
             trace,
             virtual_time: self.start.elapsed(),

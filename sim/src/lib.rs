@@ -32,6 +32,7 @@
 //! ```
 
 pub mod check;
+mod feed;
 pub mod history;
 pub mod recovery;
 pub mod workload;

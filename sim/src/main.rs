@@ -81,12 +81,15 @@ fn main() {
             Ok(o) => {
                 println!(
                     "seed {seed}: passed {} checks; {} store operations (trace {:016x}); {:.1} s of virtual time; \
-                     {} instants archived",
+                     {} instants archived; change feed: {} windows, {} changes, {} starts from a snapshot",
                     o.checks,
                     o.ops,
                     o.trace,
                     o.virtual_time.as_secs_f64(),
-                    o.archived
+                    o.archived,
+                    o.feed.0,
+                    o.feed.1,
+                    o.feed.2
                 );
                 for (k, n) in &o.faults {
                     println!("  {}: {n}", k.name());
@@ -106,6 +109,8 @@ fn main() {
     let faults: Mutex<BTreeMap<FaultKind, u64>> = Mutex::new(BTreeMap::new());
     let (passed, checks, ops) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let archived = AtomicU64::new(0);
+    // The change-feed consumers': windows, changes, starts from a snapshot.
+    let feed = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
     let failures: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
     let started = std::time::Instant::now();
     std::thread::scope(|s| {
@@ -125,6 +130,9 @@ fn main() {
                             checks.fetch_add(o.checks as u64, Ordering::Relaxed);
                             ops.fetch_add(o.ops, Ordering::Relaxed);
                             archived.fetch_add(o.archived as u64, Ordering::Relaxed);
+                            for (total, n) in feed.iter().zip([o.feed.0, o.feed.1, o.feed.2]) {
+                                total.fetch_add(n as u64, Ordering::Relaxed);
+                            }
                             let mut f = faults.lock().expect("fault counts");
                             for (k, n) in o.faults {
                                 *f.entry(k).or_default() += n;
@@ -156,11 +164,14 @@ fn main() {
     };
     println!(
         "{n} histories passed in {secs:.1} s ({:.0} histories/s on {threads} threads{cpu}); {} checks, {} store operations, \
-         {} instants archived",
+         {} instants archived; change feed: {} windows, {} changes, {} starts from a snapshot",
         n as f64 / secs,
         checks.load(Ordering::Relaxed),
         ops.load(Ordering::Relaxed),
-        archived.load(Ordering::Relaxed)
+        archived.load(Ordering::Relaxed),
+        feed[0].load(Ordering::Relaxed),
+        feed[1].load(Ordering::Relaxed),
+        feed[2].load(Ordering::Relaxed)
     );
     let faults = faults.lock().expect("fault counts");
     for k in FaultKind::ALL {

@@ -95,8 +95,8 @@ impl Table {
     /// nothing and is not in the feed; replaying the feed onto the table as
     /// it was at `begin` gives the table at `end`.
     ///
-    /// A window starting before what the latest clean retains is
-    /// [`Error::InvalidInput`]: the slices it needs are gone.
+    /// A window starting before what the latest clean (or a pending one)
+    /// retains is [`Error::InvalidInput`]: the slices it needs are gone.
     ///
     /// ```
     /// # async fn example(table: &tributary_table::Table) -> tributary_table::Result<()> {
@@ -120,7 +120,6 @@ impl Table {
         if end < begin {
             return Err(Error::InvalidInput { what: what(), reason: "the window ends before it begins".into() });
         }
-        self.check_not_cleaned(full, begin, what()).await?;
         let end = match end {
             e if *e == InstantTime::LATEST => {
                 full.latest_completed().map_or_else(|| begin.clone(), |i| i.visible_at().clone()).max(begin.clone())
@@ -146,6 +145,9 @@ impl Table {
             return Ok(Changes { begin: begin.clone(), end, rows: RecordBatch::new_empty(layout.out.clone()) });
         }
         let files = Files::list(self, full).await?;
+        // After the listing: a clean that removed a slice the window needs
+        // is on the timeline by then.
+        self.check_not_cleaned(begin, what()).await?;
         let mut before: HashMap<GroupId, Arc<Image>> = HashMap::new();
         let mut parts = Vec::new();
         let start = full.completed_by(begin);

@@ -88,14 +88,17 @@ impl Table {
     }
 
     /// Refuses a read of the table as it was at `t` (time travel, or the
-    /// start of a change feed's window; `what` names the read) when the
-    /// latest clean removed what `t` saw: `t` is before the earliest commit
-    /// that clean retains (Hudi's `validateTimestampAsOf`). Older file
-    /// slices are gone, and a read would return a partial table without
-    /// telling.
-    pub(crate) async fn check_not_cleaned(&self, timeline: &Timeline, t: &InstantTime, what: String) -> Result<()> {
+    /// start of a change feed's window; `what` names the read) when a clean
+    /// removed, or is removing, what `t` saw: `t` is before the earliest
+    /// commit that the latest clean, or a pending one, retains (Hudi's
+    /// `validateTimestampAsOf`, which looks at completed cleans only). Older
+    /// file slices are gone, and a read would return a partial table
+    /// without telling. The timeline is loaded here, after the caller
+    /// listed the files it reads ([`tributary_compaction::cleaned_before`]).
+    pub(crate) async fn check_not_cleaned(&self, t: &InstantTime, what: String) -> Result<()> {
         let folder = TimelineFolder::new(self.location(), self.config());
-        match tributary_compaction::latest_clean_retained(&folder, timeline).await? {
+        let timeline = self.timeline().await?;
+        match tributary_compaction::cleaned_before(&folder, &timeline).await? {
             Some(retained) if *t < retained => Err(Error::InvalidInput {
                 what,
                 reason: format!(

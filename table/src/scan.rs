@@ -163,10 +163,7 @@ impl<'t> Scan<'t> {
             None => table.timeline().await?,
         };
         let timeline = match &self.as_of {
-            Some(t) => {
-                table.check_not_cleaned(&full, t, format!("time travel to {t} in {loc}")).await?;
-                full.filtered(|i| &i.requested <= t)
-            }
+            Some(t) => full.filtered(|i| &i.requested <= t),
             None => full,
         };
         // Time travel sees the schema (and sequence groups) in force then.
@@ -207,6 +204,11 @@ impl<'t> Scan<'t> {
             Some(w) => w.view(table, &timeline).await?,
             None => FileSystemView::load(loc, table.config(), &timeline).await?,
         };
+        if let Some(t) = &self.as_of {
+            // After the listing: a clean that removed what `t` saw is on
+            // the timeline by then.
+            table.check_not_cleaned(t, format!("time travel to {t} in {loc}")).await?;
+        }
         let base_only = self.query == Query::ReadOptimized;
         let prune = Pruning::new(self.filter.as_ref(), &config, &schema);
         let slices: Vec<FileSlice> = view

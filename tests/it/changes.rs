@@ -315,3 +315,61 @@ fn random_op(rng: &mut StdRng) -> Op {
         _ => Op::Delete { key, ts },
     }
 }
+
+/// The feed through the binary: `tributary changes` prints what
+/// [`Table::changes`] returns, `tributary sql` queries it as a table
+/// (`@changes=BEGIN..END`), and a window that ends before it begins is
+/// refused naming the table.
+#[test]
+fn the_binary_prints_and_queries_the_feed() {
+    let Some(place) = Place::new() else { return };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let (want, first) = rt.block_on(async {
+        let table = new_table(&place).await;
+        let ops = |key, ts| vec![Op::C { key, note: 7, ts }, Op::A { key, a1: 1, ts_a: ts }];
+        let rounds: Vec<Round> = (0..4u8)
+            .map(|n| Round {
+                ops: [ops(n % 3, 10 + n as i64), vec![Op::Delete { key: 2, ts: 12 }]].concat(),
+                compact: n == 2,
+                seed: n.into(),
+            })
+            .collect();
+        let (done, _) = run(&table, &rounds).await;
+        let feed = table.changes(&InstantTime::EARLIEST, &InstantTime::LATEST).await.unwrap();
+        (changes_of(&feed.rows), done[0].completed.clone())
+    });
+    let uri = place.table("t").uri().to_string();
+    let printed = tributary_ok(&["changes", &uri]);
+    let lines: Vec<serde_json::Value> = printed.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let got: Vec<(String, String, String)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["completion_time"].as_str().unwrap().into(),
+                l["record_key"].as_str().unwrap().into(),
+                l["op"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String, String)> =
+        want.iter().map(|c| (c.0.clone(), c.1.clone(), c.2.clone())).collect();
+    assert_eq!(got, expected, "tributary changes");
+    assert!(expected.iter().any(|c| c.2 == "u") && expected.iter().any(|c| c.2 == "d"), "{expected:?}");
+
+    let query = "SELECT completion_time, record_key, op, after.a1 AS a1 FROM c WHERE op <> 'i' \
+                 ORDER BY completion_time, record_key";
+    let spec = format!("c={uri}@changes={first}..");
+    let rows: Vec<serde_json::Value> =
+        tributary_ok(&["sql", query, "--table", &spec]).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let later: Vec<&Change> = want.iter().filter(|c| c.0 > first.to_string() && c.2 != "i").collect();
+    assert_eq!(rows.len(), later.len(), "{rows:?}");
+    for (row, c) in rows.iter().zip(later) {
+        assert_eq!((row["record_key"].as_str().unwrap(), row["op"].as_str().unwrap()), (c.1.as_str(), c.2.as_str()));
+        assert_eq!(row["a1"].as_str(), c.4.as_ref().and_then(|r| r.a1.as_deref()), "{row}");
+    }
+
+    let err = tributary_err(&["changes", &uri, "--begin", "20990101000000000", "--end", "20200101000000000"]);
+    assert!(err.contains("ends before it begins") && err.contains(place.table("t").uri()), "{err}");
+    let err = tributary_err(&["sql", "SELECT * FROM c", "--table", &format!("c={uri}@changes=x")]);
+    assert!(err.contains("changes=BEGIN..END"), "{err}");
+}

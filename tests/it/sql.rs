@@ -217,7 +217,8 @@ async fn the_provider_states_the_bytes_it_reads() {
     assert!(all > 0);
     let ctx = SessionContext::new();
     for (query, want) in [(Query::Snapshot, all), (Query::ReadOptimized, 0)] {
-        let provider = TributaryTable::new(u.clone(), ReadAs { query: query.clone(), as_of: None }).await.unwrap();
+        let provider =
+            TributaryTable::new(u.clone(), ReadAs { query: query.clone(), as_of: None, changes: None }).await.unwrap();
         let exec = provider.scan(&ctx.state(), None, &[], None).await.unwrap();
         let stats = StatisticsContext::new().compute(exec.as_ref(), &StatisticsArgs::new()).unwrap();
         assert_eq!(stats.total_byte_size, Precision::Inexact(want), "{query:?}");

@@ -427,9 +427,10 @@ pub(crate) enum Command {
         /// The query: SELECT ..., EXPLAIN ..., over the tables' names.
         query: String,
         /// A table by name: NAME=URI, optionally read as of an instant
-        /// (NAME=URI@as-of=T), read-optimized (@read-optimized) or
-        /// incremental (@incremental=BEGIN..END, completion times).
-        /// Repeatable.
+        /// (NAME=URI@as-of=T), read-optimized (@read-optimized),
+        /// incremental (@incremental=BEGIN..END, completion times), or its
+        /// change feed (@changes=BEGIN..END: the columns of `tributary
+        /// changes`). Repeatable.
         #[arg(long = "table", value_name = "NAME=URI[@OPTION]", required = true, value_parser = table_arg)]
         tables: Vec<TableArg>,
         /// Output format.
@@ -896,7 +897,8 @@ fn parse_property(text: &str) -> Result<(String, String), String> {
 }
 
 /// A table a query names: `NAME=URI`, then options each after `@`:
-/// `@as-of=T`, `@read-optimized`, `@incremental=BEGIN..END`.
+/// `@as-of=T`, `@read-optimized`, `@incremental=BEGIN..END`,
+/// `@changes=BEGIN..END`.
 #[derive(Clone, Debug)]
 pub(crate) struct TableArg {
     pub(crate) name: String,
@@ -904,7 +906,7 @@ pub(crate) struct TableArg {
     pub(crate) read_as: tributary::sql::ReadAs,
 }
 
-/// Parses `--table NAME=URI[@as-of=T][@read-optimized][@incremental=B..E]`.
+/// Parses `--table NAME=URI[@as-of=T][@read-optimized][@incremental=B..E][@changes=B..E]`.
 pub(crate) fn table_arg(s: &str) -> Result<TableArg, String> {
     let (name, rest) = s.split_once('=').ok_or_else(|| format!("`{s}`: expected NAME=URI"))?;
     let (uri, read_as) = tributary::sql::ReadAs::of_spec(rest).map_err(|e| format!("`{s}`: {e}"))?;

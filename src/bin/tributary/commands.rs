@@ -173,7 +173,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             } else if plain {
                 stream(store, table, query, as_of, meta, format).await?;
             } else {
-                let read_as = tributary::sql::ReadAs { query, as_of };
+                let read_as = tributary::sql::ReadAs { query, as_of, changes: None };
                 let pick = crate::sql::Selection { columns, filter, limit, meta, sort };
                 crate::sql::read(store, table, read_as, pick, format).await?;
             }
