@@ -52,7 +52,12 @@ const REGRESSIONS: &[(u64, Stalls)] = &[
 ///   appeared. The write completed without the log recovery had deleted.
 ///   (`tests/it/client.rs` checks the fixed step itself: the seed draws
 ///   another history once the library's requests change.)
-const DEFAULT_REGRESSIONS: &[u64] = &[41792];
+/// - 119: the change-feed consumer asked for a window beginning before
+///   what an inflight clean retained; only completed cleans were checked,
+///   so the window was answered from the slices left, and a key the
+///   consumer held came back as an insert. (`compaction/src/clean.rs`
+///   checks `cleaned_before` itself.)
+const DEFAULT_REGRESSIONS: &[u64] = &[41792, 119];
 
 fn pass(seed: u64, scale: &Scale) -> tributary_sim::Outcome {
     run(seed, scale).unwrap_or_else(|e| {

@@ -148,13 +148,22 @@ impl Table {
         // After the listing: a clean that removed a slice the window needs
         // is on the timeline by then.
         self.check_not_cleaned(begin, what()).await?;
-        let mut before: HashMap<GroupId, Arc<Image>> = HashMap::new();
+        // A consumer's next window begins where its last ended: the groups'
+        // rows then are those that window ended with, if the schema is the
+        // same. The table at a completion time never changes afterwards.
+        let mut before: HashMap<GroupId, Arc<Image>> = loc
+            .recall::<Ending>(ENDING)
+            .filter(|kept| kept.end == *begin && kept.schema == layout.out)
+            .map(|kept| kept.images.clone())
+            .unwrap_or_default();
         let mut parts = Vec::new();
         let start = full.completed_by(begin);
+        let mut changed: HashSet<GroupId> = HashSet::new();
         for commit in commits {
             let at = commit.visible_at();
             let timeline = full.completed_by(at);
             let groups = files.written_by(&config, commit);
+            changed.extend(groups.iter().cloned());
             let ctx = Point { table: self, schema: &schema, config: &config, files: &files };
             let images: Vec<(GroupId, Arc<Image>, Arc<Image>)> = futures::stream::iter(groups)
                 .map(|g| {
@@ -180,8 +189,24 @@ impl Table {
             }
         }
         let rows = layout.ordered(parts, loc)?;
+        // The groups this window changed, as they were at its end.
+        before.retain(|g, _| changed.contains(g));
+        loc.remember(ENDING, Arc::new(Ending { end: end.clone(), schema: layout.out.clone(), images: before }));
         Ok(Changes { begin: begin.clone(), end, rows })
     }
+}
+
+/// Where the images a window ended with are kept (the table location's memo).
+const ENDING: &str = "change feed: the groups a window changed, at its end";
+
+/// The rows of the groups a window changed, at its end (a completion
+/// time): the rows before of the next window that begins there.
+struct Ending {
+    end: InstantTime,
+    /// The feed's schema, which holds the table schema the rows were
+    /// merged in.
+    schema: SchemaRef,
+    images: HashMap<GroupId, Arc<Image>>,
 }
 
 /// Whether instants of `action` can change what readers see: writes, not

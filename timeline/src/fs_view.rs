@@ -213,6 +213,11 @@ impl FileSystemView {
                 match LogFileName::parse(&f.name) {
                     // Files of instants that have not completed are invisible.
                     Ok(n) if !timeline.is_completed(&n.instant) => {}
+                    // Change-data logs (`.cdc`, Hudi's CDC files, written by
+                    // Java's merge handles and compactions) hold change
+                    // records, not data: Hudi's readers skip them too
+                    // (`HoodieLogFile.isCDC`).
+                    Ok(n) if !n.suffix.is_empty() => {}
                     Ok(n) => logs.push((n, f)),
                     Err(e) => skipped.push(e.to_string()),
                 }
@@ -529,6 +534,20 @@ mod tests {
     /// completion time comes from the history, and the log stays there
     /// (with the requested time standing in, it fell into the old slice,
     /// which readers drop once the compaction completed).
+    /// Change-data logs (`.cdc`) are no part of a slice.
+    #[test]
+    fn change_data_logs_are_left_out() {
+        let tl = Timeline::from_layout2_names([
+            "20250101000000010.deltacommit.requested",
+            "20250101000000010_20250101000000011.deltacommit",
+        ]);
+        let fid = "00000000-0000-0000-0000-000000000000-0";
+        let data = format!(".{fid}_20250101000000010.log.1_0-1-1");
+        let files = vec![file("p", &data), file("p", &format!("{data}.cdc"))];
+        let view = FileSystemView::build(&tl, files, &PlannedGroups::default());
+        assert_eq!(view.latest_slices().pop().unwrap().log_file_names(), [data.as_str()]);
+    }
+
     /// A compaction's tombstone log comes first in its slice, before a log
     /// requested before the compaction that completed after it.
     #[test]
