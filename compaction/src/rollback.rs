@@ -422,11 +422,7 @@ pub(crate) async fn delete_orphans(
     let mut deleted = Vec::new();
     let mut instants = BTreeSet::new();
     for f in files {
-        let instant = match (LogFileName::parse(&f.name), BaseFileName::parse(&f.name)) {
-            (Ok(log), _) => log.instant,
-            (_, Ok(base)) => base.instant,
-            _ => continue,
-        };
+        let Some((_, instant)) = f.written() else { continue };
         if timeline.get(&instant).is_some() {
             continue;
         }

@@ -27,7 +27,7 @@
 //! `begin`: one that starts before what the latest clean retains is
 //! refused, as time travel is. The cleaner's retention is the feed's.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, RecordBatch, StringArray, StructArray, new_null_array};
@@ -38,8 +38,8 @@ use futures::{StreamExt, TryStreamExt};
 use tributary_format::{META_FIELDS, PARTITION_PATH, RECORD_KEY, TableSchema};
 use tributary_merge::{BaseRows, RowOrder, SliceFiles, SliceMerge, merge_slice};
 use tributary_timeline::{
-    Action, BaseFileName, DataFile, FileSystemView, GroupId, Instant, InstantTime, LogFileName, PlannedGroups,
-    TableConfig, Timeline, list_data_files, replaced_groups,
+    Action, DataFile, FileSystemView, GroupId, Instant, InstantTime, PlannedGroups, TableConfig, Timeline,
+    list_data_files, replaced_groups,
 };
 
 use crate::error::{Error, Result};
@@ -225,6 +225,8 @@ fn changes_rows(action: Action) -> bool {
 /// The table's data files, listed once for a whole window, by file group.
 struct Files {
     groups: BTreeMap<GroupId, Vec<DataFile>>,
+    /// The groups holding a file each instant wrote.
+    written: HashMap<InstantTime, BTreeSet<GroupId>>,
     /// The groups replaced by completed replace commits, with the instant
     /// that replaced them.
     replaced: BTreeMap<GroupId, InstantTime>,
@@ -234,29 +236,25 @@ impl Files {
     async fn list(table: &Table, full: &Timeline) -> Result<Self> {
         let loc = table.location();
         let mut groups: BTreeMap<GroupId, Vec<DataFile>> = BTreeMap::new();
+        let mut written: HashMap<InstantTime, BTreeSet<GroupId>> = HashMap::new();
         for f in list_data_files(loc).await? {
-            let file_id = match LogFileName::parse(&f.name) {
-                Ok(n) => Some(n.file_id),
-                Err(_) => BaseFileName::parse(&f.name).ok().map(|n| n.file_id),
-            };
-            if let Some(id) = file_id {
-                groups.entry((f.partition.clone(), id)).or_default().push(f);
+            if let Some((group, instant)) = f.written() {
+                written.entry(instant).or_default().insert(group.clone());
+                groups.entry(group).or_default().push(f);
             }
         }
         let replaced = replaced_groups(loc, table.config(), full).await?.replaced;
-        Ok(Self { groups, replaced })
+        Ok(Self { groups, written, replaced })
     }
 
     /// The file groups `commit` may have changed: those holding a file its
     /// instant wrote. Before table version 8 a log file is named by its
     /// slice's base instant, not the commit's, so every group is taken.
     fn written_by(&self, config: &TableConfig, commit: &Instant) -> Vec<GroupId> {
-        let named = config.version >= 8;
-        let wrote = |f: &DataFile| match LogFileName::parse(&f.name) {
-            Ok(n) => n.instant == commit.requested,
-            Err(_) => BaseFileName::parse(&f.name).is_ok_and(|n| n.instant == commit.requested),
-        };
-        self.groups.iter().filter(|(_, files)| !named || files.iter().any(wrote)).map(|(g, _)| g.clone()).collect()
+        match config.version >= 8 {
+            true => self.written.get(&commit.requested).into_iter().flatten().cloned().collect(),
+            false => self.groups.keys().cloned().collect(),
+        }
     }
 }
 

@@ -41,6 +41,19 @@ pub struct DataFile {
     pub size: u64,
 }
 
+impl DataFile {
+    /// The file group and the instant a data file's name gives (a log's
+    /// delta commit, or before table version 8 its slice's base instant; a
+    /// base file's commit); `None` for a name that is neither.
+    pub fn written(&self) -> Option<(GroupId, InstantTime)> {
+        let (file_id, instant) = match LogFileName::parse(&self.name) {
+            Ok(n) => (n.file_id, n.instant),
+            Err(_) => BaseFileName::parse(&self.name).map(|n| (n.file_id, n.instant)).ok()?,
+        };
+        Some(((self.partition.clone(), file_id), instant))
+    }
+}
+
 /// A base (Parquet) file of a slice.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BaseFile {
@@ -194,20 +207,15 @@ impl FileSystemView {
             if f.name == PARTITION_METADATA {
                 continue;
             }
-            if !planned.replaced.is_empty() {
-                let file_id = LogFileName::parse(&f.name)
-                    .map(|n| n.file_id)
-                    .or_else(|_| BaseFileName::parse(&f.name).map(|n| n.file_id));
-                if let Ok(file_id) = file_id
-                    && let Some(by) = planned.replaced.get(&(f.partition.clone(), file_id.clone()))
-                {
-                    let group = (f.partition.clone(), file_id);
-                    let entry = replaced
-                        .entry(group)
-                        .or_insert_with(|| ReplacedGroup { replaced_by: by.clone(), files: Vec::new() });
-                    entry.files.push(f);
-                    continue;
-                }
+            if !planned.replaced.is_empty()
+                && let Some((group, _)) = f.written()
+                && let Some(by) = planned.replaced.get(&group)
+            {
+                let entry = replaced
+                    .entry(group)
+                    .or_insert_with(|| ReplacedGroup { replaced_by: by.clone(), files: Vec::new() });
+                entry.files.push(f);
+                continue;
             }
             if f.name.starts_with('.') && f.name.contains(".log.") {
                 match LogFileName::parse(&f.name) {
