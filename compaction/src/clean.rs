@@ -184,7 +184,8 @@ pub async fn clean(
     let planned = planned_groups(loc, config, &timeline).await?;
     let view = FileSystemView::build(&timeline, files, &planned);
     let now = time.clock().now_millis();
-    let Some(plan) = plan_clean(loc, &timeline, &view, retention, now) else { return Ok(None) };
+    let keep = change_log_keeps(loc, config).await?;
+    let Some(plan) = plan_clean(loc, &timeline, &view, retention, now, keep.as_ref()) else { return Ok(None) };
     let content = plan.to_avro_container()?;
     let w = writer.clone();
     let requested_content = content.clone();
@@ -202,16 +203,36 @@ pub async fn clean(
     execute(loc, config, time, &r, &plan, content).await.map(Some)
 }
 
+/// On a table that keeps a change log, where its next window begins (the
+/// last change-log commit's instant, or the table's start before the
+/// first): the cleaner keeps the slices that window merges. `None` for a
+/// table without one.
+async fn change_log_keeps(loc: &TableLocation, config: &TableConfig) -> Result<Option<InstantTime>> {
+    if !config.change_log()? {
+        return Ok(None);
+    }
+    let status = tributary_timeline::lookup_writer(loc, config, tributary_timeline::CHANGE_LOG_WRITER).await?;
+    Ok(Some(match status.checkpoint {
+        Some(c) => InstantTime::parse(&c.checkpoint)?,
+        None => InstantTime::EARLIEST,
+    }))
+}
+
 /// Plans a clean keeping what the commits `retention` keeps need, with
 /// `now_millis` the time the hours policy counts back from (see the module
-/// notes); `None` when nothing is to be deleted. Pure: `loc` only names the
-/// files.
+/// notes), and, on a table keeping a change log, what the change log's
+/// next window, beginning at `change_log`, needs; `None` when nothing is
+/// to be deleted. Change-data files (`.cdc`) go once their change-log
+/// commit was requested and completed before the earliest commit to
+/// retain: a change-data query starting there never reads them. Pure:
+/// `loc` only names the files.
 pub(crate) fn plan_clean(
     loc: &TableLocation,
     timeline: &Timeline,
     view: &FileSystemView,
     retention: CleanRetention,
     now_millis: i64,
+    change_log: Option<&InstantTime>,
 ) -> Option<CleanerPlan> {
     if timeline.instants().any(|i| i.action == Action::Savepoint) {
         tracing::warn!("table has savepoints; not cleaning");
@@ -220,6 +241,13 @@ pub(crate) fn plan_clean(
     let mut commits: Vec<&Instant> = timeline.completed().filter(|i| i.action.writes_data()).collect();
     commits.sort_by(|a, b| a.completed.cmp(&b.completed).then_with(|| a.requested.cmp(&b.requested)));
     let mut earliest = earliest_commit_to_retain(&commits, retention, now_millis)?;
+    // The change log's next window merges the table as it was at its start.
+    if let Some(start) = change_log
+        && start < &earliest.requested
+    {
+        earliest =
+            commits.iter().copied().filter(|c| &c.requested <= start).max_by(|a, b| a.requested.cmp(&b.requested))?;
+    }
     if let Some(pending) =
         timeline.pending().filter(|i| i.action.writes_data()).min_by(|a, b| a.requested.cmp(&b.requested))
         && pending.requested < earliest.requested
@@ -260,6 +288,14 @@ pub(crate) fn plan_clean(
                 file_path: Some(fs_path(loc, partition, &f.name)),
                 is_bootstrap_base_file: Some(false),
             }));
+        }
+    }
+    for (name, f) in view.change_data() {
+        if &name.instant < bound && completed_before_bound(&name.instant) {
+            files.entry(f.partition.clone()).or_default().push(CleanFileInfo {
+                file_path: Some(fs_path(loc, &f.partition, &f.name)),
+                is_bootstrap_base_file: Some(false),
+            });
         }
     }
     files.retain(|_, f| !f.is_empty());
@@ -531,7 +567,7 @@ mod tests {
         three_slices(&tb).await;
         let tl = timeline(&tb).await;
         let view = FileSystemView::load(&tb.loc, &tb.config, &tl).await.unwrap();
-        let plan = plan_clean(&tb.loc, &tl, &view, Commits(1), 0).unwrap();
+        let plan = plan_clean(&tb.loc, &tl, &view, Commits(1), 0, None).unwrap();
         // A clean that stopped after its plan and one deletion.
         let r = tb.time.new_instant().await.unwrap();
         let i = Instant::requested(r.clone(), Action::Clean);
@@ -640,7 +676,7 @@ mod tests {
             async move {
                 let tl = Timeline::load(&loc, &config).await.unwrap();
                 let view = FileSystemView::load(&loc, &config, &tl).await.unwrap();
-                plan_clean(&loc, &tl, &view, Hours(24), now).unwrap()
+                plan_clean(&loc, &tl, &view, Hours(24), now, None).unwrap()
             }
         };
         let inside = table().await;

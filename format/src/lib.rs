@@ -57,9 +57,9 @@ pub use schema::{
 
 // Log blocks: framing, then record encoding and decoding.
 pub use codec::{
-    DELETE_DECIMAL_SCALE, DataBlockBatches, DataBlockEncoder, DeleteRecord, MetaFields, OrderingValue,
-    TableDatumEncoder, TableDatums, decode_data_block, decode_delete_content, encode_delete_block,
-    encode_delete_content, rescale_decimal,
+    CdcRecord, DELETE_DECIMAL_SCALE, DataBlockBatches, DataBlockEncoder, DeleteRecord, MetaFields, OrderingValue,
+    TableDatumEncoder, TableDatums, cdc_schema_json, decode_data_block, decode_delete_content, encode_cdc_block,
+    encode_cdc_content, encode_delete_block, encode_delete_content, rescale_decimal,
 };
 pub use decode::{ColumnDecoder, KeyScanner, Scanned};
 pub use log_block::{

@@ -715,6 +715,7 @@ impl History {
                 retention: CleanRetention::Commits(self.world.with_rng(|r| r.random_range(1..=3))),
                 archive_every: Some(self.pause(1_000..10_000)),
                 archive: TIGHT_ARCHIVING,
+                change_log_every: Some(self.pause(500..5_000)),
             };
             let served = tributary::serve(&table, &schedule, std::future::pending(), |event| {
                 if let ServiceEvent::Failed { job, error } = event {

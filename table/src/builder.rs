@@ -216,6 +216,7 @@ impl TableBuilder {
             time_mode: Some(options.time_mode),
             max_logs_per_file_group: options.max_logs_per_file_group,
             evolve_on_write: options.evolve_on_write,
+            change_log: options.change_log,
         });
         // The creation time makes the file this create's own, so a retried
         // create that finds it knows whether it wrote it or found a table.

@@ -115,6 +115,19 @@ impl Table {
     /// [`Table::changes`] at `full`, a timeline of this table the caller
     /// loaded ([`Table::timeline`]).
     pub async fn changes_at(&self, full: &Timeline, begin: &InstantTime, end: &InstantTime) -> Result<Changes> {
+        let w = self.changes_by_group(full, begin, end).await?;
+        let rows = w.layout.ordered(w.parts.into_iter().map(|(_, rows)| rows).collect(), self.location())?;
+        Ok(Changes { begin: begin.clone(), end: w.end, rows })
+    }
+
+    /// The changes of the window `(begin, end]` at `full` file group by
+    /// file group ([`Table::changes_at`] orders them all together).
+    pub(crate) async fn changes_by_group(
+        &self,
+        full: &Timeline,
+        begin: &InstantTime,
+        end: &InstantTime,
+    ) -> Result<GroupChanges> {
         let loc = self.location();
         let what = || format!("the changes of {loc} in ({begin}, {end}]");
         if end < begin {
@@ -147,7 +160,7 @@ impl Table {
                 let images = kept.images.clone();
                 loc.remember(ENDING, Arc::new(Ending { end: end.clone(), schema: layout.out.clone(), images }));
             }
-            return Ok(Changes { begin: begin.clone(), end, rows: RecordBatch::new_empty(layout.out.clone()) });
+            return Ok(GroupChanges { end, schema, layout, parts: Vec::new() });
         }
         let files = Files::list(self, full).await?;
         // After the listing: a clean that removed a slice the window needs
@@ -188,17 +201,29 @@ impl Table {
                 .await?;
             for (g, prev, now) in images {
                 if let Some(part) = layout.diff(&prev, &now, commit, loc)? {
-                    parts.push(part);
+                    parts.push((g.clone(), part));
                 }
                 before.insert(g, now);
             }
         }
-        let rows = layout.ordered(parts, loc)?;
         // The groups this window changed, as they were at its end.
         before.retain(|g, _| changed.contains(g));
         loc.remember(ENDING, Arc::new(Ending { end: end.clone(), schema: layout.out.clone(), images: before }));
-        Ok(Changes { begin: begin.clone(), end, rows })
+        Ok(GroupChanges { end, schema, layout, parts })
     }
+}
+
+/// The changes of a window, file group by file group
+/// ([`Table::changes_by_group`]).
+pub(crate) struct GroupChanges {
+    /// The window's end (as asked, or the latest completion time).
+    pub(crate) end: InstantTime,
+    /// The schema in force at the end, which the images hold.
+    pub(crate) schema: TableSchema,
+    layout: Layout,
+    /// Each group's changes by one commit, in the feed's columns, in
+    /// completion order of the commits.
+    pub(crate) parts: Vec<(GroupId, RecordBatch)>,
 }
 
 /// Where the images a window ended with are kept (the table location's memo).
@@ -218,7 +243,7 @@ struct Ending {
 /// the table services that rewrite rows as they are (compaction, log
 /// compaction) nor those that move them ([`Table::changes_at`] refuses
 /// windows holding those).
-fn changes_rows(action: Action) -> bool {
+pub(crate) fn changes_rows(action: Action) -> bool {
     matches!(action, Action::DeltaCommit | Action::Commit | Action::ReplaceCommit)
 }
 
@@ -238,6 +263,10 @@ impl Files {
         let mut groups: BTreeMap<GroupId, Vec<DataFile>> = BTreeMap::new();
         let mut written: HashMap<InstantTime, BTreeSet<GroupId>> = HashMap::new();
         for f in list_data_files(loc).await? {
+            // A change-log commit's change data changes no row.
+            if f.name.ends_with(tributary_timeline::CHANGE_DATA_SUFFIX) {
+                continue;
+            }
             if let Some((group, instant)) = f.written() {
                 written.entry(instant).or_default().insert(group.clone());
                 groups.entry(group).or_default().push(f);

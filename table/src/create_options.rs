@@ -66,6 +66,10 @@ pub struct CreateOptions {
     /// `write --evolve-schema` does (`tributary.schema.evolve.on.write`).
     /// Default false: a record with an unknown column is refused.
     pub evolve_on_write: bool,
+    /// Whether the table keeps a change log that Hudi's CDC query reads
+    /// (`hoodie.table.cdc.enabled`, [`Table::change_log_writer`](crate::Table::change_log_writer);
+    /// `docs/design.md`, "Change log"). Default false.
+    pub change_log: bool,
 }
 
 impl CreateOptions {
@@ -97,6 +101,7 @@ impl CreateOptions {
             time_mode: TimeMode::HybridLogical,
             max_logs_per_file_group: Some(tributary_timeline::DEFAULT_MAX_LOGS_PER_FILE_GROUP),
             evolve_on_write: false,
+            change_log: false,
         }
     }
 

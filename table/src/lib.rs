@@ -10,6 +10,7 @@
 //! binary can share it.
 
 mod builder;
+mod change_log;
 mod changes;
 mod checkpoint;
 mod components;
@@ -102,6 +103,7 @@ pub use tributary_timeline::metrics;
 pub use service::{ServiceEvent, ServiceReport, ServiceSchedule, serve};
 
 // Reading ([`Table::read`]).
+pub use change_log::{ChangeLogCommit, ChangeLogWriter};
 pub use changes::{
     CHANGE_AFTER, CHANGE_BEFORE, CHANGE_COMMIT_TIME, CHANGE_COMPLETION_TIME, CHANGE_KEY, CHANGE_OP, CHANGE_PARTITION,
     Changes,
@@ -111,6 +113,7 @@ pub use read::{Query, ReadOptions};
 pub use scan::{Scan, ScanPlan, ScanStream};
 pub use schema::{Alteration, SchemaAt};
 pub use tributary_format::{SchemaChange, TableSchema};
+pub use tributary_timeline::CHANGE_LOG_WRITER;
 
 /// Arrow, whose record batches writes take and reads return.
 pub use arrow;

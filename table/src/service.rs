@@ -1,5 +1,5 @@
 //! The table services as one long-running loop: rollback of failed writes,
-//! compaction, cleaning and archiving of one table, each on its own
+//! compaction, the change log, cleaning and archiving of one table, each on its own
 //! schedule ([`ServiceSchedule`]), until a shutdown signal. `tributary
 //! serve` runs one per table.
 //!
@@ -49,11 +49,18 @@ pub struct ServiceSchedule {
     pub archive_every: Option<Duration>,
     /// What archiving keeps.
     pub archive: ArchiveSettings,
+    /// How often the change log records the commits completed since its
+    /// last run, on a table that keeps one ([`Table::change_log_writer`]);
+    /// `None` for never. Each run registers the change-log writer anew, so
+    /// of two loops on one table the later run wins and the other's
+    /// overlapping run fails with a conflict and is retried.
+    pub change_log_every: Option<Duration>,
 }
 
 impl Default for ServiceSchedule {
-    /// Compaction every 10 s, cleaning every 5 minutes (keeping 10
-    /// commits, Hudi's default), archiving every 5 minutes (Hudi's bounds).
+    /// Compaction every 10 s, the change log every 10 s, cleaning every 5
+    /// minutes (keeping 10 commits, Hudi's default), archiving every 5
+    /// minutes (Hudi's bounds).
     fn default() -> Self {
         Self {
             compact_every: Duration::from_secs(10),
@@ -62,6 +69,7 @@ impl Default for ServiceSchedule {
             retention: CleanRetention::Commits(10),
             archive_every: Some(Duration::from_secs(300)),
             archive: ArchiveSettings::default(),
+            change_log_every: Some(Duration::from_secs(10)),
         }
     }
 }
@@ -78,6 +86,9 @@ impl ServiceSchedule {
         }
         if self.archive_every.is_some_and(|d| d.is_zero()) {
             return Err(invalid("archiving interval", "must be above zero"));
+        }
+        if self.change_log_every.is_some_and(|d| d.is_zero()) {
+            return Err(invalid("change-log interval", "must be above zero"));
         }
         self.retention.validate()?;
         Ok(self.archive.validate()?)
@@ -109,9 +120,16 @@ pub enum ServiceEvent {
         /// How long the job took.
         took: Duration,
     },
+    /// The change log ran.
+    ChangeLogged {
+        /// What it recorded; `None` when no commit completed since its last run.
+        done: Option<crate::ChangeLogCommit>,
+        /// How long the job took.
+        took: Duration,
+    },
     /// A job failed; the loop goes on and the next round retries it.
     Failed {
-        /// The job: `compaction`, `cleaning` or `archiving`.
+        /// The job: `compaction`, `change log`, `cleaning` or `archiving`.
         job: &'static str,
         /// Why.
         error: Error,
@@ -127,6 +145,8 @@ pub struct ServiceReport {
     pub cleans: u64,
     /// Archiving rounds run.
     pub archives: u64,
+    /// Change-log rounds run.
+    pub change_logs: u64,
     /// Jobs that failed.
     pub failures: u64,
 }
@@ -147,15 +167,22 @@ pub async fn serve(
     let mut next_compact = start;
     let mut next_clean = schedule.clean_every.map(|d| start + d);
     let mut next_archive = schedule.archive_every.map(|d| start + d);
+    let change_log = schedule.change_log_every.filter(|_| table.config().change_log().unwrap_or(false));
+    let mut next_change_log = change_log.map(|d| start + d);
     let mut archiving = ArchiveTrigger::new(&schedule.archive);
     tokio::pin!(shutdown);
     loop {
         let now = tokio::time::Instant::now();
-        // The job due the longest runs first (compaction, then cleaning,
-        // then archiving on a tie): a job that takes longer than its
-        // interval, or compaction again at once near the bound, never
-        // keeps the others from their turn.
-        let jobs = [(Some(next_compact), Job::Compact), (next_clean, Job::Clean), (next_archive, Job::Archive)];
+        // The job due the longest runs first (compaction, then the change
+        // log, cleaning and archiving on a tie): a job that takes longer
+        // than its interval, or compaction again at once near the bound,
+        // never keeps the others from their turn.
+        let jobs = [
+            (Some(next_compact), Job::Compact),
+            (next_change_log, Job::ChangeLog),
+            (next_clean, Job::Clean),
+            (next_archive, Job::Archive),
+        ];
         let next = jobs.into_iter().filter_map(|(due, job)| Some((due.filter(|d| now >= *d)?, job))).min();
         if let Some((_, Job::Compact)) = next {
             report.compactions += 1;
@@ -176,6 +203,14 @@ pub async fn serve(
                 Err(e) => fail(&mut report, &mut on_event, table, "compaction", e.into()),
             }
             next_compact = tokio::time::Instant::now() + if again { Duration::ZERO } else { schedule.compact_every };
+        } else if let Some((due, Job::ChangeLog)) = next {
+            report.change_logs += 1;
+            let run = async { table.change_log_writer().await?.run_once().await };
+            match timed(table, "change log", run).await {
+                (Ok(done), took) => on_event(ServiceEvent::ChangeLogged { done, took }),
+                (Err(e), _) => fail(&mut report, &mut on_event, table, "change log", e),
+            }
+            next_change_log = change_log.map(|d| due.max(tokio::time::Instant::now()) + d);
         } else if let Some((due, Job::Clean)) = next {
             report.cleans += 1;
             match timed(table, "cleaning", table.clean_with(schedule.retention)).await {
@@ -195,7 +230,11 @@ pub async fn serve(
             }
             next_archive = schedule.archive_every.map(|d| due.max(tokio::time::Instant::now()) + d);
         } else {
-            let wake = [Some(next_compact), next_clean, next_archive].into_iter().flatten().min().unwrap_or(now);
+            let wake = [Some(next_compact), next_change_log, next_clean, next_archive]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(now);
             tokio::select! {
                 () = &mut shutdown => return Ok(report),
                 () = tokio::time::sleep_until(wake) => {}
@@ -223,6 +262,7 @@ async fn timed<T>(table: &Table, job: &'static str, run: impl Future<Output = T>
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Job {
     Compact,
+    ChangeLog,
     Clean,
     Archive,
 }

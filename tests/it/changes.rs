@@ -271,15 +271,7 @@ fn a_consumer_rebuilds_the_table_from_the_feed_alone() {
         let mut rng = StdRng::seed_from_u64(41);
         let (mut cleaned, mut compacted) = (0, 0);
         for round in 0..24 {
-            let ops: Vec<Op> = (0..rng.random_range(1..8)).map(|_| random_op(&mut rng)).collect();
-            let mut open = Vec::new();
-            for (kind, ops) in commits_of(&ops) {
-                open.push(start(&clients[kind], &ops).await);
-            }
-            // The writers complete at once, in whatever order they get there.
-            for summary in futures::future::join_all(open.into_iter().map(|c| c.commit())).await {
-                summary.unwrap();
-            }
+            commit_at_once(&clients, &mut rng).await;
             if round % 3 == 2 {
                 compacted += compactor.run_once().await.unwrap().len();
             }
@@ -302,6 +294,158 @@ fn a_consumer_rebuilds_the_table_from_the_feed_alone() {
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
         assert!(err.to_string().contains("cleaner removed"), "{err}");
     });
+}
+
+/// The change log (`init --change-log`): a change-log writer runs behind
+/// writers that commit at once (completing in any order), a compactor and
+/// a cleaner that keeps two commits and does not wait for it. After each
+/// change-log commit the test reads that commit's `.cdc` files, and only
+/// those, into a replica, which at the end equals the table: the change
+/// log holds every change, once, in an order each before-image follows.
+/// The cleaner never removes what the change log's next window needs, and
+/// removes the change data of commits older than what it keeps. A newer
+/// change-log writer fences the older one.
+#[test]
+fn the_change_log_holds_the_feed_in_hudis_cdc_files() {
+    let Some(place) = Place::new() else { return };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let table = std::sync::Arc::new(crate::wide::new_table_with(&place, |o| o.change_log = true).await);
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        // The round the writers are in: the change-log writer runs during
+        // every fifth round only, so that the cleaner, every fourth, finds
+        // it behind.
+        let (rounds, round_now) = tokio::sync::watch::channel(0usize);
+        let logger = {
+            let table = table.clone();
+            tokio::spawn(async move {
+                let writer = table.change_log_writer().await.unwrap();
+                let (mut replica, mut commits, mut seen) = (State::new(), 0, std::collections::BTreeSet::new());
+                loop {
+                    let last = *stopped.borrow();
+                    if !last && *round_now.borrow() % 5 != 4 {
+                        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                        continue;
+                    }
+                    if let Some(c) = writer.run_once().await.unwrap() {
+                        let files = change_data_files(&table, &c.instant).await;
+                        assert_eq!(files.len(), c.files, "{c:?}");
+                        let mut changes = Vec::new();
+                        for f in &files {
+                            assert!(seen.insert(f.clone()), "{f} recorded twice");
+                            changes.extend(read_change_data(&table, f).await);
+                        }
+                        assert_eq!(changes.len() as u64, c.changes, "{c:?}");
+                        // One file per group: a key's changes are in order
+                        // within its group's file.
+                        replay(&mut replica, &changes).unwrap();
+                        commits += 1;
+                    }
+                    if last {
+                        return (replica, commits);
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+            })
+        };
+        let clients = op_clients(&table).await;
+        let compactor = table.compactor(CompactorSettings::default()).await.unwrap();
+        let mut rng = StdRng::seed_from_u64(43);
+        let mut cleaned = Vec::new();
+        for round in 0..24 {
+            rounds.send_replace(round);
+            commit_at_once(&clients, &mut rng).await;
+            if round % 3 == 2 {
+                compactor.run_once().await.unwrap();
+            }
+            if round % 4 == 3
+                && let Some(c) = table.clean(2).await.unwrap()
+            {
+                cleaned.extend(c.deleted_files);
+            }
+        }
+        stop.send_replace(true);
+        let (replica, commits) = logger.await.unwrap();
+        assert!(commits > 1, "{commits} change-log commits");
+        let want = crate::wide::snapshot(&table).await;
+        assert_eq!(replica, want, "the replica built from {commits} change-log commits");
+        let cdc = tributary::timeline::CHANGE_DATA_SUFFIX;
+        assert!(cleaned.iter().any(|f| f.ends_with(cdc)), "old change data was cleaned: {cleaned:?}");
+
+        // A newer change-log writer fences the older one: its commit fails
+        // and leaves nothing behind.
+        let older = table.change_log_writer().await.unwrap();
+        let _newer = table.change_log_writer().await.unwrap();
+        let mut c = clients[2].start_commit().await.unwrap();
+        c.write_json(&[op_json(&Op::C { key: 1, note: 99, ts: 99 })], "ops", 1).await.unwrap();
+        c.commit().await.unwrap();
+        let before = table.timeline().await.unwrap().completed().count();
+        let err = older.run_once().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+        assert_eq!(table.timeline().await.unwrap().completed().count(), before, "nothing of it completed");
+        let pending = table.timeline().await.unwrap().pending().count();
+        assert_eq!(pending, 0, "its instant was withdrawn");
+    });
+}
+
+/// The `.cdc` files of the change-log commit at `instant`, by path.
+async fn change_data_files(table: &Table, instant: &InstantTime) -> Vec<String> {
+    use futures::TryStreamExt;
+    let loc = table.location();
+    let cdc = tributary::timeline::CHANGE_DATA_SUFFIX;
+    let mut files: Vec<String> = loc
+        .store
+        .list(Some(&loc.root))
+        .map_ok(|o| o.location.to_string())
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.ends_with(cdc) && p.contains(&format!("_{instant}.log.")))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The changes a `.cdc` file holds, decoded with the schema its block
+/// names: Hudi's CDC records (`op`, `ts_ms`, `before`, `after`).
+async fn read_change_data(table: &Table, path: &str) -> Vec<Change> {
+    use object_store::ObjectStoreExt;
+    let loc = table.location();
+    let bytes = loc.store.get(&object_store::path::Path::from(path)).await.unwrap().bytes().await.unwrap();
+    let mut changes = Vec::new();
+    for block in tributary_format::LogBlock::decode_all(&bytes, path).unwrap() {
+        assert_eq!(block.block_type, tributary_format::BlockType::CdcData, "{path}");
+        let schema = block.header(tributary_format::HeaderKey::Schema).unwrap();
+        let rows = tributary_format::decode_data_block(&block.content, schema, schema, path).unwrap();
+        let op = rows.column_by_name("op").unwrap().as_string::<i32>().clone();
+        let ts = rows.column_by_name("ts_ms").unwrap().as_string::<i32>().clone();
+        let image = |n: &str| rows.column_by_name(n).unwrap().as_any().downcast_ref::<StructArray>().unwrap().clone();
+        let (before, after) = (image("before"), image("after"));
+        let row = |s: &StructArray, i: usize| {
+            (!s.is_null(i)).then(|| model_row(s.columns(), &Schema::new(s.fields().clone()), i))
+        };
+        for i in 0..rows.num_rows() {
+            let (b, a) = (row(&before, i), row(&after, i));
+            let key = a.as_ref().or(b.as_ref()).map(|r| r.0.clone()).unwrap();
+            changes.push((ts.value(i).to_string(), key, op.value(i).to_string(), b.map(|r| r.1), a.map(|r| r.1)));
+        }
+    }
+    changes
+}
+
+/// One round of the consumer tests' writers: a few random ops, one commit
+/// per kind of op, started in order and completing at once, in whatever
+/// order they get there.
+async fn commit_at_once(clients: &[WriteClient], rng: &mut StdRng) {
+    let ops: Vec<Op> = (0..rng.random_range(1..8)).map(|_| random_op(rng)).collect();
+    let mut open = Vec::new();
+    for (kind, ops) in commits_of(&ops) {
+        open.push(start(&clients[kind], &ops).await);
+    }
+    for summary in futures::future::join_all(open.into_iter().map(|c| c.commit())).await {
+        summary.unwrap();
+    }
 }
 
 /// An op of the consumer test's writers.

@@ -29,6 +29,7 @@ async fn serve_compacts_cleans_and_archives_while_a_writer_commits() {
         retention: CleanRetention::Commits(2),
         archive_every: Some(Duration::from_millis(100)),
         archive: tight(),
+        change_log_every: None,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let service_table = table.builder().with_settings(hybrid()).open().await.unwrap();

@@ -395,7 +395,13 @@ pub(crate) fn model_row(
 
 /// A table `t` in `place` with groups `ts_a=a1,a2` and `ts_b=b1,b2`.
 pub(crate) async fn new_table(place: &Place) -> Table {
+    new_table_with(place, |_| {}).await
+}
+
+/// [`new_table`] with `options` changed by `change`.
+pub(crate) async fn new_table_with(place: &Place, change: impl FnOnce(&mut CreateOptions)) -> Table {
     let mut o = CreateOptions::new(SCHEMA, "id", "ts");
+    change(&mut o);
     o.buckets = 2;
     o.sequence_groups = vec![SequenceGroup::parse("ts_a=a1,a2").unwrap(), SequenceGroup::parse("ts_b=b1,b2").unwrap()];
     let time = TimeSettings { mode: Some(TimeMode::HybridLogical), max_clock_skew: Duration::from_millis(200) };

@@ -59,6 +59,7 @@ def init_table(
     time_mode="hybrid-logical",
     table_version=8,
     ordering="ts",
+    change_log=False,
 ) -> Path:
     """A new Tributary table of the tests' schema at `path`, of Hudi table
     version `table_version`, ordered by `ordering` (one field, or several
@@ -70,6 +71,8 @@ def init_table(
     args += ["--buckets", buckets, "--bucket-hash", bucket_hash, "--time-mode", time_mode, "--table-version", table_version]
     if partitioned:
         args += ["--partition-field", "region"]
+    if change_log:
+        args += ["--change-log"]
     tributary(*args)
     return path
 

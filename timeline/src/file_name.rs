@@ -98,8 +98,9 @@ impl fmt::Display for BaseFileName {
     }
 }
 
-/// The suffix of a change-data-capture log file.
-const CDC_SUFFIX: &str = ".cdc";
+/// The suffix of a change-data log (`.{fileId}_{instant}.log.{v}_{token}.cdc`),
+/// Hudi's CDC file, which holds change records and no part of a slice.
+pub const CHANGE_DATA_SUFFIX: &str = ".cdc";
 
 /// `.{fileId}_{deltaCommitTime}.log.{version}_{writeToken}[.cdc]`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -145,7 +146,7 @@ impl LogFileName {
             None => (tail, None, ""),
             Some((v, rest)) => {
                 let (token, suffix) = match rest.split_once('.') {
-                    Some((t, "cdc")) => (t, CDC_SUFFIX),
+                    Some((t, "cdc")) => (t, CHANGE_DATA_SUFFIX),
                     Some(_) => return Err(bad("only `.cdc` may follow the write token")),
                     None => (rest, ""),
                 };

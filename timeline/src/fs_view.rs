@@ -165,6 +165,7 @@ pub struct FileSystemView {
     in_pending_plans: BTreeSet<(String, String)>,
     clustering: BTreeSet<(String, String)>,
     replaced: BTreeMap<GroupId, ReplacedGroup>,
+    change_data: Vec<(LogFileName, DataFile)>,
     skipped: Vec<String>,
 }
 
@@ -202,6 +203,7 @@ impl FileSystemView {
         let mut bases = Vec::new();
         let mut logs = Vec::new();
         let mut skipped = Vec::new();
+        let mut change_data = Vec::new();
         let mut replaced: BTreeMap<GroupId, ReplacedGroup> = BTreeMap::new();
         for f in files {
             if f.name == PARTITION_METADATA {
@@ -225,7 +227,7 @@ impl FileSystemView {
                     // Java's merge handles and compactions) hold change
                     // records, not data: Hudi's readers skip them too
                     // (`HoodieLogFile.isCDC`).
-                    Ok(n) if !n.suffix.is_empty() => {}
+                    Ok(n) if n.suffix == crate::CHANGE_DATA_SUFFIX => change_data.push((n, f)),
                     Ok(n) => logs.push((n, f)),
                     Err(e) => skipped.push(e.to_string()),
                 }
@@ -312,7 +314,7 @@ impl FileSystemView {
             }
         }
         let clustering = planned.clustering.clone();
-        Self { groups, pending_compactions, in_pending_plans, clustering, replaced, skipped }
+        Self { groups, pending_compactions, in_pending_plans, clustering, replaced, change_data, skipped }
     }
 
     /// Lists the table and builds its view at `timeline`.
@@ -359,6 +361,12 @@ impl FileSystemView {
     /// files in storage, which no reader of this view sees.
     pub fn replaced(&self) -> &BTreeMap<GroupId, ReplacedGroup> {
         &self.replaced
+    }
+
+    /// The change-data logs (`.cdc`) of completed instants, which no
+    /// slice holds: the change log's files, for the cleaner.
+    pub fn change_data(&self) -> &[(LogFileName, DataFile)] {
+        &self.change_data
     }
 
     /// Names that looked like data files but did not parse.
@@ -554,6 +562,8 @@ mod tests {
         let files = vec![file("p", &data), file("p", &format!("{data}.cdc"))];
         let view = FileSystemView::build(&tl, files, &PlannedGroups::default());
         assert_eq!(view.latest_slices().pop().unwrap().log_file_names(), [data.as_str()]);
+        let kept: Vec<&str> = view.change_data().iter().map(|(_, f)| f.name.as_str()).collect();
+        assert_eq!(kept, [format!("{data}.cdc")], "the cleaner's to delete");
     }
 
     /// A compaction's tombstone log comes first in its slice, before a log

@@ -48,8 +48,9 @@ pub use error::{Error, ErrorKind, Result};
 
 // `hoodie.properties`: the table's configuration and its stored settings.
 pub use config::{
-    BucketHash, BucketSpec, DEFAULT_MAX_LOGS_PER_FILE_GROUP, DEFAULT_TABLE_VERSION, MergeMode, NULL_PARTITION,
-    NewTableConfig, SEQUENCE_GROUPS_STRATEGY_ID, SequenceGroup, TableConfig, TableType, TimeMode, TombstoneRetention,
+    BucketHash, BucketSpec, CHANGE_LOG_MODE, CHANGE_LOG_WRITER, CHANGE_LOGGED_OPERATION,
+    DEFAULT_MAX_LOGS_PER_FILE_GROUP, DEFAULT_TABLE_VERSION, MergeMode, NULL_PARTITION, NewTableConfig,
+    SEQUENCE_GROUPS_STRATEGY_ID, SequenceGroup, TableConfig, TableType, TimeMode, TombstoneRetention,
     WRITABLE_VERSIONS, split_fields,
 };
 pub use properties::{StoredProperties, read_properties};
@@ -66,7 +67,7 @@ pub use truetime::{DEFAULT_MAX_CLOCK_SKEW, FirstHoldHook, TimeGenerator};
 
 // Data files: names, partitions and the file-system view.
 pub use bucket::BucketIndex;
-pub use file_name::{BaseFileName, LogFileName, WriteToken, bucket_of_file_id, nbcc_file_id};
+pub use file_name::{BaseFileName, CHANGE_DATA_SUFFIX, LogFileName, WriteToken, bucket_of_file_id, nbcc_file_id};
 pub use fs_view::{
     DataFile, FileGroup, FileSlice, FileSystemView, GroupId, PlannedGroups, ReplacedGroup, list_data_files,
     list_partition_files, planned_groups, replaced_groups, replaces_groups,

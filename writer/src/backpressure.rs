@@ -244,7 +244,10 @@ impl LogTally {
                     Action::DeltaCommit => {
                         let name = stat.path.rsplit('/').next().unwrap_or(&stat.path);
                         let merged = self.compacted.get(&group).is_some_and(|c| completed < c);
-                        if !merged && LogFileName::parse(name).is_ok() {
+                        // A change-log commit's change data is no log
+                        // readers merge.
+                        let log = LogFileName::parse(name).is_ok_and(|n| n.suffix.is_empty());
+                        if !merged && log {
                             self.logs.entry(group).or_default().push(completed.clone());
                         }
                     }

@@ -13,9 +13,9 @@ use tributary_format::{TableDatumEncoder, TableDatums};
 use tributary_timeline::partition_file;
 use tributary_timeline::{Action, Instant, InstantTime, NULL_PARTITION, State};
 use tributary_timeline::{Completion, Heartbeat, complete_instant_with, delete_if_exists};
+use tributary_timeline::{MARKER_APPEND, create_marker, remove_markers, rollback_files};
 use tributary_timeline::{SEQUENCE_GROUPS_KEY, SequenceGroup};
 use tributary_timeline::{TableConfig, TableLocation, Timeline, replaced_groups, replaces_groups};
-use tributary_timeline::{remove_markers, rollback_files};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -86,6 +86,8 @@ pub struct Commit {
     generation: u64,
     /// The `operationType` its metadata records.
     operation: &'static str,
+    /// The change-data files it carries ([`Commit::write_change_data`]).
+    change_data: Vec<WriteStat>,
 }
 
 /// Column `index` of `rows` as text (the partition path's values). A
@@ -106,6 +108,13 @@ fn as_strings(shared: &Shared, rows: &Rows, index: usize, what: &str) -> Result<
 impl Commit {
     /// Starts a commit of `shared`'s client ([`crate::WriteClient::start_commit`]).
     pub(crate) async fn start(shared: Arc<Shared>) -> Result<Self> {
+        // Data commits of a table that keeps a change log leave Hudi's CDC
+        // query nothing to infer; a CDC mode Tributary does not write is
+        // refused before anything is.
+        let operation = match shared.config.change_log()? {
+            true => tributary_timeline::CHANGE_LOGGED_OPERATION,
+            false => "UPSERT",
+        };
         let timeline = shared.timeline.clone();
         // The inflight file is created in the hold that issues the instant,
         // right after the requested one. Recovery withdraws a write by
@@ -131,12 +140,12 @@ impl Commit {
             shared.settings.heartbeat_interval,
         )
         .await?;
-        Self::open(shared, instant, heartbeat)
+        Self::open(shared, instant, heartbeat, operation)
     }
 
     /// Spawns the writer tasks of a commit whose instant is inflight and
     /// whose heartbeat runs.
-    fn open(shared: Arc<Shared>, instant: InstantTime, heartbeat: Heartbeat) -> Result<Self> {
+    fn open(shared: Arc<Shared>, instant: InstantTime, heartbeat: Heartbeat, operation: &'static str) -> Result<Self> {
         let tasks = shared.settings.tasks;
         let budget = (shared.settings.buffer_bytes / tasks).max(1);
         let mut senders = Vec::with_capacity(tasks);
@@ -162,8 +171,62 @@ impl Commit {
             cancelled,
             failed: false,
             generation,
-            operation: "UPSERT",
+            operation,
+            change_data: Vec::new(),
         })
+    }
+
+    /// Stores the change-data file (`.cdc`) of file group `file_id` in
+    /// `partition`: `content`, encoded log blocks of change records
+    /// ([`tributary_format::encode_cdc_content`]) holding `records` changes,
+    /// under this commit's instant, its marker first. The commit then
+    /// becomes a change-log commit: its metadata names the file in the
+    /// group's `cdcStats` and records an operation Hudi's CDC query reads
+    /// changes from (`UPSERT`); `docs/design.md`, "Change log".
+    pub async fn write_change_data(
+        &mut self,
+        partition: &str,
+        file_id: &str,
+        content: bytes::Bytes,
+        records: u64,
+    ) -> Result<()> {
+        let loc = &self.shared.loc;
+        let name = tributary_timeline::LogFileName {
+            file_id: file_id.to_string(),
+            instant: self.instant.clone(),
+            version: 1,
+            write_token: Some(tributary_timeline::WriteToken::new(0, 0, 0)),
+            suffix: tributary_timeline::CHANGE_DATA_SUFFIX.to_string(),
+        }
+        .to_string();
+        let rel = partition_file(partition, &name);
+        create_marker(loc, &self.instant, partition, &name, MARKER_APPEND).await?;
+        let size = content.len() as i64;
+        match loc.create(&loc.join(&rel), object_store::PutPayload::from(content)).await {
+            Ok(_) => {}
+            Err(tributary_timeline::StorageError::AlreadyExists { .. }) => {
+                return Err(Error::Internal {
+                    table: loc.to_string(),
+                    instant: self.instant.to_string(),
+                    what: format!("storing the change data of {partition}/{file_id}"),
+                    reason: format!("{rel} was written already"),
+                });
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.operation = "UPSERT";
+        self.change_data.push(WriteStat {
+            file_id: file_id.to_string(),
+            path: rel.clone(),
+            prev_commit: self.instant.to_string(),
+            num_writes: records as i64,
+            total_write_bytes: size,
+            file_size_in_bytes: size,
+            partition_path: partition.to_string(),
+            cdc_stats: Some(std::collections::BTreeMap::from([(rel, size)])),
+            ..Default::default()
+        });
+        Ok(())
     }
 
     /// The commit's requested instant; log files are named by it.
@@ -422,6 +485,9 @@ impl Commit {
         }
         for f in &files {
             meta.partition_to_write_stats.entry(f.partition.clone()).or_default().push(write_stat(f, &self.instant));
+        }
+        for stat in &self.change_data {
+            meta.partition_to_write_stats.entry(stat.partition_path.clone()).or_default().push(stat.clone());
         }
         let content = meta.to_avro_container()?;
         let pending = Instant::requested(self.instant.clone(), Action::DeltaCommit);

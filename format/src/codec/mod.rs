@@ -8,11 +8,13 @@
 //! `delete_block`.
 
 mod batches;
+mod cdc_block;
 mod container;
 mod delete_block;
 mod encoder;
 
 pub use batches::{DataBlockBatches, decode_data_block};
+pub use cdc_block::{CdcRecord, cdc_schema_json, encode_cdc_block, encode_cdc_content};
 pub use delete_block::{
     DELETE_DECIMAL_SCALE, DeleteRecord, OrderingValue, decode_delete_content, encode_delete_block,
     encode_delete_content, rescale_decimal,

@@ -199,6 +199,11 @@ pub(crate) enum Command {
         /// `write --evolve-schema` does (recorded in hoodie.properties).
         #[arg(long)]
         evolve_schema: bool,
+        /// Keep a change log that Spark's CDC query reads
+        /// (hoodie.table.cdc.enabled, DATA_BEFORE_AFTER): `tributary
+        /// change-log` writes it behind the writers.
+        #[arg(long)]
+        change_log: bool,
     },
     /// Print the timeline: requested time, action, state, completion time; instants a Java writer archived into the LSM history (`.hoodie/timeline/history/`) are COMPLETED and end with `archived` (an archived compaction shows as `commit`, the action the history records).
     Timeline {
@@ -292,12 +297,8 @@ pub(crate) enum Command {
     Compact {
         /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
         table: String,
-        /// Keep compacting every interval until stopped.
-        #[arg(long)]
-        watch: bool,
-        /// Pause between rounds with --watch (e.g. 500ms, 10s, 1m).
-        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-        interval: Duration,
+        #[command(flatten)]
+        rounds: Rounds,
         #[command(flatten)]
         compactor: CompactorArgs,
         #[command(flatten)]
@@ -326,6 +327,17 @@ pub(crate) enum Command {
         /// Maximum clock skew between writers, in milliseconds.
         #[arg(long, default_value_t = 200)]
         max_clock_skew_ms: u64,
+    },
+    /// Record the changes of the commits completed since the last run in
+    /// the table's change log (`init --change-log`): one commit of `.cdc`
+    /// files that Spark's CDC query reads. Prints what it recorded.
+    ChangeLog {
+        /// Table: a local folder, or a URI (s3://bucket/path, gs://, az://, file://).
+        table: String,
+        #[command(flatten)]
+        rounds: Rounds,
+        #[command(flatten)]
+        service: ServiceArgs,
     },
     /// Move the oldest completed instants into the table's LSM history
     /// (`.hoodie/timeline/history/`), as Hudi's archiver does (after
@@ -362,6 +374,10 @@ pub(crate) enum Command {
         /// How often archiving runs (`0s`: never).
         #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
         archive_every: Duration,
+        /// How often the change log records what completed since its last
+        /// run, on a table made with `init --change-log` (`0s`: never).
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        change_log_every: Duration,
         #[command(flatten)]
         bounds: ArchiveArgs,
         #[command(flatten)]
@@ -673,6 +689,17 @@ pub(crate) struct ServiceArgs {
     /// A pending write whose heartbeat is older than this has failed.
     #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
     pub(crate) heartbeat_expiry: Duration,
+}
+
+/// One round of a table service, or a round every interval.
+#[derive(clap::Args, Clone, Copy)]
+pub(crate) struct Rounds {
+    /// Keep running a round every interval until stopped.
+    #[arg(long)]
+    pub(crate) watch: bool,
+    /// Pause between rounds with --watch (e.g. 500ms, 10s, 1m).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub(crate) interval: Duration,
 }
 
 impl ServiceArgs {

@@ -12,7 +12,7 @@ use tributary::{
 
 use crate::args::{
     BucketHashArg, CheckpointFormatArg, Checkpointing, Cli, Command, DEFAULT_CLI_WRITER, FormatArg, MergeModeArg,
-    QueryArg, StoreArgs, checkpointing, instant_arg, retention, time_settings,
+    QueryArg, Rounds, StoreArgs, checkpointing, instant_arg, retention, time_settings,
 };
 use crate::output::{self, Failure};
 
@@ -38,6 +38,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             time_mode,
             max_logs_per_file_group,
             evolve_schema,
+            change_log,
         } => {
             let schema_json = std::fs::read_to_string(&schema)
                 .map_err(|e| Error::Io { what: format!("cannot read schema {}", schema.display()), source: e })?;
@@ -53,6 +54,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             options.time_mode = time_mode.into();
             options.max_logs_per_file_group = (max_logs_per_file_group > 0).then_some(max_logs_per_file_group);
             options.evolve_on_write = evolve_schema;
+            options.change_log = change_log;
             options.sequence_groups = sequence_groups
                 .iter()
                 .map(|g| {
@@ -117,15 +119,18 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
         #[cfg(feature = "kafka")]
         Command::Ingest(args) => crate::ingest::run(store, args).await?,
         Command::Checkpoint { table, writer_id, format } => checkpoint(store, table, writer_id, format).await?,
-        Command::Compact { table, watch, interval, compactor, service } => {
+        Command::Compact { table, rounds, compactor, service } => {
             let table_settings = service.table_settings(compactor.spill_dir.clone());
-            compact(store, table, watch, interval, table_settings, compactor.settings()).await?;
+            compact(store, table, rounds, table_settings, compactor.settings()).await?;
         }
         Command::Clean { table, retain_commits, retain_hours, heartbeat_expiry, time_mode, max_clock_skew_ms } => {
             let time = time_settings(time_mode, max_clock_skew_ms);
             let settings = TableSettings { time, heartbeat_expiry, ..Default::default() };
             let t = store.open(&table, settings).await?;
             output::cleaned(t.clean_with(retention(retain_commits, retain_hours)).await?.as_ref());
+        }
+        Command::ChangeLog { table, rounds, service } => {
+            change_log(store, table, rounds, service.table_settings(None)).await?;
         }
         Command::Archive { table, bounds, service } => {
             let t = store.open(&table, service.table_settings(None)).await?;
@@ -138,6 +143,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
             retain_commits,
             retain_hours,
             archive_every,
+            change_log_every,
             bounds,
             compactor,
             service,
@@ -153,6 +159,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), Failure> {
                 retention: retention(retain_commits, retain_hours),
                 archive_every: (!archive_every.is_zero()).then_some(archive_every),
                 archive: bounds.settings(),
+                change_log_every: (!change_log_every.is_zero()).then_some(change_log_every),
             };
             serve_tables(store, tables, schedule, service.table_settings(compactor.spill_dir.clone())).await?;
         }
@@ -271,8 +278,7 @@ async fn checkpoint(
 async fn compact(
     store: &StoreArgs,
     table: String,
-    watch: bool,
-    interval: Duration,
+    Rounds { watch, interval }: Rounds,
     table_settings: TableSettings,
     settings: CompactorSettings,
 ) -> Result<(), Failure> {
@@ -294,6 +300,26 @@ async fn compact(
     }
     bar.finish_and_clear();
     Ok(())
+}
+
+/// `change-log`: one round, or a round every `interval` with `watch`.
+async fn change_log(
+    store: &StoreArgs,
+    table: String,
+    Rounds { watch, interval }: Rounds,
+    table_settings: TableSettings,
+) -> Result<(), Failure> {
+    let t = store.open(&table, table_settings).await?;
+    let writer = t.change_log_writer().await?;
+    loop {
+        let started = std::time::Instant::now();
+        let done = writer.run_once().await?;
+        output::change_logged(done.as_ref(), started.elapsed().as_secs_f64());
+        if !watch {
+            return Ok(());
+        }
+        tokio::time::sleep(interval).await;
+    }
 }
 
 /// `serve`: the table services of every table, each its own loop, until

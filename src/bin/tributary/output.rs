@@ -254,6 +254,17 @@ pub(crate) fn cleaned(summary: Option<&CleanSummary>) {
     }
 }
 
+/// `change-log`: what one round recorded.
+pub(crate) fn change_logged(done: Option<&tributary::ChangeLogCommit>, secs: f64) {
+    match done {
+        None => println!("nothing to record"),
+        Some(c) => println!(
+            "change log {} completed {}: {} changes since {} in {} files, {} bytes, {secs:.2} s",
+            c.instant, c.completed, c.changes, c.begin, c.files, c.bytes
+        ),
+    }
+}
+
 /// `serve`: one job of one table's services, a line each (a compaction
 /// or clean that found nothing to do prints nothing).
 pub(crate) fn service_event(table: &str, event: &ServiceEvent) {
@@ -267,6 +278,10 @@ pub(crate) fn service_event(table: &str, event: &ServiceEvent) {
         ServiceEvent::Cleaned { done: Some(c), .. } => println!("{table}: cleaned {} files", c.deleted_files.len()),
         ServiceEvent::Archived { done: a, .. } if a.archived.is_empty() => {}
         ServiceEvent::Archived { done: a, .. } => println!("{table}: archived {} instants", a.archived.len()),
+        ServiceEvent::ChangeLogged { done: None, .. } => {}
+        ServiceEvent::ChangeLogged { done: Some(c), .. } => {
+            println!("{table}: change log {}: {} changes in {} files", c.instant, c.changes, c.files)
+        }
         ServiceEvent::Failed { job, error } => eprintln!("{table}: {job} failed (retried next round): {error}"),
         _ => {}
     }

@@ -97,6 +97,24 @@ pub struct TableConfig {
     pub other: BTreeMap<String, String>,
 }
 
+/// The CDC supplemental logging mode of Tributary's change log
+/// (`hoodie.table.cdc.supplemental.logging.mode`): each change record
+/// holds the row before and after, so readers need no other file.
+pub const CHANGE_LOG_MODE: &str = "DATA_BEFORE_AFTER";
+
+/// The writer id of change-log commits: its checkpoint is where the next
+/// change-log window begins (the previous change-log commit's instant),
+/// and registering it fences an older change-log writer. The cleaner
+/// keeps what that window needs.
+pub const CHANGE_LOG_WRITER: &str = "tributary-change-log";
+
+/// The `operationType` of a data commit on a table that keeps a change
+/// log. Hudi's CDC query takes a commit's changes from its write stats
+/// only for operations that yield changes (`WriteOperationType.yieldChanges`);
+/// `INSERT_PREPPED` is not one, and no reader does anything else with it
+/// that `UPSERT` would not get. The changes are in the change-log commits.
+pub const CHANGE_LOGGED_OPERATION: &str = "INSERT_PREPPED";
+
 /// Table versions a new table may have: 8 (Hudi 1.0.x) or 9 (Hudi 1.1 and
 /// later); `docs/interop.md`, "Table version 9".
 pub const WRITABLE_VERSIONS: [u32; 2] = [8, 9];
@@ -141,6 +159,9 @@ pub struct NewTableConfig {
     pub max_logs_per_file_group: Option<usize>,
     /// Whether writes evolve the schema by default.
     pub evolve_on_write: bool,
+    /// Whether the table keeps a change log that Hudi's CDC query reads
+    /// ([`TableConfig::change_log`]).
+    pub change_log: bool,
 }
 
 /// The bound on committed, uncompacted log files per file group of a
@@ -171,6 +192,7 @@ impl NewTableConfig {
             time_mode: None,
             max_logs_per_file_group: Some(DEFAULT_MAX_LOGS_PER_FILE_GROUP),
             evolve_on_write: false,
+            change_log: false,
         }
     }
 }
@@ -471,6 +493,10 @@ impl TableConfig {
         put(keys::DROP_PARTITION_COLUMNS, "false");
         put(keys::TIMEZONE, "UTC");
         put(keys::CHECKSUM, &table_checksum(new.database.as_deref(), &new.name).to_string());
+        if new.change_log {
+            put(keys::CDC_ENABLED, "true");
+            put(keys::CDC_MODE, CHANGE_LOG_MODE);
+        }
         Self {
             name: new.name.clone(),
             database: new.database.clone(),
@@ -498,6 +524,34 @@ impl TableConfig {
             max_logs_per_file_group: new.max_logs_per_file_group,
             evolve_on_write: new.evolve_on_write,
             other,
+        }
+    }
+
+    /// Whether the table keeps a change log (`hoodie.table.cdc.enabled`):
+    /// change-log commits carry `.cdc` files of the change feed, and data
+    /// commits leave Hudi's CDC query nothing to infer (`docs/design.md`,
+    /// "Change log"). A table whose CDC mode is not [`CHANGE_LOG_MODE`]
+    /// (a Java writer's `OP_KEY_ONLY` or `DATA_BEFORE`) is
+    /// [`Error::InvalidInput`]: its readers expect records Tributary does
+    /// not write.
+    pub fn change_log(&self) -> Result<bool> {
+        match self.other.get(keys::CDC_ENABLED).map(|v| v.trim()) {
+            None | Some("false") => Ok(false),
+            Some("true") => match self.other.get(keys::CDC_MODE).map(|v| v.trim()) {
+                Some(CHANGE_LOG_MODE) => Ok(true),
+                mode => Err(Error::InvalidInput {
+                    what: format!("table {}", self.name),
+                    reason: format!(
+                        "{} is {}; Tributary's change log is {CHANGE_LOG_MODE}",
+                        keys::CDC_MODE,
+                        mode.unwrap_or("unset (Hudi's default, OP_KEY_ONLY)")
+                    ),
+                }),
+            },
+            Some(v) => Err(Error::InvalidInput {
+                what: format!("table {}", self.name),
+                reason: format!("{} is `{v}`; expected true or false", keys::CDC_ENABLED),
+            }),
         }
     }
 
@@ -719,7 +773,27 @@ mod tests {
             time_mode: Some(TimeMode::HybridLogical),
             max_logs_per_file_group: Some(40),
             evolve_on_write: true,
+            change_log: true,
         }
+    }
+
+    /// A table keeps a change log in Hudi's keys and only in the mode its
+    /// records are written in; any other mode is refused, not ignored.
+    #[test]
+    fn the_change_log_is_hudis_cdc_in_the_before_and_after_mode() {
+        let cfg = TableConfig::new_table(&sample());
+        let text = cfg.to_properties_text("t").unwrap();
+        assert!(text.contains("hoodie.table.cdc.enabled=true"), "{text}");
+        assert!(text.contains("hoodie.table.cdc.supplemental.logging.mode=DATA_BEFORE_AFTER"), "{text}");
+        assert!(TableConfig::parse(&text, "p").unwrap().change_log().unwrap());
+        let plain = TableConfig::new_table(&NewTableConfig { change_log: false, ..sample() });
+        assert!(!plain.change_log().unwrap());
+        let mut other = cfg.clone();
+        other.other.insert(keys::CDC_MODE.into(), "OP_KEY_ONLY".into());
+        let err = other.change_log().unwrap_err().to_string();
+        assert!(err.contains("OP_KEY_ONLY") && err.contains("DATA_BEFORE_AFTER"), "{err}");
+        other.other.remove(keys::CDC_MODE);
+        assert!(other.change_log().is_err(), "Hudi's default mode is OP_KEY_ONLY");
     }
 
     #[test]
