@@ -38,10 +38,11 @@ fn field_list(value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
 }
 
 /// `create(uri, schema, record_key, ordering_field, *, partition_by=None,
-/// buckets=16, storage_options=None)`: creates a Merge-on-Read table.
+/// buckets=16, change_log=False, storage_options=None)`: creates a
+/// Merge-on-Read table.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (uri, schema, record_key, ordering_field, *, partition_by = None, buckets = 16, storage_options = None))]
+#[pyo3(signature = (uri, schema, record_key, ordering_field, *, partition_by = None, buckets = 16, change_log = false, storage_options = None))]
 pub(crate) fn create(
     py: Python<'_>,
     uri: String,
@@ -50,6 +51,7 @@ pub(crate) fn create(
     ordering_field: &Bound<'_, PyAny>,
     partition_by: Option<String>,
     buckets: u32,
+    change_log: bool,
     storage_options: Option<HashMap<String, String>>,
 ) -> PyResult<PyTable> {
     let name = uri.trim_end_matches('/').rsplit(['/', '\\']).next().unwrap_or("tributary").to_string();
@@ -69,6 +71,7 @@ pub(crate) fn create(
     options.schema_source = source;
     options.partition_field = partition_by;
     options.buckets = buckets;
+    options.change_log = change_log;
     let b = builder(&uri, storage_options);
     let table = block(py, b.create(options))?;
     Ok(PyTable { table, uri })
@@ -286,6 +289,22 @@ impl PyTable {
         })?;
         let items = done.iter().map(|s| compaction_dict(py, s)).collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, items)
+    }
+
+    /// Records the changes of the commits completed since the last run in
+    /// the table's change log; its summary, or `None` when none completed.
+    fn write_change_log<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let table = &self.table;
+        let done = block(py, async move { table.change_log_writer().await?.run_once().await })?;
+        let Some(c) = done else { return Ok(None) };
+        let d = PyDict::new(py);
+        d.set_item("instant", c.instant.as_str())?;
+        d.set_item("completed", c.completed.as_str())?;
+        d.set_item("begin", c.begin.as_str())?;
+        d.set_item("changes", c.changes)?;
+        d.set_item("files", c.files)?;
+        d.set_item("bytes", c.bytes)?;
+        Ok(Some(d))
     }
 
     /// Rolls back a few failed writes, then deletes the file slices that

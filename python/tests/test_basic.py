@@ -744,3 +744,32 @@ def test_a_consumer_follows_the_change_feed(place: str) -> None:
     assert (change["op"], change["before"]["fare"], change["after"]["fare"]) == ("u", want[key]["fare"], -2.0)
     with pytest.raises(tributary.InvalidInputError, match="cleaner removed"):
         table.changes()
+
+
+def test_the_change_log_records_the_feed(tmp_path: Path) -> None:
+    """A table created with `change_log=True`: `write_change_log()` records
+    the changes of the commits completed since its last run, as many as the
+    feed gives for its window, writes nothing when none completed, and a
+    table without a change log refuses it."""
+    path = str(tmp_path / "logged")
+    table = tributary.create(
+        path, SCHEMA, record_key="id", ordering_field="ts", partition_by="city", buckets=2, change_log=True
+    )
+    rng, keys, pool = random.Random(3), [f"k{i}" for i in range(12)], list(range(1, 1000))
+    random.Random(4).shuffle(pool)
+    begin = None
+    for _ in range(3):
+        for _ in range(2):
+            table.write(as_arrow(events(rng, keys, 10, pool)))
+        done = table.write_change_log()
+        assert done is not None and done["files"] >= 1, done
+        feed = table.changes(begin, done["instant"])
+        assert done["changes"] == feed.rows.num_rows > 0, (done, feed.rows.num_rows)
+        assert done["begin"] == (begin or "00000000000000000"), done
+        begin = done["instant"]
+    assert table.write_change_log() is None
+    cdc = [p.name for p in (tmp_path / "logged").rglob("*.cdc")]
+    assert len(cdc) >= 3, cdc
+    plain = make_table(tmp_path / "plain")
+    with pytest.raises(tributary.InvalidInputError, match="no change log"):
+        plain.write_change_log()

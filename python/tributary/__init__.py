@@ -253,6 +253,15 @@ class Table:
         new base files), and returns a summary per compaction executed."""
         return self._table.compact()
 
+    def write_change_log(self) -> dict[str, Any] | None:
+        """On a table created with ``change_log=True``: records the changes
+        of the commits completed since the last run as Hudi CDC files, which
+        Spark's CDC query reads. Returns ``{"instant", "completed", "begin",
+        "changes", "files", "bytes"}``, or ``None`` when no commit completed
+        since. A table without a change log raises
+        :class:`InvalidInputError`."""
+        return self._table.write_change_log()
+
     def clean(
         self, *, retain_commits: int | None = None, retain_hours: int | None = None
     ) -> dict[str, Any] | None:
@@ -364,6 +373,7 @@ def create(
     *,
     partition_by: str | None = None,
     buckets: int = 16,
+    change_log: bool = False,
     storage_options: Mapping[str, str] | None = None,
 ) -> Table:
     """Creates a Hudi Merge-on-Read table (version 8) at ``uri`` and
@@ -374,7 +384,8 @@ def create(
     ``record_key`` names the key column (several for a composite key);
     ``ordering_field`` the event-time column that decides which version of
     a key wins. ``partition_by`` names a partition column; ``buckets`` is
-    the number of buckets per partition.
+    the number of buckets per partition. With ``change_log``, the table
+    keeps a change log for Spark's CDC query (:meth:`Table.write_change_log`).
     """
     native = _tributary.create(
         str(uri),
@@ -383,6 +394,7 @@ def create(
         _names(ordering_field),
         partition_by=partition_by,
         buckets=buckets,
+        change_log=change_log,
         storage_options=_options(storage_options),
     )
     return Table._wrap(native)

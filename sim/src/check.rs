@@ -8,7 +8,8 @@ use std::sync::Arc;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use tributary::timeline::{
-    Action, BaseFileName, InstantTime, LogFileName, ManualClock, State, TableLocation, Timeline, TimelineFolder,
+    Action, BaseFileName, CHANGE_DATA_SUFFIX, CHANGE_LOG_BEGIN_KEY, CHANGE_LOG_WRITER, CHANGE_LOGGED_OPERATION,
+    InstantTime, LogFileName, ManualClock, State, TableLocation, Timeline, TimelineFolder,
 };
 use tributary::{LockKind, LogSpread, Query, ReadOptions, Table, TableSettings};
 use tributary_format::{CommitMetadata, CompactionPlan};
@@ -44,6 +45,8 @@ pub struct Checker {
     plans: HashMap<InstantTime, Vec<String>>,
     /// Delta commits that changed the schema only.
     schema_changes: BTreeSet<InstantTime>,
+    /// Change-log commits, with where each one's window began.
+    change_logs: BTreeMap<InstantTime, InstantTime>,
     /// Checks passed.
     pub checks: usize,
 }
@@ -63,6 +66,7 @@ impl Checker {
             commits: HashMap::new(),
             plans: HashMap::new(),
             schema_changes: BTreeSet::new(),
+            change_logs: BTreeMap::new(),
             checks: 0,
         }
     }
@@ -131,7 +135,7 @@ impl Checker {
             if i.action != Action::DeltaCommit {
                 continue;
             }
-            if self.schema_changes.contains(&i.requested) {
+            if self.schema_changes.contains(&i.requested) || self.change_logs.contains_key(&i.requested) {
                 continue;
             }
             if !self.commits.contains_key(&i.requested) {
@@ -146,6 +150,17 @@ impl Checker {
                     self.schema_changes.insert(i.requested.clone());
                     continue;
                 }
+                if let Some(begin) = change_log_window(&meta, &i.requested)? {
+                    self.change_logs.insert(i.requested.clone(), begin);
+                    continue;
+                }
+                let change_logged = table.config().change_log().map_err(|e| format!("config: {e}"))?;
+                if change_logged && meta.operation_type != CHANGE_LOGGED_OPERATION {
+                    return Err(format!(
+                        "delta commit {} of a table with a change log records {}, which Spark's CDC query infers from",
+                        i.requested, meta.operation_type
+                    ));
+                }
                 let batch = self.batch_of(&meta).map_err(|e| format!("delta commit {}: {e}", i.requested))?;
                 let files = meta.write_stats().map(|s| s.path.clone()).collect();
                 self.commits.insert(i.requested.clone(), DeltaCommit { batch, files });
@@ -153,6 +168,21 @@ impl Checker {
             let c = &self.commits[&i.requested];
             if let Some(other) = visible.insert(c.batch, i.requested.clone()) {
                 return Err(format!("batch {:?} is visible twice: delta commits {other} and {}", c.batch, i.requested));
+            }
+        }
+        // The change log's windows meet: each change-log commit's window
+        // begins where the one before it ended. Every completion is
+        // checked, so every change-log commit was seen when it completed,
+        // archived ones included (archiving need not take the oldest first).
+        let mut logged: Vec<(&InstantTime, &InstantTime)> =
+            self.change_logs.iter().filter(|(t, _)| timeline.is_completed(t)).collect();
+        logged.sort();
+        for pair in logged.windows(2) {
+            let ((before, _), (at, begin)) = (pair[0], pair[1]);
+            if begin != before {
+                return Err(format!(
+                    "change-log commit {at} begins its window at {begin}, not where change-log commit {before} ended"
+                ));
             }
         }
         // Backpressure: no file group holds more uncompacted logs than the
@@ -275,7 +305,37 @@ impl Checker {
         }
         Ok(())
     }
+}
 
+/// For a change-log commit (one carrying the change-log writer's
+/// checkpoint), where its window began; `None` for any other commit. Its
+/// checkpoint must be its own instant, and it must carry change data only.
+fn change_log_window(meta: &CommitMetadata, requested: &InstantTime) -> Check<Option<InstantTime>> {
+    let Some(end) = meta.extra_metadata.get(&format!("{CHECKPOINT_PREFIX}{CHANGE_LOG_WRITER}")) else {
+        return Ok(None);
+    };
+    let what = format!("change-log commit {requested}");
+    if end != requested.as_str() {
+        return Err(format!("{what} ends its window at {end}, not at its instant"));
+    }
+    let begin = meta.extra_metadata.get(CHANGE_LOG_BEGIN_KEY).ok_or(format!("{what} records no begin"))?;
+    let begin = InstantTime::parse(begin).map_err(|e| format!("{what}: {e}"))?;
+    if &begin >= requested {
+        return Err(format!("{what} begins its window at {begin}, after its end"));
+    }
+    for stat in meta.write_stats() {
+        let listed = stat.cdc_stats.as_ref().is_some_and(|c| c.contains_key(&stat.path));
+        if !stat.path.ends_with(CHANGE_DATA_SUFFIX) || !listed || meta.operation_type != "UPSERT" {
+            return Err(format!(
+                "{what} writes {} ({}), not change data in its cdcStats",
+                stat.path, meta.operation_type
+            ));
+        }
+    }
+    Ok(Some(begin))
+}
+
+impl Checker {
     /// The batch a delta commit's checkpoint names.
     fn batch_of(&self, meta: &CommitMetadata) -> Check<BatchId> {
         // A sourced writer's commit records its batch under its writer id

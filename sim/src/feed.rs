@@ -137,7 +137,7 @@ fn rows_of(snapshot: &RecordBatch) -> Result<BTreeMap<(String, String), RowJson>
 }
 
 /// The feed's `before` or `after` images as JSON, `None` where null.
-fn images(rows: &RecordBatch, name: &str) -> Result<Vec<Option<RowJson>>, String> {
+pub(crate) fn images(rows: &RecordBatch, name: &str) -> Result<Vec<Option<RowJson>>, String> {
     let Some(s) = rows.column_by_name(name).and_then(|c| c.as_any().downcast_ref::<StructArray>()) else {
         return Err(format!("the feed has no struct column `{name}`"));
     };

@@ -152,6 +152,9 @@ pub struct Outcome {
     /// The change-feed consumer's windows, changes and starts from a
     /// snapshot (zeros in a history without one).
     pub feed: (usize, usize, usize),
+    /// The change-log commits whose files were compared with the change
+    /// feed at the end (0 in a history without a change log).
+    pub change_logs: usize,
     /// Store operations that took effect.
     pub ops: u64,
     /// The fingerprint of those operations: a replay must match it.
@@ -206,6 +209,8 @@ enum Part {
     Service,
     /// Follows the change feed.
     Consumer,
+    /// Writes the change log (on a table that keeps one).
+    ChangeLogger,
 }
 
 /// A process slot: its part, its current incarnation's view and task.
@@ -257,6 +262,9 @@ struct History {
     /// recorded under source ids it takes over ([`SOURCE_LANES`]) rather
     /// than under its registered writer id.
     sourced: Vec<bool>,
+    /// Whether the table keeps a change log, which a change-log writer
+    /// process (and `serve`, if one runs) writes.
+    change_log: bool,
 }
 
 /// The source ids a sourced writer's commits record, as an ingest job's
@@ -324,6 +332,8 @@ impl History {
         }
         // Its clock is drawn after the others', so theirs stay as they were.
         let consumer = services.random_bool(0.3);
+        // Drawn after everything else, for the same reason.
+        let change_log = services.random_bool(0.3);
         let slots: Vec<Slot> = parts
             .into_iter()
             .map(|part| Slot {
@@ -341,6 +351,24 @@ impl History {
                 part: Part::Consumer,
                 clock_offset_ms: services.random_range(-MAX_OFFSET_MS..=MAX_OFFSET_MS),
                 drift_ppm: services.random_range(-MAX_DRIFT_PPM..=MAX_DRIFT_PPM),
+                incarnation: 0,
+                store: None,
+                task: None,
+            });
+        }
+        // A change-log writer of its own, beside `serve`'s when there is
+        // one: the two fence each other.
+        let change_log = change_log.then(|| {
+            (
+                services.random_range(-MAX_OFFSET_MS..=MAX_OFFSET_MS),
+                services.random_range(-MAX_DRIFT_PPM..=MAX_DRIFT_PPM),
+            )
+        });
+        if let Some((clock_offset_ms, drift_ppm)) = change_log {
+            slots.push(Slot {
+                part: Part::ChangeLogger,
+                clock_offset_ms,
+                drift_ppm,
                 incarnation: 0,
                 store: None,
                 task: None,
@@ -371,6 +399,7 @@ impl History {
             bound,
             feed: Mutex::new(Feed::default()),
             sourced,
+            change_log: change_log.is_some(),
         })
     }
 
@@ -435,6 +464,7 @@ impl History {
         if let Some(bound) = self.bound {
             options.max_logs_per_file_group = Some(bound);
         }
+        options.change_log = self.change_log;
         options.sequence_groups = ["ts_a=a1", "ts_b=b1"]
             .iter()
             .map(|g| SequenceGroup::parse(g).ok_or(format!("sequence group `{g}`")))
@@ -465,6 +495,7 @@ impl History {
                 Part::Cleaner => this.cleaner(s, clock, pid).await,
                 Part::Service => this.service(s, clock, pid).await,
                 Part::Consumer => this.consumer(s, clock, pid).await,
+                Part::ChangeLogger => this.change_logger(s, clock, pid).await,
             }
         }));
         slot.store = Some(store);
@@ -715,7 +746,9 @@ impl History {
                 retention: CleanRetention::Commits(self.world.with_rng(|r| r.random_range(1..=3))),
                 archive_every: Some(self.pause(1_000..10_000)),
                 archive: TIGHT_ARCHIVING,
-                change_log_every: Some(self.pause(500..5_000)),
+                // Fixed: a drawn interval would shift every later draw of
+                // the world, and with it what each seed replays.
+                change_log_every: Some(Duration::from_secs(2)),
             };
             let served = tributary::serve(&table, &schedule, std::future::pending(), |event| {
                 if let ServiceEvent::Failed { job, error } = event {
@@ -728,6 +761,21 @@ impl History {
                 self.expect(&who, e);
             }
             tokio::time::sleep(self.pause(500..3_000)).await;
+        }
+    }
+
+    /// Writes the change log now and then.
+    async fn change_logger(self: Arc<Self>, store: ProcessStore, clock: Arc<SimClock>, pid: u32) {
+        let who = format!("change-log writer (process {pid})");
+        loop {
+            tokio::time::sleep(self.pause(300..4_000)).await;
+            let run = async {
+                let table = self.open(&store, clock.clone(), pid).await?;
+                table.change_log_writer().await?.run_once().await
+            };
+            if let Err(e) = run.await {
+                self.expect(&who, e);
+            }
         }
     }
 
@@ -891,6 +939,12 @@ impl History {
         if consumer {
             self.check_feed(&table, "the end of the writes").await?;
         }
+        let mut change_logs = 0;
+        if self.change_log {
+            let writer = table.change_log_writer().await.map_err(|e| format!("final change log: {e}"))?;
+            writer.run_once().await.map_err(|e| format!("final change log: {e}"))?;
+            change_logs = crate::change_log::check(&table).await.map_err(|e| format!("the change log: {e}"))?;
+        }
         table.clean(1).await.map_err(|e| format!("final clean: {e}"))?;
         let compactor =
             table.compactor(CompactorSettings::default()).await.map_err(|e| format!("final compactor: {e}"))?;
@@ -908,6 +962,9 @@ impl History {
             // Compactions, a clean and archiving changed no row.
             self.check_feed(&table, "the end").await?;
         }
+        if self.change_log {
+            crate::change_log::check(&table).await.map_err(|e| format!("the change log at the end: {e}"))?;
+        }
         let feed = {
             let feed = self.feed();
             (feed.windows, feed.changes, feed.restarts)
@@ -924,6 +981,7 @@ impl History {
             checks: checker.checks,
             archived,
             feed,
+            change_logs,
             ops,
             trace,
             virtual_time: self.start.elapsed(),

@@ -31,6 +31,7 @@
 //! assert!(first.checks > 1);
 //! ```
 
+mod change_log;
 pub mod check;
 mod feed;
 pub mod history;

@@ -81,7 +81,8 @@ fn main() {
             Ok(o) => {
                 println!(
                     "seed {seed}: passed {} checks; {} store operations (trace {:016x}); {:.1} s of virtual time; \
-                     {} instants archived; change feed: {} windows, {} changes, {} starts from a snapshot",
+                     {} instants archived; change feed: {} windows, {} changes, {} starts from a snapshot; \
+                     {} change-log commits compared with the feed",
                     o.checks,
                     o.ops,
                     o.trace,
@@ -89,7 +90,8 @@ fn main() {
                     o.archived,
                     o.feed.0,
                     o.feed.1,
-                    o.feed.2
+                    o.feed.2,
+                    o.change_logs
                 );
                 for (k, n) in &o.faults {
                     println!("  {}: {n}", k.name());
@@ -111,6 +113,7 @@ fn main() {
     let archived = AtomicU64::new(0);
     // The change-feed consumers': windows, changes, starts from a snapshot.
     let feed = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+    let change_logs = AtomicU64::new(0);
     let failures: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
     let started = std::time::Instant::now();
     std::thread::scope(|s| {
@@ -130,6 +133,7 @@ fn main() {
                             checks.fetch_add(o.checks as u64, Ordering::Relaxed);
                             ops.fetch_add(o.ops, Ordering::Relaxed);
                             archived.fetch_add(o.archived as u64, Ordering::Relaxed);
+                            change_logs.fetch_add(o.change_logs as u64, Ordering::Relaxed);
                             for (total, n) in feed.iter().zip([o.feed.0, o.feed.1, o.feed.2]) {
                                 total.fetch_add(n as u64, Ordering::Relaxed);
                             }
@@ -164,14 +168,16 @@ fn main() {
     };
     println!(
         "{n} histories passed in {secs:.1} s ({:.0} histories/s on {threads} threads{cpu}); {} checks, {} store operations, \
-         {} instants archived; change feed: {} windows, {} changes, {} starts from a snapshot",
+         {} instants archived; change feed: {} windows, {} changes, {} starts from a snapshot; {} change-log commits \
+         compared with the feed",
         n as f64 / secs,
         checks.load(Ordering::Relaxed),
         ops.load(Ordering::Relaxed),
         archived.load(Ordering::Relaxed),
         feed[0].load(Ordering::Relaxed),
         feed[1].load(Ordering::Relaxed),
-        feed[2].load(Ordering::Relaxed)
+        feed[2].load(Ordering::Relaxed),
+        change_logs.load(Ordering::Relaxed)
     );
     let faults = faults.lock().expect("fault counts");
     for k in FaultKind::ALL {

@@ -32,7 +32,7 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StructArray};
 use arrow::compute::filter;
 use tributary_format::{CdcRecord, TableDatumEncoder, TableSchema, cdc_schema_json, encode_cdc_block};
-use tributary_timeline::{CHANGE_LOG_WRITER, GroupId, Instant, InstantTime};
+use tributary_timeline::{CHANGE_LOG_BEGIN_KEY, CHANGE_LOG_WRITER, GroupId, Instant, InstantTime};
 use tributary_writer::{WriteClient, WriteSettings};
 
 use crate::changes::{CHANGE_AFTER, CHANGE_BEFORE, CHANGE_COMMIT_TIME, CHANGE_OP};
@@ -79,7 +79,10 @@ impl Table {
                     .into(),
             });
         }
-        let settings = WriteSettings { writer_id: CHANGE_LOG_WRITER.into(), tasks: 1, ..WriteSettings::default() };
+        // Its heartbeat beats well within the table's expiry, whatever that is.
+        let defaults = WriteSettings::default();
+        let heartbeat_interval = defaults.heartbeat_interval.min(self.components.settings.heartbeat_expiry / 4);
+        let settings = WriteSettings { writer_id: CHANGE_LOG_WRITER.into(), tasks: 1, heartbeat_interval, ..defaults };
         let client = self.write_client(settings).await?;
         client.register().await?;
         Ok(ChangeLogWriter { table: self.clone(), client })
@@ -110,6 +113,7 @@ impl ChangeLogWriter {
             return Ok(None);
         }
         let mut commit = self.client.start_commit().await?;
+        commit.set_extra_metadata(CHANGE_LOG_BEGIN_KEY, begin.as_str());
         let at = commit.instant().clone();
         let recorded = async {
             let timeline = self.table.timeline().await?;

@@ -113,7 +113,7 @@ pub use read::{Query, ReadOptions};
 pub use scan::{Scan, ScanPlan, ScanStream};
 pub use schema::{Alteration, SchemaAt};
 pub use tributary_format::{SchemaChange, TableSchema};
-pub use tributary_timeline::CHANGE_LOG_WRITER;
+pub use tributary_timeline::{CHANGE_LOG_BEGIN_KEY, CHANGE_LOG_WRITER};
 
 /// Arrow, whose record batches writes take and reads return.
 pub use arrow;

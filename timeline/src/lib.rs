@@ -48,7 +48,7 @@ pub use error::{Error, ErrorKind, Result};
 
 // `hoodie.properties`: the table's configuration and its stored settings.
 pub use config::{
-    BucketHash, BucketSpec, CHANGE_LOG_MODE, CHANGE_LOG_WRITER, CHANGE_LOGGED_OPERATION,
+    BucketHash, BucketSpec, CHANGE_LOG_BEGIN_KEY, CHANGE_LOG_MODE, CHANGE_LOG_WRITER, CHANGE_LOGGED_OPERATION,
     DEFAULT_MAX_LOGS_PER_FILE_GROUP, DEFAULT_TABLE_VERSION, MergeMode, NULL_PARTITION, NewTableConfig,
     SEQUENCE_GROUPS_STRATEGY_ID, SequenceGroup, TableConfig, TableType, TimeMode, TombstoneRetention,
     WRITABLE_VERSIONS, split_fields,

@@ -88,6 +88,8 @@ pub struct Commit {
     operation: &'static str,
     /// The change-data files it carries ([`Commit::write_change_data`]).
     change_data: Vec<WriteStat>,
+    /// Extra metadata its caller recorded ([`Commit::set_extra_metadata`]).
+    extra: Vec<(String, String)>,
 }
 
 /// Column `index` of `rows` as text (the partition path's values). A
@@ -173,6 +175,7 @@ impl Commit {
             generation,
             operation,
             change_data: Vec::new(),
+            extra: Vec::new(),
         })
     }
 
@@ -227,6 +230,13 @@ impl Commit {
             ..Default::default()
         });
         Ok(())
+    }
+
+    /// Records `value` under `key` in the commit's extra metadata, beside
+    /// what the commit records itself (its schema, sequence groups and
+    /// checkpoints, which a key of the same name does not replace).
+    pub fn set_extra_metadata(&mut self, key: &str, value: &str) {
+        self.extra.push((key.to_string(), value.to_string()));
     }
 
     /// The commit's requested instant; log files are named by it.
@@ -471,6 +481,9 @@ impl Commit {
         };
         let s = self.shared.clone();
         let mut meta = CommitMetadata { operation_type: self.operation.into(), compacted: false, ..Default::default() };
+        for (k, v) in &self.extra {
+            meta.extra_metadata.insert(k.clone(), v.clone());
+        }
         let ours_schema = s.schema.full_table_json();
         meta.extra_metadata.insert("schema".into(), ours_schema.clone());
         if !s.config.sequence_groups.is_empty() {

@@ -20,7 +20,7 @@ pub use bucket::{BucketHash, BucketSpec};
 pub use merge_mode::{MergeMode, SEQUENCE_GROUPS_STRATEGY_ID};
 pub(crate) use properties_text::{ChecksumState, checksum_state, parse_properties, render_properties, table_checksum};
 pub use table::{
-    CHANGE_LOG_MODE, CHANGE_LOG_WRITER, CHANGE_LOGGED_OPERATION, DEFAULT_MAX_LOGS_PER_FILE_GROUP,
+    CHANGE_LOG_BEGIN_KEY, CHANGE_LOG_MODE, CHANGE_LOG_WRITER, CHANGE_LOGGED_OPERATION, DEFAULT_MAX_LOGS_PER_FILE_GROUP,
     DEFAULT_TABLE_VERSION, NULL_PARTITION, NewTableConfig, SequenceGroup, TableConfig, TableType, WRITABLE_VERSIONS,
     split_fields,
 };

@@ -108,6 +108,11 @@ pub const CHANGE_LOG_MODE: &str = "DATA_BEFORE_AFTER";
 /// keeps what that window needs.
 pub const CHANGE_LOG_WRITER: &str = "tributary-change-log";
 
+/// The extra-metadata key under which a change-log commit records where
+/// its window began (the previous change-log commit's instant); its own
+/// instant, the window's end, is its checkpoint.
+pub const CHANGE_LOG_BEGIN_KEY: &str = "tributary.change.log.begin";
+
 /// The `operationType` of a data commit on a table that keeps a change
 /// log. Hudi's CDC query takes a commit's changes from its write stats
 /// only for operations that yield changes (`WriteOperationType.yieldChanges`);
