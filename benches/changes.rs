@@ -5,9 +5,12 @@
 //!
 //! `cargo bench --bench changes` (`TRIBUTARY_BENCH_ROWS` sets the first
 //! commit's rows, default 1,000,000, over a fifth as many keys). Writers
-//! and the compactor write nothing for the feed, so the figures are the
-//! reads: the feed of all 40 commits at once, and a consumer following
-//! them one window per commit.
+//! and the compactor write nothing for the feed, so the first figures are
+//! the reads: the feed of all 40 commits at once, and a consumer following
+//! them one window per commit. Then the same 40 commits go into a second
+//! table that keeps a change log (`--change-log`), with a change-log round
+//! after each commit: the writers' and the compactor's cost against the
+//! first table's, the change log's cost, and its bytes per change.
 
 #[path = "support/process.rs"]
 mod process;
@@ -84,28 +87,14 @@ fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("bench setup");
     rt.block_on(async {
         let dir = tempfile::tempdir().expect("bench setup");
-        let mut o = CreateOptions::new(SCHEMA, "uuid", "ts");
-        o.buckets = 16;
-        let settings = TableSettings {
-            time: TimeSettings { mode: Some(TimeMode::HybridLogical), ..Default::default() },
-            ..Default::default()
-        };
-        let t = Table::builder_local(dir.path().join("t")).with_settings(settings).create(o).await.expect("setup");
+        let t = table(&dir.path().join("t"), false).await;
+        let begin = load(&t, rows).await;
+        let mut data = Data::new(keys);
         let client = t.write_client(WriteSettings::default()).await.expect("bench setup");
-        let mut rng = SmallRng::seed_from_u64(11);
-        let mut ts = 1_000;
-        let mut c = client.start_commit().await.expect("bench setup");
-        c.write_batch(&batch(rows, keys, &mut ts, 0.0, 0.0, &mut rng)).await.expect("bench setup");
-        c.commit().await.expect("bench setup");
-        let compacted =
-            t.compactor(CompactorSettings::default()).await.expect("setup").run_once().await.expect("bench setup");
-        let begin = compacted.last().map(|s| s.completed.clone()).expect("a compaction");
         let (wall, used) = (Instant::now(), cpu());
         let mut ends = Vec::with_capacity(COMMITS);
         for _ in 0..COMMITS {
-            let mut c = client.start_commit().await.expect("bench setup");
-            c.write_batch(&batch(COMMIT_ROWS, keys, &mut ts, 0.1, 0.02, &mut rng)).await.expect("bench setup");
-            ends.push(c.commit().await.expect("bench setup").completed);
+            ends.push(data.commit(&client).await);
         }
         let (commit_wall, commit_cpu) = (wall.elapsed().as_secs_f64(), cpu() - used);
         println!(
@@ -142,5 +131,95 @@ fn main() {
             spent * 1e3 / COMMITS as f64,
             n as f64 / spent / 1e3
         );
+        let (wall, used) = (Instant::now(), cpu());
+        t.compactor(CompactorSettings::default()).await.expect("setup").run_once().await.expect("compaction");
+        let (compact_wall, compact_cpu) = (wall.elapsed().as_secs_f64(), cpu() - used);
+
+        // The same commits into a table that keeps a change log, with a
+        // change-log round after each.
+        let logged = table(&dir.path().join("logged"), true).await;
+        load(&logged, rows).await;
+        let writer = logged.change_log_writer().await.expect("change-log writer");
+        writer.run_once().await.expect("the load's change log");
+        let mut data = Data::new(keys);
+        let client = logged.write_client(WriteSettings::default()).await.expect("bench setup");
+        let (mut write_wall, mut write_cpu, mut log_wall, mut log_cpu) = (0.0, 0.0, 0.0, 0.0);
+        let (mut changes, mut bytes) = (0u64, 0u64);
+        for _ in 0..COMMITS {
+            let (wall, used) = (Instant::now(), cpu());
+            data.commit(&client).await;
+            write_wall += wall.elapsed().as_secs_f64();
+            write_cpu += cpu() - used;
+            let (wall, used) = (Instant::now(), cpu());
+            let round = writer.run_once().await.expect("a change-log round").expect("a commit to record");
+            log_wall += wall.elapsed().as_secs_f64();
+            log_cpu += cpu() - used;
+            changes += round.changes;
+            bytes += round.bytes;
+        }
+        assert_eq!(changes as usize, n, "the change log holds the feed");
+        let (wall, used) = (Instant::now(), cpu());
+        logged.compactor(CompactorSettings::default()).await.expect("setup").run_once().await.expect("compaction");
+        let (logged_compact_wall, logged_compact_cpu) = (wall.elapsed().as_secs_f64(), cpu() - used);
+        println!(
+            "with a change log: the {COMMITS} commits {write_wall:.2} s, {write_cpu:.2} CPU-s (without: \
+             {commit_wall:.2} s, {commit_cpu:.2} CPU-s); the compaction after them {logged_compact_wall:.2} s, \
+             {logged_compact_cpu:.2} CPU-s (without: {compact_wall:.2} s, {compact_cpu:.2} CPU-s)"
+        );
+        println!(
+            "the change log, one round per commit: {changes} changes in {bytes} bytes ({:.0} bytes per change), \
+             {log_wall:.2} s, {log_cpu:.2} CPU-s ({:.0} ms per round; {:.0} k changes per CPU-s)",
+            bytes as f64 / changes as f64,
+            log_wall * 1e3 / COMMITS as f64,
+            changes as f64 / log_cpu / 1e3
+        );
     });
+}
+
+/// A table of the bench's schema in `path`, 16 buckets, keeping a change
+/// log or not.
+async fn table(path: &std::path::Path, change_log: bool) -> Table {
+    let mut o = CreateOptions::new(SCHEMA, "uuid", "ts");
+    o.buckets = 16;
+    o.change_log = change_log;
+    let settings = TableSettings {
+        time: TimeSettings { mode: Some(TimeMode::HybridLogical), ..Default::default() },
+        ..Default::default()
+    };
+    Table::builder_local(path).with_settings(settings).create(o).await.expect("bench setup")
+}
+
+/// Loads `rows` rows over a fifth as many keys and compacts them; returns
+/// the compaction's completion time.
+async fn load(t: &Table, rows: usize) -> InstantTime {
+    let client = t.write_client(WriteSettings::default()).await.expect("bench setup");
+    let mut rng = SmallRng::seed_from_u64(7);
+    let mut ts = 1_000;
+    let mut c = client.start_commit().await.expect("bench setup");
+    c.write_batch(&batch(rows, rows / 5, &mut ts, 0.0, 0.0, &mut rng)).await.expect("bench setup");
+    c.commit().await.expect("bench setup");
+    let compacted =
+        t.compactor(CompactorSettings::default()).await.expect("setup").run_once().await.expect("bench setup");
+    compacted.last().map(|s| s.completed.clone()).expect("a compaction")
+}
+
+/// The 40 commits' data, the same for every table.
+struct Data {
+    keys: usize,
+    ts: i64,
+    rng: SmallRng,
+}
+
+impl Data {
+    fn new(keys: usize) -> Self {
+        Self { keys, ts: 10_000_000, rng: SmallRng::seed_from_u64(11) }
+    }
+
+    /// Commits the next 5,000 upserts through `client`; its completion time.
+    async fn commit(&mut self, client: &tributary::WriteClient) -> InstantTime {
+        let mut c = client.start_commit().await.expect("bench setup");
+        let rows = batch(COMMIT_ROWS, self.keys, &mut self.ts, 0.1, 0.02, &mut self.rng);
+        c.write_batch(&rows).await.expect("bench setup");
+        c.commit().await.expect("bench setup").completed
+    }
 }

@@ -353,3 +353,45 @@ async fn a_plan_another_compactor_completed_is_not_completed_again() {
     let e = first.execute(&tributary_timeline::InstantTime::parse("20200101000000000").unwrap()).await.unwrap_err();
     assert_eq!(e.kind(), tributary_format::ErrorKind::InvalidInput, "{e}");
 }
+
+/// After a Java clustering, a partition holds new file groups with random
+/// ids, which are no buckets even when the id begins with eight digits, as
+/// a bucket's does: a write to a bucket clustering left alone goes on, and
+/// one to a bucket whose group clustering replaced is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clustered_group_whose_id_looks_like_a_bucket_is_no_bucket() {
+    use object_store::ObjectStoreExt;
+    let Some(place) = Place::new() else { return };
+    let t = table(&place).await;
+    let index = tributary_timeline::BucketIndex::new(t.config().bucket.unwrap());
+    let key = |bucket: u32| (0..).map(|n| format!("k{n}")).find(|k| index.bucket(k) == bucket).unwrap();
+    let (k0, k1) = (key(0), key(1));
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
+    let mut c = client.start_commit().await.unwrap();
+    c.write_batch(&oslo_batch(&[(&k0, 1, 1.0), (&k1, 1, 1.0)])).await.unwrap();
+    let done = c.commit().await.unwrap();
+
+    // A clustering of bucket 0's group into a group whose random id begins
+    // with eight digits.
+    let at = |ms: i64| tributary_timeline::InstantTime::from_millis(done.completed.to_millis().unwrap() + ms).unwrap();
+    let (requested, completed) = (at(5), at(6));
+    let loc = t.location();
+    let timeline = |name: String| loc.join(&format!(".hoodie/timeline/{name}"));
+    let put = |path, bytes: Vec<u8>| async move { loc.store.put(&path, bytes.into()).await.unwrap() };
+    put(timeline(format!("{requested}.clustering.requested")), Vec::new()).await;
+    put(timeline(format!("{requested}.clustering.inflight")), Vec::new()).await;
+    let clustered = "12345678-aaaa-4bbb-8ccc-dddddddddddd-0";
+    put(loc.join(&format!("city=oslo/{clustered}_0-0-0_{requested}.parquet")), b"clustered rows".to_vec()).await;
+    let mut meta = tributary_format::CommitMetadata { operation_type: "CLUSTER".into(), ..Default::default() };
+    meta.partition_to_replace_file_ids.insert("city=oslo".into(), vec![tributary_timeline::nbcc_file_id(0)]);
+    put(timeline(format!("{requested}_{completed}.replacecommit")), serde_json::to_vec(&meta).unwrap()).await;
+
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
+    let mut c = client.start_commit().await.unwrap();
+    c.write_batch(&oslo_batch(&[(&k1, 2, 2.0)])).await.unwrap();
+    c.commit().await.unwrap();
+    let mut c = client.start_commit().await.unwrap();
+    c.write_batch(&oslo_batch(&[(&k0, 2, 2.0)])).await.unwrap();
+    let err = c.commit().await.unwrap_err().to_string();
+    assert!(err.contains("takes no more logs"), "{err}");
+}

@@ -4,7 +4,7 @@
 //! Each file group's log file is assembled by a `GroupFile`
 //! (`group_file`), from the pieces (`piece`) the commit routes to the task.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering as AtomicOrdering;
 
@@ -14,7 +14,7 @@ use tributary_format::HeaderKey;
 use tributary_format::{DeleteRecord, MetaFields, OrderingValue};
 use tributary_timeline::PARTITION_METADATA;
 use tributary_timeline::ensure_partition;
-use tributary_timeline::{BaseFileName, InstantTime, LogFileName, TableLocation, WriteToken, nbcc_file_id};
+use tributary_timeline::{Action, BaseFileName, InstantTime, LogFileName, TableLocation, WriteToken, nbcc_file_id};
 use tributary_timeline::{MARKER_APPEND, create_marker};
 use tributary_timeline::{TimelineFolder, replaced_groups};
 
@@ -227,19 +227,31 @@ impl TaskContext {
             .list_with_delimiter(Some(&dir))
             .await
             .map_err(|e| tributary_timeline::Error::store("list", &dir, e))?;
-        let mut ids: HashMap<u32, String> = HashMap::new();
+        let mut files: Vec<(String, InstantTime)> = Vec::new();
         for m in listing.objects {
             let Some(name) = m.location.filename() else { continue };
             if name == PARTITION_METADATA {
                 continue;
             }
             let id = LogFileName::parse(name)
-                .map(|l| l.file_id)
-                .or_else(|_| BaseFileName::parse(name).map(|b| b.file_id))
-                .ok();
-            if let Some(id) = id
+                .map(|l| (l.file_id, l.instant))
+                .or_else(|_| BaseFileName::parse(name).map(|b| (b.file_id, b.instant)));
+            if let Ok(id) = id {
+                files.push(id);
+            }
+        }
+        // A clustering's new file groups are no buckets, though a random
+        // id may begin with eight digits as a bucket's does.
+        let clustered: HashSet<&str> = files
+            .iter()
+            .filter(|(_, t)| timeline.get(t).is_some_and(|i| i.action == Action::Clustering))
+            .map(|(id, _)| id.as_str())
+            .collect();
+        let mut ids: HashMap<u32, String> = HashMap::new();
+        for (id, _) in &files {
+            if !clustered.contains(id.as_str())
                 && !replaced.contains_key(&(partition.to_string(), id.clone()))
-                && let Some(b) = tributary_timeline::bucket_of_file_id(&id)
+                && let Some(b) = tributary_timeline::bucket_of_file_id(id)
             {
                 // A file group of a bucket beyond the count: the table's
                 // writers use more buckets than this one was given.
@@ -255,8 +267,8 @@ impl TaskContext {
                 }
                 // Prefer the smallest id for a bucket so every writer picks the same one.
                 let e = ids.entry(b).or_insert_with(|| id.clone());
-                if id < *e {
-                    *e = id;
+                if id < e {
+                    *e = id.clone();
                 }
             }
         }
