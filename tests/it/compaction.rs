@@ -373,8 +373,12 @@ async fn a_clustered_group_whose_id_looks_like_a_bucket_is_no_bucket() {
 
     // A clustering of bucket 0's group into a group whose random id begins
     // with eight digits.
-    let at = |ms: i64| tributary_timeline::InstantTime::from_millis(done.completed.to_millis().unwrap() + ms).unwrap();
-    let (requested, completed) = (at(5), at(6));
+    // Its instants from the table's TrueTime, as a Java writer's are: a
+    // writer never takes one of them (two actions at one instant would make
+    // the instant unreadable).
+    let time = t.time_generator();
+    let (requested, completed) = (time.new_instant().await.unwrap(), time.new_instant().await.unwrap());
+    assert!(requested > done.completed);
     let loc = t.location();
     let timeline = |name: String| loc.join(&format!(".hoodie/timeline/{name}"));
     let put = |path, bytes: Vec<u8>| async move { loc.store.put(&path, bytes.into()).await.unwrap() };
