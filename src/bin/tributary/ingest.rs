@@ -47,6 +47,12 @@ fn value_format(args: &IngestArgs) -> Result<ValueFormat, Error> {
 /// Runs the job until SIGTERM or Ctrl-C, printing progress to standard
 /// error every few seconds.
 pub(crate) async fn run(store: &StoreArgs, args: IngestArgs) -> Result<(), Failure> {
+    // Listened for from the start: a stop that comes while the job starts
+    // (opening the table, joining the group) ends it cleanly once it runs,
+    // instead of killing the process.
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let mut interrupt = signal(SignalKind::interrupt()).ok();
     if let Some(addr) = args.metrics.metrics_addr {
         crate::metrics::serve_metrics(addr)?;
     }
@@ -95,17 +101,18 @@ pub(crate) async fn run(store: &StoreArgs, args: IngestArgs) -> Result<(), Failu
             );
         }
     });
-    let shutdown = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+    let shutdown = async move {
+        let stopped = |s: Option<tokio::signal::unix::Signal>| async move {
+            match s {
+                Some(mut s) => {
+                    s.recv().await;
                 }
+                None => std::future::pending().await,
             }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+        };
+        tokio::select! {
+            () = stopped(term.take()) => {}
+            () = stopped(interrupt.take()) => {}
         }
         eprintln!("stopping: committing the open batch");
     };
