@@ -150,10 +150,27 @@ impl ChangeLogWriter {
                 if let Err(abort) = commit.abort().await {
                     tracing::warn!(instant = %at, "aborting a change-log commit that failed: {abort}");
                 }
+                // A newer change-log writer recorded this window meanwhile
+                // (and the cleaner may have moved past its start since):
+                // this run lost, and its fence would have refused it.
+                let now = self.client.checkpoint(CHANGE_LOG_WRITER).await?;
+                if now.checkpoint.as_ref().map(|c| c.checkpoint.as_str()) != status_text(&status) {
+                    return Err(Error::CheckpointMismatch {
+                        table: self.table.location().to_string(),
+                        writer_id: CHANGE_LOG_WRITER.into(),
+                        expected: status_text(&status).unwrap_or_default().into(),
+                        found: now.checkpoint.map(Box::new),
+                    });
+                }
                 Err(e)
             }
         }
     }
+}
+
+/// The checkpoint text of `status`, if any.
+fn status_text(status: &tributary_writer::WriterStatus) -> Option<&str> {
+    status.checkpoint.as_ref().map(|c| c.checkpoint.as_str())
 }
 
 /// What encoding a change-log commit's files needs.
