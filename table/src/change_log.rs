@@ -154,7 +154,7 @@ impl ChangeLogWriter {
                 // (and the cleaner may have moved past its start since):
                 // this run lost, and its fence would have refused it.
                 let now = self.client.checkpoint(CHANGE_LOG_WRITER).await?;
-                if now.checkpoint.as_ref().map(|c| c.checkpoint.as_str()) != status_text(&status) {
+                if status_text(&now) != status_text(&status) {
                     return Err(Error::CheckpointMismatch {
                         table: self.table.location().to_string(),
                         writer_id: CHANGE_LOG_WRITER.into(),
