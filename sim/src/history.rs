@@ -265,6 +265,9 @@ struct History {
     /// Whether the table keeps a change log, which a change-log writer
     /// process (and `serve`, if one runs) writes.
     change_log: bool,
+    /// Per actor, the last error it met and passed over, with when: what a
+    /// stuck history reports.
+    passed: Mutex<BTreeMap<String, (Duration, String)>>,
 }
 
 /// The source ids a sourced writer's commits record, as an ingest job's
@@ -390,6 +393,7 @@ impl History {
             ledger: Mutex::new(Ledger::default()),
             done: Mutex::new(vec![false; writers]),
             failure: Mutex::new(None),
+            passed: Mutex::new(BTreeMap::new()),
             pending: Arc::new(Mutex::new(VecDeque::new())),
             crashes: scale.crashes,
             zombie_rng: scale.zombies.then(|| Mutex::new(StdRng::seed_from_u64(seed ^ 0x5a4f_4d42_4945))),
@@ -423,6 +427,16 @@ impl History {
         self.ledger.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The writers not done, and the last error each actor passed over.
+    fn last_passed(&self) -> String {
+        let done = self.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let waiting: Vec<&str> =
+            self.workload.writers.iter().zip(done).filter(|(_, d)| !d).map(|(w, _)| w.id.as_str()).collect();
+        let passed = self.passed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let errors: Vec<String> = passed.iter().map(|(who, (at, e))| format!("{who} at {at:?}: {e}")).collect();
+        format!("not done: {}; last errors passed over: {}", waiting.join(", "), errors.join("; "))
+    }
+
     fn all_done(&self) -> bool {
         self.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().all(|d| *d)
     }
@@ -451,7 +465,10 @@ impl History {
     fn expect(&self, who: &str, e: impl Into<tributary::Error>) {
         let e = e.into();
         match e.kind() {
-            ErrorKind::Unavailable | ErrorKind::Conflict => {}
+            ErrorKind::Unavailable | ErrorKind::Conflict => {
+                let mut passed = self.passed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                passed.insert(who.to_string(), (self.start.elapsed(), e.to_string()));
+            }
             kind => self.fail(format!("{who}: {kind:?} error: {e}")),
         }
     }
@@ -912,7 +929,7 @@ impl History {
                 return Err(f);
             }
             if self.start.elapsed() > DEADLINE {
-                return Err(stuck("the writers are not done"));
+                return Err(format!("{}; {}", stuck("the writers are not done"), self.last_passed()));
             }
         }
         // The world heals; the dead's heartbeats and leases run out.

@@ -17,8 +17,15 @@
 //!    file holding one CDC_DATA block of the group's changes in the
 //!    `DATA_BEFORE_AFTER` mode, and completes the commit with the files in
 //!    the groups' `cdcStats` and the window's end as its checkpoint, in one
-//!    step. A newer change-log writer registers the same writer id, which
-//!    fences an older one, so windows neither overlap nor leave gaps.
+//!    step, and only if the writer id's committed checkpoint is still
+//!    `begin` ([`tributary_writer::Commit::complete_only_after`]). So
+//!    windows neither overlap nor leave gaps, and change-log writers never
+//!    fence each other: of two that started from one checkpoint, the first
+//!    to complete wins and the other fails with a conflict and starts over
+//!    from the new checkpoint. However long a window takes to record, some
+//!    writer always gets through (writers that fenced each other by
+//!    registering could take turns cancelling each other's windows
+//!    forever).
 //!
 //! Data commits of such a table record an operation Hudi's CDC query
 //! infers nothing from ([`tributary_timeline::CHANGE_LOGGED_OPERATION`]),
@@ -66,10 +73,12 @@ pub struct ChangeLogCommit {
 }
 
 impl Table {
-    /// A writer of this table's change log. It registers
-    /// [`CHANGE_LOG_WRITER`], so a change-log writer made before it can no
-    /// longer commit (an error of kind [`crate::ErrorKind::Conflict`]). A table without a change log
-    /// ([`crate::CreateOptions::change_log`]) is [`Error::InvalidInput`].
+    /// A writer of this table's change log, committing under writer id
+    /// [`CHANGE_LOG_WRITER`]. Any number may run at once, in one process or
+    /// several: none fences another, and each commit records only the window
+    /// that follows the last one recorded ([`ChangeLogWriter::run_once`]). A
+    /// table without a change log ([`crate::CreateOptions::change_log`]) is
+    /// [`Error::InvalidInput`].
     pub async fn change_log_writer(&self) -> Result<ChangeLogWriter> {
         if !self.config().change_log()? {
             return Err(Error::InvalidInput {
@@ -84,7 +93,6 @@ impl Table {
         let heartbeat_interval = defaults.heartbeat_interval.min(self.components.settings.heartbeat_expiry / 4);
         let settings = WriteSettings { writer_id: CHANGE_LOG_WRITER.into(), tasks: 1, heartbeat_interval, ..defaults };
         let client = self.write_client(settings).await?;
-        client.register().await?;
         Ok(ChangeLogWriter { table: self.clone(), client })
     }
 }
@@ -92,8 +100,11 @@ impl Table {
 impl ChangeLogWriter {
     /// Records the changes of the commits that completed since the last
     /// change-log commit, in one change-log commit; `None` when no data
-    /// commit completed since. Fails with a conflict ([`crate::ErrorKind::Conflict`]) once a newer
-    /// change-log writer registered; nothing of this one is visible then.
+    /// commit completed since. Fails with a conflict
+    /// ([`crate::ErrorKind::Conflict`]) when another change-log writer
+    /// recorded a window since this run read where its window begins;
+    /// nothing of this run is visible then, and the next run starts where
+    /// that one ended.
     pub async fn run_once(&self) -> Result<Option<ChangeLogCommit>> {
         let status = self.client.checkpoint(CHANGE_LOG_WRITER).await?;
         let begin = match &status.checkpoint {
@@ -113,6 +124,7 @@ impl ChangeLogWriter {
             return Ok(None);
         }
         let mut commit = self.client.start_commit().await?;
+        commit.complete_only_after(status_text(&status));
         commit.set_extra_metadata(CHANGE_LOG_BEGIN_KEY, begin.as_str());
         let at = commit.instant().clone();
         let recorded = async {
@@ -150,9 +162,9 @@ impl ChangeLogWriter {
                 if let Err(abort) = commit.abort().await {
                     tracing::warn!(instant = %at, "aborting a change-log commit that failed: {abort}");
                 }
-                // A newer change-log writer recorded this window meanwhile
+                // Another change-log writer recorded this window meanwhile
                 // (and the cleaner may have moved past its start since):
-                // this run lost, and its fence would have refused it.
+                // this run lost, and its completion would have been refused.
                 let now = self.client.checkpoint(CHANGE_LOG_WRITER).await?;
                 if status_text(&now) != status_text(&status) {
                     return Err(Error::CheckpointMismatch {

@@ -51,9 +51,9 @@ pub struct ServiceSchedule {
     pub archive: ArchiveSettings,
     /// How often the change log records the commits completed since its
     /// last run, on a table that keeps one ([`Table::change_log_writer`]);
-    /// `None` for never. Each run registers the change-log writer anew, so
-    /// of two loops on one table the later run wins and the other's
-    /// overlapping run fails with a conflict and is retried.
+    /// `None` for never. Change-log writers share their writer id, so of
+    /// two loops on one table whose runs overlap, the first to complete
+    /// wins and the other's run fails with a conflict and is retried.
     pub change_log_every: Option<Duration>,
 }
 

@@ -296,15 +296,18 @@ fn a_consumer_rebuilds_the_table_from_the_feed_alone() {
     });
 }
 
-/// The change log (`init --change-log`): a change-log writer runs behind
-/// writers that commit at once (completing in any order), a compactor and
-/// a cleaner that keeps two commits and does not wait for it. After each
-/// change-log commit the test reads that commit's `.cdc` files, and only
-/// those, into a replica, which at the end equals the table: the change
-/// log holds every change, once, in an order each before-image follows.
-/// The cleaner never removes what the change log's next window needs, and
-/// removes the change data of commits older than what it keeps. A newer
-/// change-log writer fences the older one.
+/// The change log (`init --change-log`): two change-log writers run at
+/// once behind writers that commit at once (completing in any order), a
+/// compactor and a cleaner that keeps two commits and does not wait for
+/// them. Each reads the `.cdc` files of every change-log commit it made,
+/// and only those. Replayed in commit order into one replica, they equal
+/// the table at the end: the change log holds every change, once, in an
+/// order each before-image follows, and each window begins where the one
+/// before ended. Neither writer stops the other: both get commits through,
+/// and a run that lost its window to the other fails as a conflict that
+/// leaves nothing behind. The cleaner never removes what the change log's
+/// next window needs, and removes the change data of commits older than
+/// what it keeps.
 #[test]
 fn the_change_log_holds_the_feed_in_hudis_cdc_files() {
     let Some(place) = Place::new() else { return };
@@ -312,42 +315,48 @@ fn the_change_log_holds_the_feed_in_hudis_cdc_files() {
     rt.block_on(async {
         let table = std::sync::Arc::new(crate::wide::new_table_with(&place, |o| o.change_log = true).await);
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        // The round the writers are in: the change-log writer runs during
+        // The round the writers are in: the change-log writers run during
         // every fifth round only, so that the cleaner, every fourth, finds
-        // it behind.
+        // them behind.
         let (rounds, round_now) = tokio::sync::watch::channel(0usize);
-        let logger = {
-            let table = table.clone();
-            tokio::spawn(async move {
-                let writer = table.change_log_writer().await.unwrap();
-                let (mut replica, mut commits, mut seen) = (State::new(), 0, std::collections::BTreeSet::new());
-                loop {
-                    let last = *stopped.borrow();
-                    if !last && *round_now.borrow() % 5 != 4 {
-                        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-                        continue;
-                    }
-                    if let Some(c) = writer.run_once().await.unwrap() {
-                        let files = change_data_files(&table, &c.instant).await;
-                        assert_eq!(files.len(), c.files, "{c:?}");
-                        let mut changes = Vec::new();
-                        for f in &files {
-                            assert!(seen.insert(f.clone()), "{f} recorded twice");
-                            changes.extend(read_change_data(&table, f).await);
+        let loggers: Vec<_> = (0..2)
+            .map(|_| {
+                let (table, stopped, round_now) = (table.clone(), stopped.clone(), round_now.clone());
+                tokio::spawn(async move {
+                    let writer = table.change_log_writer().await.unwrap();
+                    let (mut recorded, mut lost) = (Vec::new(), 0);
+                    loop {
+                        let last = *stopped.borrow();
+                        if !last && *round_now.borrow() % 5 != 4 {
+                            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                            continue;
                         }
-                        assert_eq!(changes.len() as u64, c.changes, "{c:?}");
-                        // One file per group: a key's changes are in order
-                        // within its group's file.
-                        replay(&mut replica, &changes).unwrap();
-                        commits += 1;
+                        match writer.run_once().await {
+                            Ok(Some(c)) => {
+                                let files = change_data_files(&table, &c.instant).await;
+                                assert_eq!(files.len(), c.files, "{c:?}");
+                                let mut changes = Vec::new();
+                                for f in &files {
+                                    changes.extend(read_change_data(&table, f).await);
+                                }
+                                assert_eq!(changes.len() as u64, c.changes, "{c:?}");
+                                recorded.push((c, files, changes));
+                            }
+                            Ok(None) => {}
+                            Err(e) => {
+                                // The other writer recorded the window first.
+                                assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+                                lost += 1;
+                            }
+                        }
+                        if last {
+                            return (recorded, lost);
+                        }
+                        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
                     }
-                    if last {
-                        return (replica, commits);
-                    }
-                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-                }
+                })
             })
-        };
+            .collect();
         let clients = op_clients(&table).await;
         let compactor = table.compactor(CompactorSettings::default()).await.unwrap();
         let mut rng = StdRng::seed_from_u64(43);
@@ -365,26 +374,49 @@ fn the_change_log_holds_the_feed_in_hudis_cdc_files() {
             }
         }
         stop.send_replace(true);
-        let (replica, commits) = logger.await.unwrap();
-        assert!(commits > 1, "{commits} change-log commits");
+        let (mut recorded, mut lost) = (Vec::new(), 0);
+        for (i, logger) in loggers.into_iter().enumerate() {
+            let (theirs, their_lost) = logger.await.unwrap();
+            println!("change-log writer {i}: {} windows recorded, {their_lost} lost", theirs.len());
+            recorded.extend(theirs);
+            lost += their_lost;
+        }
+        recorded.sort_by(|a, b| a.0.instant.cmp(&b.0.instant));
+        let (mut replica, mut seen, mut begin) = (State::new(), std::collections::BTreeSet::new(), None);
+        for (c, files, changes) in &recorded {
+            if let Some(begin) = &begin {
+                assert_eq!(&c.begin, begin, "{c:?} begins where the window before ended");
+            }
+            begin = Some(c.instant.clone());
+            for f in files {
+                assert!(seen.insert(f.clone()), "{f} recorded twice");
+            }
+            // One file per group: a key's changes are in order within its
+            // group's file.
+            replay(&mut replica, changes).unwrap();
+        }
         let want = crate::wide::snapshot(&table).await;
-        assert_eq!(replica, want, "the replica built from {commits} change-log commits");
+        let commits = recorded.len();
+        assert!(commits > 1, "{commits} change-log commits");
+        assert_eq!(replica, want, "the replica built from {commits} change-log commits ({lost} runs lost)");
         let cdc = tributary::timeline::CHANGE_DATA_SUFFIX;
         assert!(cleaned.iter().any(|f| f.ends_with(cdc)), "old change data was cleaned: {cleaned:?}");
+        let timeline = table.timeline().await.unwrap();
+        assert_eq!(timeline.pending().count(), 0, "every lost run's instant was withdrawn");
 
-        // A newer change-log writer fences the older one: its commit fails
-        // and leaves nothing behind.
+        // A change-log writer made later stops none made before it: each
+        // records the window after the last one recorded.
         let older = table.change_log_writer().await.unwrap();
-        let _newer = table.change_log_writer().await.unwrap();
-        let mut c = clients[2].start_commit().await.unwrap();
-        c.write_json(&[op_json(&Op::C { key: 1, note: 99, ts: 99 })], "ops", 1).await.unwrap();
-        c.commit().await.unwrap();
-        let before = table.timeline().await.unwrap().completed().count();
-        let err = older.run_once().await.unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
-        assert_eq!(table.timeline().await.unwrap().completed().count(), before, "nothing of it completed");
-        let pending = table.timeline().await.unwrap().pending().count();
-        assert_eq!(pending, 0, "its instant was withdrawn");
+        let newer = table.change_log_writer().await.unwrap();
+        let mut last = recorded.last().map(|r| r.0.instant.clone()).unwrap();
+        for writer in [&older, &newer, &older] {
+            let mut c = clients[2].start_commit().await.unwrap();
+            c.write_json(&[op_json(&Op::C { key: 1, note: 99, ts: 99 })], "ops", 1).await.unwrap();
+            c.commit().await.unwrap();
+            let done = writer.run_once().await.unwrap().expect("a window to record");
+            assert_eq!(done.begin, last, "{done:?}");
+            last = done.instant;
+        }
     });
 }
 

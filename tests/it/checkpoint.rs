@@ -193,6 +193,53 @@ async fn a_newer_writer_with_the_same_id_fences_the_older_one() {
     assert_eq!(rows.num_rows(), 3, "a, b and B's z");
 }
 
+/// Commits that share a writer id optimistically
+/// (`Commit::complete_only_after`): two clients, one registered and one
+/// not, start from the same checkpoint; the first to complete records its
+/// checkpoint, the other is refused as a conflict naming both checkpoints,
+/// and is withdrawn with its files. Registering fences neither: the loser
+/// completes once it starts over from the new checkpoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_sharing_a_writer_id_complete_only_after_the_checkpoint_they_began_from() {
+    let Some(place) = Place::new() else { return };
+    let root = place.table("t");
+    let t = root.builder().with_settings(hybrid()).create(fares_options()).await.unwrap();
+    let a = t.write_client(settings("shared")).await.unwrap();
+    let b = t.write_client(settings("shared")).await.unwrap();
+    b.register().await.unwrap();
+    let mut first = a.start_commit().await.unwrap();
+    first.complete_only_after(None);
+    first.write_batch(&oslo_batch(&[("a", 1, 1.0)])).await.unwrap();
+    let mut second = b.start_commit().await.unwrap();
+    second.complete_only_after(None);
+    second.write_batch(&oslo_batch(&[("b", 1, 1.0)])).await.unwrap();
+    let lost = second.instant().to_string();
+    // `a` never registered, `b` did: the checkpoint alone decides.
+    first.commit_with_checkpoint(Some("10".into())).await.unwrap();
+    let err = second.commit_with_checkpoint(Some("20".into())).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("recorded checkpoint `10` since this commit began from ``") && msg.contains(&lost), "{msg}");
+    assert!(!tributary::Error::from(err).is_fenced(), "the client may go on: {msg}");
+    let timeline = t.timeline().await.unwrap();
+    assert!(timeline.get(&lost.parse().unwrap()).is_none(), "the loser is withdrawn");
+    assert!(root.file_paths(|n| n.contains(&lost)).is_empty(), "its files are gone");
+    assert_eq!(t.checkpoint("shared").await.unwrap().checkpoint.unwrap().checkpoint, "10");
+
+    let mut again = b.start_commit().await.unwrap();
+    again.complete_only_after(Some("10"));
+    again.write_batch(&oslo_batch(&[("b", 2, 2.0)])).await.unwrap();
+    again.commit_with_checkpoint(Some("20".into())).await.unwrap();
+    let mut stale = a.start_commit().await.unwrap();
+    stale.complete_only_after(Some("10"));
+    let err = stale.commit_with_checkpoint(Some("30".into())).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    let status = t.checkpoint("shared").await.unwrap();
+    assert_eq!((status.generation, status.checkpoint.unwrap().checkpoint.as_str()), (1, "20"));
+    let rows = t.read(&ReadOptions::default()).await.unwrap();
+    assert_eq!(rows.num_rows(), 2, "a and b");
+}
+
 /// Looking a checkpoint up reads the writer's state file and checks one
 /// completed file's existence, however many commits the table holds. (The
 /// lock is this process's, whose requests are not the point.)

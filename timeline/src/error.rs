@@ -102,6 +102,29 @@ pub enum Error {
         /// The generation this writer registered (0: it never registered).
         held: u64,
     },
+    /// A commit whose work began from its writer id's committed checkpoint
+    /// `began` tried to complete after another commit of the id recorded
+    /// `now` ([`crate::CommitFence::Checkpoint`]): its work is stale, so it is
+    /// refused before it becomes visible (its caller withdraws it). Read
+    /// the checkpoint again and redo the work from there.
+    #[error(
+        "{table}: instant {instant}: writer ID `{writer_id}` recorded checkpoint `{now}` since this commit began \
+         from `{began}`, so its commit is withdrawn and nothing of it becomes visible; read the checkpoint again and \
+         start over from it",
+        began = .checkpoints.0,
+        now = .checkpoints.1
+    )]
+    Overtaken {
+        /// The table.
+        table: String,
+        /// The commit's requested instant.
+        instant: String,
+        /// The writer id.
+        writer_id: String,
+        /// The checkpoint the commit began from, and the id's committed
+        /// checkpoint now (empty: none).
+        checkpoints: Box<(String, String)>,
+    },
     /// A commit would pass the table's bound on uncompacted logs per file
     /// group (`tributary.max.logs.per.file.group`) and waited for
     /// compaction as long as it may: nothing of it is visible. Retry once
@@ -145,7 +168,7 @@ impl Error {
             | Error::UnsupportedVersion { .. }
             | Error::InvalidName { .. }
             | Error::InvalidInput { .. } => ErrorKind::InvalidInput,
-            Error::Withdrawn { .. } | Error::Fenced { .. } => ErrorKind::Conflict,
+            Error::Withdrawn { .. } | Error::Fenced { .. } | Error::Overtaken { .. } => ErrorKind::Conflict,
             Error::Corrupt { .. } => ErrorKind::Corrupt,
             Error::Backpressure { .. } => ErrorKind::Unavailable,
             Error::Format(e) => e.kind(),

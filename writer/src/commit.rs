@@ -12,7 +12,7 @@ use tributary_format::{CommitMetadata, WriteStat};
 use tributary_format::{TableDatumEncoder, TableDatums};
 use tributary_timeline::partition_file;
 use tributary_timeline::{Action, Instant, InstantTime, NULL_PARTITION, State};
-use tributary_timeline::{Completion, Heartbeat, complete_instant_with, delete_if_exists};
+use tributary_timeline::{CommitFence, Completion, Heartbeat, complete_instant_with, delete_if_exists};
 use tributary_timeline::{MARKER_APPEND, create_marker, remove_markers, rollback_files};
 use tributary_timeline::{SEQUENCE_GROUPS_KEY, SequenceGroup};
 use tributary_timeline::{TableConfig, TableLocation, Timeline, replaced_groups, replaces_groups};
@@ -84,6 +84,10 @@ pub struct Commit {
     /// The writer id's generation this commit was started under (0: the
     /// client never registered).
     generation: u64,
+    /// The committed checkpoint of the writer id this commit began from,
+    /// when it shares the id optimistically
+    /// ([`Commit::complete_only_after`]) rather than by generation.
+    began: Option<Option<String>>,
     /// The `operationType` its metadata records.
     operation: &'static str,
     /// The change-data files it carries ([`Commit::write_change_data`]).
@@ -173,6 +177,7 @@ impl Commit {
             cancelled,
             failed: false,
             generation,
+            began: None,
             operation,
             change_data: Vec::new(),
             extra: Vec::new(),
@@ -237,6 +242,19 @@ impl Commit {
     /// checkpoints, which a key of the same name does not replace).
     pub fn set_extra_metadata(&mut self, key: &str, value: &str) {
         self.extra.push((key.to_string(), value.to_string()));
+    }
+
+    /// Makes the commit share its client's writer id optimistically: it
+    /// completes only if the id's committed checkpoint is still `began`
+    /// (`None`: the id has none), the checkpoint its work started from,
+    /// whichever clients commit under the id, registered or not. Another
+    /// commit that recorded a checkpoint first refuses it as a conflict
+    /// ([`tributary_timeline::Error::Overtaken`]); it is withdrawn as by
+    /// [`Commit::abort`]. Registering fences nothing then: no commit of the
+    /// id blocks another's progress, and none records its checkpoint over a
+    /// newer one.
+    pub fn complete_only_after(&mut self, began: Option<&str>) {
+        self.began = Some(began.map(str::to_string));
     }
 
     /// The commit's requested instant; log files are named by it.
@@ -528,7 +546,11 @@ impl Commit {
                 }
             }
             attempts += 1;
-            let (writer, generation, instant) = (&s.writer, self.generation, &self.instant);
+            let (writer, instant) = (&s.writer, &self.instant);
+            let fence = match &self.began {
+                Some(began) => CommitFence::Checkpoint(began.as_deref()),
+                None => CommitFence::Generation(self.generation),
+            };
             let checkpoint = checkpoint.as_deref();
             let (ours, tally, folder) = (&ours, s.backpressure.as_ref(), &s.timeline);
             let (loc, config, partitions) = (&s.loc, &s.config, &partitions);
@@ -570,14 +592,15 @@ impl Commit {
                     record_schema(&name, folder, config, &timeline, in_force, meta, base_schema, ours_schema, instant)
                         .await?;
                 schema_behind.store(behind, Ordering::Relaxed);
-                if generation > 0 || checkpoint.is_some() {
+                if fence != CommitFence::Generation(0) || checkpoint.is_some() {
                     // Fence and record the checkpoint in the same hold.
-                    writer.before_visible(generation, instant, &c, checkpoint).await?;
+                    writer.before_visible(fence, instant, &c, checkpoint).await?;
                 }
                 // Each source's state file, at once: every commit waits
                 // for this hold.
                 let sources = positions.iter().map(|(lease, position)| {
-                    lease.state().before_visible(lease.generation(), instant, &c, Some(position))
+                    let fence = CommitFence::Generation(lease.generation());
+                    lease.state().before_visible(fence, instant, &c, Some(position))
                 });
                 futures::future::try_join_all(sources).await?;
                 Ok(content)
@@ -618,6 +641,7 @@ impl Commit {
             }
             Err(
                 e @ (tributary_timeline::Error::Fenced { .. }
+                | tributary_timeline::Error::Overtaken { .. }
                 | tributary_timeline::Error::Backpressure { .. }
                 | tributary_timeline::Error::InvalidInput { .. }
                 | tributary_timeline::Error::Format(tributary_format::Error::SchemaConflict { .. })),

@@ -36,6 +36,8 @@ pub use marker::{
     remove_markers, rollback_files,
 };
 pub use metadata_table::MetadataTableGuard;
-pub use writer_state::{CHECKPOINT_KEY_PREFIX, Checkpoint, WriterState, WriterStatus, lookup_writer, mark_new_table};
+pub use writer_state::{
+    CHECKPOINT_KEY_PREFIX, Checkpoint, CommitFence, WriterState, WriterStatus, lookup_writer, mark_new_table,
+};
 
 pub use tributary_storage::{delete_all_if_exist, delete_if_exists};

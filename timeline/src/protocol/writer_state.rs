@@ -19,10 +19,14 @@
 //!   fails.
 //! - **Completion** ([`WriterState::before_visible`], inside the lock hold
 //!   that completes the commit, after its completion time `c` is issued and
-//!   before `<t>_<c>.deltacommit` is created): check that the file's
-//!   generation is still the writer's own, else fail with
-//!   [`Error::Fenced`]; then, when the commit carries a checkpoint, settle
-//!   `pending` and write `pending = {t, c, checkpoint}`.
+//!   before `<t>_<c>.deltacommit` is created): check the commit's fence
+//!   ([`CommitFence`]). Under a generation, the file's generation must still
+//!   be the writer's own, else it fails with [`Error::Fenced`]. Under a
+//!   checkpoint (writers that share an id optimistically, as change-log
+//!   writers do), the settled committed checkpoint must still be the one
+//!   the commit began from, else it fails with [`Error::Overtaken`]. Then,
+//!   when the commit carries a checkpoint, settle `pending` and write
+//!   `pending = {t, c, checkpoint}`.
 //!
 //! Settling `pending`: its commit completed exactly when
 //! `<t>_<c>.deltacommit` exists (one HEAD) or, once a Java writer archived
@@ -345,6 +349,22 @@ pub async fn lookup_writer(loc: &TableLocation, config: &TableConfig, id: &str) 
     Ok(WriterStatus { writer_id: id.to_string(), generation, checkpoint })
 }
 
+/// What refuses a commit of a writer id at its completion
+/// ([`WriterState::before_visible`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitFence<'a> {
+    /// The generation the commit was started under (0: its client never
+    /// registered): a newer registration of the id refuses it
+    /// ([`Error::Fenced`]). One writer owns the id at a time.
+    Generation(u64),
+    /// The id's committed checkpoint the commit's work began from (`None`:
+    /// none): the commit completes only if that is still the id's
+    /// committed checkpoint ([`Error::Overtaken`]), whoever else commits
+    /// under the id. Writers share the id optimistically, none fences
+    /// another, and the first to complete from a checkpoint wins.
+    Checkpoint(Option<&'a str>),
+}
+
 /// One writer id at one table, as a write client holds it: the generation
 /// it registered, and the step that fences and records its commits.
 #[derive(Debug)]
@@ -417,13 +437,14 @@ impl WriterState {
 
     /// The step run inside the lock hold that completes this writer's
     /// commit `instant` at `completed`, before the commit becomes visible.
-    /// `held` is the generation the commit was started under (0: never
-    /// registered). Fails with [`Error::Fenced`] when a newer writer took
-    /// the id over; otherwise, when the commit carries `checkpoint`, records
-    /// it as the pending entry (and settles the one before).
+    /// Fails as `fence` says: with [`Error::Fenced`] when a newer writer
+    /// took the id over, or with [`Error::Overtaken`] when another commit
+    /// recorded a checkpoint past the one this commit began from.
+    /// Otherwise, when the commit carries `checkpoint`, records it as the
+    /// pending entry (and settles the one before).
     pub async fn before_visible(
         &self,
-        held: u64,
+        fence: CommitFence<'_>,
         instant: &InstantTime,
         completed: &InstantTime,
         checkpoint: Option<&str>,
@@ -431,29 +452,47 @@ impl WriterState {
         let id = self.writer_id.as_str();
         let doc = read_state(&self.loc, id).await?;
         let generation = doc.as_ref().map_or(0, |d| d.generation);
-        if generation > held {
-            return Err(Error::Fenced {
-                table: self.loc.to_string(),
-                instant: instant.to_string(),
-                writer_id: id.to_string(),
-                generation,
-                held,
-            });
+        if let CommitFence::Generation(held) = fence {
+            if generation > held {
+                return Err(Error::Fenced {
+                    table: self.loc.to_string(),
+                    instant: instant.to_string(),
+                    writer_id: id.to_string(),
+                    generation,
+                    held,
+                });
+            }
+            if generation < held {
+                return Err(Error::Corrupt {
+                    path: state_path(&self.loc, id).to_string(),
+                    reason: format!(
+                        "writer ID `{id}` is at generation {generation}, below the {held} this writer registered: \
+                         the file was replaced or deleted; instant {instant} was not completed"
+                    ),
+                });
+            }
         }
-        if generation < held {
-            return Err(Error::Corrupt {
-                path: state_path(&self.loc, id).to_string(),
-                reason: format!(
-                    "writer ID `{id}` is at generation {generation}, below the {held} this writer registered: the \
-                     file was replaced or deleted; instant {instant} was not completed"
-                ),
-            });
-        }
-        let Some(checkpoint) = checkpoint else { return Ok(()) };
+        let began = match fence {
+            CommitFence::Checkpoint(began) => Some(began),
+            CommitFence::Generation(_) if checkpoint.is_some() => None,
+            CommitFence::Generation(_) => return Ok(()),
+        };
         let committed = match &doc {
             Some(doc) => settle(&self.loc, &self.timeline, doc, self.known().as_deref()).await?,
             None => legacy_entry(legacy_checkpoint(&self.loc, &self.timeline, id).await?),
         };
+        let now = committed.as_ref().map(|e| e.checkpoint.as_str());
+        if let Some(began) = began
+            && now != began
+        {
+            return Err(Error::Overtaken {
+                table: self.loc.to_string(),
+                instant: instant.to_string(),
+                writer_id: id.to_string(),
+                checkpoints: Box::new((began.unwrap_or_default().to_string(), now.unwrap_or_default().to_string())),
+            });
+        }
+        let Some(checkpoint) = checkpoint else { return Ok(()) };
         if !self.since_known.load(Ordering::SeqCst) {
             // From this commit on, checkpoints are in state files (a no-op
             // on tables that already say so).

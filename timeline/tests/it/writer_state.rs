@@ -12,9 +12,9 @@ use tributary_format::CommitMetadata;
 use tributary_testkit::history::archive;
 use tributary_timeline::CountingStore;
 use tributary_timeline::{
-    Action, CHECKPOINT_KEY_PREFIX, Completion, ErrorKind, InProcessLock, Instant, InstantTime, ManualClock,
-    NewTableConfig, Result, State, TableConfig, TableLocation, TimeGenerator, TimeMode, TimelineFolder, WriterState,
-    complete_instant, complete_instant_with, lookup_writer, mark_new_table,
+    Action, CHECKPOINT_KEY_PREFIX, CommitFence, Completion, ErrorKind, InProcessLock, Instant, InstantTime,
+    ManualClock, NewTableConfig, Result, State, TableConfig, TableLocation, TimeGenerator, TimeMode, TimelineFolder,
+    WriterState, complete_instant, complete_instant_with, lookup_writer, mark_new_table,
 };
 
 struct Fixture {
@@ -53,7 +53,9 @@ async fn commit(f: &Fixture, w: &WriterState, held: u64, checkpoint: Option<&str
     }
     let t = instant.requested.clone();
     let content = meta.to_avro_container().unwrap();
-    let hook = |c: InstantTime| async move { w.before_visible(held, &t, &c, checkpoint).await.map(|()| None) };
+    let hook = |c: InstantTime| async move {
+        w.before_visible(CommitFence::Generation(held), &t, &c, checkpoint).await.map(|()| None)
+    };
     complete_instant_with(&f.loc, &f.timeline, &f.time, &instant, content, Completion::Owned, hook).await?;
     w.completed(&instant.requested);
     Ok(instant.requested)
@@ -104,7 +106,7 @@ async fn a_pending_checkpoint_counts_once_its_commit_is_visible() {
     // the completed file.
     let instant = start(&f).await;
     let c = f.time.new_instant().await.unwrap();
-    w.before_visible(1, &instant.requested, &c, Some("200")).await.unwrap();
+    w.before_visible(CommitFence::Generation(1), &instant.requested, &c, Some("200")).await.unwrap();
     let found = lookup_writer(&f.loc, &f.config, "orders").await.unwrap().checkpoint.unwrap();
     assert_eq!((found.checkpoint.as_str(), &found.instant), ("100", &first));
     // Had the completed file been created, the pending entry is it.
