@@ -124,7 +124,7 @@ impl ChangeLogWriter {
             return Ok(None);
         }
         let mut commit = self.client.start_commit().await?;
-        commit.complete_only_after(status_text(&status));
+        commit.complete_only_after(status.checkpoint_text());
         commit.set_extra_metadata(CHANGE_LOG_BEGIN_KEY, begin.as_str());
         let at = commit.instant().clone();
         let recorded = async {
@@ -166,11 +166,11 @@ impl ChangeLogWriter {
                 // (and the cleaner may have moved past its start since):
                 // this run lost, and its completion would have been refused.
                 let now = self.client.checkpoint(CHANGE_LOG_WRITER).await?;
-                if status_text(&now) != status_text(&status) {
+                if now.checkpoint_text() != status.checkpoint_text() {
                     return Err(Error::CheckpointMismatch {
                         table: self.table.location().to_string(),
                         writer_id: CHANGE_LOG_WRITER.into(),
-                        expected: status_text(&status).unwrap_or_default().into(),
+                        expected: status.checkpoint_text().unwrap_or_default().into(),
                         found: now.checkpoint.map(Box::new),
                     });
                 }
@@ -178,11 +178,6 @@ impl ChangeLogWriter {
             }
         }
     }
-}
-
-/// The checkpoint text of `status`, if any.
-fn status_text(status: &tributary_writer::WriterStatus) -> Option<&str> {
-    status.checkpoint.as_ref().map(|c| c.checkpoint.as_str())
 }
 
 /// What encoding a change-log commit's files needs.

@@ -43,7 +43,7 @@ impl Table {
     /// ```
     pub async fn register_writer(&self, client: &WriteClient, expected: Option<&str>) -> Result<WriterStatus> {
         let status = client.register().await?;
-        let last = status.checkpoint.as_ref().map(|c| c.checkpoint.as_str());
+        let last = status.checkpoint_text();
         if let Some(expected) = expected
             && last.unwrap_or_default() != expected
         {

@@ -133,6 +133,13 @@ pub struct WriterStatus {
     pub checkpoint: Option<Checkpoint>,
 }
 
+impl WriterStatus {
+    /// The text of the id's last committed checkpoint, if any.
+    pub fn checkpoint_text(&self) -> Option<&str> {
+        self.checkpoint.as_ref().map(|c| c.checkpoint.as_str())
+    }
+}
+
 /// One commit's entry in the state file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Entry {
