@@ -514,6 +514,67 @@ impl MultipartUpload for DurableUpload {
     }
 }
 
+/// Reads of at most this many bytes in all are answered on the calling
+/// thread rather than on a blocking thread. A trip to a blocking thread
+/// wakes two threads, which costs more than copying a few pages from the
+/// page cache: a snapshot read of 2,016 small log files spent a quarter of
+/// its CPU time in those wake-ups.
+const INLINE_READ_BYTES: u64 = 256 << 10;
+
+/// Bytes `ranges` of `file` (the object `location`), with positioned
+/// reads. As `get_range` answers: a range that runs past the end of the
+/// file gives the bytes up to the end (a reader then finds the file shorter
+/// than listed, and says so), one that starts at or past the end is an
+/// error. A missing file is [`object_store::Error::NotFound`].
+#[cfg(unix)]
+fn read_ranges_here(
+    location: &Path,
+    file: &std::path::Path,
+    ranges: &[std::ops::Range<u64>],
+) -> object_store::Result<Vec<bytes::Bytes>> {
+    use std::os::unix::fs::FileExt;
+    let generic = |reason: String| object_store::Error::Generic {
+        store: "DurableLocalStore",
+        source: format!("reading {}: {reason}", file.display()).into(),
+    };
+    let failed = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            object_store::Error::NotFound { path: location.to_string(), source: Box::new(e) }
+        }
+        _ => generic(e.to_string()),
+    };
+    let f = std::fs::File::open(file).map_err(failed)?;
+    ranges
+        .iter()
+        .map(|r| {
+            let mut buf = vec![0u8; r.end.saturating_sub(r.start) as usize];
+            let mut filled = 0;
+            while filled < buf.len() {
+                match f.read_at(&mut buf[filled..], r.start + filled as u64) {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(failed(e)),
+                }
+            }
+            if filled == 0 && !buf.is_empty() {
+                return Err(generic(format!("bytes {r:?} start at or past the end of the file")));
+            }
+            buf.truncate(filled);
+            Ok(bytes::Bytes::from(buf))
+        })
+        .collect()
+}
+
+#[cfg(not(unix))]
+fn read_ranges_here(
+    _location: &Path,
+    _file: &std::path::Path,
+    _ranges: &[std::ops::Range<u64>],
+) -> object_store::Result<Vec<bytes::Bytes>> {
+    unreachable!("only unix reads on the calling thread")
+}
+
 #[async_trait]
 impl ObjectStore for DurableLocalStore {
     async fn put_opts(
@@ -541,7 +602,18 @@ impl ObjectStore for DurableLocalStore {
         location: &Path,
         ranges: &[std::ops::Range<u64>],
     ) -> object_store::Result<Vec<bytes::Bytes>> {
-        self.inner.get_ranges(location, ranges).await
+        if !cfg!(unix) {
+            return self.inner.get_ranges(location, ranges).await;
+        }
+        let total: u64 = ranges.iter().map(|r| r.end.saturating_sub(r.start)).sum();
+        let file = self.inner.path_to_filesystem(location)?;
+        if total <= INLINE_READ_BYTES {
+            return read_ranges_here(location, &file, ranges);
+        }
+        let (location, ranges) = (location.clone(), ranges.to_vec());
+        tokio::task::spawn_blocking(move || read_ranges_here(&location, &file, &ranges))
+            .await
+            .map_err(|e| object_store::Error::Generic { store: "DurableLocalStore", source: Box::new(e) })?
     }
     fn delete_stream(
         &self,
@@ -823,6 +895,41 @@ mod tests {
     /// The store's own listings, of one folder and recursive, give what
     /// `LocalFileSystem`'s do (less the sidecars they hide), for files,
     /// folders, links, broken links, staging files and a missing folder.
+    #[tokio::test]
+    async fn range_reads_are_the_local_file_systems() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = (INLINE_READ_BYTES + 10) as usize;
+        let content: Vec<u8> = (0..big).map(|i| (i % 251) as u8).collect();
+        std::fs::write(dir.path().join("b 100%.log"), &content).unwrap();
+        let (ours, theirs) = (DurableLocalStore::new(), LocalFileSystem::new());
+        let path = Path::from_absolute_path(dir.path().join("b 100%.log")).unwrap();
+        let len = big as u64;
+        // Small reads (answered on the calling thread), one read above the
+        // bound (on a blocking thread), several ranges at once.
+        let cases: [&[std::ops::Range<u64>]; 5] =
+            [&[0..10, 2..3], &[7..7, 0..0], &[len - 5..len, 0..1], &[0..len, 1..2], &[3..9, 100..4096, 4000..4100]];
+        for ranges in cases {
+            let got = ours.get_ranges(&path, ranges).await.unwrap();
+            assert_eq!(got, theirs.get_ranges(&path, ranges).await.unwrap(), "{ranges:?}");
+            let want: Vec<&[u8]> = ranges.iter().map(|r| &content[r.start as usize..r.end as usize]).collect();
+            assert_eq!(got, want, "{ranges:?}");
+        }
+        let missing = Path::from_absolute_path(dir.path().join("gone.log")).unwrap();
+        let err = ours.get_ranges(&missing, &[0..4, 4..8]).await.unwrap_err();
+        assert!(matches!(err, object_store::Error::NotFound { .. }), "{err}");
+        // A range that runs past the end gives what is there, as `get_range`
+        // does (a file shorter than listed is then read as the damaged file
+        // it is); one that starts past the end is an error.
+        for past in [len - 2..len + 2, 5..len + 1000] {
+            let got = ours.get_ranges(&path, std::slice::from_ref(&past)).await.unwrap();
+            assert_eq!(got, [theirs.get_range(&path, past.clone()).await.unwrap()], "{past:?}");
+        }
+        let beyond = len + 1..len + 2;
+        let err = ours.get_ranges(&path, std::slice::from_ref(&beyond)).await.unwrap_err();
+        assert!(theirs.get_range(&path, beyond).await.is_err(), "LocalFileSystem refuses it too");
+        assert!(err.to_string().contains("b 100%.log") && err.to_string().contains("past the end"), "{err}");
+    }
+
     #[tokio::test]
     async fn listings_are_the_local_file_systems() {
         let dir = tempfile::tempdir().unwrap();
