@@ -104,6 +104,9 @@ pub struct Ingest {
     committer: Committer,
     values: Arc<Values>,
     owned: HashMap<Partition, Owned>,
+    /// Partitions being revoked, while what the batches hold of them
+    /// commits under their leases: no longer consumed, and never sought.
+    leaving: HashMap<Partition, Owned>,
     batch: Batch,
     /// The batch being committed: its task.
     in_flight: Option<JoinHandle<Flushed>>,
@@ -196,6 +199,7 @@ impl Ingest {
             committer,
             values,
             owned: HashMap::new(),
+            leaving: HashMap::new(),
             batch: Batch::default(),
             in_flight: None,
             full_since: None,
@@ -368,7 +372,10 @@ impl Ingest {
         let positions: Vec<(SourceLease, String)> = batch
             .ends
             .iter()
-            .filter_map(|(p, next)| self.owned.get(p).map(|o| (o.lease.clone(), position::render(*next))))
+            .filter_map(|(p, next)| {
+                let owned = self.owned.get(p).or_else(|| self.leaving.get(p));
+                owned.map(|o| (o.lease.clone(), position::render(*next)))
+            })
             .collect();
         self.in_flight = Some(tokio::spawn(self.committer.clone().commit(batch, positions)));
     }
@@ -439,19 +446,28 @@ impl Ingest {
                 }
             }
             Event::Revoked(partitions) => {
+                // Said as the revocation arrives, before the commit of
+                // what the batch holds of them.
+                tracing::info!(?partitions, "partitions revoked");
+                // The client no longer fetches them: a failed commit must
+                // not send them back to their offsets (a seek of a
+                // partition not assigned is refused until it times out).
+                for p in &partitions {
+                    if let Some(owned) = self.owned.remove(p) {
+                        self.leaving.insert(p.clone(), owned);
+                    }
+                }
                 if partitions.iter().any(|p| self.batch.ends.contains_key(p)) {
-                    // What was consumed of them is committed before they
-                    // go, after the batch in flight, so the new owner
-                    // resumes after it. Should the new owner have taken
-                    // one of them over already (this process was stopped
-                    // or cut off), the commit is fenced: nothing of it
-                    // shows, and its partitions still ours rewind.
+                    // What was consumed of them is committed, after the
+                    // batch in flight. The group does not wait for it: if
+                    // it completes before the new owner takes their writer
+                    // ids over, the new owner resumes after it; if not
+                    // (or this process was stopped or cut off), the commit
+                    // is fenced, nothing of it shows, and the partitions
+                    // still ours rewind.
                     self.commit_held().await?;
                 }
-                for p in &partitions {
-                    self.owned.remove(p);
-                }
-                tracing::info!(?partitions, "partitions revoked");
+                self.leaving.clear();
             }
         }
         self.stats.partitions.store(self.owned.len() as u64, Ordering::Relaxed);

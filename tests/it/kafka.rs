@@ -472,17 +472,27 @@ async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
     let mut zombie = ingest_process(&brokers, &path, &topic, group, (1_000_000, "1h"), &zombie_log);
     reaper.0.push(zombie.id());
     // It is stopped once the group is settled (the others committed) and
-    // it holds records consumed since its last assignment: a rebalance as
-    // the processes join revokes what it held before.
-    let started = std::time::Instant::now();
-    loop {
+    // it holds records consumed since its last assignment, with no
+    // revocation since: a rebalance as the processes join revokes what it
+    // held before, and commits it. Its log is read again once it is
+    // stopped, so nothing came between the reading and the stop.
+    let holding = || {
         let said = std::fs::read_to_string(&zombie_log).unwrap_or_default();
         let lines: Vec<&str> = said.lines().collect();
         let last = |what: &str| lines.iter().rposition(|l| l.contains(what));
         let holds = matches!((last("partition assigned"), last("batch opened")), (Some(a), Some(b)) if b > a);
         let settled = std::fs::read_to_string(&logs).unwrap_or_default().contains("committed");
-        if holds && settled && last("partitions revoked") < last("partition assigned") {
-            break;
+        (holds && settled && last("partitions revoked") < last("partition assigned"), said)
+    };
+    let started = std::time::Instant::now();
+    loop {
+        let (ready, said) = holding();
+        if ready {
+            signal(&zombie, "-STOP");
+            if holding().0 {
+                break;
+            }
+            signal(&zombie, "-CONT");
         }
         assert!(
             started.elapsed() < Duration::from_secs(60),
@@ -490,7 +500,6 @@ async fn killed_and_stopped_processes_lose_and_repeat_nothing() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    signal(&zombie, "-STOP");
     let at_stop = table_offsets(&t, group, &topic, partitions).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
