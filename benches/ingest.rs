@@ -18,8 +18,14 @@
 //!    2, timed in its own child; then a snapshot read of the compacted table
 //!    by both readers.
 //!
+//! 5. Scale (`scale`, only when named): the pipeline of ingest, upserts,
+//!    compactions behind them, snapshot read and a filtered scan at 1 M,
+//!    10 M and 100 M records (`TRIBUTARY_BENCH_SCALES` overrides), with
+//!    throughput per CPU-second and peak memory at each size
+//!    (`support/scale.rs`).
+//!
 //! `TRIBUTARY_BENCH_ONLY` selects cases by the names above, comma separated
-//! (`TRIBUTARY_BENCH_ONLY=compact`); all run when it is unset. `read` without
+//! (`TRIBUTARY_BENCH_ONLY=compact`); all but `scale` run when it is unset. `read` without
 //! `ingest` still writes the 2-task table it reads, without reporting it.
 //!
 //! Each case runs in a child process (this binary re-executed with
@@ -54,6 +60,8 @@ use tributary_writer::WriteSettings;
 
 #[path = "support/process.rs"]
 mod process;
+#[path = "support/scale.rs"]
+mod scale;
 
 type BenchResult<T> = Result<T, Box<dyn Error>>;
 
@@ -139,8 +147,12 @@ fn write_settings(tasks: usize) -> WriteSettings {
 }
 
 async fn create_table(dir: &Path) -> Table {
+    create_table_with(dir, BUCKETS).await
+}
+
+async fn create_table_with(dir: &Path, buckets: u32) -> Table {
     let mut options = CreateOptions::new(SCHEMA, "key", "ts");
-    options.buckets = BUCKETS;
+    options.buckets = buckets;
     options.name = Some("ingest_bench".into());
     Table::builder_local(dir).with_settings(table_settings()).create(options).await.expect("create the bench table")
 }
@@ -524,6 +536,10 @@ fn child(case: &str) -> BenchResult<()> {
         "read" => case_read(&dir, ticks),
         "compact-setup" => case_compact_setup(&dir, ticks),
         "compact" => case_compact(&dir, ticks),
+        "scale-write" => scale::case_write(&dir, ticks),
+        "scale-compact" => scale::case_compact(&dir, ticks),
+        "scale-read" => scale::case_read(&dir, ticks, false),
+        "scale-scan" => scale::case_read(&dir, ticks, true),
         other => Err(format!("unknown case {other}").into()),
     }
 }
@@ -535,12 +551,16 @@ type Figures = HashMap<String, String>;
 /// Runs one case in a child process; its figures, or why there are none
 /// (with the last line the child wrote to stderr).
 fn run_child(case: &str, dir: &Path, tasks: Option<usize>) -> Result<Figures, String> {
+    let env: Vec<(&str, String)> = tasks.map(|t| (TASKS_ENV, t.to_string())).into_iter().collect();
+    run_child_with(case, dir, &env)
+}
+
+/// [`run_child`] with more environment variables for the child.
+fn run_child_with(case: &str, dir: &Path, env: &[(&str, String)]) -> Result<Figures, String> {
     let exe = std::env::current_exe().expect("path of this bench binary");
     let mut cmd = Command::new(exe);
     cmd.env(CASE_ENV, case).env(DIR_ENV, dir).stdout(Stdio::piped()).stderr(Stdio::piped());
-    if let Some(t) = tasks {
-        cmd.env(TASKS_ENV, t.to_string());
-    }
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
     let out = cmd.output().map_err(|e| format!("cannot start the child: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let mut figures = None;
@@ -606,14 +626,16 @@ struct Selection {
     commits: bool,
     read: bool,
     compact: bool,
+    /// The scale benchmark ([`scale`]): only when named.
+    scale: bool,
 }
 
-const CASE_NAMES: &str = "ingest, commits, read, compact";
+const CASE_NAMES: &str = "ingest, commits, read, compact, scale";
 
 fn selection() -> Selection {
-    let all = Selection { ingest: true, commits: true, read: true, compact: true };
+    let all = Selection { ingest: true, commits: true, read: true, compact: true, scale: false };
     let Ok(value) = std::env::var(ONLY_ENV) else { return all };
-    let mut only = Selection { ingest: false, commits: false, read: false, compact: false };
+    let mut only = Selection { ingest: false, commits: false, read: false, compact: false, scale: false };
     let mut any = false;
     for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         match name {
@@ -621,6 +643,7 @@ fn selection() -> Selection {
             "commits" => only.commits = true,
             "read" => only.read = true,
             "compact" => only.compact = true,
+            "scale" => only.scale = true,
             other => panic!("{ONLY_ENV}={value}: unknown case `{other}` (cases: {CASE_NAMES})"),
         }
         any = true;
@@ -630,8 +653,13 @@ fn selection() -> Selection {
 
 impl Selection {
     fn names(&self) -> String {
-        let cases =
-            [("ingest", self.ingest), ("commits", self.commits), ("read", self.read), ("compact", self.compact)];
+        let cases = [
+            ("ingest", self.ingest),
+            ("commits", self.commits),
+            ("read", self.read),
+            ("compact", self.compact),
+            ("scale", self.scale),
+        ];
         cases.iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
     }
 }
@@ -788,6 +816,12 @@ fn print_compact(run: &CompactRun) {
 fn parent() {
     let rows = total_rows();
     let only = selection();
+    if only.scale {
+        scale::parent();
+        if !(only.ingest || only.commits || only.read || only.compact) {
+            return;
+        }
+    }
     let root = tempfile::Builder::new().prefix("tributary-ingest-bench-").tempdir().expect("temp dir");
     println!("ingest bench: {rows} records; cases: {}; in {}", only.names(), root.path().display());
     if only.ingest || only.read {
