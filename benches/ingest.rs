@@ -111,6 +111,8 @@ const PYTHON_READ: &str = "import time,sys; from hudi import HudiTableBuilder; \
 struct Usage {
     /// User plus system CPU time of all threads.
     cpu: Duration,
+    /// The system (kernel) part of it.
+    sys: Duration,
     /// Resident set size now, KiB.
     rss_kib: u64,
     /// Peak resident set size so far (what `ru_maxrss` reports), KiB.
@@ -118,7 +120,8 @@ struct Usage {
 }
 
 fn usage(ticks_per_second: u64) -> BenchResult<Usage> {
-    let cpu = process::cpu_time(ticks_per_second)?;
+    let (user, sys) = process::cpu_times(ticks_per_second)?;
+    let cpu = user + sys;
     let status = std::fs::read_to_string("/proc/self/status")?;
     let kib = |name: &str| -> u64 {
         status
@@ -128,7 +131,7 @@ fn usage(ticks_per_second: u64) -> BenchResult<Usage> {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0)
     };
-    Ok(Usage { cpu, rss_kib: kib("VmRSS:"), peak_kib: kib("VmHWM:") })
+    Ok(Usage { cpu, sys, rss_kib: kib("VmRSS:"), peak_kib: kib("VmHWM:") })
 }
 
 fn runtime() -> tokio::runtime::Runtime {

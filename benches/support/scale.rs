@@ -53,9 +53,14 @@ fn buckets(rows: usize) -> u32 {
     (rows / ROWS_PER_BUCKET).max(1) as u32
 }
 
-/// The figures of the work between `before` and now, with `secs` of it.
+/// CPU-seconds between `before` and `after`.
 fn spent(before: Usage, after: Usage) -> f64 {
     (after.cpu - before.cpu).as_secs_f64()
+}
+
+/// The system (kernel) part of [`spent`].
+fn spent_sys(before: Usage, after: Usage) -> f64 {
+    (after.sys - before.sys).as_secs_f64()
 }
 
 /// Writes `COMMITS` commits of `COMMIT_ROWS` records (created with its
@@ -74,7 +79,7 @@ pub(super) fn case_write(dir: &Path, ticks: u64) -> BenchResult<()> {
     let key_space = (rows / 2).max(1);
     let mut generator = Generator::new(client.schema().arrow(), key_space, offset as u64);
     generator.rows = offset;
-    let (mut secs, mut cpu, mut records) = (0.0, 0.0, 0u64);
+    let (mut secs, mut cpu, mut sys, mut records) = (0.0, 0.0, 0.0, 0u64);
     for _ in 0..commits {
         let mut batches = Vec::new();
         let mut left = per_commit;
@@ -93,7 +98,9 @@ pub(super) fn case_write(dir: &Path, ticks: u64) -> BenchResult<()> {
             commit.commit().await
         })?;
         secs += started.elapsed().as_secs_f64();
-        cpu += spent(before, usage(ticks)?);
+        let after = usage(ticks)?;
+        cpu += spent(before, after);
+        sys += spent_sys(before, after);
         records += summary.records();
     }
     report(&[
@@ -101,6 +108,7 @@ pub(super) fn case_write(dir: &Path, ticks: u64) -> BenchResult<()> {
         ("records", records.to_string()),
         ("secs", format!("{secs:.6}")),
         ("cpu", format!("{cpu:.3}")),
+        ("sys", format!("{sys:.3}")),
         ("peak_kib", usage(ticks)?.peak_kib.to_string()),
         ("disk", disk_bytes(dir).to_string()),
     ]);
@@ -131,8 +139,10 @@ pub(super) fn case_compact(dir: &Path, ticks: u64) -> BenchResult<()> {
         ("bytes_written", sum(|c| c.bytes_written).to_string()),
         ("secs", format!("{secs:.6}")),
         ("cpu", format!("{:.3}", spent(before, compacted))),
+        ("sys", format!("{:.3}", spent_sys(before, compacted))),
         ("clean_secs", format!("{clean_secs:.6}")),
         ("clean_cpu", format!("{:.3}", spent(compacted, after))),
+        ("clean_sys", format!("{:.3}", spent_sys(compacted, after))),
         ("deleted", cleaned.map_or(0, |c| c.deleted_files.len()).to_string()),
         ("peak_kib", after.peak_kib.to_string()),
         ("disk", disk_bytes(dir).to_string()),
@@ -167,6 +177,7 @@ pub(super) fn case_read(dir: &Path, ticks: u64, filtered: bool) -> BenchResult<(
         ("rows", rows.to_string()),
         ("secs", format!("{secs:.6}")),
         ("cpu", format!("{:.3}", spent(before, after))),
+        ("sys", format!("{:.3}", spent_sys(before, after))),
         ("peak_kib", after.peak_kib.to_string()),
     ]);
     Ok(())
@@ -180,6 +191,8 @@ struct Step {
     records: f64,
     secs: f64,
     cpu: f64,
+    /// The kernel's part of `cpu`.
+    sys: f64,
     peak_kib: f64,
     /// What else the step says.
     note: String,
@@ -190,6 +203,7 @@ impl Step {
         self.records += records;
         self.secs += get(f, "secs");
         self.cpu += get(f, "cpu");
+        self.sys += get(f, "sys");
         self.peak_kib = self.peak_kib.max(get(f, "peak_kib"));
     }
 
@@ -265,6 +279,7 @@ impl Steps<'_> {
         self.clean.records += get(&f, "deleted");
         self.clean.secs += get(&f, "clean_secs");
         self.clean.cpu += get(&f, "clean_cpu");
+        self.clean.sys += get(&f, "clean_sys");
         self.disk = self.disk.max(get(&f, "disk"));
         Ok(())
     }
@@ -346,8 +361,8 @@ pub(super) fn parent() {
     println!();
     println!("== scale: the pipeline at each size (rates per wall second and per CPU-second) ==");
     println!(
-        "{:>11} {:<20} {:>12} {:>9} {:>12} {:>8} {:>12} {:>9} {:>9}  notes",
-        "records", "step", "counted", "secs", "per s", "CPU-s", "per CPU-s", "vs first", "peak MiB"
+        "{:>11} {:<20} {:>12} {:>9} {:>12} {:>8} {:>6} {:>12} {:>9} {:>9}  notes",
+        "records", "step", "counted", "secs", "per s", "CPU-s", "sys %", "per CPU-s", "vs first", "peak MiB"
     );
     let first: Option<&Run> = runs.first();
     for run in &runs {
@@ -357,13 +372,14 @@ pub(super) fn parent() {
         for (name, step) in &run.steps {
             let base = first.and_then(|f| f.steps.iter().find(|(n, _)| n == name)).map(|(_, s)| s.per_cpu());
             println!(
-                "{:>11} {:<20} {:>12.0} {:>9.2} {:>12.0} {:>8.2} {:>12.0} {:>9} {:>9}  {}",
+                "{:>11} {:<20} {:>12.0} {:>9.2} {:>12.0} {:>8.2} {:>6.0} {:>12.0} {:>9} {:>9}  {}",
                 run.rows,
                 name,
                 step.records,
                 step.secs,
                 step.records / step.secs,
                 step.cpu,
+                100.0 * step.sys / step.cpu,
                 step.per_cpu(),
                 base.map_or("-".into(), |b| format!("{:.2}", step.per_cpu() / b)),
                 if step.peak_kib > 0.0 { format!("{:.0}", mib(step.peak_kib)) } else { "-".into() },
