@@ -149,6 +149,11 @@ fn write_settings(tasks: usize) -> WriteSettings {
     WriteSettings { tasks, ..Default::default() }
 }
 
+/// The bench table at `dir`, opened with the bench's settings.
+async fn open_table(dir: &Path) -> tributary::Result<Table> {
+    Table::builder_local(dir).with_settings(table_settings()).open().await
+}
+
 async fn create_table(dir: &Path) -> Table {
     create_table_with(dir, BUCKETS).await
 }
@@ -505,7 +510,7 @@ fn compact_budget() -> usize {
 /// One compaction of the table at `dir`, timed.
 fn case_compact(dir: &Path, ticks: u64) -> BenchResult<()> {
     let rt = runtime();
-    let table = rt.block_on(Table::builder_local(dir).with_settings(table_settings()).open())?;
+    let table = rt.block_on(open_table(dir))?;
     let settings =
         CompactorSettings { memory_budget: compact_budget(), parallelism: COMPACT_PARALLELISM, ..Default::default() };
     let compactor = rt.block_on(table.compactor(settings))?;

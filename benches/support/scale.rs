@@ -71,7 +71,7 @@ pub(super) fn case_write(dir: &Path, ticks: u64) -> BenchResult<()> {
         (total_rows(), required(COMMITS_ENV), required(COMMIT_ROWS_ENV), required(OFFSET_ENV));
     let rt = runtime();
     let table = if dir.join(".hoodie").exists() {
-        rt.block_on(Table::builder_local(dir).with_settings(table_settings()).open())?
+        rt.block_on(open_table(dir))?
     } else {
         rt.block_on(create_table_with(dir, buckets(rows)))
     };
@@ -119,7 +119,7 @@ pub(super) fn case_write(dir: &Path, ticks: u64) -> BenchResult<()> {
 /// then a clean keeping the last commit, each timed.
 pub(super) fn case_compact(dir: &Path, ticks: u64) -> BenchResult<()> {
     let rt = runtime();
-    let table = rt.block_on(Table::builder_local(dir).with_settings(table_settings()).open())?;
+    let table = rt.block_on(open_table(dir))?;
     let settings = CompactorSettings { parallelism: COMPACT_PARALLELISM, ..Default::default() };
     let compactor = rt.block_on(table.compactor(settings))?;
     let before = usage(ticks)?;
@@ -155,7 +155,7 @@ pub(super) fn case_compact(dir: &Path, ticks: u64) -> BenchResult<()> {
 pub(super) fn case_read(dir: &Path, ticks: u64, filtered: bool) -> BenchResult<()> {
     use futures::TryStreamExt;
     let rt = runtime();
-    let table = rt.block_on(Table::builder_local(dir).with_settings(table_settings()).open())?;
+    let table = rt.block_on(open_table(dir))?;
     let before = usage(ticks)?;
     let started = Instant::now();
     let rows = rt.block_on(async {
