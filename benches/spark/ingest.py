@@ -119,15 +119,27 @@ class Result:
         )
 
 
-def tributary_run(files, folder: Path, args) -> list[Result]:
+def build_cli() -> str:
+    """The release `tributary` binary, built."""
     subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "tributary"], cwd=ROOT, check=True)
-    exe = str(ROOT / "target" / "release" / "tributary")
-    table = folder / "tributary_table"
+    return str(ROOT / "target" / "release" / "tributary")
+
+
+def init_table(exe: str, table: Path, folder: Path, buckets: int, *extra) -> None:
+    """`tributary init` of the workload's table as Spark's writers lay it
+    out (same key, ordering and partition fields, Hudi's Java bucket hash),
+    with `extra` flags."""
     schema = folder / "bench.avsc"
     schema.write_text(json.dumps(SCHEMA))
     init = [exe, "init", table, "--schema", schema, "--record-key", "id", "--ordering-field", "ts"]
-    init += ["--partition-field", "region", "--buckets", str(args.buckets), "--bucket-hash", "hudi-java"]
+    init += ["--partition-field", "region", "--buckets", buckets, "--bucket-hash", "hudi-java", *extra]
     subprocess.run(list(map(str, init)), check=True, capture_output=True)
+
+
+def tributary_run(files, folder: Path, args) -> list[Result]:
+    exe = build_cli()
+    table = folder / "tributary_table"
+    init_table(exe, table, folder, args.buckets)
     out = []
 
     def write(f, mode):

@@ -59,7 +59,7 @@ sys.path.insert(0, str(ROOT / "tests" / "spark"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import env  # noqa: E402
-from ingest import SCHEMA, SPARK_SCHEMA, newest_per_key, rows  # noqa: E402
+from ingest import SCHEMA, SPARK_SCHEMA, build_cli, init_table, newest_per_key, rows  # noqa: E402
 from support import HUDI_VERSION_8, nbcc_options  # noqa: E402
 
 CORPUS_NEXT = ROOT.parent / "shared" / "hudi-corpus-next"
@@ -127,22 +127,13 @@ def make_table(spark, folder: Path, args) -> tuple[Path, dict]:
     return table, first
 
 
-def build_cli() -> str:
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "tributary"], cwd=ROOT, check=True)
-    return str(ROOT / "target" / "release" / "tributary")
-
-
 def tributary_table(cli: str, folder: Path, args, compact_first: bool) -> Path:
     """Tributary's table of the same data: the JSON-lines files of
     `make_table`, one `tributary write` (one commit) each, in order; with
     `compact_first`, `tributary compact` after the first."""
     table = folder / "tributary_v9"
     shutil.rmtree(table, ignore_errors=True)
-    schema = folder / "bench.avsc"
-    schema.write_text(json.dumps(SCHEMA))
-    init = [cli, "init", table, "--table-version", "9", "--schema", schema, "--record-key", "id", "--ordering-field", "ts"]
-    init += ["--partition-field", "region", "--buckets", args.buckets, "--bucket-hash", "hudi-java"]
-    subprocess.run(list(map(str, init)), check=True, capture_output=True)
+    init_table(cli, table, folder, args.buckets, "--table-version", "9")
     for i in range(1 + args.upserts):
         subprocess.run([cli, "write", str(table), "--input", str(folder / f"in{i}.jsonl")], check=True, capture_output=True)
         print(f"Tributary commit {i + 1}", flush=True)
