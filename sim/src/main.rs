@@ -5,7 +5,12 @@
 //! tributary-sim --histories 100000            # seeds 0..100000 on every core
 //! tributary-sim --first-seed 5000 --histories 10
 //! tributary-sim --replay 4242                 # one history, its figures
+//! tributary-sim --histories 36000 --at-least 12000 --until-exists done
 //! ```
+//!
+//! With `--until-exists`, the run starts no new history once that file
+//! exists and `--at-least` histories have passed: CI runs as many histories
+//! as fit beside its tests, and never fewer than the minimum.
 //!
 //! A failing history prints its seed and the command that replays it, and
 //! the run exits with status 1.
@@ -35,6 +40,15 @@ struct Args {
     /// The first seed.
     #[arg(long, default_value_t = 0)]
     first_seed: u64,
+    /// Start no new history once this file exists and `--at-least`
+    /// histories have passed (the running ones finish, so the seeds run
+    /// are still `first-seed` onwards, without gaps).
+    #[arg(long)]
+    until_exists: Option<std::path::PathBuf>,
+    /// With `--until-exists`: how many histories pass before the file is
+    /// looked at (at most `--histories`).
+    #[arg(long, default_value_t = 0)]
+    at_least: u64,
     /// Replay the history of this seed alone and print what it did.
     #[arg(long)]
     replay: Option<u64>,
@@ -116,11 +130,17 @@ fn main() {
     let change_logs = AtomicU64::new(0);
     let failures: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
     let started = std::time::Instant::now();
+    // Whether the run may stop early: the minimum has passed and the file
+    // that ends it exists.
+    let enough = |passed: &AtomicU64| match &args.until_exists {
+        Some(path) => passed.load(Ordering::SeqCst) >= args.at_least && path.exists(),
+        None => false,
+    };
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
                 loop {
-                    if stop.load(Ordering::SeqCst) {
+                    if stop.load(Ordering::SeqCst) || enough(&passed) {
                         return;
                     }
                     let seed = next.fetch_add(1, Ordering::SeqCst);
@@ -167,9 +187,11 @@ fn main() {
         Err(e) => format!("; CPU time unknown ({e})"),
     };
     println!(
-        "{n} histories passed in {secs:.1} s ({:.0} histories/s on {threads} threads{cpu}); {} checks, {} store operations, \
+        "{n} histories passed in {secs:.1} s (seeds {} to {}; {:.0} histories/s on {threads} threads{cpu}); {} checks, {} store operations, \
          {} instants archived; change feed: {} windows, {} changes, {} starts from a snapshot; {} change-log commits \
          compared with the feed",
+        args.first_seed,
+        next.load(Ordering::SeqCst).min(end).saturating_sub(1),
         n as f64 / secs,
         checks.load(Ordering::Relaxed),
         ops.load(Ordering::Relaxed),
