@@ -621,7 +621,8 @@ impl Compactor {
     /// a base file (record key, the key field of a single-field key,
     /// sequence number) get no
     /// dictionary, which would only be built to be given up; nor do columns
-    /// whose values in `sample` (rows about to be written) look as distinct.
+    /// whose values in `sample` (rows about to be written) look as distinct
+    /// ([`dictionary_wasted`]).
     /// Row groups and the upload buffer are bounded by the group's `share`
     /// of the memory budget.
     fn base_writer(
@@ -641,7 +642,7 @@ impl Compactor {
         }
         if let Some(sample) = sample {
             let judged: Vec<usize> = (0..sample.num_columns())
-                .filter(|c| !plain.contains(c) && dictionary_overflows(sample.column(*c), row_group_rows))
+                .filter(|c| !plain.contains(c) && dictionary_wasted(sample.column(*c)))
                 .collect();
             plain.extend(judged);
         }
@@ -741,37 +742,57 @@ struct GroupDone {
     tombstone_bytes: u64,
 }
 
-/// Whether a dictionary of `column`'s values would outgrow the Parquet
-/// writer's dictionary page limit (1 MiB, after which it falls back to plain
-/// encoding, the dictionary work wasted) within a row group of
-/// `row_group_rows` rows: judged from up to 4,096 of its values, when nearly
-/// all of them are distinct.
-fn dictionary_overflows(column: &ArrayRef, row_group_rows: usize) -> bool {
-    const SAMPLE: usize = 4096;
-    const DICTIONARY_LIMIT: usize = 1 << 20;
-    let n = column.len().min(SAMPLE);
-    if n < SAMPLE / 4 {
-        return false;
+/// Whether a dictionary of `column`'s values would be wasted: nearly all
+/// of them are distinct (at most one in ten of up to 1,024 sampled values
+/// repeats), so the dictionary holds every value and the pages index it, a
+/// larger file than plain encoding for more work; and past the writer's
+/// dictionary page limit (1 MiB) it falls back to plain encoding anyway.
+/// Fixed-width values and strings are compared as they are; other types
+/// in Arrow's row format. Null values are not counted.
+fn dictionary_wasted(column: &ArrayRef) -> bool {
+    use arrow::array::AsArray;
+    use arrow::datatypes::DataType;
+    const SAMPLE: usize = 1024;
+    let sample = column.slice(0, column.len().min(SAMPLE));
+    let valid = |i: &usize| sample.is_valid(*i);
+    let n = sample.len();
+    if let Some(width) = sample.data_type().primitive_width() {
+        let data = sample.to_data();
+        let Some(values) = data.buffers().first() else { return false };
+        let bytes = &values.as_slice()[data.offset() * width..];
+        return nearly_all_distinct((0..n).filter(valid).map(|i| &bytes[i * width..(i + 1) * width]));
     }
-    let field = arrow::row::SortField::new(column.data_type().clone());
-    let Ok(converter) = arrow::row::RowConverter::new(vec![field]) else { return false };
-    let Ok(rows) = converter.convert_columns(&[column.slice(0, n)]) else { return false };
-    let bytes: usize = rows.iter().map(|r| r.data().len()).sum();
-    if row_group_rows.saturating_mul(bytes / n) <= DICTIONARY_LIMIT {
-        return false;
-    }
-    // Nearly all distinct: at most one value in ten repeats.
-    let mut distinct: foldhash::HashSet<&[u8]> = foldhash::HashSetExt::with_capacity(n);
-    let mut repeats = 0;
-    for r in rows.iter() {
-        if !distinct.insert(r.data()) {
-            repeats += 1;
-            if repeats * 10 > n {
+    match sample.data_type() {
+        DataType::Utf8 => {
+            let a = sample.as_string::<i32>();
+            nearly_all_distinct((0..n).filter(valid).map(|i| a.value(i).as_bytes()))
+        }
+        DataType::Binary => {
+            let a = sample.as_binary::<i32>();
+            nearly_all_distinct((0..n).filter(valid).map(|i| a.value(i)))
+        }
+        other => {
+            let Ok(converter) = arrow::row::RowConverter::new(vec![arrow::row::SortField::new(other.clone())]) else {
                 return false;
-            }
+            };
+            let Ok(rows) = converter.convert_columns(std::slice::from_ref(&sample)) else { return false };
+            nearly_all_distinct((0..n).filter(valid).map(|i| rows.row(i).data()))
         }
     }
-    true
+}
+
+/// Whether at most one in ten of `values` repeats an earlier one, judged
+/// from at least 256 values (fewer: no).
+fn nearly_all_distinct<'a>(values: impl Iterator<Item = &'a [u8]>) -> bool {
+    let mut distinct: foldhash::HashSet<&[u8]> = foldhash::HashSetExt::with_capacity(1024);
+    let mut repeats = 0;
+    for v in values {
+        if !distinct.insert(v) {
+            repeats += 1;
+        }
+    }
+    let n = distinct.len() + repeats;
+    n >= 256 && repeats * 10 <= n
 }
 
 /// The `_hoodie_file_name` column of a new base file's rows: one name in
@@ -839,19 +860,23 @@ mod tests {
 
     use arrow::array::{ArrayRef, Float64Array, Int32Array, StringArray};
 
-    use super::dictionary_overflows;
+    use super::dictionary_wasted;
 
     #[test]
-    fn dictionaries_are_left_out_only_where_they_would_overflow() {
+    fn dictionaries_are_left_out_where_nearly_every_value_is_distinct() {
         let unique: ArrayRef = Arc::new(Float64Array::from_iter_values((0..8192).map(|i| i as f64 * 1.5)));
         let few: ArrayRef = Arc::new(Int32Array::from_iter_values((0..8192).map(|i| i % 7)));
         let names: ArrayRef = Arc::new(StringArray::from_iter_values((0..8192).map(|i| format!("name-{i}"))));
-        assert!(dictionary_overflows(&unique, 128 * 1024));
-        assert!(dictionary_overflows(&names, 128 * 1024));
-        assert!(!dictionary_overflows(&few, 128 * 1024), "few distinct values suit a dictionary");
-        // Unique values whose dictionary stays under the limit in a small row group.
-        assert!(!dictionary_overflows(&unique, 16 * 1024));
-        // Too few rows to judge.
-        assert!(!dictionary_overflows(&unique.slice(0, 100), 128 * 1024));
+        let repeating_names: ArrayRef =
+            Arc::new(StringArray::from_iter_values((0..8192).map(|i| format!("name-{}", i % 900))));
+        let mostly_null: ArrayRef = Arc::new(Int32Array::from_iter((0..8192).map(|i| (i % 10 == 0).then_some(i))));
+        let dates: ArrayRef = Arc::new(arrow::array::Date32Array::from_iter_values(0..8192));
+        assert!(dictionary_wasted(&unique));
+        assert!(dictionary_wasted(&names));
+        assert!(dictionary_wasted(&dates), "fixed-width types beyond the primitives' names are judged too");
+        assert!(!dictionary_wasted(&few), "few distinct values suit a dictionary");
+        assert!(!dictionary_wasted(&repeating_names), "one value in ten repeating is enough for a dictionary");
+        assert!(!dictionary_wasted(&mostly_null), "103 values are too few to judge");
+        assert!(!dictionary_wasted(&unique.slice(0, 100)), "too few rows to judge");
     }
 }
