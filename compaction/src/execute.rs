@@ -285,7 +285,7 @@ impl Compactor {
     /// meanwhile (nothing is written then). The caller holds the execution
     /// lock ([`Compactor::run_once`] does).
     pub async fn schedule(&self) -> Result<Option<(InstantTime, CompactionPlan)>> {
-        self.schedule_fenced(&Fence::none()).await
+        Ok(self.schedule_fenced(&Fence::none()).await?.map(|(instant, plan, _)| (instant, plan)))
     }
 
     /// [`Compactor::schedule`] under the execution lock whose `fence` is
@@ -294,8 +294,10 @@ impl Compactor {
     /// since the view it was made from: a compactor that lost the execution
     /// lock while it planned could otherwise plan file groups another
     /// compactor planned (or compacted) meanwhile, and two pending plans on
-    /// one file group hide the slice before them from readers.
-    async fn schedule_fenced(&self, fence: &Fence) -> Result<Option<(InstantTime, CompactionPlan)>> {
+    /// one file group hide the slice before them from readers. Also returns
+    /// the sizes of the files of the view the plan was made from, so that
+    /// an execution right after it need not list them again.
+    async fn schedule_fenced(&self, fence: &Fence) -> Result<Option<(InstantTime, CompactionPlan, Listed)>> {
         let instant = self.time.new_instant().await?;
         // Listed after the instant was issued: every delta commit that
         // completed before it is visible now (see docs/design.md).
@@ -326,22 +328,30 @@ impl Compactor {
             tracing::info!(compaction = %instant, "another compactor scheduled meanwhile; not scheduling");
             return Ok(None);
         }
-        Ok(Some((instant, plan)))
+        Ok(Some((instant, plan, sizes_in(&view))))
     }
 
     /// Executes the pending plan at `instant`. The caller holds the
     /// execution lock ([`Compactor::run_once`] does): two executions of one
     /// plan at once would delete each other's base files.
     pub async fn execute(&self, instant: &InstantTime) -> Result<CompactionSummary> {
-        self.execute_fenced(instant, &Fence::none()).await
+        self.execute_fenced(instant, &Fence::none(), None).await
     }
 
     /// [`Compactor::execute`] under the execution lock whose `fence` is
     /// checked before the plan is taken up and again, under the table lock,
     /// right before the compaction becomes visible: a compactor that lost
     /// the execution lock (its lease ran out while it was frozen or cut
-    /// off, and another compactor took the plan over) stops there.
-    async fn execute_fenced(&self, instant: &InstantTime, fence: &Fence) -> Result<CompactionSummary> {
+    /// off, and another compactor took the plan over) stops there. `listed`:
+    /// file sizes the plan's scheduling listed, if it came right before
+    /// (the files of a completed write never change); else the partitions
+    /// are listed.
+    async fn execute_fenced(
+        &self,
+        instant: &InstantTime,
+        fence: &Fence,
+        listed: Option<Listed>,
+    ) -> Result<CompactionSummary> {
         fence.check().await?;
         let timeline = Timeline::load(&self.loc, &self.config).await?;
         // New base files are written in the schema in force now: every log
@@ -353,15 +363,21 @@ impl Compactor {
                 let config = self.config.in_force(&s);
                 let schema = Arc::new(config.schema_of(&s.json)?);
                 let this = Compactor { schema, config, ..self.clone() };
-                this.execute_at(instant, fence, timeline).await
+                this.execute_at(instant, fence, timeline, listed).await
             }
-            _ => self.execute_at(instant, fence, timeline).await,
+            _ => self.execute_at(instant, fence, timeline, listed).await,
         }
     }
 
     /// [`Compactor::execute_fenced`] in this compactor's schema, at
     /// `timeline`, loaded after the fence was checked.
-    async fn execute_at(&self, instant: &InstantTime, fence: &Fence, timeline: Timeline) -> Result<CompactionSummary> {
+    async fn execute_at(
+        &self,
+        instant: &InstantTime,
+        fence: &Fence,
+        timeline: Timeline,
+        listed: Option<Listed>,
+    ) -> Result<CompactionSummary> {
         let pending = match timeline.get(instant).filter(|i| i.action == Action::Compaction) {
             Some(i) if !i.is_completed() => i.clone(),
             Some(_) => return Err(completed_meanwhile(instant).into()),
@@ -381,7 +397,10 @@ impl Compactor {
         // holds no closure over borrowed ones: such a future is not `Send`
         // for every lifetime, and a caller could not spawn it.
         let operations: Vec<(usize, CompactionOperation)> = plan.operations.iter().cloned().enumerate().collect();
-        let listed = Arc::new(self.list_partitions(&plan.operations).await?);
+        let listed = Arc::new(match listed {
+            Some(listed) => listed,
+            None => self.list_partitions(&plan.operations).await?,
+        });
         let jobs = operations.into_iter().map(|(i, op)| {
             let (this, timeline, instant, listed) = (self.clone(), timeline.clone(), instant.clone(), listed.clone());
             tokio::spawn(async move { this.compact_group(i as u64, &op, &timeline, &instant, &listed).await })
@@ -476,10 +495,10 @@ impl Compactor {
         let timeline = Timeline::load(&self.loc, &self.config).await?;
         let pending: Vec<InstantTime> = timeline.pending_compactions().map(|i| i.requested.clone()).collect();
         for c in pending {
-            done.push(self.execute_fenced(&c, fence).await?);
+            done.push(self.execute_fenced(&c, fence, None).await?);
         }
-        if let Some((c, _)) = self.schedule_fenced(fence).await? {
-            done.push(self.execute_fenced(&c, fence).await?);
+        if let Some((c, _, listed)) = self.schedule_fenced(fence).await? {
+            done.push(self.execute_fenced(&c, fence, Some(listed)).await?);
         }
         for d in &done {
             self.meters.compacted(d.records, d.tombstones);
@@ -726,6 +745,15 @@ impl Compactor {
         }
         Ok(())
     }
+}
+
+/// The sizes of the files of `view`'s latest slices, by path.
+fn sizes_in(view: &FileSystemView) -> Listed {
+    let files = |s: &tributary_timeline::FileSlice| {
+        let base = s.base.iter().map(|b| (b.file.path.clone(), b.file.size));
+        base.chain(s.logs.iter().map(|l| (l.file.path.clone(), l.file.size))).collect::<Vec<_>>()
+    };
+    view.latest_slices().iter().flat_map(files).collect()
 }
 
 /// How one file group was compacted.
