@@ -749,11 +749,11 @@ impl Compactor {
 
 /// The sizes of the files of `view`'s latest slices, by path.
 fn sizes_in(view: &FileSystemView) -> Listed {
-    let files = |s: &tributary_timeline::FileSlice| {
-        let base = s.base.iter().map(|b| (b.file.path.clone(), b.file.size));
-        base.chain(s.logs.iter().map(|l| (l.file.path.clone(), l.file.size))).collect::<Vec<_>>()
-    };
-    view.latest_slices().iter().flat_map(files).collect()
+    view.latest_slices()
+        .into_iter()
+        .flat_map(|s| s.base.into_iter().map(|b| b.file).chain(s.logs.into_iter().map(|l| l.file)))
+        .map(|f| (f.path, f.size))
+        .collect()
 }
 
 /// How one file group was compacted.
