@@ -5,15 +5,18 @@
 #   bash python/build.sh            # debug build (what CI runs)
 #   PROFILE=release bash python/build.sh
 #
-# Cargo's target folder is target-py/ (never the workspace's target/, whose
-# lock another build may hold); the wheel lands in target-py/wheels/.
+# Cargo's target folder is the workspace's target/ and the wheel lands in
+# target/wheels/. A debug build turns on the package's `workspace-build`
+# feature, which builds every dependency with the features of a
+# whole-workspace build (`hack/`): after `cargo test --workspace` only the
+# package itself and pyo3's crates are compiled.
 # Environment: PYTHON (default python3), VENV (default: a new temporary
 # folder, removed afterwards), PIP_ARGS (extra pip options).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target-py}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 python="${PYTHON:-python3}"
 wheels="$CARGO_TARGET_DIR/wheels"
 
@@ -28,7 +31,7 @@ fi
 
 started=$(date +%s)
 rm -f "$wheels"/tributary-*.whl
-profile=()
+profile=(--features workspace-build)
 [[ "${PROFILE:-debug}" == release ]] && profile=(--release)
 (cd "$here" && "$venv/bin/maturin" build "${profile[@]}" --out "$wheels")
 echo "wheel built in $(( $(date +%s) - started )) s"
