@@ -24,9 +24,11 @@
 //!   process prints `{"ready":true}` once the table is open and waits for a
 //!   line on standard input before it starts, so that run.py can start
 //!   several writers at once.
-//! - `read [--dump F]`: a snapshot read with `Table::read` (unordered, as
-//!   the other readers return rows); `--dump` writes the rows to an Arrow
-//!   IPC file afterwards, for run.py's content check.
+//! - `read [--dump F]`: a snapshot read, `Table::scan` streamed into a list
+//!   of record batches (unordered, as the other readers return rows, and
+//!   not put together into one batch, as delta-rs's `to_pyarrow_table`
+//!   returns a chunked table); `--dump` writes the rows to an Arrow IPC
+//!   file afterwards, for run.py's content check.
 //! - `compact [--budget-mb N]`: one `Compactor::run_once` (default
 //!   settings: every file group with logs, 256 MiB budget, 2 groups at a
 //!   time; `--budget-mb` sets the budget).
@@ -50,8 +52,9 @@ use arrow::array::RecordBatch;
 use arrow::ipc::reader::FileReader;
 use arrow::ipc::writer::FileWriter;
 use clap::{Parser, Subcommand};
+use futures::TryStreamExt;
 use serde_json::{Value, json};
-use tributary::{CreateOptions, ReadOptions, Table, TableSettings};
+use tributary::{CreateOptions, Table, TableSettings};
 use tributary_compaction::CompactorSettings;
 use tributary_format::ErrorKind;
 use tributary_writer::{WriteClient, WriteSettings};
@@ -295,15 +298,22 @@ fn read(dir: &Path, dump: Option<&Path>, ticks: u64) -> Value {
     let rt = runtime();
     let table = rt.block_on(open(dir));
     let clock = Stopwatch::start(ticks);
-    let batch = rt.block_on(table.read(&ReadOptions { unordered: true, ..Default::default() })).expect("read");
+    let (schema, batches) = rt.block_on(async {
+        let stream = table.scan().stream().await.expect("read");
+        let schema = stream.schema();
+        (schema, stream.try_collect::<Vec<RecordBatch>>().await.expect("read"))
+    });
     let (wall, cpu) = clock.stop();
     if let Some(path) = dump {
         let file = File::create(path).unwrap_or_else(|e| panic!("create {}: {e}", path.display()));
-        let mut writer = FileWriter::try_new(file, &batch.schema()).expect("IPC writer");
-        writer.write(&batch).expect("write the rows read");
+        let mut writer = FileWriter::try_new(file, &schema).expect("IPC writer");
+        for batch in &batches {
+            writer.write(batch).expect("write the rows read");
+        }
         writer.finish().expect("finish the IPC file");
     }
-    json!({"rows": batch.num_rows(), "wall": wall, "cpu": cpu})
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    json!({"rows": rows, "wall": wall, "cpu": cpu})
 }
 
 fn compact(dir: &Path, budget_mb: Option<usize>, ticks: u64) -> Value {

@@ -54,7 +54,7 @@ the input file or opening the table:
    retried), commits lost (a commit reported done whose snapshot is not in
    the table), and the wall time against case 4's one writer.
 6. `read`: a snapshot read of the table after case 4: rows/s, by
-   Tributary's `Table::read`, by the official Hudi reader on Tributary's
+   Tributary's `Table::scan` (its batches, as delta-rs's chunked table), by the official Hudi reader on Tributary's
    table (a second row), by Paimon's and by delta-rs's reader.
 7. `compact`: one compaction of Tributary's table after all that: input
    rows per CPU-second. Delta's nearest thing, `optimize.compact()`
@@ -858,7 +858,7 @@ class Summary:
                 "ratio": t_rate / best[1] if (t_rate and best) else None,
             }
         )
-        throughput("snapshot read after the commits: Tributary `Table::read`", "read", "rows", "wall", " rows/s")
+        throughput("snapshot read after the commits: Tributary `Table::scan`", "read", "rows", "wall", " rows/s")
         throughput(
             "snapshot read: official Hudi reader (hudi-rs 0.5.0) on Tributary's table",
             "read",

@@ -114,23 +114,26 @@ impl Table {
     /// loaded ([`Table::timeline`]): several queries at one timeline see
     /// the same completed instants, and none loads it again.
     pub async fn read_at(&self, full: &Timeline, options: &ReadOptions) -> Result<RecordBatch> {
-        let mut scan = self.scan().at(full.clone()).query(options.query.clone()).with_meta(true);
+        // An ordered read sorts by two meta columns; an unordered one reads
+        // the meta columns only when it returns them.
+        let meta = options.with_meta || !options.unordered;
+        let mut scan = self.scan().at(full.clone()).query(options.query.clone()).with_meta(meta);
         if let Some(t) = &options.as_of {
             scan = scan.as_of(t.clone());
         }
         let stream = scan.stream().await?;
-        let with_meta = stream.schema();
+        let streamed = stream.schema();
         let parts: Vec<RecordBatch> = stream.try_collect().await?;
         let loc = self.location();
         // The meta columns are dropped before the slices are put together,
         // so that only the columns returned are copied; an ordered read
         // puts together the two it sorts by as well.
-        let columns: Vec<usize> = if options.with_meta {
-            (0..with_meta.fields().len()).collect()
+        let columns: Vec<usize> = if options.with_meta || !meta {
+            (0..streamed.fields().len()).collect()
         } else {
-            (META_FIELDS.len()..with_meta.fields().len()).collect()
+            (META_FIELDS.len()..streamed.fields().len()).collect()
         };
-        let out_schema = Arc::new(with_meta.project(&columns).map_err(arrow_err(loc, "dropping the meta columns"))?);
+        let out_schema = Arc::new(streamed.project(&columns).map_err(arrow_err(loc, "dropping the meta columns"))?);
         let projected = parts
             .iter()
             .map(|p| p.project(&columns))

@@ -78,6 +78,34 @@ async fn arrow_batches_merge_by_event_time() {
     assert_eq!(ro.num_rows(), 0);
 }
 
+/// An unordered read returns the rows and columns of an ordered one, meta
+/// columns or not (it reads the meta columns only when it returns them).
+#[tokio::test]
+async fn unordered_reads_return_the_rows_of_ordered_ones() {
+    let Some(place) = Place::new() else { return };
+    let t = table(&place, MergeMode::EventTime).await;
+    let client = t.write_client(WriteSettings::default()).await.unwrap();
+    let keys: Vec<String> = (0..40).map(|i| format!("k{:02}", (i * 7) % 40)).collect();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    for round in 0..3_i64 {
+        let mut c = client.start_commit().await.unwrap();
+        let fares: Vec<Option<f64>> = (0..40).map(|i| (i % 5 != round as usize).then_some(i as f64)).collect();
+        c.write_batch(&batch(&keys, &[round; 40], &fares, None)).await.unwrap();
+        c.commit().await.unwrap();
+    }
+    for with_meta in [false, true] {
+        let ordered = t.read(&ReadOptions { with_meta, ..Default::default() }).await.unwrap();
+        let unordered = t.read(&ReadOptions { with_meta, unordered: true, ..Default::default() }).await.unwrap();
+        assert_eq!(ordered.num_rows(), 40);
+        // One partition: the ordered read is in key order.
+        let by_key =
+            arrow::compute::sort_to_indices(unordered.column_by_name("uuid").unwrap().as_ref(), None, None).unwrap();
+        let sorted = arrow::compute::take_record_batch(&unordered, &by_key).unwrap();
+        assert_eq!(sorted, ordered, "with_meta: {with_meta}");
+        assert_eq!(ordered.schema().fields().iter().any(|f| f.name() == "_hoodie_record_key"), with_meta);
+    }
+}
+
 #[tokio::test]
 async fn commit_time_ordering_takes_the_later_write() {
     let Some(place) = Place::new() else { return };
