@@ -128,10 +128,10 @@ impl Table {
         // The meta columns are dropped before the slices are put together,
         // so that only the columns returned are copied; an ordered read
         // puts together the two it sorts by as well.
-        let columns: Vec<usize> = if options.with_meta || !meta {
-            (0..streamed.fields().len()).collect()
-        } else {
+        let columns: Vec<usize> = if meta && !options.with_meta {
             (META_FIELDS.len()..streamed.fields().len()).collect()
+        } else {
+            (0..streamed.fields().len()).collect()
         };
         let out_schema = Arc::new(streamed.project(&columns).map_err(arrow_err(loc, "dropping the meta columns"))?);
         let projected = parts
