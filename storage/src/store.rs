@@ -274,12 +274,24 @@ fn only_staging_files(dir: &std::path::Path) -> bool {
 
 /// Removes the sub-folders of `dir` (recursively) that hold nothing but
 /// staging files, then `dir`'s own staging files if it holds nothing else;
-/// true when `dir` is then empty.
+/// true when `dir` is then empty. A folder holding a file that is no
+/// staging file cannot empty, so the sweep stops at the first one it reads:
+/// deleting each of an instant's thousands of markers in turn then reads a
+/// little of their folder, not all of it, every time.
 fn sweep_staging_folders(dir: &std::path::Path) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else { return false };
-    for e in entries.flatten() {
-        if e.file_type().is_ok_and(|t| t.is_dir()) && sweep_staging_folders(&e.path()) {
-            let _ = std::fs::remove_dir(e.path());
+    let mut folders = Vec::new();
+    for e in entries {
+        let Ok(e) = e else { return false };
+        match e.file_type() {
+            Ok(t) if t.is_dir() => folders.push(e.path()),
+            Ok(_) if e.file_name().to_str().is_some_and(is_staging) => {}
+            _ => return false,
+        }
+    }
+    for f in folders {
+        if sweep_staging_folders(&f) {
+            let _ = std::fs::remove_dir(f);
         }
     }
     only_staging_files(dir)
@@ -763,6 +775,17 @@ mod tests {
         std::fs::write(folder.join("city=oslo/g.marker#1"), b"partial").unwrap();
         store.delete(&path("city=rome/f.marker")).await.unwrap();
         assert!(!folder.exists(), "the staged-only partition folder went with the instant folder");
+        // While the instant folder still holds a marker of its own, the
+        // sweep stops there; the staged-only partition folder goes with
+        // that marker.
+        store.put(&path("h.marker"), PutPayload::from_static(b"x")).await.unwrap();
+        store.put(&path("city=rome/f.marker"), PutPayload::from_static(b"x")).await.unwrap();
+        std::fs::create_dir_all(folder.join("city=oslo")).unwrap();
+        std::fs::write(folder.join("city=oslo/g.marker#1"), b"partial").unwrap();
+        store.delete(&path("city=rome/f.marker")).await.unwrap();
+        assert!(folder.join("h.marker").exists() && !folder.join("city=rome").exists());
+        store.delete(&path("h.marker")).await.unwrap();
+        assert!(!folder.exists(), "the staged-only partition folder went with the instant's last marker");
         let data = Path::from_absolute_path(dir.path().join("t/city=oslo/x.log")).unwrap();
         store.put(&data, PutPayload::from_static(b"x")).await.unwrap();
         store.delete(&data).await.unwrap();
