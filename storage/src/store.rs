@@ -176,12 +176,13 @@ fn remove_emptied_scratch_folders(
     let Some(temp) = file.ancestors().find(|a| a.file_name().is_some_and(|n| n == scratch)) else { return };
     let mut dir = file.parent();
     while let Some(d) = dir.filter(|d| *d != temp) {
-        if std::fs::remove_dir(d).is_err() && !(only_staging_files(d) && std::fs::remove_dir(d).is_ok()) {
-            // An instant's folder may still hold partition folders in which a
-            // writer killed while creating its first marker left only that
-            // marker's staging file: they go too, and then the folder.
-            let instant_folder = d.parent() == Some(temp);
-            if !(instant_folder && sweep_staging_folders(d) && std::fs::remove_dir(d).is_ok()) {
+        if std::fs::remove_dir(d).is_err() {
+            // What a killed writer staged goes; an instant's folder may
+            // still hold partition folders in which a writer killed while
+            // creating its first marker left only that marker's staging
+            // file: they go too, and then the folder.
+            let cleared = if d.parent() == Some(temp) { sweep_staging_folders(d) } else { only_staging_files(d) };
+            if !(cleared && std::fs::remove_dir(d).is_ok()) {
                 break;
             }
         }
