@@ -10,7 +10,10 @@
 //! `cargo bench --bench objectstore`. On local disk:
 //! `TRIBUTARY_BENCH_LOCAL=DIR cargo bench --bench objectstore`, with DIR an
 //! existing folder. `TRIBUTARY_BENCH_SECS` sets how long each case runs
-//! (default 8).
+//! (default 8); `TRIBUTARY_BENCH_MODES` the modes to run, comma-separated
+//! (default `hybrid-logical,wait-for-skew`). With
+//! `TRIBUTARY_BENCH_LOCK_UNRETRIED` set, the lease locks write through an
+//! S3 client of their own that does not retry by itself.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -132,11 +135,22 @@ async fn run(place: &Place, mode: TimeMode, writers: usize, run_for: Duration) -
     options.buckets = 4;
     Table::builder(loc.clone()).with_settings(settings.clone()).create(options).await.expect("create");
     let holds = Arc::new(Mutex::new(Vec::new()));
+    // The lease locks' store: the table's, or with TRIBUTARY_BENCH_LOCK_UNRETRIED
+    // an S3 client of its own that never retries by itself, so that the
+    // lock resolves every failed write at once by reading the document.
+    let lock_store: Arc<CountingStore> = match (place, std::env::var_os("TRIBUTARY_BENCH_LOCK_UNRETRIED")) {
+        (Place::S3(_), Some(_)) => {
+            let no_retries = object_store::RetryConfig { max_retries: 0, ..Default::default() };
+            let s3 = object_store::aws::AmazonS3Builder::from_env().with_url(uri.as_str()).with_retry(no_retries);
+            Arc::new(CountingStore::new(Arc::new(s3.build().expect("the lock's S3 client"))))
+        }
+        _ => store.clone(),
+    };
     let mut clients = Vec::new();
     for w in 0..writers {
         let inner: Arc<dyn LockProvider> = match place {
             Place::S3(_) => Arc::new(LeaseLock::at(
-                store.clone(),
+                lock_store.clone(),
                 tributary_timeline::lease_lock_file(&loc.root),
                 format!("bench-{w}"),
                 Arc::new(SystemClock),
@@ -155,6 +169,7 @@ async fn run(place: &Place, mode: TimeMode, writers: usize, run_for: Duration) -
         clients.push(client);
     }
     store.take();
+    lock_store.take();
     let latencies = Arc::new(Mutex::new(Vec::new()));
     let started = Instant::now();
     let deadline = started + run_for;
@@ -177,7 +192,15 @@ async fn run(place: &Place, mode: TimeMode, writers: usize, run_for: Duration) -
         t.await.expect("writer");
     }
     let elapsed = started.elapsed();
-    let requests = store.take();
+    let mut requests = store.take();
+    if !Arc::ptr_eq(&lock_store, &store) {
+        let lock = lock_store.take();
+        requests.gets += lock.gets;
+        requests.heads += lock.heads;
+        requests.lists += lock.lists;
+        requests.puts += lock.puts;
+        requests.deletes += lock.deletes;
+    }
     let mut lat = latencies.lock().expect("latencies").clone();
     lat.sort();
     let mut held = holds.lock().expect("holds").clone();
@@ -219,7 +242,15 @@ fn main() {
         "{:<15} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}  requests per commit",
         "mode", "writers", "commits", "commits/s", "p50", "p99", "hold p50", "hold p99"
     );
+    let modes = std::env::var("TRIBUTARY_BENCH_MODES").unwrap_or_else(|_| "hybrid-logical,wait-for-skew".into());
+    if let Some(bad) = modes.split(',').map(str::trim).find(|m| !["hybrid-logical", "wait-for-skew"].contains(m)) {
+        eprintln!("TRIBUTARY_BENCH_MODES: unknown mode {bad:?} (hybrid-logical, wait-for-skew)");
+        std::process::exit(2);
+    }
     for (mode, name) in [(TimeMode::HybridLogical, "hybrid-logical"), (TimeMode::WaitForSkew, "wait-for-skew")] {
+        if !modes.split(',').any(|m| m.trim() == name) {
+            continue;
+        }
         for writers in [1, 4, 16] {
             let f = rt.block_on(run(&place, mode, writers, Duration::from_secs(secs)));
             println!(

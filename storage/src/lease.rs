@@ -31,9 +31,11 @@
 //!
 //! A conditional write whose answer is lost (a timeout, a 5xx after the
 //! write) may be retried by the store client and then refused, although it
-//! landed. Every refusal is therefore resolved by reading the document back:
-//! when it still names this holder and generation, the write is taken as done
-//! (or retried on the new ETag). Ceph RGW compares `If-Match` with the
+//! landed. Every refusal and every failure is therefore resolved by reading
+//! the document back at once: when it still names this holder and
+//! generation, the write is taken as done (or retried on the new ETag);
+//! only a failed write that left the document unchanged is tried again
+//! after a pause. Ceph RGW compares `If-Match` with the
 //! unquoted ETag; a refusal with the document unchanged switches the lock to
 //! sending ETags without quotes.
 //!
@@ -284,21 +286,27 @@ impl Shared {
         let mut backoff = Duration::from_millis(50);
         for attempt in 1..=4 {
             let opts = PutOptions { mode: self.mode(version.as_ref()), ..Default::default() };
+            let mut failed = None;
             match self.store.put_opts(&self.path, PutPayload::from(body.clone()), opts).await {
                 Ok(r) => return Ok(Written::Done(UpdateVersion { e_tag: r.e_tag, version: r.version })),
                 Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {}
-                // The write may have landed: the same conditional write again
-                // either lands now or is refused, and a refusal is resolved
-                // below by what the document holds.
-                Err(e) if attempt < 4 && Error::is_transient(&e) => {
+                // The write may have landed, or lost to another written at
+                // the same moment (Ceph RGW answers some of those 500, not
+                // 412): the document, read at once, says which.
+                Err(e) if attempt < 4 && Error::is_transient(&e) => failed = Some(e),
+                Err(e) => return Err(self.store_err("put", e)),
+            }
+            let found = match self.read().await {
+                Ok(found) => found,
+                Err(e) if failed.is_some() && e.kind() == ErrorKind::Unavailable => {
                     tracing::warn!(lock = %self.path, error = %e, "a lock write failed; trying it again");
                     tokio::time::sleep(backoff).await;
                     backoff *= 4;
                     continue;
                 }
-                Err(e) => return Err(self.store_err("put", e)),
-            }
-            let Found::Doc(current, now) = self.read().await? else {
+                Err(e) => return Err(e),
+            };
+            let Found::Doc(current, now) = found else {
                 // Gone: someone deleted the document by hand. Start over.
                 version = None;
                 continue;
@@ -307,6 +315,14 @@ impl Shared {
                 return Ok(Written::Done(now));
             }
             let unchanged = version.as_ref().is_some_and(|v| v.e_tag.is_some() && v.e_tag == now.e_tag);
+            if let (true, Some(e)) = (unchanged, &failed) {
+                // Nothing landed: the store failed the write. The same
+                // conditional write again, after a pause.
+                tracing::warn!(lock = %self.path, error = %e, "a lock write failed; trying it again");
+                tokio::time::sleep(backoff).await;
+                backoff *= 4;
+                continue;
+            }
             if unchanged {
                 // Refused although nothing changed: the store compares
                 // `If-Match` with the unquoted ETag.
@@ -788,6 +804,11 @@ mod tests {
         inner: InMemory,
         unquoted_if_match: bool,
         failing_gets: std::sync::atomic::AtomicUsize,
+        /// The next this many puts are written and then answered with a
+        /// server error (the answer lost), or, with `failed_puts_land`
+        /// false, answered so without being written.
+        failing_puts: std::sync::atomic::AtomicUsize,
+        failed_puts_land: bool,
     }
 
     impl std::fmt::Display for Quirky {
@@ -804,6 +825,16 @@ mod tests {
             payload: PutPayload,
             opts: PutOptions,
         ) -> object_store::Result<object_store::PutResult> {
+            let fail = self.failing_puts.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+            if fail.is_ok() {
+                if self.failed_puts_land {
+                    self.inner.put_opts(location, payload, opts).await?;
+                }
+                return Err(object_store::Error::Generic {
+                    store: "Quirky",
+                    source: "500 Internal Server Error".into(),
+                });
+            }
             if !self.unquoted_if_match {
                 return self.inner.put_opts(location, payload, opts).await;
             }
@@ -876,6 +907,38 @@ mod tests {
         let now = doc(&store).await;
         assert!(now.expired && now.generation == 3 && now.last_issued == Some(2), "{now:?}");
     }
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_lock_write_is_resolved_by_reading_the_document_at_once() {
+        // Written, but answered with a server error (as Ceph RGW answers
+        // some of two racing writes): the document read back shows the
+        // write landed, and the take and the release end without a pause.
+        let quirky = Arc::new(Quirky { failed_puts_land: true, ..Default::default() });
+        let store: Arc<dyn ObjectStore> = quirky.clone();
+        let clock: Arc<dyn Clock> = Arc::new(TokioClock(tokio::time::Instant::now()));
+        let a = lock(&store, "a", clock.clone(), LeaseSettings::default());
+        let started = tokio::time::Instant::now();
+        quirky.failing_puts.store(1, Ordering::SeqCst);
+        let mut g = a.acquire().await.unwrap();
+        g.set_last_issued(7);
+        quirky.failing_puts.store(1, Ordering::SeqCst);
+        g.release().await.unwrap();
+        assert_eq!(started.elapsed(), Duration::ZERO, "no pause: each write was known to have landed");
+        let now = doc(&store).await;
+        assert!(now.expired && now.generation == 1 && now.last_issued == Some(7), "{now:?}");
+        // Not written: the document is unchanged, so the same write goes
+        // again after a pause, and lands.
+        let quirky = Arc::new(Quirky::default());
+        let store: Arc<dyn ObjectStore> = quirky.clone();
+        let b = lock(&store, "b", clock, LeaseSettings::default());
+        b.acquire().await.unwrap().release().await.unwrap();
+        quirky.failing_puts.store(2, Ordering::SeqCst);
+        let started = tokio::time::Instant::now();
+        b.acquire().await.unwrap().release().await.unwrap();
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(250) && waited < Duration::from_secs(1), "{waited:?}");
+        assert_eq!(doc(&store).await.generation, 2);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_wait_goes_on_through_failed_reads() {
         let quirky = Arc::new(Quirky::default());
