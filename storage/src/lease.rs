@@ -299,15 +299,17 @@ impl Shared {
             let found = match self.read().await {
                 Ok(found) => found,
                 Err(e) if failed.is_some() && e.kind() == ErrorKind::Unavailable => {
-                    tracing::warn!(lock = %self.path, error = %e, "a lock write failed; trying it again");
-                    tokio::time::sleep(backoff).await;
-                    backoff *= 4;
+                    self.pause_after_failure(&e, &mut backoff).await;
                     continue;
                 }
                 Err(e) => return Err(e),
             };
             let Found::Doc(current, now) = found else {
-                // Gone: someone deleted the document by hand. Start over.
+                if let Some(e) = &failed {
+                    // Nothing landed: the create again, after a pause.
+                    self.pause_after_failure(e, &mut backoff).await;
+                }
+                // Or gone: someone deleted the document by hand. Start over.
                 version = None;
                 continue;
             };
@@ -318,9 +320,7 @@ impl Shared {
             if let (true, Some(e)) = (unchanged, &failed) {
                 // Nothing landed: the store failed the write. The same
                 // conditional write again, after a pause.
-                tracing::warn!(lock = %self.path, error = %e, "a lock write failed; trying it again");
-                tokio::time::sleep(backoff).await;
-                backoff *= 4;
+                self.pause_after_failure(e, &mut backoff).await;
                 continue;
             }
             if unchanged {
@@ -342,6 +342,14 @@ impl Shared {
             lock: self.describe(),
             reason: "the lock document kept changing under conditional writes".into(),
         })
+    }
+
+    /// Logs a failed lock write and waits `backoff` before it is sent
+    /// again; each pause is four times the last.
+    async fn pause_after_failure(&self, e: &(dyn std::fmt::Display + Sync), backoff: &mut Duration) {
+        tracing::warn!(lock = %self.path, error = %e, "a lock write failed; trying it again");
+        tokio::time::sleep(*backoff).await;
+        *backoff *= 4;
     }
 
     /// One attempt to take the lock.
@@ -937,6 +945,15 @@ mod tests {
         let waited = started.elapsed();
         assert!(waited >= Duration::from_millis(250) && waited < Duration::from_secs(1), "{waited:?}");
         assert_eq!(doc(&store).await.generation, 2);
+        // Nor when the document is still to be created.
+        let quirky = Arc::new(Quirky::default());
+        let store: Arc<dyn ObjectStore> = quirky.clone();
+        let c = lock(&store, "c", Arc::new(TokioClock(tokio::time::Instant::now())), LeaseSettings::default());
+        quirky.failing_puts.store(1, Ordering::SeqCst);
+        let started = tokio::time::Instant::now();
+        c.acquire().await.unwrap().release().await.unwrap();
+        assert_eq!(started.elapsed(), Duration::from_millis(50), "the create went again after one pause");
+        assert_eq!(doc(&store).await.generation, 1);
     }
 
     #[tokio::test(start_paused = true)]
