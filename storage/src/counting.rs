@@ -61,6 +61,19 @@ impl fmt::Display for Requests {
     }
 }
 
+impl std::ops::Add for Requests {
+    type Output = Requests;
+    fn add(self, o: Requests) -> Requests {
+        Requests {
+            gets: self.gets + o.gets,
+            heads: self.heads + o.heads,
+            lists: self.lists + o.lists,
+            puts: self.puts + o.puts,
+            deletes: self.deletes + o.deletes,
+        }
+    }
+}
+
 impl std::ops::Sub for Requests {
     type Output = Requests;
     fn sub(self, o: Requests) -> Requests {
