@@ -229,17 +229,17 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let modes = std::env::var("TRIBUTARY_BENCH_MODES").unwrap_or_else(|_| "hybrid-logical,wait-for-skew".into());
+    if let Some(bad) = modes.split(',').map(str::trim).find(|m| !["hybrid-logical", "wait-for-skew"].contains(m)) {
+        eprintln!("TRIBUTARY_BENCH_MODES: unknown mode {bad:?} (hybrid-logical, wait-for-skew)");
+        std::process::exit(2);
+    }
     let secs = std::env::var("TRIBUTARY_BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(8);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     println!(
         "{:<15} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}  requests per commit",
         "mode", "writers", "commits", "commits/s", "p50", "p99", "hold p50", "hold p99"
     );
-    let modes = std::env::var("TRIBUTARY_BENCH_MODES").unwrap_or_else(|_| "hybrid-logical,wait-for-skew".into());
-    if let Some(bad) = modes.split(',').map(str::trim).find(|m| !["hybrid-logical", "wait-for-skew"].contains(m)) {
-        eprintln!("TRIBUTARY_BENCH_MODES: unknown mode {bad:?} (hybrid-logical, wait-for-skew)");
-        std::process::exit(2);
-    }
     for (mode, name) in [(TimeMode::HybridLogical, "hybrid-logical"), (TimeMode::WaitForSkew, "wait-for-skew")] {
         if !modes.split(',').any(|m| m.trim() == name) {
             continue;
