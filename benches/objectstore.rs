@@ -13,7 +13,9 @@
 //! (default 8); `TRIBUTARY_BENCH_MODES` the modes to run, comma-separated
 //! (default `hybrid-logical,wait-for-skew`). With
 //! `TRIBUTARY_BENCH_LOCK_UNRETRIED` set, the lease locks write through an
-//! S3 client of their own that does not retry by itself.
+//! S3 client of their own that does not retry by itself. With
+//! `TRIBUTARY_BENCH_BEGIN_NEXT` set, each commit begins its writer's next one
+//! in its completion hold (`WriteSettings::begin_next`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -146,6 +148,7 @@ async fn run(place: &Place, mode: TimeMode, writers: usize, run_for: Duration) -
         }
         _ => store.clone(),
     };
+    let begin_next = std::env::var_os("TRIBUTARY_BENCH_BEGIN_NEXT").map(|_| Duration::from_secs(10));
     let mut clients = Vec::new();
     for w in 0..writers {
         let inner: Arc<dyn LockProvider> = match place {
@@ -163,7 +166,7 @@ async fn run(place: &Place, mode: TimeMode, writers: usize, run_for: Duration) -
         let lock = Arc::new(Timed { inner, holds: holds.clone() });
         let t = Table::builder(loc.clone()).with_settings(settings.clone()).with_lock(lock).open().await.expect("open");
         let client = t
-            .write_client(WriteSettings { tasks: 1, writer_id: format!("w{w}"), ..Default::default() })
+            .write_client(WriteSettings { tasks: 1, writer_id: format!("w{w}"), begin_next, ..Default::default() })
             .await
             .expect("client");
         clients.push(client);
@@ -186,6 +189,7 @@ async fn run(place: &Place, mode: TimeMode, writers: usize, run_for: Duration) -
                 latencies.lock().expect("latencies").push(t0.elapsed());
                 n += 1;
             }
+            client.close().await;
         }));
     }
     for t in tasks {

@@ -251,6 +251,8 @@ impl Ingest {
             task.abort();
         }
         self.consumer.unsubscribe();
+        // A commit begun for the next batch is withdrawn, not left pending.
+        self.committer.client.close().await;
         result?;
         Ok(IngestSummary {
             records: self.stats.records.load(Ordering::Relaxed),

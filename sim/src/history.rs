@@ -237,6 +237,8 @@ struct History {
     /// The shared locks when the history uses OS-like locks.
     locks: Option<(Arc<dyn LockProvider>, Arc<dyn LockProvider>)>,
     writer_tasks: Vec<usize>,
+    /// Each writer's [`WriteSettings::begin_next`].
+    begin_next: Vec<Option<Duration>>,
     start: tokio::time::Instant,
     slots: Mutex<Vec<Slot>>,
     ledger: Mutex<Ledger>,
@@ -380,6 +382,12 @@ impl History {
         let clocks = slots.iter().map(|s| (s.clock_offset_ms, s.drift_ppm)).collect();
         let mut sources = StdRng::seed_from_u64(seed ^ 0x534f_5552_4345);
         let sourced = (0..writers).map(|_| sources.random_bool(0.3)).collect();
+        // Writers that begin each next commit in their completion hold,
+        // kept unused for 0.1 to 2 s; drawn apart, as above.
+        let mut early = StdRng::seed_from_u64(seed ^ 0x4e45_5854);
+        let begin_next =
+            (0..writers).map(|_| early.random_bool(0.5).then(|| Duration::from_millis(early.random_range(100..2000))));
+        let begin_next = begin_next.collect();
         let plan = FaultPlan::draw(&mut rng, scale.stalls.long_for(seed));
         let world = World::new(StdRng::seed_from_u64(rng.random()), plan);
         Arc::new(Self {
@@ -388,6 +396,7 @@ impl History {
             settings,
             locks,
             writer_tasks,
+            begin_next,
             start: tokio::time::Instant::now(),
             slots: Mutex::new(slots),
             ledger: Mutex::new(Ledger::default()),
@@ -580,6 +589,7 @@ impl History {
             heartbeat_interval: HEARTBEAT_INTERVAL,
             writer_id: if sourced { format!("{}-client", input.id) } else { input.id.clone() },
             columns: input.role.columns(),
+            begin_next: self.begin_next[w],
             ..WriteSettings::default()
         };
         // A source that arrives later adds its columns and sequence group
@@ -641,6 +651,7 @@ impl History {
                     .fail(format!("{who}: the checkpoint says batch {next} is next, but batch {b} was acknowledged"));
             }
             if next >= input.batches.len() {
+                client.close().await;
                 self.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[w] = true;
                 return;
             }

@@ -373,3 +373,80 @@ async fn a_commit_stores_one_version_per_key_unless_told_to_keep_them_all() {
     assert_eq!(reads[0], vec![("a".into(), Some(1.0)), ("b".into(), Some(6.0))]);
     assert_eq!(reads[0], reads[1]);
 }
+
+/// Whether the heartbeat file of `t` exists.
+async fn beating(t: &Table, instant: &tributary_timeline::InstantTime) -> bool {
+    let path = tributary_timeline::heartbeat_path(t.location(), instant);
+    object_store::ObjectStoreExt::head(&t.location().store, &path).await.is_ok()
+}
+
+/// The pending delta commits of `t`, with whether each is inflight.
+async fn pending(t: &Table) -> Vec<(tributary_timeline::InstantTime, bool)> {
+    let tl = t.timeline().await.unwrap();
+    tl.pending().map(|i| (i.requested.clone(), i.state == tributary_timeline::State::Inflight)).collect()
+}
+
+/// A table and a client beginning each next commit early, kept for
+/// `idle`, after its first commit (of key `a`).
+async fn after_one_commit(
+    place: &Place,
+    idle: Duration,
+) -> (Table, tributary_writer::WriteClient, tributary_writer::CommitSummary) {
+    let t = table(place, MergeMode::EventTime).await;
+    let settings = WriteSettings { begin_next: Some(idle), ..Default::default() };
+    let client = t.write_client(settings).await.unwrap();
+    let mut c = client.start_commit().await.unwrap();
+    c.write_batch(&batch(&["a"], &[1], &[Some(1.0)], None)).await.unwrap();
+    let first = c.commit().await.unwrap();
+    (t, client, first)
+}
+
+#[tokio::test]
+async fn a_commit_begins_the_next_in_its_completion_hold() {
+    let Some(place) = Place::new() else { return };
+    let (t, client, first) = after_one_commit(&place, Duration::from_secs(600)).await;
+
+    // Begun in the completion's hold: the time right after the completion
+    // time, requested and inflight, its heartbeat beating.
+    let next = tributary_timeline::InstantTime::from_millis(first.completed.to_millis().unwrap() + 1).unwrap();
+    assert_eq!(pending(&t).await, vec![(next.clone(), true)]);
+    assert!(beating(&t, &next).await);
+    assert_eq!(fares(&t).await, vec![("a".to_string(), Some(1.0))], "the begun commit hides nothing");
+
+    let mut c = client.start_commit().await.unwrap();
+    assert_eq!(c.instant(), &next, "the next commit writes into the begun one");
+    c.write_batch(&batch(&["b"], &[1], &[Some(2.0)], None)).await.unwrap();
+    let second = c.commit().await.unwrap();
+    assert_eq!(second.instant, next);
+    let mut rows = fares(&t).await;
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(rows, vec![("a".to_string(), Some(1.0)), ("b".to_string(), Some(2.0))]);
+
+    // Closing withdraws the commit the second one began.
+    let begun = pending(&t).await;
+    assert_eq!(begun.len(), 1, "{begun:?}");
+    client.close().await;
+    assert_eq!(pending(&t).await, vec![]);
+    assert!(!beating(&t, &begun[0].0).await);
+    assert!(t.timeline().await.unwrap().warnings().is_empty());
+}
+
+#[tokio::test]
+async fn a_begun_commit_left_unused_is_withdrawn() {
+    let Some(place) = Place::new() else { return };
+    let (t, client, _) = after_one_commit(&place, Duration::from_millis(200)).await;
+    let begun = pending(&t).await;
+    assert_eq!(begun.len(), 1, "{begun:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !pending(&t).await.is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the begun commit {begun:?} was not withdrawn");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!beating(&t, &begun[0].0).await);
+    // A commit after the withdrawal begins itself.
+    let mut c = client.start_commit().await.unwrap();
+    assert!(c.instant() > &begun[0].0);
+    c.write_batch(&batch(&["b"], &[1], &[Some(2.0)], None)).await.unwrap();
+    c.commit().await.unwrap();
+    assert_eq!(fares(&t).await.len(), 2);
+}

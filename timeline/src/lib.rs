@@ -84,9 +84,10 @@ pub use layout::{
 // The commit protocol's shared steps.
 pub use protocol::{
     CHECKPOINT_KEY_PREFIX, Checkpoint, CommitFence, Completion, DEFAULT_HEARTBEAT_EXPIRY, Heartbeat, MARKER_APPEND,
-    MARKER_CREATE, MetadataTableGuard, WriterState, WriterStatus, complete_instant, complete_instant_with,
-    create_marker, delete_all_if_exist, delete_if_exists, heartbeat_expired, heartbeat_path, list_markers,
-    lookup_writer, mark_new_table, marked_file, marker_dir, remove_leftovers, remove_markers, rollback_files,
+    MARKER_CREATE, MetadataTableGuard, WriterState, WriterStatus, begin_instant, complete_instant,
+    complete_instant_then_begin, complete_instant_with, create_marker, delete_all_if_exist, delete_if_exists,
+    heartbeat_expired, heartbeat_path, list_markers, lookup_writer, mark_new_table, marked_file, marker_dir,
+    remove_leftovers, remove_markers, rollback_files, withdraw_instant,
 };
 
 // Storage and locks live in `tributary-storage`; the types the layers above

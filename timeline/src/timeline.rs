@@ -20,6 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
 
@@ -539,6 +540,9 @@ pub(crate) fn timeline_dir(loc: &TableLocation, config: &TableConfig) -> Path {
     crate::layout::timeline_dir(&loc.root, config.timeline_layout, &config.timeline_path)
 }
 
+/// How many completed files [`TimelineFolder::read_completed`] reads at once.
+const CONCURRENT_READS: usize = 16;
+
 /// The folder of a table's timeline: the file of each instant in each
 /// state, created once (create-if-absent; nothing is renamed or rewritten)
 /// and read, from the history when Java archived it. Writers create through
@@ -610,7 +614,7 @@ impl TimelineFolder {
     /// history snapshot it loaded, each file of it read once for all of
     /// them and no request made to the active timeline; the others (and an
     /// archived one the snapshot no longer serves) are read as
-    /// [`TimelineFolder::read`] reads them.
+    /// [`TimelineFolder::read`] reads them, up to 16 at once.
     pub async fn read_completed(&self, timeline: &Timeline, instants: &[&Instant]) -> Result<Vec<bytes::Bytes>> {
         let archived: Vec<InstantTime> =
             instants.iter().filter(|i| timeline.is_archived(&i.requested)).map(|i| i.requested.clone()).collect();
@@ -624,14 +628,19 @@ impl TimelineFolder {
             },
             _ => BTreeMap::new(),
         };
-        let mut out = Vec::with_capacity(instants.len());
-        for i in instants {
-            out.push(match found.remove(&i.requested) {
-                Some(bytes) => bytes,
-                None => self.read(i, State::Completed).await?,
+        // The rest are read at once, a few at a time: a writer reads here,
+        // under the table lock, the commits completed since its last look.
+        let mut reads = Vec::with_capacity(instants.len());
+        for &i in instants {
+            let kept = found.remove(&i.requested);
+            reads.push(async move {
+                match kept {
+                    Some(bytes) => Ok(bytes),
+                    None => self.read(i, State::Completed).await,
+                }
             });
         }
-        Ok(out)
+        futures::stream::iter(reads).buffered(CONCURRENT_READS).try_collect().await
     }
 
     /// Whether `instant` completed at its completion time: its completed

@@ -182,12 +182,29 @@ impl TimeGenerator {
         F: FnOnce(InstantTime, Fence) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
+        self.with_times_fenced(false, |t, _, fence| f(t, fence)).await
+    }
+
+    /// [`TimeGenerator::with_time_fenced`] that, when `next` is asked for
+    /// and the mode is hybrid-logical, issues in the same hold the time
+    /// right after the one it gives `f`, and gives `f` that one too. Both
+    /// are issued under the lock, so every time issued in a later hold is
+    /// above them. A write client completes a commit with the first and
+    /// begins its next commit with the second (`complete_instant_then_begin`).
+    /// In the wait-for-skew mode `f` gets no second time: it would need a
+    /// skew wait of its own, which saves nothing over another hold.
+    pub async fn with_times_fenced<T, F, Fut>(&self, next: bool, f: F) -> Result<T>
+    where
+        F: FnOnce(InstantTime, Option<InstantTime>, Fence) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
         self.check_lock()?;
         let (mut guard, held) = self.acquire().await?;
         let fence = guard.fence();
+        let next = next && self.mode == TimeMode::HybridLogical;
         let result = async {
             self.before_hold().await?;
-            self.issue_and_run(guard.as_mut(), |t| f(t, fence)).await
+            self.issue_and_run(guard.as_mut(), next, |t, n| f(t, n, fence)).await
         }
         .await;
         self.release(guard, held).await;
@@ -229,9 +246,9 @@ impl TimeGenerator {
         result
     }
 
-    async fn issue_and_run<T, F, Fut>(&self, guard: &mut dyn LockGuard, f: F) -> Result<T>
+    async fn issue_and_run<T, F, Fut>(&self, guard: &mut dyn LockGuard, next: bool, f: F) -> Result<T>
     where
-        F: FnOnce(InstantTime) -> Fut,
+        F: FnOnce(InstantTime, Option<InstantTime>) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
         let now = self.clock.now_millis();
@@ -250,12 +267,13 @@ impl TimeGenerator {
         }
         let t = floor.map_or(now, |last| now.max(last + 1));
         let instant = InstantTime::from_millis(t)?;
-        guard.set_last_issued(t);
+        let after = if next { Some(InstantTime::from_millis(t + 1)?) } else { None };
+        guard.set_last_issued(if next { t + 1 } else { t });
         if self.mode == TimeMode::WaitForSkew {
             tokio::time::sleep(self.max_skew).await;
             self.meters.skew.record(self.max_skew);
         }
-        f(instant).await
+        f(instant, after).await
     }
 }
 

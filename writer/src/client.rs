@@ -33,6 +33,7 @@ use crate::block_buffer::BlockBuffers;
 pub use crate::commit::CHECKPOINT_PREFIX;
 use crate::commit::Commit;
 use crate::error::{Error, Result};
+use crate::next::NextCommit;
 pub(crate) use crate::settings::WriteSettings;
 use crate::shared::{Shared, WriteMeters};
 use crate::source::SourceLease;
@@ -122,6 +123,7 @@ impl WriteClient {
                 combines,
                 meters,
                 backpressure,
+                next: NextCommit::default(),
             }),
         })
     }
@@ -207,14 +209,27 @@ impl WriteClient {
                 combines: s.combines,
                 meters: WriteMeters::new(&s.loc),
                 backpressure: s.backpressure.clone(),
+                next: s.next.clone(),
             }),
         })
     }
 
     /// Starts a commit: takes an instant, creates the requested and inflight
-    /// files, starts the heartbeat and the writer tasks.
+    /// files, starts the heartbeat and the writer tasks. With
+    /// [`WriteSettings::begin_next`], the commit the last one began, if it
+    /// is still kept, is taken instead of a new instant.
     pub async fn start_commit(&self) -> Result<Commit> {
         Commit::start(self.shared.clone()).await
+    }
+
+    /// Withdraws the commit begun for this client's next commit
+    /// ([`WriteSettings::begin_next`]), if one is kept, rather than leaving
+    /// it pending until its interval ends. A client that begins commits
+    /// early calls this when it stops writing: dropped without it, the
+    /// begun commit stays pending until recovery rolls it back once its
+    /// heartbeat expires.
+    pub async fn close(&self) {
+        self.shared.next.withdraw(&self.shared.loc, &self.shared.timeline).await;
     }
 
     /// Registers this client as the writer of its writer id

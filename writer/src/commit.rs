@@ -11,8 +11,10 @@ use tokio::task::JoinHandle;
 use tributary_format::{CommitMetadata, WriteStat};
 use tributary_format::{TableDatumEncoder, TableDatums};
 use tributary_timeline::partition_file;
-use tributary_timeline::{Action, Instant, InstantTime, NULL_PARTITION, State};
-use tributary_timeline::{CommitFence, Completion, Heartbeat, complete_instant_with, delete_if_exists};
+use tributary_timeline::{Action, Instant, InstantTime, NULL_PARTITION};
+use tributary_timeline::{
+    CommitFence, Completion, Heartbeat, begin_instant, complete_instant_then_begin, delete_if_exists, withdraw_instant,
+};
 use tributary_timeline::{MARKER_APPEND, create_marker, remove_markers, rollback_files};
 use tributary_timeline::{SEQUENCE_GROUPS_KEY, SequenceGroup};
 use tributary_timeline::{TableConfig, TableLocation, Timeline, replaced_groups, replaces_groups};
@@ -121,32 +123,25 @@ impl Commit {
             true => tributary_timeline::CHANGE_LOGGED_OPERATION,
             false => "UPSERT",
         };
+        if let Some((begun, heartbeat)) = shared.next.take() {
+            return Self::open(shared, begun.requested, heartbeat, operation);
+        }
         let timeline = shared.timeline.clone();
-        // The inflight file is created in the hold that issues the instant,
-        // right after the requested one. Recovery withdraws a write by
-        // deleting its inflight file under the lock, and a write can only
-        // complete while that file exists; an inflight file created after
-        // the withdrawal (its writer stalled in between, past its heartbeat
-        // expiry) would let the write complete with files recovery deleted.
         let instant = shared
             .time
             .with_time_fenced(|t, fence| async move {
-                let i = Instant::requested(t.clone(), Action::DeltaCommit);
-                fence.check().await?;
-                timeline.create(&i, State::Requested, Vec::new()).await?;
-                fence.check().await?;
-                timeline.create(&i, State::Inflight, Vec::new()).await?;
+                begin_instant(&timeline, &Instant::requested(t.clone(), Action::DeltaCommit), &fence).await?;
                 Ok(t)
             })
             .await?;
-        let heartbeat = Heartbeat::start(
-            shared.loc.clone(),
-            &instant,
-            shared.time.clock().clone(),
-            shared.settings.heartbeat_interval,
-        )
-        .await?;
+        let heartbeat = Self::beat(&shared, &instant).await?;
         Self::open(shared, instant, heartbeat, operation)
+    }
+
+    /// Starts the heartbeat of `instant`, begun by this client.
+    async fn beat(shared: &Shared, instant: &InstantTime) -> tributary_timeline::Result<Heartbeat> {
+        Heartbeat::start(shared.loc.clone(), instant, shared.time.clock().clone(), shared.settings.heartbeat_interval)
+            .await
     }
 
     /// Spawns the writer tasks of a commit whose instant is inflight and
@@ -605,7 +600,10 @@ impl Commit {
                 futures::future::try_join_all(sources).await?;
                 Ok(content)
             };
-            match complete_instant_with(
+            // Begins the client's next commit in this hold, unless one is
+            // kept already (another commit of this client began it).
+            let next = s.settings.begin_next.filter(|_| s.next.is_empty()).map(|_| Action::DeltaCommit);
+            match complete_instant_then_begin(
                 &s.loc,
                 &s.timeline,
                 &s.time,
@@ -613,6 +611,7 @@ impl Commit {
                 content.clone(),
                 Completion::Owned,
                 before_visible,
+                next,
             )
             .await
             {
@@ -632,7 +631,10 @@ impl Commit {
             s.meters.backpressure_wait.record(started.elapsed());
         }
         let completed = match done {
-            Ok(c) => {
+            Ok((c, begun)) => {
+                if let (Some(begun), Some(idle)) = (begun, s.settings.begin_next) {
+                    self.keep_begun(begun, idle).await;
+                }
                 s.writer.completed(&self.instant);
                 for (lease, _) in positions {
                     lease.state().completed(&self.instant);
@@ -815,11 +817,27 @@ impl Commit {
     /// leaves it pending (requested, or requested and inflight).
     async fn withdraw(&self) -> std::result::Result<(), String> {
         let pending = Instant::requested(self.instant.clone(), Action::DeltaCommit);
-        for state in [State::Inflight, State::Requested] {
-            let path = self.shared.timeline.path_of(&pending, state).map_err(|e| e.to_string())?;
-            delete_if_exists(&self.shared.loc, &path).await.map_err(|e| format!("withdrawing the instant: {e}"))?;
+        withdraw_instant(&self.shared.loc, &self.shared.timeline, &pending)
+            .await
+            .map_err(|e| format!("withdrawing the instant: {e}"))
+    }
+
+    /// Starts the heartbeat of the commit this one began in its completion
+    /// hold and keeps it for the client's next commit; should the heartbeat
+    /// not start, the begun commit is withdrawn (or left for recovery).
+    async fn keep_begun(&self, begun: Instant, idle: std::time::Duration) {
+        let s = &self.shared;
+        match Self::beat(s, &begun.requested).await {
+            Ok(heartbeat) => s.next.keep(&s.loc, &s.timeline, begun, heartbeat, idle),
+            Err(e) => {
+                tracing::warn!(instant = %begun.requested, table = %s.loc, error = %e,
+                    "starting the heartbeat of the next commit failed; withdrawing it");
+                if let Err(e) = withdraw_instant(&s.loc, &s.timeline, &begun).await {
+                    tracing::warn!(instant = %begun.requested, table = %s.loc, error = %e,
+                        "withdrawing it failed; recovery rolls it back");
+                }
+            }
         }
-        Ok(())
     }
 
     async fn cleanup_markers(&self) -> Result<()> {

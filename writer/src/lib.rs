@@ -17,6 +17,7 @@ mod error;
 mod file_write;
 mod group_file;
 mod input;
+mod next;
 mod piece;
 mod settings;
 mod shared;

@@ -1,6 +1,7 @@
 //! The settings of a write client: its writer tasks, memory budget and
-//! channel depth, heartbeat interval, writer id, columns, bucket count and
-//! whether commits combine each key's versions.
+//! channel depth, heartbeat interval, writer id, columns, bucket count,
+//! whether commits combine each key's versions and whether each begins the
+//! next.
 
 use std::time::Duration;
 
@@ -48,6 +49,21 @@ pub struct WriteSettings {
     /// evolve the client ([`WriteClient::evolved`](crate::WriteClient::evolved))
     /// between commits; `docs/design.md`, "Schema evolution". Default false.
     pub evolve: bool,
+    /// Whether each commit begins this client's next delta commit in the
+    /// lock hold that completes it, and how long that begun commit waits
+    /// for [`WriteClient::start_commit`](crate::WriteClient::start_commit)
+    /// before it is withdrawn. A commit then takes the table lock once
+    /// instead of twice, which matters when many writers share one lock on
+    /// an object store (`docs/design.md`, "Commit protocol"). The begun
+    /// commit is pending meanwhile, with a heartbeat, as any commit being
+    /// written is: it holds back archiving, and what Hudi's engines do
+    /// with a commit requested before a compaction and completed after it
+    /// applies to every such commit (`docs/interop.md`). For a client that
+    /// commits again within the interval (a streaming ingest); the
+    /// hybrid-logical time mode only (under wait-for-skew nothing is begun
+    /// early). [`WriteClient::close`](crate::WriteClient::close) withdraws
+    /// a begun commit at once. Default `None`: each commit begins itself.
+    pub begin_next: Option<Duration>,
 }
 
 impl Default for WriteSettings {
@@ -63,6 +79,7 @@ impl Default for WriteSettings {
             combine: true,
             backpressure_timeout: Duration::from_secs(600),
             evolve: false,
+            begin_next: None,
         }
     }
 }

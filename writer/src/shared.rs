@@ -15,6 +15,7 @@ use tributary_timeline::{TableConfig, TableLocation, TimeGenerator, TimelineFold
 use crate::backpressure::LogTally;
 use crate::block_buffer::BlockBuffers;
 use crate::error::Result;
+use crate::next::NextCommit;
 use crate::settings::WriteSettings;
 use tributary_timeline::BucketIndex;
 
@@ -60,6 +61,9 @@ pub(crate) struct Shared {
     /// The uncompacted logs per file group, when the table bounds them
     /// (`crate::backpressure`).
     pub(crate) backpressure: Option<Arc<tokio::sync::Mutex<LogTally>>>,
+    /// The commit begun for this client's next commit
+    /// ([`WriteSettings::begin_next`]).
+    pub(crate) next: NextCommit,
 }
 
 /// The counters a write client records ([`tributary_timeline::metrics`]),

@@ -77,6 +77,9 @@ pub(crate) async fn run(store: &StoreArgs, args: IngestArgs) -> Result<(), Failu
         writer_id: format!("ingest-{}", std::process::id()),
         columns: args.columns,
         combine: !args.keep_every_version,
+        // A job commits every interval while records come: each commit
+        // begins the next in its lock hold, kept for two intervals.
+        begin_next: Some(settings.commit_interval.max(Duration::from_secs(1)) * 2),
         ..Default::default()
     };
     let job = t.ingest(write, settings).await?;

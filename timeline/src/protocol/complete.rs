@@ -10,16 +10,22 @@
 //! before the completed file is created; a write client records its
 //! writer's checkpoint there, so the checkpoint and the commit become
 //! visible together (`writer_state.rs`).
+//!
+//! Beginning an instant ([`begin_instant`]) creates its requested and
+//! inflight files in the hold that issues it. A write client that commits
+//! again soon may begin its next delta commit in the hold that completes
+//! the one before ([`complete_instant_then_begin`]), one hold per commit
+//! instead of two (`docs/design.md`, "Commit protocol").
 
 use std::future::Future;
 
 use object_store::ObjectStoreExt;
 
 use crate::error::{Error, Result};
-use crate::instant::{Instant, InstantTime, State};
+use crate::instant::{Action, Instant, InstantTime, State};
 use crate::timeline::TimelineFolder;
 use crate::truetime::TimeGenerator;
-use tributary_storage::TableLocation;
+use tributary_storage::{Fence, TableLocation};
 
 /// Who may complete an instant, which decides what is checked under the lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +77,50 @@ where
     F: FnOnce(InstantTime) -> Fut,
     Fut: Future<Output = Result<Option<Vec<u8>>>>,
 {
-    time.with_time_fenced(|c, fence| async move {
+    Ok(complete_instant_then_begin(loc, writer, time, instant, content, completion, before_visible, None).await?.0)
+}
+
+/// Creates the requested and then the inflight file of `instant`, each
+/// right after a check of `fence`, in the hold that issued its time.
+/// Recovery withdraws a write by deleting its inflight file under the
+/// lock, and a write completes only while that file exists; an inflight
+/// file created after a withdrawal (its writer stalled in between, past
+/// its heartbeat expiry) would let the write complete with files recovery
+/// deleted, so the inflight file is never created outside that hold.
+pub async fn begin_instant(writer: &TimelineFolder, instant: &Instant, fence: &Fence) -> Result<()> {
+    fence.check().await?;
+    writer.create(instant, State::Requested, Vec::new()).await?;
+    fence.check().await?;
+    writer.create(instant, State::Inflight, Vec::new()).await?;
+    Ok(())
+}
+
+/// [`complete_instant_with`] that, given an action `next`, in the same hold
+/// begins the next instant of that action at the time issued right after
+/// the completion time, and returns it beside the completion time: its
+/// requested file is created beside the completed file, its inflight file
+/// after both, each after a check of the fence, as [`begin_instant`] does.
+/// Only the hybrid-logical mode issues two times in one hold
+/// ([`TimeGenerator::with_times_fenced`]); in the wait-for-skew mode, and
+/// when beginning fails after the completion (the completion stands; what
+/// was created of the next instant is deleted, or left for recovery to
+/// roll back), no next instant is returned.
+#[allow(clippy::too_many_arguments)]
+pub async fn complete_instant_then_begin<F, Fut>(
+    loc: &TableLocation,
+    writer: &TimelineFolder,
+    time: &TimeGenerator,
+    instant: &Instant,
+    content: Vec<u8>,
+    completion: Completion,
+    before_visible: F,
+    next: Option<Action>,
+) -> Result<(InstantTime, Option<Instant>)>
+where
+    F: FnOnce(InstantTime) -> Fut,
+    Fut: Future<Output = Result<Option<Vec<u8>>>>,
+{
+    time.with_times_fenced(next.is_some(), |c, after, fence| async move {
         match completion {
             Completion::Owned => {
                 let inflight = writer.path_of(instant, State::Inflight)?;
@@ -89,7 +138,7 @@ where
             Completion::Shared => {
                 let timeline = writer.load().await?;
                 if let Some(done) = timeline.get(&instant.requested).filter(|i| i.is_completed()) {
-                    return Ok(done.completed.clone().unwrap_or(c));
+                    return Ok((done.completed.clone().unwrap_or(c), None));
                 }
             }
         }
@@ -100,10 +149,62 @@ where
         let content = before_visible(c.clone()).await?.unwrap_or(content);
         fence.check().await?;
         let done = Instant { state: State::Completed, completed: Some(c.clone()), ..instant.clone() };
-        writer.create(&done, State::Completed, content).await?;
-        Ok(c)
+        let Some(next) = after.zip(next).map(|(t, action)| Instant::requested(t, action)) else {
+            writer.create(&done, State::Completed, content).await?;
+            return Ok((c, None));
+        };
+        // The next instant's requested file is created beside the completed
+        // file (the two are independent), its inflight file after both.
+        let (completed, requested) = futures::join!(
+            writer.create(&done, State::Completed, content),
+            writer.create(&next, State::Requested, Vec::new())
+        );
+        let begun = match (completed, requested) {
+            (Err(e), requested) => {
+                if requested.is_ok() {
+                    withdraw_quietly(loc, writer, &next).await;
+                }
+                return Err(e);
+            }
+            (Ok(_), Err(e)) => Err(e),
+            (Ok(_), Ok(_)) => match fence.check().await {
+                Ok(()) => writer.create(&next, State::Inflight, Vec::new()).await.map(|_| ()),
+                Err(e) => Err(e.into()),
+            },
+        };
+        let begun = match begun {
+            Ok(()) => Some(next),
+            Err(e) => {
+                tracing::warn!(instant = %next.requested, table = %loc, error = %e,
+                    "beginning the next instant in the completion's hold failed; it is begun afresh");
+                withdraw_quietly(loc, writer, &next).await;
+                None
+            }
+        };
+        Ok((c, begun))
     })
     .await
+}
+
+/// [`withdraw_instant`] of an instant begun in a completion's hold, whose
+/// failure is logged.
+async fn withdraw_quietly(loc: &TableLocation, writer: &TimelineFolder, instant: &Instant) {
+    if let Err(e) = withdraw_instant(loc, writer, instant).await {
+        tracing::warn!(instant = %instant.requested, table = %loc, error = %e,
+            "withdrawing an instant begun in a completion's hold failed; recovery rolls it back once its \
+             heartbeat expires");
+    }
+}
+
+/// Deletes the pending files of `instant`, which must have no data files
+/// left, inflight first: a failure leaves it pending (requested, or
+/// requested and inflight), and recovery rolls it back once its heartbeat
+/// expires.
+pub async fn withdraw_instant(loc: &TableLocation, writer: &TimelineFolder, instant: &Instant) -> Result<()> {
+    for state in [State::Inflight, State::Requested] {
+        tributary_storage::delete_if_exists(loc, &writer.path_of(instant, state)?).await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -174,6 +275,48 @@ mod tests {
         assert!(err.to_string().contains(instant.requested.as_str()), "{err}");
         let timeline = Timeline::load(&f.loc, &f.config).await.unwrap();
         assert!(!timeline.is_completed(&instant.requested));
+    }
+
+    /// Completes `instant` under `time`, beginning a next delta commit
+    /// when `next`.
+    async fn complete_then_begin(
+        f: &Fixture,
+        time: &TimeGenerator,
+        instant: &Instant,
+        next: bool,
+    ) -> (InstantTime, Option<Instant>) {
+        let next = next.then_some(Action::DeltaCommit);
+        let none = |_| async { Ok(None) };
+        complete_instant_then_begin(&f.loc, &f.writer, time, instant, Vec::new(), Completion::Owned, none, next)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_completion_begins_the_next_instant_in_its_hold_in_hybrid_mode_only() {
+        let f = fixture();
+        let instant = started(&f, Action::DeltaCommit).await;
+        let (c, next) = complete_then_begin(&f, &f.time, &instant, true).await;
+        let next = next.expect("begun in hybrid-logical mode");
+        assert_eq!(next.requested.to_millis(), c.to_millis().map(|c| c + 1));
+        let timeline = Timeline::load(&f.loc, &f.config).await.unwrap();
+        assert_eq!(timeline.completion_time(&instant.requested), Some(&c));
+        let pending: Vec<_> = timeline.pending().map(|i| (i.requested.clone(), i.state)).collect();
+        assert_eq!(pending, vec![(next.requested.clone(), State::Inflight)]);
+        assert!(f.time.new_instant().await.unwrap() > next.requested, "both times were issued");
+
+        // Without an action to begin, or under wait-for-skew, nothing is.
+        assert!(complete_then_begin(&f, &f.time, &next, false).await.1.is_none());
+        let skew = TimeGenerator::new(
+            TimeMode::WaitForSkew,
+            Duration::ZERO,
+            Arc::new(ManualClock::new(1_766_264_469_000)),
+            Arc::new(InProcessLock::new()),
+        );
+        let later = started(&f, Action::DeltaCommit).await;
+        assert!(complete_then_begin(&f, &skew, &later, true).await.1.is_none());
+        let timeline = Timeline::load(&f.loc, &f.config).await.unwrap();
+        assert_eq!(timeline.pending().count(), 0);
     }
 
     #[tokio::test]

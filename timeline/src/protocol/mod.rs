@@ -29,7 +29,9 @@ pub(crate) mod marker;
 pub(crate) mod metadata_table;
 pub(crate) mod writer_state;
 
-pub use complete::{Completion, complete_instant, complete_instant_with};
+pub use complete::{
+    Completion, begin_instant, complete_instant, complete_instant_then_begin, complete_instant_with, withdraw_instant,
+};
 pub use heartbeat::{DEFAULT_HEARTBEAT_EXPIRY, Heartbeat, heartbeat_expired, heartbeat_path};
 pub use marker::{
     MARKER_APPEND, MARKER_CREATE, create_marker, list_markers, marked_file, marker_dir, remove_leftovers,
