@@ -87,7 +87,7 @@ pub use protocol::{
     MARKER_CREATE, MetadataTableGuard, WriterState, WriterStatus, begin_instant, complete_instant,
     complete_instant_then_begin, complete_instant_with, create_marker, delete_all_if_exist, delete_if_exists,
     heartbeat_expired, heartbeat_path, list_markers, lookup_writer, mark_new_table, marked_file, marker_dir,
-    remove_leftovers, remove_markers, rollback_files, withdraw_instant,
+    remove_leftovers, remove_markers, rollback_files, withdraw_instant, withdraw_or_leave,
 };
 
 // Storage and locks live in `tributary-storage`; the types the layers above

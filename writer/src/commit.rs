@@ -14,6 +14,7 @@ use tributary_timeline::partition_file;
 use tributary_timeline::{Action, Instant, InstantTime, NULL_PARTITION};
 use tributary_timeline::{
     CommitFence, Completion, Heartbeat, begin_instant, complete_instant_then_begin, delete_if_exists, withdraw_instant,
+    withdraw_or_leave,
 };
 use tributary_timeline::{MARKER_APPEND, create_marker, remove_markers, rollback_files};
 use tributary_timeline::{SEQUENCE_GROUPS_KEY, SequenceGroup};
@@ -832,10 +833,7 @@ impl Commit {
             Err(e) => {
                 tracing::warn!(instant = %begun.requested, table = %s.loc, error = %e,
                     "starting the heartbeat of the next commit failed; withdrawing it");
-                if let Err(e) = withdraw_instant(&s.loc, &s.timeline, &begun).await {
-                    tracing::warn!(instant = %begun.requested, table = %s.loc, error = %e,
-                        "withdrawing it failed; recovery rolls it back");
-                }
+                withdraw_or_leave(&s.loc, &s.timeline, &begun).await;
             }
         }
     }

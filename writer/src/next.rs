@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
-use tributary_timeline::{Heartbeat, Instant, TableLocation, TimelineFolder, withdraw_instant};
+use tributary_timeline::{Heartbeat, Instant, TableLocation, TimelineFolder, withdraw_or_leave};
 
 /// A begun delta commit: requested and inflight, its heartbeat beating.
 #[derive(Debug)]
@@ -85,13 +85,9 @@ impl NextCommit {
 /// when the withdrawal fails, the heartbeat is left to go stale, and
 /// recovery rolls the commit back.
 async fn withdraw(loc: TableLocation, folder: TimelineFolder, instant: Instant, heartbeat: Heartbeat) {
-    match withdraw_instant(&loc, &folder, &instant).await {
-        Ok(()) => {
-            if let Err(e) = heartbeat.stop().await {
-                tracing::warn!(instant = %instant.requested, table = %loc, error = %e, "stopping a heartbeat failed");
-            }
-        }
-        Err(e) => tracing::warn!(instant = %instant.requested, table = %loc, error = %e,
-            "withdrawing an unused begun commit failed; recovery rolls it back once its heartbeat expires"),
+    if withdraw_or_leave(&loc, &folder, &instant).await
+        && let Err(e) = heartbeat.stop().await
+    {
+        tracing::warn!(instant = %instant.requested, table = %loc, error = %e, "stopping a heartbeat failed");
     }
 }

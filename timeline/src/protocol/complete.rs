@@ -162,7 +162,7 @@ where
         let begun = match (completed, requested) {
             (Err(e), requested) => {
                 if requested.is_ok() {
-                    withdraw_quietly(loc, writer, &next).await;
+                    withdraw_or_leave(loc, writer, &next).await;
                 }
                 return Err(e);
             }
@@ -177,7 +177,7 @@ where
             Err(e) => {
                 tracing::warn!(instant = %next.requested, table = %loc, error = %e,
                     "beginning the next instant in the completion's hold failed; it is begun afresh");
-                withdraw_quietly(loc, writer, &next).await;
+                withdraw_or_leave(loc, writer, &next).await;
                 None
             }
         };
@@ -186,13 +186,18 @@ where
     .await
 }
 
-/// [`withdraw_instant`] of an instant begun in a completion's hold, whose
-/// failure is logged.
-async fn withdraw_quietly(loc: &TableLocation, writer: &TimelineFolder, instant: &Instant) {
-    if let Err(e) = withdraw_instant(loc, writer, instant).await {
-        tracing::warn!(instant = %instant.requested, table = %loc, error = %e,
-            "withdrawing an instant begun in a completion's hold failed; recovery rolls it back once its \
-             heartbeat expires");
+/// [`withdraw_instant`] of an instant that wrote nothing, whose failure is
+/// logged: the instant is then left pending for recovery to roll back
+/// once its heartbeat expires. Returns whether it was withdrawn.
+pub async fn withdraw_or_leave(loc: &TableLocation, writer: &TimelineFolder, instant: &Instant) -> bool {
+    match withdraw_instant(loc, writer, instant).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(instant = %instant.requested, table = %loc, error = %e,
+                "withdrawing a pending instant that wrote nothing failed; recovery rolls it back once its \
+                 heartbeat expires");
+            false
+        }
     }
 }
 

@@ -31,6 +31,7 @@ pub(crate) mod writer_state;
 
 pub use complete::{
     Completion, begin_instant, complete_instant, complete_instant_then_begin, complete_instant_with, withdraw_instant,
+    withdraw_or_leave,
 };
 pub use heartbeat::{DEFAULT_HEARTBEAT_EXPIRY, Heartbeat, heartbeat_expired, heartbeat_path};
 pub use marker::{
